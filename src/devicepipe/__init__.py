@@ -1,0 +1,48 @@
+"""devicepipe: device-resident pipelines for long recordings.
+
+Read a recording (CSV, Parquet, NPY, WFDB) straight onto a device, keep it there through
+scaling, segmentation, training and scoring, and get the same answers on the CPU and a GPU.
+
+The public API is imported lazily, so ``import devicepipe`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "DevicepipeError": "devicepipe.errors",
+    "DeviceError": "devicepipe.errors",
+    "ReadError": "devicepipe.errors",
+    "resolve_device": "devicepipe.device",
+    "device_report": "devicepipe.device",
+    "Recording": "devicepipe.io",
+    "TimeReport": "devicepipe.io",
+    "read_series": "devicepipe.io",
+    "write_parquet": "devicepipe.io",
+    "write_csv": "devicepipe.io",
+    "write_npy": "devicepipe.io",
+    "write_json": "devicepipe.io",
+    "MinMaxScaler": "devicepipe.scale",
+    "StandardScaler": "devicepipe.scale",
+    "simulate_ecg": "devicepipe.simulate",
+    "simulate_load": "devicepipe.simulate",
+    "to_torch": "devicepipe.interop",
+    "shares_memory": "devicepipe.interop",
+    "parse_duration": "devicepipe.units",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'devicepipe' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,446 @@
+"""The ``devicepipe`` command: parse arguments, call the library, print.
+
+This is the only module that prints. User mistakes (a bad path, an unknown column, a device
+that is not there, a malformed option) end as one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from typer.core import TyperGroup
+
+from devicepipe.errors import DevicepipeError
+
+
+class _OneLineErrors(TyperGroup):
+    """Turn usage errors and DevicepipeErrors into one line on stderr and exit status 2."""
+
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            rv = super().main(
+                args=args,
+                prog_name=prog_name or "devicepipe",
+                complete_var=complete_var,
+                standalone_mode=False,
+                **extra,
+            )
+        except DevicepipeError as exc:
+            _fail(str(exc))
+        except Exception as exc:
+            # click's UsageError/BadParameter (vendored by typer, so matched by shape)
+            if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
+                ctx = getattr(exc, "ctx", None)
+                where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+                message = " ".join(exc.format_message().split())
+                _fail(f"{message}{where}", int(exc.exit_code))
+            if type(exc).__name__ == "Abort":
+                sys.exit(1)
+            raise
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    sys.stderr.write(f"devicepipe: error: {message}\n")
+    sys.stderr.flush()
+    sys.exit(code)
+
+
+app = typer.Typer(
+    cls=_OneLineErrors,
+    help="Device-resident pipelines for long recordings (ECG, load series), on a GPU when there is one.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+simulate_app = typer.Typer(
+    cls=_OneLineErrors,
+    help="Write synthetic recordings with ground truth (for trying things without data).",
+    no_args_is_help=True,
+)
+app.add_typer(simulate_app, name="simulate")
+
+
+def _console() -> Console:
+    return Console(highlight=False)
+
+
+class NanPolicy(StrEnum):
+    error = "error"
+    drop = "drop"
+    interpolate = "interpolate"
+
+
+class DuplicatePolicy(StrEnum):
+    keep = "keep"
+    first = "first"
+    mean = "mean"
+    error = "error"
+
+
+DeviceOpt = Annotated[str, typer.Option("--device", "-d", help="auto, cpu, cuda or cuda:N.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of a table.")]
+
+
+# ----------------------------------------------------------------------------- info
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+@app.command()
+def info(as_json: JsonOpt = False) -> None:
+    """Show Python, PyTorch and its CUDA build, the GPUs, the CPU and which optional libraries work."""
+    from devicepipe.device import device_report
+
+    report = device_report()
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+        return
+    con = _console()
+    t = report["torch"]
+    con.print(f"[bold]devicepipe[/bold] on Python {report['python']} ({report['platform']})")
+    con.print(f"PyTorch {t['version']}, CUDA build: {t['cuda_build'] or 'none'}, cuDNN: {t['cudnn'] or 'none'}")
+    cpu = report["cpu"]
+    con.print(
+        f"CPU: {cpu['model']}, {cpu['logical_cores']} logical core(s), {cpu['usable_cores']} usable, "
+        f"torch uses {cpu['torch_threads']} thread(s)"
+    )
+    if report["gpus"]:
+        table = Table(title="GPUs")
+        for col in ("index", "name", "compute capability", "memory (free / total)", "multiprocessors"):
+            table.add_column(col)
+        for g in report["gpus"]:
+            table.add_row(
+                str(g["index"]),
+                g["name"],
+                g["compute_capability"],
+                f"{_gib(g['free_memory_bytes'])} / {_gib(g['total_memory_bytes'])}",
+                str(g["multiprocessors"]),
+            )
+        con.print(table)
+    else:
+        con.print(f"GPUs: none ({report['cuda']['reason']})")
+    table = Table(title="Optional libraries")
+    for col in ("library", "version", "status", "detail"):
+        table.add_column(col)
+    for lib in report["libraries"]:
+        style = "green" if lib["works"] else "dim"
+        table.add_row(lib["name"], lib["version"] or "-", f"[{style}]{lib['status']}[/{style}]", lib["detail"])
+    con.print(table)
+
+
+# ----------------------------------------------------------------------------- read
+
+
+def _recording_summary(rec: Any) -> dict[str, Any]:
+    import torch
+
+    x = rec.samples if rec.samples.ndim == 2 else rec.samples.unsqueeze(0)
+    x64 = x.to(torch.float64)
+    stats = []
+    for i, name in enumerate(rec.channels):
+        row = x64[i]
+        stats.append(
+            {
+                "channel": name,
+                "unit": rec.units[i],
+                "min": float(row.min()),
+                "max": float(row.max()),
+                "mean": float(row.mean()),
+                "std": float(row.std()) if row.numel() > 1 else 0.0,
+            }
+        )
+    return {
+        "source": rec.source,
+        "device": str(rec.device),
+        "dtype": str(rec.samples.dtype).replace("torch.", ""),
+        "shape": list(rec.samples.shape),
+        "n_samples": rec.n_samples,
+        "sampling_rate_hz": rec.sampling_rate,
+        "duration_s": rec.duration_s,
+        "n_nan": rec.n_nan,
+        "nan_policy": rec.nan_policy,
+        "channels": stats,
+        "time": None if rec.time_report is None else rec.time_report.to_dict(),
+    }
+
+
+def _print_summary(summary: dict[str, Any], con: Console) -> None:
+    rate = summary["sampling_rate_hz"]
+    dur = summary["duration_s"]
+    con.print(
+        f"[bold]{summary['source']}[/bold]: {summary['n_samples']:,} samples x {len(summary['channels'])} channel(s), "
+        f"{summary['dtype']} on {summary['device']}"
+    )
+    con.print(
+        f"sampling rate: {'unknown' if rate is None else f'{rate:g} Hz'}; "
+        f"duration: {'unknown' if dur is None else _human_seconds(dur)}"
+    )
+    if summary["n_nan"]:
+        con.print(f"NaN values: {summary['n_nan']} ({summary['nan_policy']})")
+    table = Table()
+    for col in ("channel", "unit", "min", "max", "mean", "std"):
+        table.add_column(col, justify="right" if col not in ("channel", "unit") else "left")
+    for s in summary["channels"]:
+        table.add_row(s["channel"], s["unit"] or "-", *(f"{s[k]:.4g}" for k in ("min", "max", "mean", "std")))
+    con.print(table)
+    t = summary["time"]
+    if t is not None:
+        con.print(f"time column: {t['n_rows']:,} rows, {t['start']} to {t['end']}, step {t['step_s']:g} s")
+        con.print(f"  sorted on input: {'yes' if t['was_sorted'] else 'no (sorted now)'}")
+        con.print(
+            f"  duplicate timestamps: {t['n_duplicates']} ({t['duplicates_policy']})"
+            + (f", e.g. {', '.join(t['duplicates'][:3])}" if t["duplicates"] else "")
+        )
+        con.print(
+            f"  gaps: {t['n_gaps']}, missing {t['missing_steps']} step(s)"
+            + (f", e.g. {t['gaps'][0][0]} -> {t['gaps'][0][1]}" if t["gaps"] else "")
+        )
+
+
+def _human_seconds(s: float) -> str:
+    if s >= 86400:
+        return f"{s / 86400:.2f} d"
+    if s >= 3600:
+        return f"{s / 3600:.2f} h"
+    if s >= 60:
+        return f"{s / 60:.1f} min"
+    return f"{s:.2f} s"
+
+
+@app.command("read")
+def read_cmd(
+    input: Annotated[
+        Path, typer.Argument(help="CSV, TSV, Parquet, NPY or WFDB record (.hea/.dat or the record name).")
+    ],
+    column: Annotated[
+        list[str] | None,
+        typer.Option("--column", "-c", help="Column or channel, by name or position (repeatable). Default: all."),
+    ] = None,
+    time_column: Annotated[
+        str | None, typer.Option(help="Column of timestamps: rows are sorted by it and gaps/duplicates reported.")
+    ] = None,
+    sampling_rate: Annotated[
+        float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
+    ] = None,
+    nan: Annotated[NanPolicy, typer.Option(help="What to do with NaN values.")] = NanPolicy.error,
+    duplicates: Annotated[
+        DuplicatePolicy, typer.Option(help="With --time-column: rows sharing a timestamp.")
+    ] = DuplicatePolicy.keep,
+    device: DeviceOpt = "auto",
+    as_json: JsonOpt = False,
+) -> None:
+    """Read a recording onto the device and summarise it (shape, rate, statistics, time irregularities)."""
+    from devicepipe.io import read_series
+
+    rec = read_series(
+        input,
+        _columns(column),
+        device=device,
+        sampling_rate=sampling_rate,
+        time_column=_maybe_int(time_column),
+        nan=nan.value,
+        duplicates=duplicates.value,
+    )
+    summary = _recording_summary(rec)
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        _print_summary(summary, _console())
+
+
+def _maybe_int(value: str | None) -> str | int | None:
+    if value is None:
+        return None
+    return int(value) if value.lstrip("-").isdigit() else value
+
+
+def _columns(values: list[str] | None) -> list[str | int] | None:
+    if not values:
+        return None
+    return [_maybe_int(v) for v in values]
+
+
+# ----------------------------------------------------------------------------- simulate
+
+_SIGNAL_SUFFIXES = (".csv", ".parquet", ".npy")
+
+
+def _check_out(out: Path) -> str:
+    suffix = out.suffix.lower()
+    if suffix not in _SIGNAL_SUFFIXES:
+        raise DevicepipeError(f"cannot write {out.name}: use a .csv, .parquet or .npy file name for --out.")
+    return suffix
+
+
+def _truth_path(out: Path) -> Path:
+    return out.with_name(out.stem + ".truth.csv")
+
+
+@simulate_app.command("ecg")
+def simulate_ecg_cmd(
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Output file: .csv, .parquet or .npy. The truth goes to NAME.truth.csv.")
+    ],
+    duration: Annotated[str, typer.Option(help="Length, e.g. 30min, 24h, 90s.")] = "30min",
+    sampling_rate: Annotated[float, typer.Option(help="Sampling rate in Hz.", min=50, max=10000)] = 250.0,
+    heart_rate: Annotated[float, typer.Option(help="Mean heart rate in beats per minute.", min=20, max=250)] = 70.0,
+    noise: Annotated[float, typer.Option(help="White noise standard deviation in mV.", min=0)] = 0.02,
+    wander: Annotated[float, typer.Option(help="Baseline wander amplitude in mV.", min=0)] = 0.15,
+    ectopic_rate: Annotated[
+        float, typer.Option(help="Share of premature ventricular beats (0 to 0.5).", min=0, max=0.49)
+    ] = 0.0,
+    inverted: Annotated[bool, typer.Option("--inverted", help="Invert the polarity (negative QRS).")] = False,
+    seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same recording.")] = 0,
+) -> None:
+    """Simulate an ECG with known R peaks (Gaussian P-QRS-T waves, heart-rate variability, wander, noise)."""
+    from devicepipe.units import parse_duration
+
+    suffix = _check_out(out)
+    seconds = parse_duration(duration)
+    started = time.perf_counter()
+    sim = _simulate_ecg_files(
+        out,
+        suffix,
+        seconds,
+        sampling_rate,
+        heart_rate=heart_rate,
+        noise=noise,
+        wander=wander,
+        ectopic_rate=ectopic_rate,
+        inverted=inverted,
+        seed=seed,
+    )
+    con = _console()
+    n_v = int((sim.symbols == "V").sum())
+    con.print(
+        f"wrote {out} ({sim.signal.numel():,} samples at {sampling_rate:g} Hz, {_human_seconds(sim.duration_s)}) "
+        f"in {time.perf_counter() - started:.1f} s"
+    )
+    con.print(f"truth: {_truth_path(out)} ({sim.r_peaks.numel():,} beats, {n_v} ventricular ectopic)")
+
+
+def _simulate_ecg_files(out: Path, suffix: str, seconds: float, sampling_rate: float, **kwargs: Any) -> Any:
+    import numpy as np
+
+    from devicepipe.io import write_csv, write_npy, write_parquet
+    from devicepipe.simulate import simulate_ecg
+
+    sim = simulate_ecg(
+        seconds,
+        sampling_rate,
+        heart_rate_bpm=kwargs["heart_rate"],
+        noise_mV=kwargs["noise"],
+        wander_mV=kwargs["wander"],
+        ectopic_rate=kwargs["ectopic_rate"],
+        inverted=kwargs["inverted"],
+        seed=kwargs["seed"],
+    )
+    if suffix == ".csv":
+        write_csv({"ecg": sim.signal}, out)
+    elif suffix == ".parquet":
+        write_parquet({"ecg": sim.signal}, out, sampling_rate=sampling_rate)
+    else:
+        write_npy(sim.signal, out)
+    peaks = sim.r_peaks.cpu().numpy()
+    write_csv({"sample": peaks, "time_s": peaks / sampling_rate, "symbol": np.asarray(sim.symbols)}, _truth_path(out))
+    return sim
+
+
+@simulate_app.command("load")
+def simulate_load_cmd(
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Output file: .csv or .parquet (Datetime and load_MW columns). Anomalous days go to NAME.truth.csv.",
+        ),
+    ],
+    days: Annotated[int, typer.Option(help="Number of days.", min=21)] = 365,
+    samples_per_day: Annotated[int, typer.Option(help="Samples per day (24 = hourly).", min=4)] = 24,
+    start: Annotated[str, typer.Option(help="First day, YYYY-MM-DD.")] = "2020-01-01",
+    anomalies: Annotated[int, typer.Option(help="Number of anomalous days.", min=0)] = 6,
+    noise: Annotated[float, typer.Option(help="Relative noise (0.02 = 2 %).", min=0)] = 0.02,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+) -> None:
+    """Simulate a load series (daily, weekly, yearly cycles) with a few anomalous days of known kind."""
+    from devicepipe.io import write_csv, write_parquet
+    from devicepipe.simulate import simulate_load
+
+    suffix = _check_out(out)
+    if suffix == ".npy":
+        raise DevicepipeError("a load series has timestamps: use a .csv or .parquet file name for --out.")
+    sim = simulate_load(
+        days, samples_per_day=samples_per_day, start=start, n_anomalies=anomalies, noise=noise, seed=seed
+    )
+    table = {"Datetime": sim.timestamps, "load_MW": sim.values}
+    (write_csv if suffix == ".csv" else write_parquet)(table, out)
+    write_csv({"day": sim.anomalous_days.astype(str), "kind": list(sim.anomaly_kinds)}, _truth_path(out))
+    con = _console()
+    con.print(f"wrote {out} ({sim.values.numel():,} samples, {days} days from {start})")
+    con.print(f"truth: {_truth_path(out)} ({len(sim.anomaly_kinds)} anomalous days)")
+
+
+# ----------------------------------------------------------------------------- demo
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the demo's files.")] = Path("demo-run"),
+    device: DeviceOpt = "auto",
+) -> None:
+    """Simulate a 30-minute ECG with a few ectopic beats, read it back onto the device and summarise it."""
+    from devicepipe.io import read_series
+
+    con = _console()
+    path = out / "ecg.parquet"
+    with con.status("simulating a 30-minute ECG at 250 Hz ..."):
+        sim = _simulate_ecg_files(
+            path,
+            ".parquet",
+            1800.0,
+            250.0,
+            heart_rate=72.0,
+            noise=0.03,
+            wander=0.2,
+            ectopic_rate=0.01,
+            inverted=False,
+            seed=0,
+        )
+    con.print(
+        f"simulated {path} and its truth {_truth_path(path)} "
+        f"({sim.r_peaks.numel():,} beats, {int((sim.symbols == 'V').sum())} ventricular ectopic)"
+    )
+    started = time.perf_counter()
+    rec = read_series(path, device=device)
+    con.print(f"read back in {time.perf_counter() - started:.2f} s")
+    _print_summary(_recording_summary(rec), con)
+
+
+def main() -> None:
+    """Entry point of the ``devicepipe`` console script."""
+    app(prog_name="devicepipe")
+
+
+if __name__ == "__main__":
+    main()

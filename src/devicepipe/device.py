@@ -1,0 +1,214 @@
+"""Device resolution and the machine report behind ``devicepipe info``.
+
+``"auto"`` is resolved here and only here (and by callers at the edge: the CLI and the
+pipeline); every other function takes the device of its input tensor.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import platform
+import re
+import sys
+from typing import Any
+
+import torch
+
+from devicepipe.errors import DeviceError
+
+__all__ = ["resolve_device", "device_report", "cuda_unavailable_reason", "synchronize"]
+
+_CUDA_SPEC = re.compile(r"^cuda(?::(\d+))?$")
+
+
+def cuda_unavailable_reason() -> str | None:
+    """Why CUDA cannot be used here, or ``None`` when it can.
+
+    Distinguishes a PyTorch build without CUDA support from a CUDA build that finds no
+    driver or device.
+    """
+    if torch.version.cuda is None:
+        return f"this PyTorch build ({torch.__version__}) has no CUDA support"
+    if not torch.cuda.is_available():
+        return f"PyTorch {torch.__version__} is built for CUDA {torch.version.cuda} but finds no CUDA driver or GPU"
+    return None
+
+
+def resolve_device(spec: str | torch.device | None = "auto") -> torch.device:
+    """Turn a device specification into a concrete :class:`torch.device`.
+
+    Parameters
+    ----------
+    spec : ``"auto"`` (CUDA device 0 when available, else the CPU), ``"cpu"``, ``"cuda"``
+        (the current CUDA device), ``"cuda:N"``, a :class:`torch.device`, or ``None``
+        (same as ``"auto"``).
+
+    Raises
+    ------
+    DeviceError
+        CUDA asked for but unavailable (with the reason), an index past the last GPU (with the
+        list of those that exist), or a malformed string such as ``"cuda0"`` or ``"gpu"``.
+    """
+    if spec is None:
+        spec = "auto"
+    if isinstance(spec, torch.device):
+        text = str(spec)
+    elif isinstance(spec, str):
+        text = spec.strip().lower()
+    else:
+        raise DeviceError(
+            f"resolve_device(): expected a string or torch.device, got {type(spec).__name__}; "
+            "use 'auto', 'cpu', 'cuda' or 'cuda:N'."
+        )
+    if text == "auto":
+        return torch.device("cuda", torch.cuda.current_device()) if _cuda_ok() else torch.device("cpu")
+    if text == "cpu":
+        return torch.device("cpu")
+    match = _CUDA_SPEC.match(text)
+    if match is None:
+        near = re.match(r"^(?:cuda|gpu)\W*(\d*)$", text)
+        hint = f"'cuda:{near.group(1) or 0}'" if near else "'auto', 'cpu', 'cuda' or 'cuda:0'"
+        raise DeviceError(f"unknown device {spec!r}; use {hint} (devices are 'auto', 'cpu', 'cuda' or 'cuda:N').")
+    reason = cuda_unavailable_reason()
+    if reason is not None:
+        raise DeviceError(f"device {spec!r} is not available: {reason}; use --device cpu or --device auto.")
+    count = torch.cuda.device_count()
+    index = int(match.group(1)) if match.group(1) is not None else torch.cuda.current_device()
+    if index >= count:
+        existing = ", ".join(f"cuda:{i} ({torch.cuda.get_device_name(i)})" for i in range(count))
+        raise DeviceError(f"device {spec!r} does not exist; this machine has {count} GPU(s): {existing}.")
+    return torch.device("cuda", index)
+
+
+def _cuda_ok() -> bool:
+    return torch.version.cuda is not None and torch.cuda.is_available()
+
+
+def synchronize(device: torch.device | str) -> None:
+    """Wait for all queued work on ``device`` (a no-op on the CPU)."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _gpu_records() -> list[dict[str, Any]]:
+    if not _cuda_ok():
+        return []
+    gpus = []
+    for i in range(torch.cuda.device_count()):
+        props = torch.cuda.get_device_properties(i)
+        free, total = torch.cuda.mem_get_info(i)
+        gpus.append(
+            {
+                "index": i,
+                "name": props.name,
+                "compute_capability": f"{props.major}.{props.minor}",
+                "total_memory_bytes": int(total),
+                "free_memory_bytes": int(free),
+                "multiprocessors": int(props.multi_processor_count),
+            }
+        )
+    return gpus
+
+
+def _probe_cupy(mod: Any) -> str:
+    a = mod.arange(4, dtype=mod.float32)
+    return f"{mod.cuda.runtime.getDeviceCount()} device(s), sum={float(a.sum()):g}"
+
+
+def _probe_cudf(mod: Any) -> str:
+    return f"Series sum={float(mod.Series([1.0, 2.0]).sum()):g}"
+
+
+def _probe_numba(mod: Any) -> str:
+    from numba import cuda  # noqa: PLC0415 - only when numba imports
+
+    if not cuda.is_available():
+        return "CPU JIT only (numba.cuda: no GPU)"
+    return f"numba.cuda: {len(cuda.gpus)} GPU(s)"
+
+
+def _probe_jax(mod: Any) -> str:
+    return "devices: " + ", ".join(str(d) for d in mod.devices())
+
+
+def _probe_numeric(mod: Any) -> str:
+    return "ok"
+
+
+# name shown, module to import, probe run on the imported module
+_OPTIONAL_LIBRARIES: tuple[tuple[str, str, Any], ...] = (
+    ("CuPy", "cupy", _probe_cupy),
+    ("cuDF", "cudf", _probe_cudf),
+    ("Numba", "numba", _probe_numba),
+    ("JAX", "jax", _probe_jax),
+    ("Polars", "polars", _probe_numeric),
+    ("pandas", "pandas", _probe_numeric),
+    ("PyArrow", "pyarrow", _probe_numeric),
+    ("wfdb", "wfdb", _probe_numeric),
+)
+
+
+def _library_records() -> list[dict[str, Any]]:
+    records = []
+    for shown, module, probe in _OPTIONAL_LIBRARIES:
+        record: dict[str, Any] = {"name": shown, "module": module, "version": None}
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            record.update(status="not installed", works=False, detail="")
+            records.append(record)
+            continue
+        except Exception as exc:  # a broken install (missing shared library, driver mismatch)
+            record.update(status="broken", works=False, detail=f"{type(exc).__name__}: {exc}")
+            records.append(record)
+            continue
+        record["version"] = getattr(mod, "__version__", None)
+        try:
+            record.update(status="ok", works=True, detail=probe(mod))
+        except Exception as exc:
+            record.update(status="imports, fails", works=False, detail=f"{type(exc).__name__}: {exc}")
+        records.append(record)
+    return records
+
+
+def device_report() -> dict[str, Any]:
+    """Everything ``devicepipe info`` shows, as a JSON-serialisable dict.
+
+    Keys: ``python``, ``platform``, ``torch`` (version, CUDA and cuDNN build), ``cuda``
+    (availability and the reason when unavailable), ``gpus`` (name, compute capability,
+    memory in bytes, multiprocessors), ``cpu`` (model, logical cores, cores usable by this
+    process, torch intra-op threads) and ``libraries`` (optional libraries: version and
+    whether a small operation works).
+    """
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        usable = os.cpu_count()
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "torch": {"version": torch.__version__, "cuda_build": torch.version.cuda, "cudnn": cudnn},
+        "cuda": {"available": _cuda_ok(), "reason": cuda_unavailable_reason()},
+        "gpus": _gpu_records(),
+        "cpu": {
+            "model": _cpu_model(),
+            "logical_cores": os.cpu_count(),
+            "usable_cores": usable,
+            "torch_threads": torch.get_num_threads(),
+        },
+        "libraries": _library_records(),
+    }

@@ -1,0 +1,35 @@
+"""Parsing of durations written by people: ``"24h"``, ``"30min"``, ``"1h30m"``, ``"90s"``, ``"2d"``."""
+
+from __future__ import annotations
+
+import re
+
+from devicepipe.errors import DevicepipeError
+
+__all__ = ["parse_duration"]
+
+_UNITS_S = {"d": 86400.0, "h": 3600.0, "min": 60.0, "m": 60.0, "s": 1.0, "ms": 1e-3}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|min|d|h|m|s)")
+
+
+def parse_duration(text: str | float) -> float:
+    """Seconds in a duration such as ``"24h"``, ``"30min"``, ``"1h30m"``, ``"1.5d"`` or ``"90"`` (seconds).
+
+    Raises DevicepipeError for anything else, or a duration that is not positive.
+    """
+    if isinstance(text, (int, float)):
+        seconds = float(text)
+    else:
+        s = text.strip().lower().replace(" ", "")
+        try:
+            seconds = float(s)
+        except ValueError:
+            parts = _PART.findall(s)
+            if not parts or "".join(n + u for n, u in parts) != s:
+                raise DevicepipeError(
+                    f"cannot read duration {text!r}; write e.g. '24h', '30min', '1h30m', '90s' or '2d'."
+                ) from None
+            seconds = sum(float(n) * _UNITS_S[u] for n, u in parts)
+    if not seconds > 0:
+        raise DevicepipeError(f"duration {text!r} must be positive.")
+    return seconds
