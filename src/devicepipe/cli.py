@@ -234,7 +234,12 @@ def read_cmd(
     ],
     column: Annotated[
         list[str] | None,
-        typer.Option("--column", "-c", help="Column or channel, by name or position (repeatable). Default: all."),
+        typer.Option(
+            "--column",
+            "--channel",
+            "-c",
+            help="Column (or WFDB channel), by name or position; repeatable. Default: all.",
+        ),
     ] = None,
     time_column: Annotated[
         str | None, typer.Option(help="Column of timestamps: rows are sorted by it and gaps/duplicates reported.")

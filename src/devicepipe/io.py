@@ -448,7 +448,9 @@ def _stack_columns(table: pa.Table, chosen: list[str]) -> torch.Tensor:
         rows.append(to_torch(col))
     if len(rows) == 1:
         return rows[0].unsqueeze(0)
-    dtype = torch.promote_types(*[r.dtype for r in rows]) if len(rows) > 1 else rows[0].dtype
+    dtype = rows[0].dtype
+    for r in rows[1:]:
+        dtype = torch.promote_types(dtype, r.dtype)
     return torch.stack([r.to(dtype) for r in rows])
 
 
@@ -646,11 +648,10 @@ def _apply_nan_policy(
         if valid.numel() == 0:
             raise ReadError(f"read_series(): channel {c} of {source} holds only NaN values; nothing to interpolate.")
         holes = torch.nonzero(bad).squeeze(1)
-        right = torch.searchsorted(valid, holes).clamp(max=valid.numel() - 1)
-        left = (right - 1).clamp(min=0)
-        # holes before the first or after the last valid sample take the nearest value
-        right = torch.where(valid[right] < holes, left, right)
-        left = torch.where(valid[left] > holes, right, left)
+        after = torch.searchsorted(valid, holes)  # valid samples before each hole
+        # clamping makes holes before the first / after the last valid sample take the nearest value
+        left = (after - 1).clamp(min=0)
+        right = after.clamp(max=valid.numel() - 1)
         lp, rp = position[valid[left]], position[valid[right]]
         span = torch.where(rp > lp, rp - lp, torch.ones_like(rp))
         w = ((position[holes] - lp) / span).to(x.dtype)

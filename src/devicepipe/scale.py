@@ -69,7 +69,8 @@ class _Scaler:
         n_features = getattr(self, self._state_names[0]).shape[0]
         if x2.shape[1] != n_features:
             raise DevicepipeError(
-                f"{type(self).__name__}.{where}(): x has {x2.shape[1]} feature(s), the scaler was fitted on {n_features}."
+                f"{type(self).__name__}.{where}(): x has {x2.shape[1]} feature(s), "
+                f"the scaler was fitted on {n_features}."
             )
         return x2
 
@@ -133,7 +134,8 @@ class MinMaxScaler(_Scaler):
         if self.fitted:
             if batch_min.shape != self.data_min_.shape:
                 raise DevicepipeError(
-                    f"MinMaxScaler.partial_fit(): x has {x.shape[1]} feature(s), earlier chunks had {self.data_min_.shape[0]}."
+                    f"MinMaxScaler.partial_fit(): x has {x.shape[1]} feature(s), "
+                    f"earlier chunks had {self.data_min_.shape[0]}."
                 )
             batch_min = torch.minimum(batch_min, self.data_min_.to(x.device))
             batch_max = torch.maximum(batch_max, self.data_max_.to(x.device))
@@ -152,7 +154,9 @@ class MinMaxScaler(_Scaler):
     def transform(self, x: torch.Tensor) -> torch.Tensor:
         """Scale ``x``; same shape and dtype as ``x``."""
         x2 = self._check(x, "transform")
-        out = x2 * self._param("scale_", x2) + self._param("min_", x2)
+        # (x - data_min) * scale + lo is the same map as x * scale_ + min_ without the cancellation
+        # that costs float32 precision when a feature sits far from zero
+        out = (x2 - self._param("data_min_", x2)) * self._param("scale_", x2) + self.feature_range[0]
         if self.clip:
             out = out.clamp(*self.feature_range)
         return out.reshape(x.shape)
@@ -160,7 +164,9 @@ class MinMaxScaler(_Scaler):
     def inverse_transform(self, x: torch.Tensor) -> torch.Tensor:
         """Undo :meth:`transform`; same shape and dtype as ``x``."""
         x2 = self._check(x, "inverse_transform")
-        return ((x2 - self._param("min_", x2)) / self._param("scale_", x2)).reshape(x.shape)
+        return ((x2 - self.feature_range[0]) / self._param("scale_", x2) + self._param("data_min_", x2)).reshape(
+            x.shape
+        )
 
 
 class StandardScaler(_Scaler):
@@ -191,7 +197,8 @@ class StandardScaler(_Scaler):
         n_b = valid.sum(0).to(torch.float64)
         if self.fitted and n_b.shape != self.mean_.shape:
             raise DevicepipeError(
-                f"StandardScaler.partial_fit(): x has {x.shape[1]} feature(s), earlier chunks had {self.mean_.shape[0]}."
+                f"StandardScaler.partial_fit(): x has {x.shape[1]} feature(s), "
+                f"earlier chunks had {self.mean_.shape[0]}."
             )
         zeroed = torch.where(valid, x64, 0.0)
         mean_b = zeroed.sum(0) / n_b.clamp(min=1)

@@ -193,17 +193,25 @@ def simulate_ecg(
             signal += float(wander_mV * w) * torch.sin(2 * np.pi * float(f) * seconds + float(p))
     if powerline_mV > 0:
         signal += powerline_mV * torch.sin(2 * np.pi * powerline_hz * seconds)
+    # the truth is each beat's actual extremum on the noise-free signal: a neighbouring wave (the deep
+    # S of a ventricular beat) can pull the composite peak a millisecond off the R wave's centre
+    inside = r_samples < n
+    r_t = r_t[torch.as_tensor(inside).to(dev)]
+    half = max(1, int(np.ceil(0.02 * fs)))
+    window = r_t[:, None] + torch.arange(-half, half + 1, device=dev)
+    near = torch.where((window >= 0) & (window < n), signal[window.clamp(0, n - 1)], -torch.inf)
+    r_t = window.gather(1, near.argmax(1, keepdim=True)).squeeze(1)
+
     if noise_mV > 0:
         gen = torch.Generator().manual_seed(seed)  # CPU stream: the same noise on every device
         signal += noise_mV * torch.randn(n, generator=gen, dtype=dtype).to(dev)
     if inverted:
         signal = -signal
 
-    inside = r_samples < n
     return SimulatedECG(
         signal=signal,
         sampling_rate=fs,
-        r_peaks=r_t[torch.as_tensor(inside).to(dev)],
+        r_peaks=r_t,
         symbols=symbols[inside],
         heart_rate_bpm=float(heart_rate_bpm),
         inverted=inverted,

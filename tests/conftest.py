@@ -1,0 +1,56 @@
+"""Shared fixtures: a ``device`` fixture (cpu always, cuda when present) and real-data access.
+
+Tests marked ``slow`` run only with ``DEVICEPIPE_RUN_SLOW=1`` (CI sets it) or ``-m slow``.
+Tests under ``tests/data`` are marked ``data``. They skip with a reason when
+``../shared/data`` is absent, and fail instead when ``DEVICEPIPE_REQUIRE_DATA=1``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA_DIR = Path(os.environ.get("DEVICEPIPE_DATA", ROOT.parent / "shared" / "data"))
+
+CUDA = torch.cuda.is_available()
+DEVICES = [
+    pytest.param("cpu", id="cpu"),
+    pytest.param("cuda", id="cuda", marks=[pytest.mark.cuda, pytest.mark.skipif(not CUDA, reason="no CUDA GPU")]),
+]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    run_slow = os.environ.get("DEVICEPIPE_RUN_SLOW") == "1" or "slow" in (config.getoption("-m") or "")
+    skip_slow = pytest.mark.skip(reason="slow: set DEVICEPIPE_RUN_SLOW=1 or pass -m slow")
+    for item in items:
+        if "tests/data/" in str(item.fspath).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.data)
+        if "slow" in item.keywords and not run_slow:
+            item.add_marker(skip_slow)
+
+
+@pytest.fixture(params=DEVICES)
+def device(request: pytest.FixtureRequest) -> torch.device:
+    """Each test using it runs on the CPU and, where one exists, on a CUDA GPU."""
+    return torch.device(request.param)
+
+
+def require_data(relative: str) -> Path:
+    """Path of a file or folder in the shared data; skip (or fail under DEVICEPIPE_REQUIRE_DATA=1) if absent."""
+    path = DATA_DIR / relative
+    probe = path if path.suffix or path.is_dir() else path.with_name(path.name + ".hea")
+    if not probe.exists():
+        message = f"real recording {path} not found (set DEVICEPIPE_DATA or fetch ../shared/data)"
+        if os.environ.get("DEVICEPIPE_REQUIRE_DATA") == "1":
+            pytest.fail(message + " and DEVICEPIPE_REQUIRE_DATA=1")
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    return require_data("")

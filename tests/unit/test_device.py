@@ -1,0 +1,83 @@
+import json
+
+import pytest
+import torch
+
+from devicepipe.device import cuda_unavailable_reason, device_report, resolve_device
+from devicepipe.errors import DeviceError
+
+
+def test_cpu_and_torch_device():
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device(" CPU ") == torch.device("cpu")
+    assert resolve_device(torch.device("cpu")) == torch.device("cpu")
+
+
+def test_auto_follows_availability():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto").type == expected
+    assert resolve_device(None).type == expected
+
+
+@pytest.mark.parametrize(
+    ("spec", "hint"),
+    [
+        ("cuda0", "'cuda:0'"),
+        ("gpu", "'cuda:0'"),
+        ("gpu:1", "'cuda:1'"),
+        ("cuda:x", "'cuda:0'"),
+        ("tpu", "'auto', 'cpu'"),
+    ],
+)
+def test_malformed_strings_suggest_the_fix(spec, hint):
+    with pytest.raises(DeviceError, match="unknown device") as info:
+        resolve_device(spec)
+    assert hint in str(info.value)
+
+
+def test_non_string_is_rejected():
+    with pytest.raises(DeviceError, match="expected a string"):
+        resolve_device(3)
+
+
+def test_cuda_without_cuda_build(monkeypatch):
+    monkeypatch.setattr(torch.version, "cuda", None)
+    with pytest.raises(DeviceError) as info:
+        resolve_device("cuda")
+    message = str(info.value)
+    assert "no CUDA support" in message and "--device cpu" in message
+
+
+def test_cuda_build_without_driver(monkeypatch):
+    monkeypatch.setattr(torch.version, "cuda", "12.4")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert "finds no CUDA driver or GPU" in cuda_unavailable_reason()
+    with pytest.raises(DeviceError, match="finds no CUDA driver or GPU.*--device cpu"):
+        resolve_device("cuda:0")
+    assert resolve_device("auto") == torch.device("cpu")
+
+
+def test_index_past_last_gpu_lists_the_gpus(monkeypatch):
+    monkeypatch.setattr(torch.version, "cuda", "12.4")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i: f"FakeGPU{i}")
+    with pytest.raises(DeviceError) as info:
+        resolve_device("cuda:3")
+    assert "cuda:0 (FakeGPU0), cuda:1 (FakeGPU1)" in str(info.value)
+    assert resolve_device("cuda:1") == torch.device("cuda", 1)
+
+
+def test_report_is_complete_and_serialisable():
+    report = device_report()
+    json.dumps(report)
+    assert report["torch"]["version"] == torch.__version__
+    assert report["cpu"]["torch_threads"] == torch.get_num_threads()
+    assert report["cpu"]["logical_cores"] >= 1
+    assert report["cuda"]["available"] == torch.cuda.is_available()
+    assert len(report["gpus"]) == (torch.cuda.device_count() if torch.cuda.is_available() else 0)
+    names = {lib["name"]: lib for lib in report["libraries"]}
+    assert {"CuPy", "cuDF", "Numba", "JAX", "Polars", "pandas", "PyArrow", "wfdb"} <= set(names)
+    import pyarrow
+
+    assert names["PyArrow"]["version"] == pyarrow.__version__ and names["PyArrow"]["works"]

@@ -1,0 +1,250 @@
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from devicepipe.errors import ReadError
+from devicepipe.interop import shares_memory
+from devicepipe.io import atomic_path, read_series, write_csv, write_json, write_npy, write_parquet
+
+
+@pytest.fixture
+def table_csv(tmp_path):
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal((50, 3)).astype(np.float32)
+    path = tmp_path / "t.csv"
+    lines = ["a,b,c"] + [",".join(repr(float(v)) for v in row) for row in data]
+    path.write_text("\n".join(lines) + "\n")
+    return path, data
+
+
+def test_csv_column_by_name_and_position(table_csv, device):
+    path, data = table_csv
+    rec = read_series(path, "b", device=device)
+    assert rec.samples.shape == (50,) and rec.samples.dtype == torch.float32
+    assert rec.samples.device.type == device.type
+    np.testing.assert_array_equal(rec.samples.cpu().numpy(), data[:, 1])
+    assert rec.channels == ("b",) and rec.sampling_rate is None
+    np.testing.assert_array_equal(read_series(path, 2).samples.numpy(), data[:, 2])
+    np.testing.assert_array_equal(read_series(path, -1).samples.numpy(), data[:, 2])
+
+
+def test_csv_all_columns_become_channels(table_csv):
+    path, data = table_csv
+    rec = read_series(path, sampling_rate=100)
+    assert rec.samples.shape == (3, 50)
+    np.testing.assert_array_equal(rec.samples.numpy(), data.T)
+    assert rec.sampling_rate == 100 and rec.duration_s == pytest.approx(0.5)
+    two = read_series(path, ["c", 0])
+    np.testing.assert_array_equal(two.samples.numpy(), data[:, [2, 0]].T)
+
+
+def test_csv_without_header_and_tsv(tmp_path):
+    values = np.array([1.5, -2.0, 3.25, 1e-3], dtype=np.float32)
+    path = tmp_path / "nohead.csv"
+    path.write_text("\n".join(f"{v!r},{2 * v!r}" for v in values.tolist()) + "\n")
+    rec = read_series(path, 1)
+    np.testing.assert_array_equal(rec.samples.numpy(), 2 * values)
+    assert rec.channels == ("f1",)
+    tsv = tmp_path / "x.tsv"
+    tsv.write_text("x\ty\n1\t2\n3\t4\n")
+    np.testing.assert_array_equal(read_series(tsv, "y").samples.numpy(), [2, 4])
+
+
+def test_parquet_reads_rate_from_metadata(tmp_path, device):
+    x = np.linspace(-1, 1, 101).astype(np.float64)
+    path = write_parquet({"ecg": x, "other": np.arange(101)}, tmp_path / "r.parquet", sampling_rate=360.0)
+    rec = read_series(path, "ecg", device=device, dtype=torch.float64)
+    assert rec.sampling_rate == 360.0 and rec.samples.dtype == torch.float64
+    np.testing.assert_array_equal(rec.samples.cpu().numpy(), x)
+    ints = read_series(path, "other")
+    np.testing.assert_array_equal(ints.samples.numpy(), np.arange(101, dtype=np.float32))
+
+
+def test_npy_one_and_two_dimensional(tmp_path):
+    a = np.arange(10, dtype=np.float32)
+    write_npy(a, tmp_path / "a.npy")
+    np.testing.assert_array_equal(read_series(tmp_path / "a.npy").samples.numpy(), a)
+    b = np.stack([a, -a])
+    write_npy(b, tmp_path / "b.npy")
+    assert read_series(tmp_path / "b.npy").samples.shape == (2, 10)
+    np.testing.assert_array_equal(read_series(tmp_path / "b.npy", 1).samples.numpy(), -a)
+
+
+def test_in_memory_sources_share_memory_where_possible():
+    a = np.arange(1000, dtype=np.float32)
+    rec = read_series(a)
+    assert shares_memory(rec.samples, a)
+    a[3] = -7.0  # behavioural proof: the recording sees the change
+    assert float(rec.samples[3]) == -7.0
+    # float64 into float32 is a conversion, so a copy
+    assert not shares_memory(read_series(a.astype(np.float64)).samples, a)
+    t = torch.arange(5, dtype=torch.float32)
+    assert read_series(t).samples.data_ptr() == t.data_ptr()
+    arrow = pa.array(a)
+    assert shares_memory(read_series(arrow).samples, arrow.to_numpy(zero_copy_only=True))
+
+
+def test_pandas_series_with_datetime_index():
+    pd = pytest.importorskip("pandas")
+    idx = pd.date_range("2024-01-01", periods=6, freq="h")
+    s = pd.Series(np.arange(6, dtype=np.float32), index=idx, name="load")
+    rec = read_series(s)
+    assert rec.channels == ("load",)
+    assert shares_memory(rec.samples, s.to_numpy())
+    np.testing.assert_array_equal(rec.timestamps_numpy(), idx.to_numpy())
+    assert rec.sampling_rate == pytest.approx(1 / 3600)
+    df = pd.DataFrame({"t": idx[::-1], "v": np.arange(6.0)})
+    rec = read_series(df, "v", time_column="t")
+    np.testing.assert_array_equal(rec.samples.numpy(), np.arange(6.0)[::-1])
+    assert not rec.time_report.was_sorted
+
+
+def test_time_column_sorts_and_reports(tmp_path):
+    # hand-made irregular hourly series: unsorted, one duplicate, one two-hour gap
+    rows = [
+        ("2024-01-01 03:00", 3),
+        ("2024-01-01 00:00", 0),
+        ("2024-01-01 01:00", 1),
+        ("2024-01-01 02:00", 2),
+        ("2024-01-01 02:00", 20),
+        ("2024-01-01 06:00", 6),
+    ]
+    path = tmp_path / "load.csv"
+    path.write_text("when,mw\n" + "\n".join(f"{t},{v}" for t, v in rows) + "\n")
+    rec = read_series(path, "mw", time_column="when")
+    np.testing.assert_array_equal(rec.samples.numpy(), [0, 1, 2, 20, 3, 6])
+    r = rec.time_report
+    assert (r.was_sorted, r.n_duplicates, r.n_gaps, r.missing_steps, r.step_s) == (False, 1, 1, 2, 3600.0)
+    assert str(r.duplicates[0]).startswith("2024-01-01T02:00")
+    assert r.gaps[0][2] == 2 and not r.regular
+    assert rec.sampling_rate == pytest.approx(1 / 3600)
+    first = read_series(path, "mw", time_column="when", duplicates="first")
+    np.testing.assert_array_equal(first.samples.numpy(), [0, 1, 2, 3, 6])
+    mean = read_series(path, "mw", time_column="when", duplicates="mean")
+    np.testing.assert_array_equal(mean.samples.numpy(), [0, 1, 11, 3, 6])
+    assert mean.timestamps.shape == (5,)
+    with pytest.raises(ReadError, match="1 duplicate timestamp.*duplicates='first'"):
+        read_series(path, "mw", time_column="when", duplicates="error")
+    # everything but the time column when no column is named
+    assert read_series(path, time_column="when").channels == ("mw",)
+
+
+def test_time_format_and_bad_times(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("Datetime,v\n10/1/2004 1:00,1\n10/1/2004 2:00,2\n")
+    rec = read_series(path, "v", time_column="Datetime")
+    assert str(rec.timestamps_numpy()[0]).startswith("2004-10-01T01:00")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("Datetime,v\nyesterday,1\n")
+    with pytest.raises(ReadError, match="time column 'Datetime'.*time_format="):
+        read_series(bad, "v", time_column="Datetime")
+
+
+def test_nan_policies(tmp_path, device):
+    x = np.array([1.0, np.nan, np.nan, 4.0, 5.0, np.nan], dtype=np.float32)
+    path = tmp_path / "n.npy"
+    np.save(path, x)
+    with pytest.raises(ReadError, match=r"3 NaN value\(s\), the first at sample 1.*nan='drop'"):
+        read_series(path, device=device)
+    dropped = read_series(path, nan="drop", device=device)
+    np.testing.assert_array_equal(dropped.samples.cpu().numpy(), [1, 4, 5])
+    assert dropped.n_nan == 3
+    interp = read_series(path, nan="interpolate", device=device)
+    valid = ~np.isnan(x)
+    expected = np.interp(np.arange(6), np.flatnonzero(valid), x[valid])  # holds the edge value past the end
+    np.testing.assert_allclose(interp.samples.cpu().numpy(), expected, rtol=1e-6)
+    # empty CSV cells are NaN too
+    csv = tmp_path / "holes.csv"
+    csv.write_text("v\n1\n\n3\n")  # a blank line is skipped by CSV parsers; use an empty field instead
+    csv.write_text("v,w\n1,0\n,0\n3,0\n")
+    np.testing.assert_array_equal(read_series(csv, "v", nan="interpolate").samples.numpy(), [1, 2, 3])
+
+
+def test_nan_interpolation_uses_timestamps(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("t,v\n2024-01-01 00:00,0\n2024-01-01 01:00,\n2024-01-01 04:00,8\n")
+    rec = read_series(path, "v", time_column="t", nan="interpolate")
+    np.testing.assert_allclose(rec.samples.numpy(), [0, 2, 8])
+
+
+@pytest.mark.parametrize(
+    ("content", "kwargs", "pattern"),
+    [
+        ("a,b\n1,2\n", {"column": "hearbeats"}, r"column 'hearbeats' not found in .*columns are \['a', 'b'\]"),
+        ("a,b\n1,2\n", {"column": 5}, "column 5 is out of range"),
+        ("a\n1\n2\nx7\n4\n", {}, r"non-numeric value 'x7' in column 'a' of .* at line 4"),
+        ("", {}, "is empty"),
+        ("a,b\n", {}, "has no samples"),
+        ("a\nnan\nnan\n", {}, "holds only NaN values"),
+        ("a\n1\n", {"nan": "zero"}, "nan='zero' is not a policy"),
+        ("a\n1\n", {"column": "a", "channel": "a"}, "not both"),
+    ],
+)
+def test_csv_errors_are_one_clear_line(tmp_path, content, kwargs, pattern):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    with pytest.raises(ReadError, match=pattern) as info:
+        read_series(path, **kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_path_errors(tmp_path):
+    with pytest.raises(ReadError, match="file not found"):
+        read_series(tmp_path / "missing.csv")
+    (tmp_path / "x.xlsx").write_text("")
+    with pytest.raises(ReadError, match=r"unknown format '.xlsx'.*use .csv"):
+        read_series(tmp_path / "x.xlsx")
+    with pytest.raises(ReadError, match="WFDB header not found"):
+        read_series(tmp_path / "rec.hea")
+    (tmp_path / "broken.parquet").write_text("not parquet")
+    with pytest.raises(ReadError, match="not a readable Parquet"):
+        read_series(tmp_path / "broken.parquet")
+    write_parquet({"s": np.array(["a", "b"])}, tmp_path / "s.parquet")
+    with pytest.raises(ReadError, match="holds string, not numbers"):
+        read_series(tmp_path / "s.parquet")
+
+
+def test_wfdb_written_record(tmp_path):
+    wfdb = pytest.importorskip("wfdb")
+    sig = np.stack([np.sin(np.linspace(0, 6, 500)), np.cos(np.linspace(0, 6, 500))], axis=1)
+    wfdb.wrsamp(
+        "rec", fs=250, units=["mV", "mV"], sig_name=["I", "II"], p_signal=sig, fmt=["16", "16"], write_dir=str(tmp_path)
+    )
+    ref = wfdb.rdrecord(str(tmp_path / "rec"))
+    for source in (tmp_path / "rec", tmp_path / "rec.hea", tmp_path / "rec.dat"):
+        rec = read_series(source)
+        assert rec.samples.shape == (2, 500) and rec.sampling_rate == 250 and rec.channels == ("I", "II")
+        assert rec.units == ("mV", "mV")
+        np.testing.assert_allclose(rec.samples.numpy(), ref.p_signal.T, rtol=1e-6, atol=1e-7)
+    ii = read_series(tmp_path / "rec", channel="II")
+    assert ii.samples.shape == (500,) and ii.channels == ("II",)
+    np.testing.assert_array_equal(read_series(tmp_path / "rec", channel=1).samples.numpy(), ii.samples.numpy())
+    with pytest.raises(ReadError, match=r"channel 'V5' not found in rec; channels are \['I', 'II'\]"):
+        read_series(tmp_path / "rec", channel="V5")
+
+
+def test_writers_round_trip(tmp_path):
+    x = torch.arange(6, dtype=torch.float32)
+    write_csv({"x": x, "y": x * 2}, tmp_path / "o.csv")
+    np.testing.assert_array_equal(read_series(tmp_path / "o.csv", "y").samples.numpy(), (x * 2).numpy())
+    write_parquet({"m": x.reshape(3, 2)}, tmp_path / "m.parquet")
+    assert pq.read_table(tmp_path / "m.parquet").column("m").to_pylist() == [[0, 1], [2, 3], [4, 5]]
+    write_json({"device": torch.device("cpu"), "n": np.int64(3)}, tmp_path / "s.json")
+    assert (tmp_path / "s.json").read_text().count("cpu") == 1
+
+
+def test_atomic_write_leaves_nothing_on_failure(tmp_path):
+    target = tmp_path / "sub" / "out.parquet"
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_bytes(b"partial")
+        raise RuntimeError("interrupted")
+    assert not target.exists()
+    assert list(target.parent.iterdir()) == []
+    # an existing file is only replaced once the new one is complete
+    target.write_text("old")
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_text("new, half")
+        raise RuntimeError
+    assert target.read_text() == "old"

@@ -1,0 +1,106 @@
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from devicepipe.errors import DevicepipeError
+from devicepipe.scale import MinMaxScaler, StandardScaler, scaler_from_state
+
+sk = pytest.importorskip("sklearn.preprocessing")
+
+
+def _data(seed=0, n=400, f=3):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((n, f)) * [1, 50, 0.01] + [0, 1000, -3]).astype(np.float32)
+
+
+@pytest.mark.parametrize("feature_range", [(0.0, 1.0), (-1.0, 1.0), (2.0, 5.0)])
+def test_minmax_matches_sklearn(device, feature_range):
+    x = _data()
+    ref = sk.MinMaxScaler(feature_range=feature_range).fit(x)
+    ours = MinMaxScaler(feature_range).fit(torch.from_numpy(x).to(device))
+    for name in ("data_min_", "data_max_", "data_range_", "scale_", "min_"):
+        np.testing.assert_allclose(getattr(ours, name).cpu().numpy(), getattr(ref, name), rtol=1e-6)
+    out = ours.transform(torch.from_numpy(x).to(device))
+    assert out.dtype == torch.float32 and out.device.type == device.type
+    # the float64 reference: float32 rounding of the result only
+    exact = sk.MinMaxScaler(feature_range=feature_range).fit(x.astype(np.float64)).transform(x.astype(np.float64))
+    np.testing.assert_allclose(out.cpu().numpy(), exact, rtol=2e-7, atol=2e-7 * (feature_range[1] - feature_range[0]))
+    back = ours.inverse_transform(out)
+    np.testing.assert_allclose(back.cpu().numpy(), x, rtol=1e-5, atol=1e-4)
+
+
+def test_standard_matches_sklearn(device):
+    x = _data(1)
+    ref = sk.StandardScaler().fit(x)
+    ours = StandardScaler().fit(torch.from_numpy(x).to(device))
+    np.testing.assert_allclose(ours.mean_.cpu().numpy(), ref.mean_, rtol=1e-6)
+    np.testing.assert_allclose(ours.var_.cpu().numpy(), ref.var_, rtol=1e-5)
+    np.testing.assert_allclose(
+        ours.transform(torch.from_numpy(x).to(device)).cpu().numpy(), ref.transform(x), rtol=1e-4, atol=1e-5
+    )
+
+
+def test_chunked_partial_fit_equals_sklearn_partial_fit():
+    x = _data(2, n=1000)
+    ref_mm, ref_std = sk.MinMaxScaler(), sk.StandardScaler()
+    mm, std = MinMaxScaler(), StandardScaler()
+    for chunk in np.array_split(x, 7):
+        ref_mm.partial_fit(chunk)
+        ref_std.partial_fit(chunk)
+        mm.partial_fit(torch.from_numpy(chunk))
+        std.partial_fit(torch.from_numpy(chunk))
+    np.testing.assert_allclose(mm.scale_.numpy(), ref_mm.scale_, rtol=1e-6)
+    np.testing.assert_allclose(std.mean_.numpy(), ref_std.mean_, rtol=1e-6)
+    np.testing.assert_allclose(std.var_.numpy(), ref_std.var_, rtol=1e-5)
+    assert int(mm.n_samples_seen_) == 1000
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 30), min_size=1, max_size=6), st.integers(0, 10_000))
+def test_any_chunking_gives_the_whole_fit(sizes, seed):
+    x = torch.from_numpy(np.random.default_rng(seed).standard_normal((sum(sizes), 2)) * 10)
+    whole = StandardScaler().fit(x)
+    chunked = StandardScaler()
+    for part in torch.split(x, sizes):
+        chunked.partial_fit(part)
+    torch.testing.assert_close(chunked.mean_, whole.mean_)
+    torch.testing.assert_close(chunked.var_, whole.var_)
+    mm_whole, mm_chunked = MinMaxScaler().fit(x), MinMaxScaler()
+    for part in torch.split(x, sizes):
+        mm_chunked.partial_fit(part)
+    torch.testing.assert_close(mm_chunked.min_, mm_whole.min_)
+
+
+def test_constant_feature_and_nan_like_sklearn():
+    x = np.array([[1.0, 5.0], [np.nan, 5.0], [3.0, 5.0]], dtype=np.float32)
+    for ours, ref in ((MinMaxScaler(), sk.MinMaxScaler()), (StandardScaler(), sk.StandardScaler())):
+        got = ours.fit_transform(torch.from_numpy(x)).numpy()
+        np.testing.assert_allclose(got, ref.fit_transform(x), rtol=1e-6)
+        assert np.isnan(got[1, 0]) and np.isfinite(got[:, 1]).all()
+
+
+def test_one_dimensional_input_and_state_round_trip():
+    x = torch.linspace(-2, 6, 9)
+    s = MinMaxScaler((-1, 1)).fit(x)
+    torch.testing.assert_close(s.transform(x), torch.linspace(-1, 1, 9))
+    clone = scaler_from_state(s.state_dict())
+    assert isinstance(clone, MinMaxScaler) and clone.feature_range == (-1.0, 1.0)
+    torch.testing.assert_close(clone.transform(x), s.transform(x))
+    std = StandardScaler().fit(x)
+    torch.testing.assert_close(scaler_from_state(std.state_dict()).inverse_transform(std.transform(x)), x)
+
+
+def test_scaler_errors():
+    with pytest.raises(DevicepipeError, match="not fitted yet"):
+        MinMaxScaler().transform(torch.ones(3))
+    s = StandardScaler().fit(torch.ones(4, 2))
+    with pytest.raises(DevicepipeError, match="x has 3 feature"):
+        s.transform(torch.ones(4, 3))
+    with pytest.raises(DevicepipeError, match="minimum must be below maximum"):
+        MinMaxScaler((1, 0))
+    with pytest.raises(DevicepipeError, match="only NaN"):
+        MinMaxScaler().fit(torch.full((3,), float("nan")))
+    with pytest.raises(DevicepipeError, match="unknown scaler kind"):
+        scaler_from_state({"kind": "Robust"})
