@@ -41,6 +41,9 @@ __all__ = [
     "write_npy",
     "write_json",
     "SAMPLING_RATE_KEY",
+    "BEAT_SYMBOLS",
+    "BeatAnnotations",
+    "read_beat_annotations",
 ]
 
 NanPolicy = Literal["error", "drop", "interpolate"]
@@ -756,3 +759,52 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, (Path, np.datetime64, torch.device, torch.dtype)):
         return str(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+#: WFDB annotation symbols that mark a beat (the PhysioNet/EC57 convention).
+BEAT_SYMBOLS = frozenset("NLRBAaJSVrFejnE/fQ?")
+
+
+@dataclass(frozen=True)
+class BeatAnnotations:
+    """Reference beats of a WFDB annotation file.
+
+    Attributes
+    ----------
+    samples : int64 NumPy array of shape ``(n_beats,)``, sorted.
+    symbols : NumPy array of shape ``(n_beats,)``: each beat's label (``"N"``, ``"V"``, ``"A"`` ...).
+    sampling_rate : Hz, from the annotation file (or its record's header).
+    """
+
+    samples: np.ndarray
+    symbols: np.ndarray
+    sampling_rate: float | None
+
+
+def read_beat_annotations(path: str | os.PathLike[str], extension: str | None = None) -> BeatAnnotations:
+    """Read the beat annotations of a WFDB record (non-beat annotations are left out).
+
+    ``path`` is the annotation file (``100.atr``) or the record name (``100``, with
+    ``extension`` defaulting to ``"atr"``).
+    """
+    import wfdb  # noqa: PLC0415
+
+    p = Path(path)
+    if extension is None:
+        extension = p.suffix[1:] if p.suffix and p.suffix.lower() not in (".hea", ".dat") else "atr"
+    base = p.with_suffix("") if p.suffix else p
+    file = base.with_name(f"{base.name}.{extension}")
+    if not file.exists():
+        raise ReadError(f"read_beat_annotations(): annotation file not found: {file}.")
+    try:
+        ann = wfdb.rdann(str(base), extension)
+    except Exception as exc:
+        raise ReadError(f"read_beat_annotations(): cannot read {file} ({exc}).") from None
+    symbols = np.asarray(ann.symbol)
+    is_beat = np.isin(symbols, sorted(BEAT_SYMBOLS))
+    order = np.argsort(ann.sample[is_beat], kind="stable")
+    return BeatAnnotations(
+        samples=ann.sample[is_beat][order].astype(np.int64),
+        symbols=symbols[is_beat][order],
+        sampling_rate=float(ann.fs) if ann.fs else None,
+    )

@@ -99,9 +99,11 @@ def _beat_times(
         ectopic[:2] = False
         ectopic[1:] &= ~ectopic[:-1]  # no two in a row
         idx = np.flatnonzero(ectopic[:-1])
-        # premature by 40 %, then a compensatory pause: the two intervals sum to two normal ones
-        rr[idx + 1] += 0.4 * rr[idx]
-        rr[idx] *= 0.6
+        # premature by 40 % (but coupled no sooner than 0.3 s, as real ventricular ectopics), then a
+        # compensatory pause: the two intervals sum to two normal ones
+        coupled = np.maximum(0.6 * rr[idx], np.minimum(0.3, 0.9 * rr[idx]))
+        rr[idx + 1] += rr[idx] - coupled
+        rr[idx] = coupled
         symbols[idx + 1] = "V"  # rr[i] is the interval leading to beat i + 1
     start = rng.uniform(0.3, 0.3 + mean_rr)
     times = start + np.concatenate([[0.0], np.cumsum(rr[:-1])])

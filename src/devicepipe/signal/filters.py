@@ -1,0 +1,133 @@
+"""Linear convolution of long signals, with the kernel chosen per device.
+
+* ``direct`` on the CPU is a block-Toeplitz matrix product: the signal viewed as rows of
+  ``B`` samples, each output row the sum of two ``(B, B)`` products (this row's and the
+  previous row's contributions). It runs at matmul speed, exact to float32 rounding, where
+  ``F.conv1d`` on a ``(1, 1, N)`` tensor is slow and memory-hungry on the CPU.
+* ``direct`` on CUDA is ``F.conv1d`` (cuDNN).
+* ``fft`` is overlap-add: fixed-size blocks through ``rfft``/``irfft``, processed in groups so
+  memory stays bounded however long the input; a linear, not circular, convolution.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["convolve", "choose_conv_method"]
+
+Mode = Literal["full", "same", "valid"]
+Method = Literal["auto", "direct", "fft"]
+
+# kernel lengths up to which the direct method wins (rough crossover; FFT cost grows with log N only)
+_DIRECT_MAX_TAPS = {"cpu": 256, "cuda": 512}
+_FFT_GROUP_SAMPLES = 1 << 23  # samples per overlap-add group: bounds the FFT's working memory
+
+
+def choose_conv_method(n_signal: int, n_kernel: int, device: torch.device | str) -> Literal["direct", "fft"]:
+    """``"direct"`` or ``"fft"`` for a convolution of these lengths on this device."""
+    limit = _DIRECT_MAX_TAPS.get(torch.device(device).type, 256)
+    return "direct" if n_kernel <= limit or n_signal <= 4 * n_kernel else "fft"
+
+
+def convolve(
+    x: torch.Tensor,
+    kernel: torch.Tensor,
+    *,
+    mode: Mode = "same",
+    method: Method = "auto",
+) -> torch.Tensor:
+    """Convolve each row of ``x`` with ``kernel`` (true convolution: the kernel is flipped).
+
+    Parameters
+    ----------
+    x : Tensor of shape ``(..., time)``.
+    kernel : Tensor of shape ``(taps,)``; moved to ``x``'s device and dtype.
+    mode : ``"full"`` (``time + taps - 1`` samples), ``"same"`` (``time`` samples, centred as
+        ``scipy.signal.convolve``) or ``"valid"`` (``time - taps + 1`` samples).
+    method : ``"direct"``, ``"fft"`` or ``"auto"`` (see :func:`choose_conv_method`).
+
+    Returns
+    -------
+    Tensor of shape ``(..., n_out)``, on ``x``'s device, in ``x``'s dtype.
+    """
+    if kernel.ndim != 1 or kernel.numel() == 0:
+        raise ValueError(f"convolve(): kernel must be a non-empty 1-D tensor, got shape {tuple(kernel.shape)}.")
+    if mode not in ("full", "same", "valid"):
+        raise ValueError(f"convolve(): mode must be 'full', 'same' or 'valid', got {mode!r}.")
+    if not x.dtype.is_floating_point:
+        x = x.to(torch.float32)
+    kernel = kernel.to(device=x.device, dtype=x.dtype)
+    n, k = x.shape[-1], kernel.numel()
+    if mode == "valid" and n < k:
+        raise ValueError(f"convolve(): mode='valid' needs at least {k} samples, got {n}.")
+    if method == "auto":
+        method = choose_conv_method(n, k, x.device)
+    lead = x.shape[:-1]
+    rows = x.reshape(-1, n)
+    if method == "direct":
+        full = _conv1d_full(rows, kernel) if x.device.type != "cpu" else _toeplitz_full(rows, kernel)
+    elif method == "fft":
+        full = _overlap_add_full(rows, kernel)
+    else:
+        raise ValueError(f"convolve(): method must be 'auto', 'direct' or 'fft', got {method!r}.")
+    if mode == "full":
+        out = full
+    elif mode == "same":
+        start = (k - 1) // 2
+        out = full[:, start : start + n]
+    else:
+        out = full[:, k - 1 : n]
+    return out.reshape(*lead, out.shape[-1])
+
+
+def _conv1d_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
+    k = kernel.numel()
+    weight = kernel.flip(0).view(1, 1, k)  # conv1d is a correlation: flip for a convolution
+    return F.conv1d(rows.unsqueeze(1), weight, padding=k - 1).squeeze(1)
+
+
+def _toeplitz_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
+    """Full convolution as two block-Toeplitz matrix products per block of ``B`` samples."""
+    batch, n = rows.shape
+    k = kernel.numel()
+    block = max(32, -(-(k - 1) // 32) * 32)  # the previous block must hold the k - 1 past samples
+    n_out = n + k - 1
+    n_blocks = -(-n_out // block)
+    padded = rows.new_zeros(batch, (n_blocks + 1) * block)
+    padded[:, block : block + n] = rows
+    blocks = padded.view(batch, n_blocks + 1, block)
+    lag = torch.arange(block, device=rows.device)
+    lag = lag[None, :] - lag[:, None]  # lag[l, i] = i - l: output i gets input l times kernel[i - l]
+
+    def toeplitz(shift: int) -> torch.Tensor:
+        d = lag + shift
+        return torch.where((d >= 0) & (d < k), kernel[d.clamp(0, k - 1)], kernel.new_zeros(()))
+
+    out = blocks[:, 1:] @ toeplitz(0) + blocks[:, :-1] @ toeplitz(block)  # (batch, n_blocks, block)
+    return out.reshape(batch, -1)[:, :n_out]
+
+
+def _overlap_add_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
+    """Full linear convolution by overlap-add, in groups of blocks to bound memory."""
+    batch, n = rows.shape
+    k = kernel.numel()
+    nfft = 1 << max(16, (8 * k - 1).bit_length())  # blocks well longer than the kernel
+    step = nfft - k + 1  # input samples per block
+    n_blocks = -(-n // step)
+    spectrum = torch.fft.rfft(kernel, n=nfft)
+    out = rows.new_zeros(batch, (n_blocks + 1) * step)
+    group = max(1, _FFT_GROUP_SAMPLES // nfft)
+    for first in range(0, n_blocks, group):
+        last = min(n_blocks, first + group)
+        seg = rows[:, first * step : last * step]
+        if seg.shape[1] < (last - first) * step:
+            seg = F.pad(seg, (0, (last - first) * step - seg.shape[1]))
+        y = torch.fft.irfft(torch.fft.rfft(seg.reshape(batch, last - first, step), n=nfft) * spectrum, n=nfft)
+        out[:, first * step : last * step] += y[..., :step].reshape(batch, -1)
+        if k > 1:  # each block's tail overlaps the start of the next block
+            tails = out[:, (first + 1) * step : (last + 1) * step].view(batch, last - first, step)
+            tails[..., : k - 1] += y[..., step : step + k - 1]
+    return out[:, : n + k - 1]

@@ -1,0 +1,57 @@
+"""Regression floors of the default detector on the real recordings (first channel).
+
+Floors, as measured when set (benchmarks/ecg_accuracy.py prints the table): MIT-BIH 100
+F1 1.0000; the nine CPSC 2021 records pooled F1 0.9894 (3499 TP, 37 FP, 38 FN). The CPSC
+target of 0.99 is not met yet; this floor guards against getting worse.
+"""
+
+import pytest
+
+from conftest import require_data
+from devicepipe.ecg import BeatScore, ecg_peaks, evaluate_beats
+from devicepipe.io import read_beat_annotations, read_series
+
+CPSC = [
+    "data_21_7",
+    "data_21_8",
+    "data_21_9",
+    "data_84_1",
+    "data_84_2",
+    "data_84_3",
+    "data_92_12",
+    "data_92_19",
+    "data_92_4",
+]
+
+
+def _score(path):
+    rec = read_series(path, channel=0)
+    ref = read_beat_annotations(path)
+    return evaluate_beats(
+        ref.samples, ecg_peaks(rec.samples, rec.sampling_rate), rec.sampling_rate, n_samples=rec.n_samples
+    )
+
+
+def test_reference_annotations_as_documented():
+    ann = read_beat_annotations(require_data("mitdb/100"))
+    assert ann.samples.size == 2273 and ann.sampling_rate == 360
+    assert {s: int((ann.symbols == s).sum()) for s in "NAV"} == {"N": 2239, "A": 33, "V": 1}
+
+
+def test_mitdb_100_floor():
+    score = _score(require_data("mitdb/100"))
+    assert score.f1 >= 0.999, score
+
+
+def test_cpsc2021_pooled_floor():
+    pooled = BeatScore(0, 0, 0)
+    for name in CPSC:
+        pooled = pooled + _score(require_data(f"cpsc2021/{name}"))
+    assert pooled.tp + pooled.fn == 3537  # the scored reference beats the data README counts
+    assert pooled.f1 >= 0.989, pooled
+    assert pooled.sensitivity >= 0.988 and pooled.ppv >= 0.988, pooled
+
+
+@pytest.mark.parametrize("name", ["data_21_7", "data_21_8", "data_84_2"])
+def test_clean_cpsc_records_are_perfect(name):
+    assert _score(require_data(f"cpsc2021/{name}")).f1 == 1.0

@@ -1,0 +1,148 @@
+import numpy as np
+import pytest
+import torch
+
+from devicepipe.ecg import BeatScore, ecg_peaks, ecg_segment, evaluate_beats, seed_gates
+from devicepipe.errors import DevicepipeError
+from devicepipe.simulate import simulate_ecg
+
+
+@pytest.mark.parametrize("fs", [125, 250, 360, 500, 1000])
+@pytest.mark.parametrize(
+    ("noise", "wander", "inverted", "heart_rate", "ectopic"),
+    [
+        (0.02, 0.15, False, 70, 0.0),
+        (0.1, 0.5, True, 110, 0.05),
+        (0.05, 1.0, True, 150, 0.05),
+        (0.05, 0.3, False, 40, 0),
+    ],
+)
+def test_detector_finds_simulated_truth(fs, noise, wander, inverted, heart_rate, ectopic):
+    sim = simulate_ecg(
+        180,
+        fs,
+        noise_mV=noise,
+        wander_mV=wander,
+        inverted=inverted,
+        heart_rate_bpm=heart_rate,
+        ectopic_rate=ectopic,
+        seed=fs + heart_rate,
+    )
+    peaks = ecg_peaks(sim.signal, fs)
+    assert peaks.dtype == torch.int64 and (torch.diff(peaks) > 0).all()
+    score = evaluate_beats(sim.r_peaks, peaks, fs, tolerance_s=0.05, n_samples=sim.signal.numel())
+    assert score.f1 >= 0.99, score
+    # refined onto the signal: most detections sit within 10 ms of the true R peak
+    matched = np.abs(peaks.numpy()[:, None] - sim.r_peaks.numpy()[None]).min(1)
+    assert np.median(matched) <= max(1, 0.01 * fs)
+
+
+def test_flat_and_noise_only_give_no_beats():
+    g = torch.Generator().manual_seed(0)
+    for fs in (125, 250, 1000):
+        assert ecg_peaks(torch.zeros(60 * fs), fs).numel() == 0
+        assert ecg_peaks(torch.full((60 * fs,), 4.2), fs).numel() == 0
+        assert ecg_peaks(0.3 * torch.randn(60 * fs, generator=g), fs).numel() == 0
+
+
+def test_noise_stretch_inside_a_recording_gives_no_beats():
+    sim = simulate_ecg(120, 250, seed=3)
+    x = sim.signal.clone()
+    x[250 * 40 : 250 * 80] = 0.05 * torch.randn(250 * 40, generator=torch.Generator().manual_seed(1))
+    peaks = ecg_peaks(x, 250)
+    assert int(((peaks > 250 * 41) & (peaks < 250 * 79)).sum()) == 0
+    outside = sim.r_peaks[(sim.r_peaks < 250 * 39) | (sim.r_peaks > 250 * 81)]
+    assert evaluate_beats(outside, peaks[(peaks < 250 * 39) | (peaks > 250 * 81)], 250).f1 >= 0.99
+
+
+def test_batch_equals_one_by_one():
+    sims = [simulate_ecg(60, 250, seed=s, inverted=bool(s % 2), noise_mV=0.05) for s in range(3)]
+    batch = torch.stack([s.signal for s in sims])
+    rows = ecg_peaks(batch, 250)
+    assert len(rows) == 3
+    for sim, got in zip(sims, rows, strict=True):
+        assert torch.equal(got, ecg_peaks(sim.signal, 250))
+
+
+def test_seed_gates_follow_the_notebook_kernel():
+    # the notebook's Numba kernel, written as a plain loop: p is a gate when curvature[p + 90] is the
+    # maximum of curvature[p : p + 180]; then 0000011000 -> 0000010000
+    sim = simulate_ecg(20, 250, seed=4)
+    gates, curvature = seed_gates(sim.signal, 250)
+    c = curvature.numpy()
+    out = np.zeros(len(c) - 180 + 1, dtype=np.int64)
+    for p in range(len(out)):
+        out[p] = 1 if c[p : p + 180].max() == c[p + 90] else 0
+    out[1:] *= np.diff(out) == 1
+    np.testing.assert_array_equal(np.flatnonzero(gates.numpy()), np.flatnonzero(out))
+    t = np.linspace(-3, 3, 30)
+    kernel = 2 * np.exp(-0.5 * t**2) * (1 - t**2) / np.sqrt(30)
+    np.testing.assert_allclose(c, np.convolve(sim.signal.numpy(), kernel)[: len(c)], atol=1e-5)
+    # its peaks line up with the R waves of a clean recording
+    peaks = ecg_peaks(sim.signal, 250, method="seed")
+    assert evaluate_beats(sim.r_peaks, peaks, 250, n_samples=sim.signal.numel()).f1 > 0.95
+
+
+def test_ecg_peaks_errors():
+    with pytest.raises(DevicepipeError, match="unknown method 'pan'"):
+        ecg_peaks(torch.zeros(1000), 250, method="pan")
+    with pytest.raises(DevicepipeError, match="at least two seconds"):
+        ecg_peaks(torch.zeros(100), 250)
+    with pytest.raises(DevicepipeError, match="sampling_rate"):
+        ecg_peaks(torch.zeros(1000), 0)
+    with pytest.raises(DevicepipeError, match="unexpected keyword"):
+        ecg_peaks(torch.zeros(1000), 250, sigma=3)
+
+
+def test_segment_centered_against_a_loop():
+    x = torch.arange(1000, dtype=torch.float32)
+    peaks = torch.tensor([10, 100, 500, 990])
+    beats = ecg_segment(x, peaks, 100, before_s=0.2, after_s=0.3)
+    assert beats.kept.tolist() == [False, True, True, False]
+    assert beats.matrix.shape == (2, 50)
+    for row, p in zip(beats.matrix, [100, 500], strict=True):
+        assert row.tolist() == list(range(p - 20, p + 30))
+
+
+def test_segment_seed_mode_against_a_loop():
+    x = torch.arange(5000, dtype=torch.float32) + 1
+    peaks = torch.tensor([100, 300, 350, 700, 1500, 1700])  # at 250 Hz: lengths 200, 50, 350, 800, 200
+    beats = ecg_segment(x, peaks, 250, mode="seed")
+    lead = 76
+    assert beats.matrix.shape[1] == 256
+    expected_kept = []
+    for i in range(len(peaks) - 1):
+        length = int(peaks[i + 1] - peaks[i])
+        expected_kept.append(100 <= length <= 256 and peaks[i] - lead >= 0)
+    assert beats.kept.tolist() == expected_kept + [False]
+    for row, p, n in zip(beats.matrix, beats.peaks.tolist(), beats.lengths.tolist(), strict=True):
+        s = p - lead
+        assert row[:n].tolist() == x[s : s + n].tolist() and (row[n:] == 0).all()
+
+
+def test_evaluate_beats_by_hand():
+    fs = 100
+    ref = [100, 200, 300, 400, 500]
+    det = [105, 190, 190, 310, 600, 20]  # 20 lies in the unscored first 0.5 s
+    score = evaluate_beats(ref, det, fs, tolerance_s=0.15)
+    # 105->100, 190->200 (once), 310->300 (within 15 samples); the second 190 and 600 are false; 400 and 500 missed
+    assert (score.tp, score.fp, score.fn) == (3, 2, 2)
+    assert score.sensitivity == pytest.approx(0.6) and score.ppv == pytest.approx(0.6)
+    assert score.f1 == pytest.approx(0.6)
+    # closest pairs first: 256 is nearer to 260 than 240 is, so 240 takes 250
+    assert evaluate_beats([250, 260], [240, 256], fs, tolerance_s=0.15).tp == 2
+    assert evaluate_beats([100, 590], [100, 590], fs, n_samples=600).tp == 1  # 590 is in the last 0.5 s
+    assert (BeatScore(1, 2, 3) + BeatScore(1, 0, 0)).tp == 2
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_cpu_and_cuda_give_the_same_peaks():
+    sim = simulate_ecg(600, 360, noise_mV=0.05, ectopic_rate=0.02, seed=2)
+    cpu = ecg_peaks(sim.signal, 360)
+    gpu = ecg_peaks(sim.signal.cuda(), 360)
+    assert gpu.device.type == "cuda"
+    assert torch.equal(cpu, gpu.cpu())
+    assert torch.equal(
+        ecg_peaks(sim.signal, 360, method="seed"), ecg_peaks(sim.signal.cuda(), 360, method="seed").cpu()
+    )

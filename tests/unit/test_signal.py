@@ -1,0 +1,148 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from devicepipe.signal import convolve, find_peaks, peak_mask, ricker, segment, segment_between, sliding_max
+from devicepipe.signal.filters import choose_conv_method
+
+signal = pytest.importorskip("scipy.signal")
+
+
+@pytest.mark.parametrize(("points", "width"), [(1, 1.0), (10, 2.0), (31, 4.0), (100, 7.5)])
+def test_ricker_closed_form(points, width):
+    t = np.arange(points) - (points - 1) / 2
+    amplitude = 2 / (np.sqrt(3 * width) * np.pi**0.25)
+    expected = amplitude * (1 - (t / width) ** 2) * np.exp(-(t**2) / (2 * width**2))
+    got = ricker(points, width, dtype=torch.float64)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(got.numpy(), got.numpy()[::-1])
+
+
+def test_ricker_rejects_bad_arguments():
+    with pytest.raises(ValueError):
+        ricker(0, 1.0)
+    with pytest.raises(ValueError):
+        ricker(5, 0.0)
+
+
+@pytest.mark.parametrize("taps", [1, 2, 7, 30, 31, 300])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("method", ["direct", "fft"])
+def test_convolve_matches_scipy(device, taps, mode, method):
+    g = torch.Generator().manual_seed(taps)
+    x = torch.randn(2, 3, 5003, generator=g, dtype=torch.float64)
+    h = torch.randn(taps, generator=g, dtype=torch.float64)
+    expected = np.stack(
+        [signal.convolve(r, h.numpy(), mode=mode, method="direct") for r in x.reshape(-1, 5003).numpy()]
+    )
+    got = convolve(x.to(device), h, mode=mode, method=method)
+    assert got.shape[:2] == (2, 3) and got.device.type == device.type and got.dtype == torch.float64
+    np.testing.assert_allclose(got.cpu().reshape(6, -1).numpy(), expected, atol=1e-9)
+
+
+def test_convolve_fft_is_linear_over_many_blocks():
+    # longer than several overlap-add blocks and groups: a circular convolution would wrap the ends
+    x = torch.zeros(1_200_001, dtype=torch.float64)
+    x[-3:] = 1.0
+    x[:2] = -1.0
+    h = torch.arange(1.0, 401.0, dtype=torch.float64)
+    got = convolve(x, h, mode="full", method="fft")
+    np.testing.assert_allclose(got.numpy(), np.convolve(x.numpy(), h.numpy()), atol=1e-6)
+
+
+def test_convolve_float32_and_auto():
+    x = torch.randn(100_000)
+    h = ricker(31, 4.0)
+    ref = np.convolve(x.double().numpy(), h.double().numpy(), mode="same")
+    for method in ("auto", "direct", "fft"):
+        got = convolve(x, h, method=method)
+        assert got.dtype == torch.float32
+        np.testing.assert_allclose(got.numpy(), ref, atol=2e-5)
+    assert choose_conv_method(10**7, 31, "cpu") == "direct"
+    assert choose_conv_method(10**7, 2001, "cpu") == "fft"
+    with pytest.raises(ValueError, match="mode"):
+        convolve(x, h, mode="circular")
+    with pytest.raises(ValueError, match="1-D"):
+        convolve(x, h[None])
+
+
+def _brute_sliding_max(x, w):
+    return np.array([x[i : i + w].max() for i in range(len(x) - w + 1)])
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 7, 64, 180, 181])
+@pytest.mark.parametrize("method", ["doubling", "pool"])
+def test_sliding_max_brute_force(window, method):
+    x = torch.randn(1000, generator=torch.Generator().manual_seed(window))
+    np.testing.assert_array_equal(sliding_max(x, window, method=method).numpy(), _brute_sliding_max(x.numpy(), window))
+
+
+def _brute_peaks(x, min_distance, height=None):
+    reach = max(1, min_distance - 1)
+    out = []
+    for i, v in enumerate(x):
+        left = x[max(0, i - reach) : i]
+        right = x[i + 1 : i + 1 + reach]
+        if (left < v).all() and (right <= v).all() and (height is None or v >= height):
+            out.append(i)
+    return np.array(out, dtype=np.int64)
+
+
+@pytest.mark.parametrize("min_distance", [1, 2, 3, 5, 17, 60])
+@pytest.mark.parametrize("seed", range(4))
+def test_find_peaks_brute_force_with_ties(min_distance, seed):
+    # small integers: many ties and plateaus
+    x = torch.randint(0, 6, (700,), generator=torch.Generator().manual_seed(seed)).to(torch.float32)
+    got = find_peaks(x, min_distance=min_distance)
+    assert got.dtype == torch.int64
+    np.testing.assert_array_equal(got.numpy(), _brute_peaks(x.numpy(), min_distance))
+    assert (np.diff(got.numpy()) >= min_distance).all()
+    np.testing.assert_array_equal(
+        find_peaks(x, min_distance=min_distance, height=4).numpy(), _brute_peaks(x.numpy(), min_distance, 4)
+    )
+
+
+def test_plateaus_and_nan_give_one_peak():
+    x = torch.tensor([0, 1, 5, 5, 5, 5, 2, float("nan"), 3, 3, 0])
+    np.testing.assert_array_equal(find_peaks(x, min_distance=2).numpy(), [2, 8])
+    assert find_peaks(torch.full((50,), 2.0), min_distance=10).tolist() == [0]
+
+
+def test_find_peaks_batched_rows_equal_single():
+    x = torch.randn(4, 3000, generator=torch.Generator().manual_seed(9))
+    rows = find_peaks(x, min_distance=25, height=0.5)
+    assert len(rows) == 4
+    for r, got in zip(x, rows, strict=True):
+        assert torch.equal(got, find_peaks(r, min_distance=25, height=0.5))
+    thresholds = torch.linspace(0, 2, 3000)
+    assert torch.equal(
+        peak_mask(x[0], min_distance=5, height=thresholds), peak_mask(x[0], min_distance=5) & (x[0] >= thresholds)
+    )
+
+
+def test_segment_against_a_loop_with_edges(device):
+    x = torch.arange(100, dtype=torch.float32, device=device)
+    positions = torch.tensor([0, 3, 50, 97, 99])
+    windows, valid = segment(x, positions, before=4, after=5)
+    assert windows.shape == (5, 9) and windows.device.type == device.type
+    for row, p in enumerate(positions.tolist()):
+        for j, i in enumerate(range(p - 4, p + 5)):
+            inside = 0 <= i < 100
+            assert bool(valid[row, j]) == inside
+            assert float(windows[row, j]) == (float(i) if inside else 0.0)
+    two = torch.stack([x, -x])
+    w2, _ = segment(two, positions, before=2, after=2)
+    assert w2.shape == (5, 2, 4) and torch.equal(w2[:, 1], -w2[:, 0])
+
+
+def test_segment_between_against_a_loop():
+    x = torch.arange(1, 51, dtype=torch.float32)
+    starts, lengths = torch.tensor([0, 10, 45, 30]), torch.tensor([5, 12, 8, 0])
+    out, valid = segment_between(x, starts, lengths, width=10)
+    for row, (s, n) in enumerate(zip(starts.tolist(), lengths.tolist(), strict=True)):
+        expected = [x[i].item() if k < n and i < 50 else 0.0 for k, i in enumerate(range(s, s + 10))]
+        assert out[row].tolist() == expected
+        assert valid[row].sum() == min(n, 10, 50 - s)
+    assert math.isclose(float(out.sum()), float(x[0:5].sum() + x[10:20].sum() + x[45:50].sum()))
