@@ -33,6 +33,10 @@ _EXPORTS = {
     "to_torch": "devicepipe.interop",
     "shares_memory": "devicepipe.interop",
     "parse_duration": "devicepipe.units",
+    "ecg_peaks": "devicepipe.ecg",
+    "ecg_segment": "devicepipe.ecg",
+    "evaluate_beats": "devicepipe.ecg",
+    "read_beat_annotations": "devicepipe.io",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -406,6 +406,78 @@ def simulate_load_cmd(
     con.print(f"truth: {_truth_path(out)} ({len(sim.anomaly_kinds)} anomalous days)")
 
 
+# ----------------------------------------------------------------------------- beats
+
+
+class PeakMethod(StrEnum):
+    ricker = "ricker"
+    seed = "seed"
+
+
+class SegmentMode(StrEnum):
+    seed = "seed"
+    centered = "centered"
+
+
+@app.command()
+def beats(
+    input: Annotated[Path, typer.Argument(help="ECG: CSV, Parquet, NPY or WFDB record (e.g. mitdb/100).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory for beats.parquet, beat_matrix.npy, figures.")],
+    channel: Annotated[
+        str | None, typer.Option("--channel", "-c", help="Channel or column, by name or position. Default: the first.")
+    ] = None,
+    sampling_rate: Annotated[
+        float | None, typer.Option(help="Sampling rate in Hz, when the file does not say (CSV, NPY).")
+    ] = None,
+    method: Annotated[
+        PeakMethod, typer.Option(help="ricker (accurate) or seed (the notebook's recipe).")
+    ] = PeakMethod.ricker,
+    mode: Annotated[
+        SegmentMode, typer.Option(help="seed: peak-to-peak beats of 0.4-1.024 s, zero-padded; centered: fixed windows.")
+    ] = SegmentMode.seed,
+    reference: Annotated[
+        Path | None, typer.Option(help="WFDB annotation file (e.g. mitdb/100.atr): also print the accuracy.")
+    ] = None,
+    device: DeviceOpt = "auto",
+    figures: Annotated[bool, typer.Option(help="Write excerpt.png and intervals.png.")] = True,
+) -> None:
+    """Find the heartbeats of an ECG, cut them into a fixed-width matrix and plot them."""
+    from devicepipe.pipeline import run_beats
+
+    con = _console()
+    with con.status("finding beats ...") as status:
+        result = run_beats(
+            input,
+            out,
+            channel=_maybe_int(channel),
+            sampling_rate=sampling_rate,
+            method=method.value,
+            mode=mode.value,
+            device=device,
+            reference=reference,
+            figures=figures,
+            progress=lambda msg: status.update(msg),
+        )
+    hr = result.mean_heart_rate_bpm
+    con.print(
+        f"[bold]{result.source}[/bold] ({result.channel}, {result.sampling_rate:g} Hz, "
+        f"{_human_seconds(result.n_samples / result.sampling_rate)}) on {result.device}"
+    )
+    con.print(
+        f"beats found: {result.peaks.size:,}; median heart rate: {'-' if hr is None else f'{hr:.0f} bpm'}; "
+        f"kept by segmentation: {int(result.beats.kept.sum()):,} ({100 * result.beats.share_kept:.1f} %), "
+        f"matrix {tuple(result.beats.matrix.shape)}"
+    )
+    con.print("seconds: " + ", ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()))
+    if result.score is not None:
+        s = result.score
+        con.print(
+            f"accuracy against {reference}: TP {s.tp}, FP {s.fp}, FN {s.fn}; sensitivity {s.sensitivity:.4f}, "
+            f"positive predictivity {s.ppv:.4f}, F1 {s.f1:.4f}"
+        )
+    con.print(f"wrote {', '.join(str(p) for p in result.files.values())}")
+
+
 # ----------------------------------------------------------------------------- demo
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "BEAT_SYMBOLS",
     "BeatAnnotations",
     "read_beat_annotations",
+    "staged_dir",
 ]
 
 NanPolicy = Literal["error", "drop", "interpolate"]
@@ -808,3 +809,32 @@ def read_beat_annotations(path: str | os.PathLike[str], extension: str | None = 
         symbols=symbols[is_beat][order],
         sampling_rate=float(ann.fs) if ann.fs else None,
     )
+
+
+@contextlib.contextmanager
+def staged_dir(out: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a fresh temporary directory beside ``out``; move its files into ``out`` on success.
+
+    A run that fails part-way leaves ``out`` as it was (nothing half-written in it). Files of
+    an earlier run in ``out`` that the new run also writes are replaced, each atomically.
+    """
+    final = Path(out)
+    if final.exists() and not final.is_dir():
+        raise ReadError(f"output {final} exists and is not a directory; choose another --out.")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+    try:
+        yield stage
+        if not final.exists():
+            os.replace(stage, final)
+            return
+        for item in stage.iterdir():
+            target = final / item.name
+            if target.is_dir() and not item.is_dir():
+                raise ReadError(f"cannot replace directory {target} with a file.")
+            os.replace(item, target)
+    finally:
+        if stage.exists():
+            import shutil  # noqa: PLC0415
+
+            shutil.rmtree(stage, ignore_errors=True)

@@ -122,3 +122,54 @@ def test_module_entry_point():
         [sys.executable, "-m", "devicepipe", "read", "/nonexistent.csv"], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+def test_beats_on_a_simulated_csv(tmp_path):
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "ecg.csv"
+    assert run("simulate", "ecg", "--duration", "3min", "--ectopic-rate", 0.02, "--out", src).exit_code == 0
+    out = tmp_path / "run"
+    result = run("beats", src, "--sampling-rate", 250, "--out", out, "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    assert "beats found" in result.stdout
+    table = pq.read_table(out / "beats.parquet")
+    assert table.column_names == ["peak", "time_s", "rr_s", "kept"]
+    with open(tmp_path / "ecg.truth.csv", newline="") as fh:
+        truth = [int(r["sample"]) for r in csv.DictReader(fh)]
+    from devicepipe.ecg import evaluate_beats
+
+    assert evaluate_beats(truth, table.column("peak").to_numpy(), 250, n_samples=180 * 250).f1 >= 0.99
+    matrix = np.load(out / "beat_matrix.npy")
+    assert matrix.shape == (int(np.sum(table.column("kept").to_numpy())), 256)
+    for name in ("excerpt.png", "intervals.png"):
+        data = (out / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n_beats"] == table.num_rows and summary["sampling_rate_hz"] == 250
+
+
+def test_beats_with_reference_on_mitdb(tmp_path):
+    from conftest import require_data
+
+    record = require_data("mitdb/100")
+    result = run("beats", record, "--out", tmp_path / "r", "--reference", record.with_suffix(".atr"), "--no-figures")
+    assert result.exit_code == 0, result.output
+    assert "F1 1.0000" in result.stdout or "F1 0.99" in result.stdout
+    assert not (tmp_path / "r" / "excerpt.png").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "pattern"),
+    [
+        (["beats", "{tmp}/x.csv", "--out", "{tmp}/o"], "sampling rate of x.csv is unknown"),
+        (["beats", "{tmp}/x.csv", "--out", "{tmp}/o", "--sampling-rate", "250"], "at least two seconds"),
+        (["beats", "{tmp}/x.csv", "--out", "{tmp}/o", "--method", "pan"], "'pan' is not one of"),
+        (["beats", "{tmp}/x.csv", "--out", "{tmp}/o", "--channel", "zz", "--sampling-rate", "1"], "column 'zz'"),
+    ],
+)
+def test_beats_bad_input_writes_nothing(tmp_path, args, pattern):
+    (tmp_path / "x.csv").write_text("a\n1\n2\n")
+    assert_user_error(run(*[a.format(tmp=tmp_path) for a in args]), pattern)
+    assert not (tmp_path / "o").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".o.")]

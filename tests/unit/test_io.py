@@ -248,3 +248,24 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
         tmp.write_text("new, half")
         raise RuntimeError
     assert target.read_text() == "old"
+
+
+def test_staged_dir_is_all_or_nothing(tmp_path):
+    from devicepipe.io import staged_dir
+
+    out = tmp_path / "run"
+    with pytest.raises(RuntimeError), staged_dir(out) as stage:
+        (stage / "a.txt").write_text("1")
+        raise RuntimeError("interrupted")
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    with staged_dir(out) as stage:
+        (stage / "a.txt").write_text("first")
+    assert (out / "a.txt").read_text() == "first"
+    with pytest.raises(RuntimeError), staged_dir(out) as stage:
+        (stage / "a.txt").write_text("second, half")
+        raise RuntimeError
+    assert (out / "a.txt").read_text() == "first" and [p.name for p in tmp_path.iterdir()] == ["run"]
+    with staged_dir(out) as stage:
+        (stage / "a.txt").write_text("second")
+        (stage / "b.txt").write_text("new")
+    assert sorted(p.name for p in out.iterdir()) == ["a.txt", "b.txt"] and (out / "a.txt").read_text() == "second"
