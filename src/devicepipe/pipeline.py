@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from devicepipe.device import resolve_device, synchronize
-from devicepipe.ecg import BeatScore, Beats, ecg_peaks, ecg_segment, evaluate_beats
+from devicepipe.ecg import Beats, BeatScore, ecg_peaks, ecg_segment, evaluate_beats
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import read_beat_annotations, read_series, staged_dir, write_json, write_npy, write_parquet
 
