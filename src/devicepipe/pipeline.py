@@ -18,6 +18,7 @@ import torch
 from devicepipe.device import resolve_device, synchronize
 from devicepipe.ecg import Beats, BeatScore, ecg_peaks, ecg_segment, evaluate_beats
 from devicepipe.errors import DevicepipeError
+from devicepipe.interop import TransferLedger, count_transfers
 from devicepipe.io import read_beat_annotations, read_series, staged_dir, write_json, write_npy, write_parquet
 
 __all__ = ["BeatsResult", "StageTimer", "run_beats"]
@@ -55,6 +56,7 @@ class BeatsResult:
     seconds: dict[str, float]
     files: dict[str, Path]
     score: BeatScore | None = None
+    transfers: TransferLedger | None = None
 
     @property
     def mean_heart_rate_bpm(self) -> float | None:
@@ -83,8 +85,35 @@ def run_beats(
     and, with ``figures``, ``excerpt.png`` and ``intervals.png``. All or nothing: files appear
     in ``out`` only once every one of them is complete.
     """
-    note = progress or (lambda _msg: None)
-    dev = resolve_device(device)
+    with count_transfers() as ledger:
+        return _run_beats(
+            source,
+            out,
+            channel,
+            sampling_rate,
+            method,
+            mode,
+            resolve_device(device),
+            reference,
+            figures,
+            progress or (lambda _msg: None),
+            ledger,
+        )
+
+
+def _run_beats(
+    source: Any,
+    out: str | Path,
+    channel: str | int | None,
+    sampling_rate: float | None,
+    method: str,
+    mode: str,
+    dev: torch.device,
+    reference: str | Path | None,
+    figures: bool,
+    note: Progress,
+    ledger: TransferLedger,
+) -> BeatsResult:
     timer = StageTimer(dev)
     with timer.stage("read"):
         rec = read_series(source, channel if channel is not None else 0, device=dev, sampling_rate=sampling_rate)
@@ -149,6 +178,7 @@ def run_beats(
             "beat_width": int(matrix_host.shape[1]) if matrix_host.ndim == 2 else 0,
             "seconds": timer.seconds,
             "accuracy": None if score is None else score.to_dict(),
+            "transfers": ledger.to_dict(),
         }
         write_json(summary, stage / "summary.json")
         names = ["beats.parquet", "beat_matrix.npy", "summary.json"] + (

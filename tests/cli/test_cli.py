@@ -173,3 +173,16 @@ def test_beats_bad_input_writes_nothing(tmp_path, args, pattern):
     assert_user_error(run(*[a.format(tmp=tmp_path) for a in args]), pattern)
     assert not (tmp_path / "o").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".o.")]
+
+
+def test_interop_matrix_small():
+    result = run("interop", "--size", 100_000, "--repeats", 1, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    pairs = {(p["source"], p["target"]): p["status"] for p in report["pairs"]}
+    for a in ("torch", "numpy", "pyarrow", "pandas", "polars"):
+        for b in ("torch", "numpy", "pyarrow", "pandas", "polars"):
+            assert pairs[(a, b)] == "zero-copy", (a, b)
+    assert report["handoff"]["handoff_shares_memory"] is True
+    table = run("interop", "--size", 10_000, "--repeats", 1)
+    assert table.exit_code == 0 and "zero-copy" in table.stdout and "host round trip" in table.stdout

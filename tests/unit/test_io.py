@@ -269,3 +269,16 @@ def test_staged_dir_is_all_or_nothing(tmp_path):
         (stage / "a.txt").write_text("second")
         (stage / "b.txt").write_text("new")
     assert sorted(p.name for p in out.iterdir()) == ["a.txt", "b.txt"] and (out / "a.txt").read_text() == "second"
+
+
+def test_read_series_takes_polars_jax_and_chunked_arrow():
+    pl = pytest.importorskip("polars")
+    s = pl.Series("ecg", np.arange(20, dtype=np.float32))
+    rec = read_series(s)
+    assert rec.channels == ("ecg",) and shares_memory(rec.samples, s)
+    chunked = pa.chunked_array([np.arange(5.0), np.arange(5.0, 10.0)])
+    np.testing.assert_array_equal(read_series(chunked).samples.numpy(), np.arange(10.0))
+    jnp = pytest.importorskip("jax.numpy")
+    j = jnp.arange(12, dtype=jnp.float32)
+    rec = read_series(j)
+    assert rec.samples.data_ptr() == j.unsafe_buffer_pointer()

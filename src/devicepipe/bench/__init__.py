@@ -1,0 +1,1 @@
+"""Benchmarks: a timing core and the measurements built on it."""
