@@ -538,20 +538,202 @@ def interop(
     )
 
 
-# ----------------------------------------------------------------------------- demo
+# ----------------------------------------------------------------------------- learning
+
+
+EpochsOpt = Annotated[int, typer.Option(help="Training epochs.", min=1)]
+BatchOpt = Annotated[int, typer.Option(help="Rows per training batch.", min=1)]
+LrOpt = Annotated[float, typer.Option(help="Adam learning rate.", min=1e-7, max=0.99)]
+EnsembleOpt = Annotated[int, typer.Option(help="Train N models at once with torch.func.vmap (N > 1).", min=1, max=64)]
+SeedOpt = Annotated[int, typer.Option(help="Random seed (split, initialisation, batch order, noise).")]
+PercentileOpt = Annotated[
+    float, typer.Option(help="Flag rows scoring above this percentile of the training rows.", min=50, max=99.999)
+]
+ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue the run in --out from its last checkpoint.")]
+TensorboardOpt = Annotated[Path | None, typer.Option(help="Also log losses for TensorBoard to this directory.")]
+Bf16Opt = Annotated[bool, typer.Option("--bf16", help="bfloat16 autocast (CUDA only).")]
+
+
+def _train_progress(con: Console, epochs: int, label: str):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[loss]}"),
+        TimeRemainingColumn(),
+        console=con,
+        transient=False,
+    )
+    task = progress.add_task(label, total=epochs, loss="")
+
+    def update(epoch: int, train: float, val: float) -> None:
+        progress.update(task, completed=epoch, loss=f"loss {train:.4g} (val {val:.4g})")
+
+    return progress, update
+
+
+def _print_outputs(con: Console, result, first: list[str]) -> None:
+    files = result.files
+    con.print(f"outputs in [bold]{result.out}[/bold]: {', '.join(sorted(p.name for p in files.values()))}")
+    con.print("open first: " + ", ".join(str(result.out / f) for f in first if f in files))
+
+
+@app.command()
+def ecg(
+    input: Annotated[Path, typer.Argument(help="ECG: CSV, Parquet, NPY or WFDB record (e.g. mitdb/100).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
+    device: DeviceOpt = "auto",
+    channel: Annotated[
+        str | None, typer.Option("--channel", "-c", help="Channel by name or position (default: first).")
+    ] = None,
+    sampling_rate: Annotated[
+        float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
+    ] = None,
+    epochs: EpochsOpt = 30,
+    batch_size: BatchOpt = 256,
+    lr: LrOpt = 3e-3,
+    latent: Annotated[int, typer.Option(help="Latent dimensions of the VAE.", min=1, max=64)] = 2,
+    ensemble: EnsembleOpt = 1,
+    mode: Annotated[SegmentMode, typer.Option(help="centered: windows around each R peak; seed: peak to peak.")] = (
+        SegmentMode.centered
+    ),
+    width: Annotated[int, typer.Option(help="Samples per beat row (a power of two).", min=8)] = 256,
+    seed: SeedOpt = 0,
+    percentile: PercentileOpt = 99.0,
+    resume: ResumeOpt = False,
+    tensorboard: TensorboardOpt = None,
+    bf16: Bf16Opt = False,
+) -> None:
+    """Find the heartbeats of an ECG, train a convolutional VAE on them, score and plot every beat."""
+    from devicepipe.pipeline import LearnSettings, run_ecg
+
+    settings = LearnSettings(
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        latent=latent,
+        ensemble=ensemble,
+        percentile=percentile,
+        resume=resume,
+        bf16=bf16,
+        tensorboard=None if tensorboard is None else str(tensorboard),
+    )
+    settings.check()
+    from devicepipe.models import LightVAEConfig
+
+    LightVAEConfig(width=width, latent=latent)
+    con = _console()
+    progress, update = _train_progress(con, epochs, "training" if ensemble == 1 else f"training {ensemble} members")
+    with progress:
+        result = run_ecg(
+            input,
+            out,
+            settings=settings,
+            channel=_maybe_int(channel),
+            sampling_rate=sampling_rate,
+            device=device,
+            mode=mode.value,
+            width=width,
+            progress=lambda m: con.print(m),
+            epoch_progress=update,
+        )
+    s = result.summary
+    c = s["counts"]
+    con.print(
+        f"{c['beats_found']:,} beats found, {c['beats_kept']:,} modelled, {c['flagged']:,} flagged as anomalous "
+        f"(score above {s['threshold']:.4g}); final loss {s['final_loss']['train'][0]:.4g}"
+    )
+    con.print("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in s["seconds"].items()))
+    _print_outputs(con, result, ["extremes.png", "latent.png", "generated.png", "training.png"])
+
+
+@app.command()
+def series(
+    input: Annotated[Path, typer.Argument(help="A time-indexed load series: CSV or Parquet.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
+    column: Annotated[
+        str | None, typer.Option("--column", "-c", help="The value column (default: the only one).")
+    ] = None,
+    time_column: Annotated[str, typer.Option(help="The timestamp column.")] = "Datetime",
+    window: Annotated[str, typer.Option(help="Window length: 1d (days), 12h, 7d ...")] = "1d",
+    pointwise: Annotated[
+        bool, typer.Option("--pointwise", help="The notebook's per-sample autoencoder (input size 1).")
+    ] = False,
+    device: DeviceOpt = "auto",
+    epochs: EpochsOpt = 200,
+    batch_size: BatchOpt = 64,
+    lr: LrOpt = 1e-3,
+    hidden: Annotated[int, typer.Option(help="Hidden units.", min=1)] = 32,
+    latent: Annotated[int, typer.Option(help="Code size.", min=1, max=256)] = 8,
+    ensemble: EnsembleOpt = 1,
+    seed: SeedOpt = 0,
+    percentile: PercentileOpt = 99.0,
+    resume: ResumeOpt = False,
+    tensorboard: TensorboardOpt = None,
+) -> None:
+    """Cut a load series into windows (days by default), train an MLP autoencoder, flag anomalous windows."""
+    from devicepipe.pipeline import LearnSettings, run_series
+
+    settings = LearnSettings(
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        latent=latent,
+        ensemble=ensemble,
+        percentile=percentile,
+        resume=resume,
+        tensorboard=None if tensorboard is None else str(tensorboard),
+    )
+    settings.check()
+    from devicepipe.units import parse_duration
+
+    parse_duration(window)
+    con = _console()
+    progress, update = _train_progress(con, epochs, "training")
+    with progress:
+        result = run_series(
+            input,
+            out,
+            column=_maybe_int(column),
+            time_column=_maybe_int(time_column),
+            window=window,
+            pointwise=pointwise,
+            settings=settings,
+            hidden=hidden,
+            device=device,
+            progress=lambda m: con.print(m),
+            epoch_progress=update,
+        )
+    s = result.summary
+    w = s["windows"]
+    con.print(
+        f"{w['used']:,} windows of {window} ({s['steps_per_window']} steps); {w['windows_with_filled_slots']} "
+        f"had gaps filled ({w['filled_slots']} slots), {len(w['dropped'])} dropped; duplicates averaged: "
+        f"{s['time']['n_duplicates']}"
+    )
+    con.print(
+        f"{len(s['flagged'])} windows flagged (score above {s['threshold']:.4g}); the top ones: "
+        + ", ".join(f["start"][:10] for f in s["flagged"][:8])
+    )
+    _print_outputs(con, result, ["days.png", "extremes.png", "latent.png", "training.png"])
 
 
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the demo's files.")] = Path("demo-run"),
     device: DeviceOpt = "auto",
+    epochs: EpochsOpt = 30,
 ) -> None:
-    """Simulate a 30-minute ECG with a few ectopic beats, read it back onto the device and summarise it."""
-    from devicepipe.io import read_series
+    """Simulate a 30-minute ECG with a few ectopic beats and run the whole ecg pipeline on it."""
+    from devicepipe.pipeline import LearnSettings, run_ecg
 
     con = _console()
-    path = out / "ecg.parquet"
-    with con.status("simulating a 30-minute ECG at 250 Hz ..."):
+    path = out / "input" / "ecg.parquet"
+    with con.status("simulating a 30-minute ECG at 250 Hz with a few ectopic beats ..."):
         sim = _simulate_ecg_files(
             path,
             ".parquet",
@@ -564,14 +746,32 @@ def demo(
             inverted=False,
             seed=0,
         )
+    n_v = int((sim.symbols == "V").sum())
     con.print(
-        f"simulated {path} and its truth {_truth_path(path)} "
-        f"({sim.r_peaks.numel():,} beats, {int((sim.symbols == 'V').sum())} ventricular ectopic)"
+        f"simulated {path} ({sim.r_peaks.numel():,} beats, {n_v} ventricular ectopic; truth in {_truth_path(path)})"
     )
-    started = time.perf_counter()
-    rec = read_series(path, device=device)
-    con.print(f"read back in {time.perf_counter() - started:.2f} s")
-    _print_summary(_recording_summary(rec), con)
+    progress, update = _train_progress(con, epochs, "training the VAE")
+    with progress:
+        result = run_ecg(
+            path,
+            out,
+            settings=LearnSettings(epochs=epochs),
+            device=device,
+            progress=lambda m: con.print(m),
+            epoch_progress=update,
+        )
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(out / "embeddings.parquet", columns=["peak", "flag"])
+    flagged = table.column("peak").to_numpy()[table.column("flag").to_numpy()]
+    truth_v = sim.r_peaks.cpu().numpy()[sim.symbols == "V"]
+    found = int(sum(np.min(np.abs(flagged - v)) <= 5 for v in truth_v)) if flagged.size else 0
+    con.print(
+        f"{result.summary['counts']['flagged']} beats flagged as anomalous; {found} of the {n_v} simulated "
+        "ventricular ectopic beats are among them"
+    )
+    _print_outputs(con, result, ["extremes.png", "latent.png", "generated.png", "training.png"])
 
 
 def main() -> None:

@@ -197,3 +197,567 @@ def _run_beats(
         files=files,
         score=score,
     )
+
+
+# ----------------------------------------------------------------------------- learning pipelines
+
+
+@dataclass(frozen=True)
+class LearnSettings:
+    """Training and scoring settings shared by the ``ecg`` and ``series`` pipelines."""
+
+    epochs: int = 30
+    batch_size: int = 256
+    lr: float = 3e-3
+    weight_decay: float = 0.0
+    val_fraction: float = 0.1
+    seed: int = 0
+    latent: int = 2
+    ensemble: int = 1
+    percentile: float = 99.0
+    resume: bool = False
+    tensorboard: str | None = None
+    bf16: bool = False
+
+    def check(self) -> None:
+        if self.epochs < 1 or self.batch_size < 1 or self.latent < 1 or self.ensemble < 1:
+            raise DevicepipeError("epochs, batch size, latent size and ensemble size must all be at least 1.")
+        if not 0 < self.lr < 1:
+            raise DevicepipeError(f"learning rate {self.lr} is out of range; use e.g. 1e-3.")
+        if not 0 <= self.val_fraction < 0.9:
+            raise DevicepipeError(f"validation fraction {self.val_fraction} must be within [0, 0.9).")
+        if not 50 <= self.percentile < 100:
+            raise DevicepipeError(f"anomaly percentile {self.percentile} must be within [50, 100).")
+        if self.resume and self.ensemble > 1:
+            raise DevicepipeError("--resume works for single models; rerun the ensemble without --resume.")
+
+
+@dataclass(frozen=True)
+class LearnResult:
+    """What a learning pipeline produced (host copies of the small results)."""
+
+    out: Path
+    summary: dict[str, Any]
+    files: dict[str, Path]
+
+
+def _train(
+    make_model: Callable[[int], torch.nn.Module],
+    data: torch.Tensor,
+    settings: LearnSettings,
+    out: Path,
+    extra_state: dict[str, Any],
+    progress: Callable[[int, float, float], None] | None,
+):
+    """One model (checkpointed, resumable) or a vmap ensemble; returns (models, histories)."""
+    from devicepipe.ensemble import fit_ensemble  # noqa: PLC0415
+    from devicepipe.train import fit, load_checkpoint  # noqa: PLC0415
+
+    common = dict(
+        epochs=settings.epochs,
+        batch_size=settings.batch_size,
+        lr=settings.lr,
+        weight_decay=settings.weight_decay,
+        val_fraction=settings.val_fraction,
+    )
+    if settings.ensemble > 1:
+        ens = fit_ensemble(make_model, data, members=settings.ensemble, seed=settings.seed, callback=progress, **common)
+        torch.save(
+            {
+                "members": [m.state_dict() for m in ens.members],
+                "seeds": ens.seeds,
+                "model_kind": type(ens.members[0]).__name__,
+                "config": ens.members[0].config_dict(),
+                **extra_state,
+            },
+            out / "ensemble.pt",
+        )
+        return ens.members, [h.to_dict() for h in ens.histories]
+    model = make_model(settings.seed)
+    if settings.resume:
+        state = load_checkpoint(out)
+        if state.get("config") != model.config_dict():
+            raise DevicepipeError(
+                f"the checkpoint in {out} is for {state.get('config')}, not {model.config_dict()}; "
+                "resume with the settings of the original run."
+            )
+    history = fit(
+        model,
+        data,
+        seed=settings.seed,
+        checkpoint_dir=out,
+        resume=settings.resume,
+        extra_state=extra_state,
+        callback=progress,
+        tensorboard=settings.tensorboard,
+        bf16=settings.bf16,
+        **common,
+    )
+    return [model], [history.to_dict()]
+
+
+def _write_history(histories: list[dict[str, list[float]]], path: Path) -> None:
+    from devicepipe.io import write_csv  # noqa: PLC0415
+
+    cols: dict[str, Any] = {"epoch": np.arange(1, len(histories[0]["train"]) + 1)}
+    for i, h in enumerate(histories):
+        suffix = "" if len(histories) == 1 else f"_{i}"
+        cols[f"train_loss{suffix}"] = np.asarray(h["train"])
+        cols[f"val_loss{suffix}"] = np.asarray(h["val"])
+        cols[f"seconds{suffix}"] = np.asarray(h["seconds"])
+    write_csv(cols, path)
+
+
+def resample_rows(matrix: torch.Tensor, width: int) -> torch.Tensor:
+    """Linearly resample each row of ``(n, w)`` to ``(n, width)`` (identity when ``w == width``)."""
+    if matrix.shape[1] == width:
+        return matrix
+    return torch.nn.functional.interpolate(matrix[:, None, :], size=width, mode="linear", align_corners=False)[:, 0]
+
+
+def run_ecg(
+    source: Any,
+    out: str | Path,
+    *,
+    settings: LearnSettings | None = None,
+    channel: str | int | None = None,
+    sampling_rate: float | None = None,
+    device: str | torch.device = "auto",
+    mode: str = "centered",
+    width: int = 256,
+    method: str = "ricker",
+    progress: Progress | None = None,
+    epoch_progress: Callable[[int, float, float], None] | None = None,
+) -> LearnResult:
+    """Read an ECG, find and cut its beats, train a VAE (or a vmap ensemble), score, write, plot.
+
+    Beats are windows centred on each R peak by default (``mode="centered"``, 0.25 s before to
+    0.45 s after): the notebook's peak-to-peak segmentation (``mode="seed"``) drops every
+    premature beat followed by a compensatory pause, the very beats an anomaly score should
+    find. Rows are resampled to ``width`` samples (a power of two) whatever the sampling rate.
+
+    Writes to ``out``: ``summary.json`` (last, so a directory without it is incomplete),
+    ``beats.parquet``, ``embeddings.parquet`` (peak, time, latent means, score, flag, spread),
+    ``checkpoint.pt`` (or ``ensemble.pt``), ``history.csv`` and figures (``training.png``,
+    ``latent.png``, ``generated.png`` and ``.pdf``, ``extremes.png``, ``excerpt.png``).
+    """
+    from devicepipe.models import LightVAE, LightVAEConfig  # noqa: PLC0415
+    from devicepipe.scale import StandardScaler  # noqa: PLC0415
+    from devicepipe.score import reconstruct, score  # noqa: PLC0415
+
+    settings = settings or LearnSettings()
+    settings.check()
+    LightVAEConfig(width=width, latent=settings.latent)  # validates before anything is written
+    note = progress or (lambda _m: None)
+    out = Path(out)
+    if settings.resume and not (out / "checkpoint.pt").exists():
+        raise DevicepipeError(f"nothing to resume: {out / 'checkpoint.pt'} does not exist.")
+    dev = resolve_device(device)
+    with count_transfers() as ledger:
+        timer = StageTimer(dev)
+        with timer.stage("read"):
+            rec = read_series(source, channel if channel is not None else 0, device=dev, sampling_rate=sampling_rate)
+        if rec.sampling_rate is None:
+            raise DevicepipeError(f"the sampling rate of {rec.source} is unknown; pass --sampling-rate HZ.")
+        fs = rec.sampling_rate
+        note(f"finding beats in {rec.n_samples:,} samples on {dev}")
+        with timer.stage("detect"):
+            peaks = ecg_peaks(rec.samples, fs, method=method)
+        with timer.stage("segment"):
+            beats = ecg_segment(rec.samples, peaks, fs, mode=mode)
+            matrix = resample_rows(beats.matrix, width)
+        if matrix.shape[0] < 20:
+            raise DevicepipeError(
+                f"only {matrix.shape[0]} beats were cut from {rec.source}; at least 20 are needed "
+                "to train (is it an ECG? is --sampling-rate right?)."
+            )
+        with timer.stage("scale"):
+            scaler = StandardScaler().fit(matrix.reshape(-1))
+            data = scaler.transform(matrix.reshape(-1)).reshape(matrix.shape)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").unlink(missing_ok=True)  # the directory is incomplete until the end
+
+        def make_model(seed: int) -> torch.nn.Module:
+            torch.manual_seed(seed)
+            return LightVAE(LightVAEConfig(width=width, latent=settings.latent)).to(dev)
+
+        note(f"training on {data.shape[0]:,} beats")
+        with timer.stage("train"):
+            models, histories = _train(make_model, data, settings, out, {"scaler": scaler.state_dict()}, epoch_progress)
+        with timer.stage("score"):
+            from devicepipe.train import split_indices  # noqa: PLC0415
+
+            train_rows, _ = split_indices(data.shape[0], settings.val_fraction, settings.seed, dev)
+            scores = score(models, data, train_rows=train_rows, percentile=settings.percentile)
+            grid = _latent_grid(scores.embeddings, 5)
+            generated = models[0].decode(grid).detach()
+            order = torch.argsort(scores.scores)
+            extreme_idx = torch.cat([order[-5:], order[:5]])
+            extreme_recon = reconstruct(models[0], data[extreme_idx])
+        with timer.stage("transfer"):
+            host = {
+                k: v.detach().cpu().numpy()
+                for k, v in {
+                    "peaks": beats.peaks,
+                    "kept": beats.kept,
+                    "emb": scores.embeddings,
+                    "scores": scores.scores,
+                    "spread": scores.spread,
+                    "flags": scores.flags,
+                    "grid": grid,
+                    "generated": generated,
+                    "extreme_idx": extreme_idx,
+                    "extreme_recon": extreme_recon,
+                    "extreme_rows": data[extreme_idx],
+                    "all_peaks": peaks,
+                }.items()
+            }
+            signal_host = rec.samples.cpu().numpy()
+    with timer.stage("write"):
+        files = _write_ecg_outputs(out, rec, fs, host, signal_host, histories, scores.threshold, width, mode)
+        summary = {
+            "input": str(source) if isinstance(source, (str, Path)) else type(source).__name__,
+            "channel": rec.channels[0],
+            "device": str(dev),
+            "sampling_rate_hz": fs,
+            "n_samples": rec.n_samples,
+            "settings": {**settings.__dict__, "mode": mode, "width": width, "method": method},
+            "counts": {
+                "beats_found": int(host["all_peaks"].size),
+                "beats_kept": int(host["peaks"].size),
+                "flagged": int(host["flags"].sum()),
+            },
+            "threshold": scores.threshold,
+            "final_loss": {"train": [h["train"][-1] for h in histories], "val": [h["val"][-1] for h in histories]},
+            "seconds": timer.seconds,
+            "transfers": ledger.to_dict(),
+            "files": sorted(p.name for p in files.values()),
+        }
+        write_json(summary, out / "summary.json")
+    files["summary.json"] = out / "summary.json"
+    return LearnResult(out, summary, files)
+
+
+def _latent_grid(embeddings: torch.Tensor, n: int) -> torch.Tensor:
+    """``n * n`` latent points spanning the embeddings' 2-98 % range in the first two dimensions."""
+    latent = embeddings.shape[1]
+    lo = torch.quantile(embeddings[:, : min(2, latent)].float(), 0.02, dim=0)
+    hi = torch.quantile(embeddings[:, : min(2, latent)].float(), 0.98, dim=0)
+    axes = [torch.linspace(float(lo[i]), float(hi[i]), n, device=embeddings.device) for i in range(lo.numel())]
+    if latent == 1:
+        return torch.linspace(float(lo[0]), float(hi[0]), n * n, device=embeddings.device)[:, None]
+    gy, gx = torch.meshgrid(axes[1].flip(0), axes[0], indexing="ij")  # top row = highest z1
+    grid = embeddings.mean(0, keepdim=True).repeat(n * n, 1)
+    grid[:, 0], grid[:, 1] = gx.reshape(-1), gy.reshape(-1)
+    return grid
+
+
+def _write_ecg_outputs(
+    out: Path,
+    rec: Any,
+    fs: float,
+    host: dict[str, np.ndarray],
+    signal: np.ndarray,
+    histories: list[dict[str, list[float]]],
+    threshold: float,
+    width: int,
+    mode: str,
+) -> dict[str, Path]:
+    from devicepipe.plot import (  # noqa: PLC0415
+        plot_beats_excerpt,
+        plot_extremes,
+        plot_generated,
+        plot_latent,
+        plot_training,
+        save_figure,
+    )
+
+    files: dict[str, Path] = {}
+    peaks = host["all_peaks"]
+    rr = np.diff(peaks, prepend=np.nan) / fs
+    files["beats.parquet"] = write_parquet(
+        {"peak": peaks, "time_s": peaks / fs, "rr_s": rr, "kept": host["kept"]}, out / "beats.parquet", sampling_rate=fs
+    )
+    emb = {"peak": host["peaks"], "time_s": host["peaks"] / fs}
+    for j in range(host["emb"].shape[1]):
+        emb[f"z{j}"] = host["emb"][:, j]
+    emb.update(score=host["scores"], flag=host["flags"], spread=host["spread"])
+    files["embeddings.parquet"] = write_parquet(emb, out / "embeddings.parquet")
+    _write_history(histories, out / "history.csv")
+    files["history.csv"] = out / "history.csv"
+    for name in ("checkpoint.pt", "ensemble.pt"):
+        if (out / name).exists():
+            files[name] = out / name
+    beat_fs = width / (1.024 if mode == "seed" else 0.7)  # resampled rate of the beat rows
+    figs = {
+        "training.png": plot_training(histories, title=f"VAE training on {host['peaks'].size:,} beats"),
+        "latent.png": plot_latent(
+            host["emb"],
+            scores=host["scores"],
+            threshold=threshold,
+            title=f"Latent means of {host['peaks'].size:,} beats, coloured by reconstruction error",
+        ),
+        "extremes.png": plot_extremes(
+            host["extreme_rows"],
+            host["extreme_recon"],
+            host["scores"][host["extreme_idx"]],
+            sampling_rate=beat_fs,
+            names=[f"t={host['peaks'][i] / fs:.1f} s" for i in host["extreme_idx"]],
+            title="Most and least anomalous beats (scaled) with their reconstructions",
+        ),
+        "excerpt.png": plot_beats_excerpt(
+            signal, fs, peaks, unit=rec.units[0], title=f"{rec.source} ({rec.channels[0]}): detected beats"
+        ),
+    }
+    gen = plot_generated(host["generated"], host["grid"], sampling_rate=beat_fs)
+    files["generated.pdf"] = save_figure(gen, out / "generated.pdf")
+    figs["generated.png"] = gen
+    for name, fig in figs.items():
+        files[name] = save_figure(fig, out / name)
+    return files
+
+
+@dataclass(frozen=True)
+class Windows:
+    """Fixed windows of a time-indexed series on a regular grid.
+
+    ``values`` ``(n_windows, per_window)``; ``starts`` (numpy datetime64[ns]) of each window;
+    ``filled`` the number of missing slots filled by interpolation in each window; ``dropped``
+    the starts of windows left out (too many slots missing).
+    """
+
+    values: torch.Tensor
+    starts: np.ndarray
+    filled: np.ndarray
+    dropped: np.ndarray
+    step_s: float
+
+
+def make_windows(
+    values: torch.Tensor, timestamps: torch.Tensor, *, window_s: float, step_s: float, max_missing: int = 2
+) -> Windows:
+    """Put a sorted, duplicate-free series on a regular grid of ``step_s`` and cut windows of ``window_s``.
+
+    Windows start at multiples of ``window_s`` since the Unix epoch (midnight for days). A
+    window missing up to ``max_missing`` slots is filled by linear interpolation along the
+    series (and counted); one missing more is dropped (and listed). Works on ``values``' device.
+    """
+    per = int(round(window_s / step_s))
+    if per < 2 or abs(per * step_s - window_s) > 1e-6 * window_s:
+        raise DevicepipeError(f"the window ({window_s:g} s) must hold a whole number (>= 2) of {step_s:g}-s steps.")
+    step_ns, win_ns = int(round(step_s * 1e9)), int(round(window_s * 1e9))
+    if torch.any(timestamps % step_ns != timestamps[0] % step_ns):
+        raise DevicepipeError(f"timestamps are not on a regular {step_s:g}-s grid; resample the series first.")
+    first = torch.div(timestamps[0], win_ns, rounding_mode="floor")
+    slot = torch.div(timestamps - first * win_ns, step_ns, rounding_mode="floor")  # position on the full grid
+    n_windows = int(slot[-1]) // per + 1
+    grid = torch.full((n_windows * per,), float("nan"), dtype=values.dtype, device=values.device)
+    grid[slot] = values
+    missing = torch.isnan(grid).view(n_windows, per).sum(1)
+    present = missing < per
+    keep = present & (missing <= max_missing)
+    if torch.isnan(grid).any():  # fill the holes linearly along the series (holes in dropped windows too)
+        from devicepipe.io import _apply_nan_policy  # noqa: PLC0415
+
+        grid = _apply_nan_policy(grid[None], None, "interpolate", "the series")[0][0]
+    starts = (first * win_ns + torch.arange(n_windows, device=values.device) * win_ns).cpu().numpy()
+    starts = starts.view("datetime64[ns]")
+    keep_h, present_h = keep.cpu().numpy(), present.cpu().numpy()
+    return Windows(
+        values=grid.view(n_windows, per)[keep],
+        starts=starts[keep_h],
+        filled=missing[keep].cpu().numpy(),
+        dropped=starts[present_h & ~keep_h],
+        step_s=step_s,
+    )
+
+
+def run_series(
+    source: Any,
+    out: str | Path,
+    *,
+    column: str | int | None = None,
+    time_column: str | int | None = None,
+    window: str = "1d",
+    pointwise: bool = False,
+    settings: LearnSettings | None = None,
+    hidden: int = 32,
+    device: str | torch.device = "auto",
+    progress: Progress | None = None,
+    epoch_progress: Callable[[int, float, float], None] | None = None,
+) -> LearnResult:
+    """Windows of a load series, MinMax scaling, the MLP autoencoder, anomalous windows.
+
+    Duplicate timestamps are averaged and gaps filled (up to two steps per window) or the
+    window dropped, all reported in ``summary.json``. ``pointwise`` trains the notebook's
+    per-sample autoencoder (input size 1) instead and scores each window by the mean error
+    of its samples. Writes ``summary.json`` (last), ``embeddings.parquet`` (window start,
+    latent code, score, flag, spread), ``checkpoint.pt`` (or ``ensemble.pt``),
+    ``history.csv`` and figures (``training.png``, ``latent.png``, ``extremes.png``,
+    ``days.png``).
+    """
+    from devicepipe.models import MLPAutoencoder, MLPAutoencoderConfig  # noqa: PLC0415
+    from devicepipe.scale import MinMaxScaler  # noqa: PLC0415
+    from devicepipe.score import reconstruct, score  # noqa: PLC0415
+    from devicepipe.train import split_indices  # noqa: PLC0415
+    from devicepipe.units import parse_duration  # noqa: PLC0415
+
+    settings = settings or LearnSettings(latent=8, lr=1e-3, batch_size=64, epochs=200)
+    settings.check()
+    window_s = parse_duration(window)
+    note = progress or (lambda _m: None)
+    out = Path(out)
+    if settings.resume and not (out / "checkpoint.pt").exists():
+        raise DevicepipeError(f"nothing to resume: {out / 'checkpoint.pt'} does not exist.")
+    if time_column is None:
+        raise DevicepipeError("a load series needs its time column: pass --time-column (e.g. Datetime).")
+    dev = resolve_device(device)
+    with count_transfers() as ledger:
+        timer = StageTimer(dev)
+        with timer.stage("read"):
+            rec = read_series(source, column, device=dev, time_column=time_column, duplicates="mean")
+        if rec.samples.ndim != 1:
+            raise DevicepipeError(f"{rec.source} has {rec.n_channels} value columns; choose one with --column.")
+        report = rec.time_report
+        note(f"read {rec.n_samples:,} rows; {report.summary()}")
+        with timer.stage("window"):
+            wins = make_windows(rec.samples, rec.timestamps, window_s=window_s, step_s=report.step_s)
+        if wins.values.shape[0] < 10:
+            raise DevicepipeError(f"only {wins.values.shape[0]} complete windows of {window}; need at least 10.")
+        with timer.stage("scale"):
+            scaler = MinMaxScaler().fit(wins.values.reshape(-1))
+            data = scaler.transform(wins.values.reshape(-1)).reshape(wins.values.shape)
+        per = data.shape[1]
+        train_data = data.reshape(-1, 1) if pointwise else data
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").unlink(missing_ok=True)
+
+        def make_model(seed: int) -> torch.nn.Module:
+            torch.manual_seed(seed)
+            cfg = MLPAutoencoderConfig(input=1 if pointwise else per, hidden=hidden, latent=settings.latent)
+            return MLPAutoencoder(cfg).to(dev)
+
+        note(f"training on {train_data.shape[0]:,} {'samples' if pointwise else 'windows'} of {per} steps")
+        with timer.stage("train"):
+            models, histories = _train(
+                make_model,
+                train_data,
+                settings,
+                out,
+                {"scaler": scaler.state_dict(), "window_s": window_s},
+                epoch_progress,
+            )
+        with timer.stage("score"):
+            train_rows, _ = split_indices(train_data.shape[0], settings.val_fraction, settings.seed, dev)
+            if pointwise:
+                per_sample = score(models, train_data, train_rows=train_rows, percentile=settings.percentile)
+                window_scores = per_sample.scores.view(-1, per).mean(1)
+                spread = per_sample.spread.view(-1, per).mean(1)
+                threshold = float(torch.quantile(window_scores.double(), settings.percentile / 100))
+                embeddings = per_sample.embeddings.view(-1, per, per_sample.embeddings.shape[1]).mean(1)
+                flags = window_scores > threshold
+                recon = reconstruct(models[0], train_data).view(-1, per)
+            else:
+                s = score(models, data, train_rows=train_rows, percentile=settings.percentile)
+                window_scores, spread, threshold, embeddings, flags = (
+                    s.scores,
+                    s.spread,
+                    s.threshold,
+                    s.embeddings,
+                    s.flags,
+                )
+                recon = reconstruct(models[0], data)
+            raw_recon = scaler.inverse_transform(recon.reshape(-1)).reshape(recon.shape)
+        with timer.stage("transfer"):
+            host = {
+                k: v.detach().cpu().numpy()
+                for k, v in {
+                    "scores": window_scores,
+                    "spread": spread,
+                    "emb": embeddings,
+                    "flags": flags,
+                    "days": wins.values,
+                    "recon": raw_recon,
+                    "scaled": data,
+                    "scaled_recon": recon,
+                }.items()
+            }
+    with timer.stage("write"):
+        files = _write_series_outputs(out, wins, host, histories, threshold, rec.channels[0], pointwise)
+        order = np.argsort(host["scores"])[::-1]
+        flagged = [i for i in order if host["flags"][i]]
+        summary = {
+            "input": str(source) if isinstance(source, (str, Path)) else type(source).__name__,
+            "column": rec.channels[0],
+            "device": str(dev),
+            "window": window,
+            "steps_per_window": per,
+            "pointwise": pointwise,
+            "settings": {**settings.__dict__, "hidden": hidden},
+            "time": report.to_dict(),
+            "windows": {
+                "used": int(wins.values.shape[0]),
+                "filled_slots": int(wins.filled.sum()),
+                "windows_with_filled_slots": int((wins.filled > 0).sum()),
+                "dropped": [str(d)[:19] for d in wins.dropped],
+            },
+            "threshold": threshold,
+            "flagged": [{"start": str(wins.starts[i])[:19], "score": float(host["scores"][i])} for i in flagged],
+            "final_loss": {"train": [h["train"][-1] for h in histories], "val": [h["val"][-1] for h in histories]},
+            "seconds": timer.seconds,
+            "transfers": ledger.to_dict(),
+            "files": sorted(p.name for p in files.values()),
+        }
+        write_json(summary, out / "summary.json")
+    files["summary.json"] = out / "summary.json"
+    return LearnResult(out, summary, files)
+
+
+def _write_series_outputs(
+    out: Path,
+    wins: Windows,
+    host: dict[str, np.ndarray],
+    histories: list[dict],
+    threshold: float,
+    unit_name: str,
+    pointwise: bool,
+) -> dict[str, Path]:
+    from devicepipe.plot import plot_days, plot_extremes, plot_latent, plot_training, save_figure  # noqa: PLC0415
+
+    files: dict[str, Path] = {}
+    emb = {"start": wins.starts, "filled_slots": wins.filled}
+    for j in range(host["emb"].shape[1]):
+        emb[f"z{j}"] = host["emb"][:, j]
+    emb.update(score=host["scores"], flag=host["flags"], spread=host["spread"])
+    files["embeddings.parquet"] = write_parquet(emb, out / "embeddings.parquet")
+    _write_history(histories, out / "history.csv")
+    files["history.csv"] = out / "history.csv"
+    for name in ("checkpoint.pt", "ensemble.pt"):
+        if (out / name).exists():
+            files[name] = out / name
+    names = [str(s)[:10] for s in wins.starts]
+    order = np.argsort(host["scores"])[::-1]
+    flagged = np.array([i for i in order if host["flags"][i]], dtype=np.int64)
+    unit = "MW" if "MW" in unit_name.upper() else "value"
+    hours = np.arange(host["days"].shape[1]) * wins.step_s / 3600
+    kind = "per-sample autoencoder" if pointwise else "autoencoder"
+    figs = {
+        "training.png": plot_training(histories, title=f"{kind} training on {len(names):,} windows"),
+        "latent.png": plot_latent(
+            host["emb"],
+            scores=host["scores"],
+            threshold=threshold,
+            title="Window codes, coloured by reconstruction error",
+        ),
+        "extremes.png": plot_extremes(
+            host["days"],
+            host["recon"],
+            host["scores"],
+            names=names,
+            title=f"Most and least anomalous windows ({unit}) with reconstructions",
+        ),
+        "days.png": plot_days(host["days"], flagged, names, unit=unit, hours=hours),
+    }
+    for name, fig in figs.items():
+        files[name] = save_figure(fig, out / name)
+    return files

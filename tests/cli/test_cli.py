@@ -74,13 +74,6 @@ def test_simulate_load_and_read_with_time_column(tmp_path):
     assert result.exit_code == 0 and "duplicate timestamps: 0" in result.stdout
 
 
-def test_demo_runs(tmp_path):
-    result = run("demo", "--out", tmp_path / "d", "--device", "cpu")
-    assert result.exit_code == 0, result.output
-    assert (tmp_path / "d" / "ecg.parquet").exists() and (tmp_path / "d" / "ecg.truth.csv").exists()
-    assert "450,000 samples" in result.stdout
-
-
 @pytest.mark.parametrize(
     ("args", "pattern"),
     [
@@ -186,3 +179,93 @@ def test_interop_matrix_small():
     assert report["handoff"]["handoff_shares_memory"] is True
     table = run("interop", "--size", 10_000, "--repeats", 1)
     assert table.exit_code == 0 and "zero-copy" in table.stdout and "host round trip" in table.stdout
+
+
+def _png_ok(path):
+    data = path.read_bytes()
+    return data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_ecg_end_to_end_small(tmp_path):
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "e.parquet"
+    assert run("simulate", "ecg", "--duration", "4min", "--ectopic-rate", 0.03, "--out", src).exit_code == 0
+    out = tmp_path / "run"
+    result = run("ecg", src, "--out", out, "--epochs", 3, "--device", "cpu", "--latent", 3)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    emb = pq.read_table(out / "embeddings.parquet")
+    beats = pq.read_table(out / "beats.parquet")
+    assert emb.column_names == ["peak", "time_s", "z0", "z1", "z2", "score", "flag", "spread"]
+    assert emb.num_rows == summary["counts"]["beats_kept"] <= beats.num_rows == summary["counts"]["beats_found"]
+    assert 250 < beats.num_rows < 310  # four minutes at about 70 bpm
+    assert summary["counts"]["flagged"] == int(np.sum(emb.column("flag").to_numpy()))
+    history = (out / "history.csv").read_text().splitlines()
+    assert history[0].startswith('"epoch"') or history[0].startswith("epoch")
+    assert len(history) == 4
+    for name in ("training.png", "latent.png", "generated.png", "extremes.png", "excerpt.png"):
+        assert _png_ok(out / name), name
+    assert (out / "generated.pdf").read_bytes()[:4] == b"%PDF"
+    assert (out / "checkpoint.pt").exists() and set(summary["seconds"]) >= {"read", "detect", "train", "score"}
+    # resume continues to more epochs from the checkpoint
+    more = run("ecg", src, "--out", out, "--epochs", 5, "--device", "cpu", "--latent", 3, "--resume")
+    assert more.exit_code == 0, more.output
+    assert len((out / "history.csv").read_text().splitlines()) == 6
+
+
+def test_ecg_ensemble_small(tmp_path):
+    src = tmp_path / "e.parquet"
+    run("simulate", "ecg", "--duration", "3min", "--out", src)
+    result = run("ecg", src, "--out", tmp_path / "r", "--epochs", 2, "--ensemble", 3, "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "r" / "ensemble.pt").exists() and not (tmp_path / "r" / "checkpoint.pt").exists()
+    header = (tmp_path / "r" / "history.csv").read_text().splitlines()[0]
+    assert "train_loss_2" in header
+
+
+def test_series_end_to_end_small(tmp_path):
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "load.csv"
+    assert run("simulate", "load", "--days", 60, "--anomalies", 3, "--out", src).exit_code == 0
+    out = tmp_path / "run"
+    result = run("series", src, "--out", out, "--column", "load_MW", "--epochs", 60, "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    emb = pq.read_table(out / "embeddings.parquet")
+    assert emb.num_rows == 60 and {"start", "score", "flag", "z0"} <= set(emb.column_names)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps_per_window"] == 24 and summary["windows"]["used"] == 60
+    for name in ("training.png", "latent.png", "extremes.png", "days.png"):
+        assert _png_ok(out / name), name
+    pointwise = run(
+        "series", src, "--out", tmp_path / "pw", "-c", "load_MW", "--pointwise", "--epochs", 2, "--device", "cpu"
+    )
+    assert pointwise.exit_code == 0, pointwise.output
+    assert json.loads((tmp_path / "pw" / "summary.json").read_text())["pointwise"] is True
+
+
+def test_demo_end_to_end(tmp_path):
+    result = run("demo", "--out", tmp_path / "d", "--device", "cpu", "--epochs", 3)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "d" / "summary.json").exists() and "open first" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "pattern"),
+    [
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--width", "100"], "power of two"),
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--lr", "5"], "--lr"),
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--resume"], "nothing to resume"),
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--ensemble", "2", "--resume"], "single models"),
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--bf16", "--device", "cpu"], "bf16"),
+        (["ecg", "{tmp}/missing.parquet", "--out", "{tmp}/r"], "file not found"),
+        (["series", "{tmp}/e.parquet", "--out", "{tmp}/r", "--time-column", "when"], "column 'when' not found"),
+        (["series", "{tmp}/e.parquet", "--out", "{tmp}/r", "--window", "1x"], "cannot read duration"),
+    ],
+)
+def test_learning_bad_options_leave_no_complete_run(tmp_path, args, pattern):
+    run("simulate", "ecg", "--duration", "1min", "--out", tmp_path / "e.parquet")
+    result = run(*[a.format(tmp=tmp_path) for a in args])
+    assert_user_error(result, pattern)
+    assert not (tmp_path / "r" / "summary.json").exists()

@@ -1,0 +1,132 @@
+"""Ensembles of same-shaped models trained and evaluated at once with ``torch.func``.
+
+The members' parameters are stacked (``stack_module_state``), one loss is evaluated for all
+of them with ``vmap`` over ``functional_call``, and one Adam steps the stacked parameters;
+Adam works element by element, so this is the same arithmetic as N optimisers. Each member
+keeps its own initialisation, batch order and sampling noise (from its own seed, exactly as
+:func:`devicepipe.train.fit` draws them), and all share one train/validation split, so
+member ``i`` ends where ``fit(make_model(seeds[i]), data, seed=seeds[i], split_seed=seed)``
+ends, within float tolerance.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
+
+from devicepipe.errors import DevicepipeError
+from devicepipe.train import History, _latent_of, epoch_noise, split_indices
+
+__all__ = ["Ensemble", "fit_ensemble", "member_seeds"]
+
+
+class _Losses(nn.Module):
+    """Wraps a model so that ``forward`` is its per-row loss (what ``functional_call`` calls)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.m = model
+
+    def forward(self, x: torch.Tensor, eps: torch.Tensor | None) -> torch.Tensor:
+        return self.m.losses(x, eps)
+
+
+@dataclass
+class Ensemble:
+    """Trained members (ordinary modules, on the data's device) and their histories."""
+
+    members: list[nn.Module]
+    histories: list[History]
+    seeds: list[int]
+
+
+def member_seeds(seed: int, n: int) -> list[int]:
+    """The seeds of ``n`` members of an ensemble seeded ``seed``."""
+    return [seed * 1000 + i for i in range(n)]
+
+
+def fit_ensemble(
+    make_model: Callable[[int], nn.Module],
+    data: torch.Tensor,
+    *,
+    members: int = 5,
+    epochs: int = 20,
+    batch_size: int = 256,
+    lr: float = 1e-3,
+    weight_decay: float = 0.0,
+    val_fraction: float = 0.1,
+    seed: int = 0,
+    callback: Callable[[int, float, float], None] | None = None,
+) -> Ensemble:
+    """Train ``members`` models built by ``make_model(member_seed)`` on ``data`` at once.
+
+    ``make_model`` must return the model on ``data``'s device, initialised from the seed it is
+    given. Returns the trained members; ``callback(epoch, mean train loss, mean val loss)``.
+    """
+    if members < 1:
+        raise DevicepipeError(f"fit_ensemble(): members must be at least 1, got {members}.")
+    device = data.device
+    seeds = member_seeds(seed, members)
+    models = [make_model(s) for s in seeds]
+    if any(next(m.parameters()).device != device for m in models):
+        raise DevicepipeError("fit_ensemble(): make_model must put each model on the data's device.")
+    wrapped = [_Losses(m) for m in models]
+    params, buffers = stack_module_state(wrapped)  # each (members, ...), leaves requiring grad
+    base = copy.deepcopy(wrapped[0]).to("meta")
+    train_idx, val_idx = split_indices(data.shape[0], val_fraction, seed, device)
+    train, val = data[train_idx], data[val_idx]
+    optimizer = torch.optim.Adam(list(params.values()), lr=lr, weight_decay=weight_decay)
+    latent = _latent_of(models[0])
+
+    def member_loss(p: dict, b: dict, x: torch.Tensor, eps: torch.Tensor | None) -> torch.Tensor:
+        return functional_call(base, (p, b), (x, eps)).mean()
+
+    def member_sum(p: dict, b: dict, x: torch.Tensor) -> torch.Tensor:
+        return functional_call(base, (p, b), (x, None)).sum()
+
+    histories = [History() for _ in seeds]
+    n = train.shape[0]
+    for epoch in range(epochs):
+        started = time.perf_counter()
+        base.train()
+        noises = [epoch_noise(n, latent, seed=s, epoch=epoch, device=device, dtype=data.dtype) for s in seeds]
+        order = torch.stack([z.order for z in noises])  # (members, n_train)
+        eps_all = None if latent is None else torch.stack([z.eps for z in noises])  # (members, n_train, latent)
+        totals = torch.zeros(members, dtype=torch.float64, device=device)
+        for start in range(0, n, batch_size):
+            idx = order[:, start : start + batch_size]
+            xb = train[idx]  # (members, batch, ...)
+            if eps_all is None:
+                losses = vmap(member_loss, in_dims=(0, 0, 0, None))(params, buffers, xb, None)
+            else:
+                losses = vmap(member_loss)(params, buffers, xb, eps_all[:, start : start + batch_size])
+            optimizer.zero_grad(set_to_none=True)
+            losses.sum().backward()  # each member's gradient is that of its own mean loss
+            optimizer.step()
+            totals += losses.detach().to(torch.float64) * idx.shape[1]
+        base.eval()
+        with torch.no_grad():
+            val_sum = (
+                vmap(member_sum, in_dims=(0, 0, None))(params, buffers, val)
+                if val.shape[0]
+                else torch.full((members,), float("nan"), device=device)
+            )
+        elapsed = time.perf_counter() - started
+        for i, h in enumerate(histories):
+            h.train.append(float(totals[i]) / n)
+            h.val.append(float(val_sum[i]) / max(1, val.shape[0]))
+            h.seconds.append(elapsed)
+        if callback is not None:
+            mean_val = sum(h.val[-1] for h in histories) / members
+            callback(epoch + 1, sum(h.train[-1] for h in histories) / members, mean_val)
+    for i, model in enumerate(models):
+        state = {k.removeprefix("m."): v[i].detach().clone() for k, v in {**params, **buffers}.items()}
+        model.load_state_dict(state, strict=False)
+        model.eval()
+    return Ensemble(models, histories, seeds)

@@ -1,0 +1,244 @@
+"""Training on the device: on-device shuffling, per-epoch history, atomic checkpoints, exact resume.
+
+Batches are delivered by an on-device permutation and index slicing (a ``DataLoader`` over
+in-memory tensors costs about 1 s per epoch just to deliver 91 k beats on a 2-core CPU; this
+costs a few milliseconds). Every random number of an epoch (the batch order and the VAE's
+sampling noise) comes from a generator on the data's device seeded by ``(seed, epoch)``, so a
+run resumed from a checkpoint continues exactly as an uninterrupted run would, and an
+ensemble member trained inside ``torch.func.vmap`` sees the same numbers as when trained alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from devicepipe.errors import DevicepipeError
+from devicepipe.io import atomic_path
+
+__all__ = ["EpochNoise", "History", "epoch_noise", "fit", "load_checkpoint", "split_indices"]
+
+CHECKPOINT_NAME = "checkpoint.pt"
+
+
+@dataclass
+class History:
+    """Mean loss per row, per epoch."""
+
+    train: list[float] = field(default_factory=list)
+    val: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, list[float]]:
+        return {"train": list(self.train), "val": list(self.val), "seconds": list(self.seconds)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, list[float]]) -> History:
+        return cls(list(d.get("train", [])), list(d.get("val", [])), list(d.get("seconds", [])))
+
+
+@dataclass(frozen=True)
+class EpochNoise:
+    """One epoch's randomness: the batch order and one noise row per training row."""
+
+    order: torch.Tensor  # int64 (n_train,)
+    eps: torch.Tensor | None  # (n_train, latent) or None for deterministic models
+
+
+def _epoch_seed(seed: int, epoch: int) -> int:
+    return (int(seed) * 1_000_003 + int(epoch) * 7919) % (2**63 - 1)
+
+
+def epoch_noise(
+    n_train: int, latent: int | None, *, seed: int, epoch: int, device: torch.device, dtype: torch.dtype = torch.float32
+) -> EpochNoise:
+    """The batch order and VAE noise of one epoch, drawn on ``device`` from ``(seed, epoch)``."""
+    gen = torch.Generator(device=device).manual_seed(_epoch_seed(seed, epoch))
+    order = torch.randperm(n_train, generator=gen, device=device)
+    eps = None if latent is None else torch.randn(n_train, latent, generator=gen, device=device, dtype=dtype)
+    return EpochNoise(order, eps)
+
+
+def split_indices(n: int, val_fraction: float, seed: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """A seeded train/validation split of ``n`` rows (indices on ``device``)."""
+    if not 0 <= val_fraction < 1:
+        raise DevicepipeError(f"fit(): val_fraction must be within [0, 1), got {val_fraction}.")
+    gen = torch.Generator(device=device).manual_seed(_epoch_seed(seed, -1))
+    perm = torch.randperm(n, generator=gen, device=device)
+    n_val = int(round(n * val_fraction))
+    if n - n_val < 1:
+        raise DevicepipeError(f"fit(): {n} rows leave nothing to train on with val_fraction={val_fraction}.")
+    return perm[n_val:].sort().values, perm[:n_val].sort().values
+
+
+def _latent_of(model: nn.Module) -> int | None:
+    """The noise width a model's forward takes (VAEs), or None."""
+    return getattr(model.config, "latent", None) if hasattr(model, "conv_mu") else None
+
+
+@torch.no_grad()
+def evaluate_loss(model: nn.Module, data: torch.Tensor, batch_size: int = 4096) -> float:
+    """Mean loss per row in eval mode (the VAE uses its mean, no sampling)."""
+    if data.shape[0] == 0:
+        return float("nan")
+    was_training = model.training
+    model.eval()
+    total = torch.zeros((), dtype=torch.float64, device=data.device)
+    for start in range(0, data.shape[0], batch_size):
+        total += model.losses(data[start : start + batch_size]).sum().to(torch.float64)
+    model.train(was_training)
+    return float(total) / data.shape[0]
+
+
+def _save(path: Path, state: dict[str, Any]) -> None:
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+
+
+def load_checkpoint(run_dir: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """The checkpoint of a run directory (raises a clear error when there is none)."""
+    path = Path(run_dir) / CHECKPOINT_NAME
+    if not path.exists():
+        raise DevicepipeError(
+            f"no checkpoint in {run_dir}: {CHECKPOINT_NAME} not found; resume a run directory "
+            "written by 'devicepipe ecg' or 'devicepipe series'."
+        )
+    try:
+        return torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as exc:
+        raise DevicepipeError(f"cannot read checkpoint {path} ({exc}).") from None
+
+
+def fit(
+    model: nn.Module,
+    data: torch.Tensor,
+    *,
+    epochs: int = 20,
+    batch_size: int = 256,
+    lr: float = 1e-3,
+    weight_decay: float = 0.0,
+    val_fraction: float = 0.1,
+    seed: int = 0,
+    split_seed: int | None = None,
+    checkpoint_dir: str | Path | None = None,
+    resume: bool = False,
+    extra_state: dict[str, Any] | None = None,
+    callback: Callable[[int, float, float], None] | None = None,
+    tensorboard: str | Path | None = None,
+    bf16: bool = False,
+) -> History:
+    """Train ``model`` (already on ``data``'s device) with Adam; return the per-epoch history.
+
+    Parameters
+    ----------
+    model : a model from :mod:`devicepipe.models` (anything with ``losses(x, eps)``).
+    data : Tensor of shape ``(n_rows, ...)`` on the model's device.
+    epochs, batch_size, lr, weight_decay : the usual; Adam.
+    val_fraction : share of rows held out (seeded) for the validation loss.
+    seed : makes the split, the batch orders and the noise reproducible.
+    split_seed : seed of the train/validation split alone (default: ``seed``); ensemble
+        members share one split and differ in everything else.
+    checkpoint_dir : write ``checkpoint.pt`` there (atomically) after every epoch: model,
+        optimizer, epoch, model config, history, RNG states and ``extra_state`` (e.g. a scaler).
+    resume : continue from ``checkpoint_dir``'s checkpoint; the result equals an
+        uninterrupted run with the same seed (bit for bit on the CPU).
+    callback : ``callback(epoch, train_loss, val_loss)`` after every epoch (1-based epoch).
+    tensorboard : a log directory for TensorBoard scalars (needs the ``tensorboard`` package).
+    bf16 : bfloat16 autocast for the forward pass (CUDA only).
+    """
+    device = next(model.parameters()).device
+    if data.device != device:
+        raise DevicepipeError(f"fit(): data is on {data.device} but the model on {device}; move one of them.")
+    if epochs < 1 or batch_size < 1:
+        raise DevicepipeError(f"fit(): epochs and batch_size must be positive, got {epochs} and {batch_size}.")
+    if bf16 and device.type != "cuda":
+        raise DevicepipeError("fit(): bf16 autocast is for CUDA devices; drop --bf16 on the CPU.")
+    train_idx, val_idx = split_indices(data.shape[0], val_fraction, seed if split_seed is None else split_seed, device)
+    train, val = data[train_idx], data[val_idx]
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    history, start_epoch = History(), 0
+    ckpt_path = None if checkpoint_dir is None else Path(checkpoint_dir) / CHECKPOINT_NAME
+    if resume:
+        if checkpoint_dir is None:
+            raise DevicepipeError("fit(): resume needs checkpoint_dir.")
+        state = load_checkpoint(checkpoint_dir, map_location=device)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        history = History.from_dict(state["history"])
+        start_epoch = int(state["epoch"])
+    writer = None
+    if tensorboard is not None:
+        try:
+            from torch.utils.tensorboard import SummaryWriter  # noqa: PLC0415
+        except ImportError:
+            raise DevicepipeError(
+                "TensorBoard logging needs the tensorboard package: pip install tensorboard."
+            ) from None
+        writer = SummaryWriter(str(tensorboard))
+    latent = _latent_of(model)
+    import time  # noqa: PLC0415
+
+    try:
+        for epoch in range(start_epoch, epochs):
+            started = time.perf_counter()
+            model.train()
+            noise = epoch_noise(train.shape[0], latent, seed=seed, epoch=epoch, device=device, dtype=data.dtype)
+            total = torch.zeros((), dtype=torch.float64, device=device)
+            for start in range(0, train.shape[0], batch_size):
+                idx = noise.order[start : start + batch_size]
+                eps = None if noise.eps is None else noise.eps[start : start + batch_size]
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                    losses = model.losses(train[idx], eps)
+                loss = losses.float().mean()
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                total += losses.detach().sum().to(torch.float64)
+            train_loss = float(total) / train.shape[0]
+            val_loss = evaluate_loss(model, val)
+            history.train.append(train_loss)
+            history.val.append(val_loss)
+            history.seconds.append(time.perf_counter() - started)
+            if not math.isfinite(train_loss):
+                raise DevicepipeError(f"training diverged at epoch {epoch + 1} (loss {train_loss}); lower --lr.")
+            if writer is not None:
+                writer.add_scalar("loss/train", train_loss, epoch + 1)
+                writer.add_scalar("loss/val", val_loss, epoch + 1)
+            if ckpt_path is not None:
+                _save(
+                    ckpt_path,
+                    {
+                        "model": copy.deepcopy(model.state_dict()),
+                        "optimizer": optimizer.state_dict(),
+                        "epoch": epoch + 1,
+                        "epochs": epochs,
+                        "model_kind": type(model).__name__,
+                        "config": model.config_dict(),
+                        "history": history.to_dict(),
+                        "seed": seed,
+                        "rng": {
+                            "torch": torch.get_rng_state(),
+                            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                        },
+                        "fit": {
+                            "batch_size": batch_size,
+                            "lr": lr,
+                            "weight_decay": weight_decay,
+                            "val_fraction": val_fraction,
+                        },
+                        **(extra_state or {}),
+                    },
+                )
+            if callback is not None:
+                callback(epoch + 1, train_loss, val_loss)
+    finally:
+        if writer is not None:
+            writer.close()
+    return history

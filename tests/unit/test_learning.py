@@ -1,0 +1,178 @@
+import numpy as np
+import pytest
+import torch
+
+from devicepipe.ensemble import fit_ensemble, member_seeds
+from devicepipe.errors import DevicepipeError
+from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig, build_model
+from devicepipe.score import anomaly_threshold, embed, reconstruction_error, score
+from devicepipe.simulate import simulate_ecg
+from devicepipe.train import epoch_noise, fit, load_checkpoint
+
+
+def _beats(n_seconds=240, seed=0, width=64):
+    from devicepipe.ecg import ecg_peaks, ecg_segment
+    from devicepipe.pipeline import resample_rows
+
+    sim = simulate_ecg(n_seconds, 250, seed=seed, ectopic_rate=0.03)
+    beats = ecg_segment(sim.signal, ecg_peaks(sim.signal, 250), 250)
+    m = resample_rows(beats.matrix, width)
+    return (m - m.mean()) / m.std(), beats
+
+
+@pytest.mark.parametrize(("width", "latent"), [(8, 1), (64, 2), (256, 5)])
+def test_vae_shapes(device, width, latent):
+    model = LightVAE(LightVAEConfig(width=width, latent=latent)).to(device)
+    x = torch.randn(7, width, device=device)
+    recon, mu, logvar = model(x)
+    assert recon.shape == (7, width) and mu.shape == logvar.shape == (7, latent)
+    assert model.losses(x).shape == (7,) and recon.device.type == device.type
+    assert model.decode(torch.zeros(3, latent, device=device)).shape == (3, width)
+    # eval mode without noise reconstructs from the mean; given noise changes the result
+    model.eval()
+    assert torch.equal(model(x)[0], model.decode(mu))
+    assert not torch.equal(model(x, torch.ones_like(mu))[0], model(x)[0])
+
+
+def test_vae_config_checks_and_rebuild():
+    with pytest.raises(DevicepipeError, match="power of two"):
+        LightVAEConfig(width=100)
+    model = LightVAE(LightVAEConfig(width=32, latent=3))
+    clone = build_model("LightVAE", model.config_dict())
+    assert clone.config == model.config
+    ae = build_model("MLPAutoencoder", MLPAutoencoderConfig(input=5, hidden=4, latent=2).__dict__)
+    assert ae(torch.rand(3, 5))[0].shape == (3, 5)
+
+
+def test_vae_loss_matches_the_formula():
+    model = LightVAE(LightVAEConfig(width=16, latent=2, kl_weight=0.1))
+    x, eps = torch.randn(4, 16), torch.randn(4, 2)
+    recon, mu, logvar = model(x, eps)
+    expected = ((recon - x) ** 2).mean(1) - 0.1 * (1 + logvar - mu**2 - logvar.exp()).mean(1)
+    torch.testing.assert_close(model.losses(x, eps), expected)
+    # the reparameterisation: z = mu + eps * exp(logvar / 2)
+    torch.testing.assert_close(recon, model.decode(mu + eps * torch.exp(0.5 * logvar)))
+
+
+def test_autoencoder_shapes(device):
+    model = MLPAutoencoder(MLPAutoencoderConfig(input=24, hidden=16, latent=4)).to(device)
+    x = torch.rand(9, 24, device=device)
+    recon, z, none = model(x)
+    assert recon.shape == (9, 24) and z.shape == (9, 4) and none is None
+    assert float(recon.detach().min()) >= 0 and float(recon.detach().max()) <= 1  # sigmoid output
+    torch.testing.assert_close(model.losses(x), ((recon - x) ** 2).mean(1))
+
+
+def test_loss_falls_on_simulated_beats():
+    data, _ = _beats()
+    torch.manual_seed(0)
+    model = LightVAE(LightVAEConfig(width=64, latent=2))
+    history = fit(model, data, epochs=40, batch_size=32, lr=3e-3, seed=0)
+    assert len(history.train) == len(history.val) == 40
+    assert history.train[-1] < 0.5 * history.train[0]
+    assert history.val[-1] < 0.5 * history.val[0]
+
+
+def test_training_is_deterministic_and_resume_is_exact(tmp_path):
+    data, _ = _beats(120)
+
+    def run(epochs, ckpt=None, resume=False, model=None):
+        torch.manual_seed(3)
+        model = model or LightVAE(LightVAEConfig(width=64, latent=2))
+        h = fit(model, data, epochs=epochs, batch_size=32, seed=5, checkpoint_dir=ckpt, resume=resume)
+        return model, h
+
+    full, h_full = run(6)
+    again, _ = run(6)
+    for a, b in zip(full.state_dict().values(), again.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    run(3, tmp_path)  # interrupted after 3 epochs
+    state = load_checkpoint(tmp_path)
+    assert state["epoch"] == 3 and state["config"] == {"width": 64, "latent": 2, "kl_weight": 0.1}
+    resumed, h_resumed = run(6, tmp_path, resume=True)
+    for a, b in zip(full.state_dict().values(), resumed.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    assert h_resumed.train == h_full.train
+
+
+def test_vmap_ensemble_equals_members_trained_one_by_one():
+    data, _ = _beats(120)
+
+    def make(s):
+        torch.manual_seed(s)
+        return LightVAE(LightVAEConfig(width=64, latent=2))
+
+    ens = fit_ensemble(make, data, members=3, epochs=3, batch_size=32, seed=11, val_fraction=0.2)
+    assert ens.seeds == member_seeds(11, 3)
+    for member, s, hist in zip(ens.members, ens.seeds, ens.histories, strict=True):
+        alone = make(s)
+        h = fit(alone, data, epochs=3, batch_size=32, seed=s, split_seed=11, val_fraction=0.2)
+        for a, b in zip(alone.state_dict().values(), member.state_dict().values(), strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(hist.train, h.train, rtol=1e-5)
+        np.testing.assert_allclose(hist.val, h.val, rtol=1e-5)
+    # members differ from each other (own initialisation and batch order)
+    assert not torch.allclose(ens.members[0].conv0.weight, ens.members[1].conv0.weight)
+
+
+def test_ensemble_of_autoencoders_runs_and_differs_in_order():
+    x = torch.rand(200, 12)
+    a = epoch_noise(180, None, seed=1, epoch=0, device=torch.device("cpu"))
+    b = epoch_noise(180, None, seed=2, epoch=0, device=torch.device("cpu"))
+    assert a.eps is None and not torch.equal(a.order, b.order)
+    assert torch.equal(a.order.sort().values, torch.arange(180))
+
+    def make(s):
+        torch.manual_seed(s)
+        return MLPAutoencoder(MLPAutoencoderConfig(input=12, hidden=8, latent=3))
+
+    ens = fit_ensemble(make, x, members=2, epochs=2, batch_size=50, seed=0)
+    assert len(ens.members) == 2 and len(ens.histories[0].train) == 2
+
+
+def test_scores_threshold_and_ensemble_spread():
+    data, beats = _beats(240, width=64)
+    torch.manual_seed(0)
+    model = LightVAE(LightVAEConfig(width=64, latent=2))
+    fit(model, data, epochs=20, batch_size=64, lr=3e-3, seed=0)
+    err = reconstruction_error(model, data)
+    recon = model.eval()(data)[0]
+    torch.testing.assert_close(err, ((recon - data) ** 2).mean(1))
+    assert embed(model, data).shape == (data.shape[0], 2)
+    assert anomaly_threshold(torch.arange(101.0), 90) == pytest.approx(90.0)
+    s = score(model, data, percentile=95)
+    assert int(s.flags.sum()) == pytest.approx(0.05 * data.shape[0], abs=2)
+    assert torch.equal(s.spread, torch.zeros_like(s.scores))
+    s2 = score([model, model], data)
+    torch.testing.assert_close(s2.scores, s.scores)
+    torch.testing.assert_close(s2.spread, torch.zeros_like(s.scores))
+    with pytest.raises(DevicepipeError, match="percentile"):
+        anomaly_threshold(err, 100)
+
+
+def test_fit_rejects_bad_settings():
+    model = MLPAutoencoder(MLPAutoencoderConfig(input=4))
+    with pytest.raises(DevicepipeError, match="val_fraction"):
+        fit(model, torch.rand(10, 4), val_fraction=1.5)
+    with pytest.raises(DevicepipeError, match="bf16"):
+        fit(model, torch.rand(10, 4), bf16=True)
+    with pytest.raises(DevicepipeError, match="no checkpoint"):
+        load_checkpoint("/nonexistent-run")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_cpu_and_cuda_embeddings_agree():
+    data, _ = _beats(120)
+    models = {}
+    for dev in ("cpu", "cuda"):
+        torch.manual_seed(0)
+        models[dev] = LightVAE(LightVAEConfig(width=64, latent=2))
+    models["cuda"].load_state_dict(models["cpu"].state_dict())
+    models["cuda"].cuda()
+    torch.testing.assert_close(
+        embed(models["cuda"], data.cuda()).cpu(), embed(models["cpu"], data), rtol=1e-4, atol=1e-5
+    )
+    fit(models["cpu"], data, epochs=2, batch_size=32, seed=0)
+    fit(models["cuda"], data.cuda(), epochs=2, batch_size=32, seed=0)
+    assert torch.isfinite(embed(models["cuda"], data.cuda())).all()
