@@ -14,35 +14,15 @@ import json
 import sys
 from pathlib import Path
 
-from devicepipe.ecg import BeatScore, ecg_peaks, evaluate_beats
-from devicepipe.io import read_beat_annotations, read_series
+from devicepipe.ecg import BeatScore
+from devicepipe.evaluate import annotated_records, score_record
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-CPSC = [
-    "data_21_7",
-    "data_21_8",
-    "data_21_9",
-    "data_84_1",
-    "data_84_2",
-    "data_84_3",
-    "data_92_12",
-    "data_92_19",
-    "data_92_4",
-]
 
 
 def records(data: Path) -> list[tuple[str, str, Path]]:
     """(group, name, record path) for MIT-BIH 100 and the nine CPSC 2021 records."""
-    return [("mitdb", "100", data / "mitdb" / "100")] + [("cpsc2021", r, data / "cpsc2021" / r) for r in CPSC]
-
-
-def score_record(path: Path, method: str = "ricker", **options) -> tuple[BeatScore, int, float]:
-    """Score the detector on the first channel of one record: (score, beats, sampling rate)."""
-    rec = read_series(path, channel=0)
-    ref = read_beat_annotations(path)
-    peaks = ecg_peaks(rec.samples, rec.sampling_rate, method=method, **options)
-    score = evaluate_beats(ref.samples, peaks, rec.sampling_rate, n_samples=rec.n_samples)
-    return score, int(peaks.numel()), rec.sampling_rate
+    return annotated_records(data)
 
 
 def main(argv: list[str] | None = None) -> int:

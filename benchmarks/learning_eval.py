@@ -52,6 +52,50 @@ def mitdb_auc(data: Path, work: Path) -> dict:
     }
 
 
+def describe_days(csv: Path, days: list[str]) -> list[str]:
+    """What the calendar and the data say about each day: holidays, hour-to-hour jumps, load percentiles."""
+    import datetime as dt
+
+    import pandas as pd
+    from dateutil.easter import easter
+
+    df = pd.read_csv(csv)
+    load = df.assign(t=pd.to_datetime(df.Datetime, format="%m/%d/%Y %H:%M")).groupby("t").AEP_MW.mean().sort_index()
+    by_day = load.groupby(load.index.date)
+    peak_pct, mean_pct = by_day.max().rank(pct=True), by_day.mean().rank(pct=True)
+    jump = load.diff().abs().groupby(load.index.date).max()
+    big_jump = jump.quantile(0.999)
+    out = []
+    for s in days:
+        day = dt.date.fromisoformat(s)
+        notes = []
+        thanksgiving = max(dt.date(day.year, 11, d) for d in range(22, 29) if dt.date(day.year, 11, d).weekday() == 3)
+        second_sunday_march = [dt.date(day.year, 3, d) for d in range(8, 15) if dt.date(day.year, 3, d).weekday() == 6][
+            0
+        ]
+        named = {
+            thanksgiving: "Thanksgiving",
+            thanksgiving - dt.timedelta(1): "day before Thanksgiving",
+            easter(day.year): "Easter Sunday",
+            easter(day.year) - dt.timedelta(1): "Holy Saturday",
+            dt.date(day.year, 12, 25): "Christmas Day",
+            dt.date(day.year, 7, 4): "Independence Day",
+            dt.date(day.year, 1, 1): "New Year's Day",
+        }
+        if day.year >= 2007:
+            named[second_sunday_march] = "daylight saving starts (23-hour day)"
+        if day in named:
+            notes.append(named[day])
+        if jump[day] > big_jump:
+            notes.append(f"hour-to-hour jump of {jump[day]:.0f} MW (top 0.1 % of days)")
+        notes.append(
+            f"{day.strftime('%A')}, daily peak at percentile {100 * peak_pct[day]:.1f}, "
+            f"daily mean at percentile {100 * mean_pct[day]:.1f}"
+        )
+        out.append(f"{s}: " + "; ".join(notes))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -89,10 +133,12 @@ def main(argv: list[str] | None = None) -> int:
             device="cpu",
         )
         result["aep"] = {k: series.summary[k] for k in ("windows", "threshold", "flagged")}
-        print(
-            f"AEP: {len(series.summary['flagged'])} days flagged: "
-            + ", ".join(f["start"][:10] for f in series.summary["flagged"])
+        described = describe_days(
+            args.data / "electricity" / "AEP_hourly.csv", [f["start"][:10] for f in series.summary["flagged"]]
         )
+        result["aep"]["described"] = described
+        print(f"AEP: {len(described)} days flagged, highest score first:")
+        print("\n".join("  " + d for d in described))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2) + "\n")

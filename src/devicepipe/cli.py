@@ -774,6 +774,81 @@ def demo(
     _print_outputs(con, result, ["extremes.png", "latent.png", "generated.png", "training.png"])
 
 
+@app.command()
+def bench(
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Directory for bench.json, bench.md and charts.")
+    ] = None,
+    device: Annotated[str, typer.Option("--device", "-d", help="Comma-separated devices, e.g. cpu,cuda.")] = "cpu,cuda",
+    quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes: checks that every benchmark runs.")] = False,
+    only: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated stages or sections (stages, baselines, micro, "
+            "crossover, peers, handoff; or stage names such as detect)."
+        ),
+    ] = None,
+    samples: Annotated[
+        int | None, typer.Option(help="Samples of the simulated ECG (default 20 M; quick 200 k).", min=10_000)
+    ] = None,
+    compare: Annotated[
+        tuple[Path, Path] | None, typer.Option(help="Print the ratios between two bench.json files.")
+    ] = (None),
+) -> None:
+    """Time every stage on every device, the notebooks' way, peers and the tutorials' micro-benchmarks."""
+    from devicepipe.bench.report import compare as compare_results
+    from devicepipe.bench.report import load_result, run_benchmarks, write_report
+    from devicepipe.bench.stages import STAGES
+    from devicepipe.device import resolve_device
+
+    con = _console()
+    if compare is not None:
+        a, b = (load_result(p) for p in compare)
+        rows = compare_results(a, b)
+        if not rows:
+            raise DevicepipeError("the two files share no measurement to compare; run the same benchmarks in both.")
+        table = Table(title=f"A = {compare[0]}, B = {compare[1]}")
+        for col in ("measurement", "A", "B", "A / B"):
+            table.add_column(col, justify="right" if col != "measurement" else "left")
+        for r in rows:
+            table.add_row(r["name"], _ms(r["a_s"]), _ms(r["b_s"]), f"{r['ratio']:.2f}")
+        con.print(table)
+        return
+    if out is None:
+        raise DevicepipeError("bench needs --out DIR (or --compare A.json B.json).")
+    names = [d.strip() for d in device.split(",") if d.strip()]
+    import torch
+
+    devices = []
+    for name in names:
+        if name.startswith("cuda") and not torch.cuda.is_available() and device == "cpu,cuda":
+            continue  # the default list: cuda only where there is one
+        devices.append(resolve_device(name))
+    if not devices:
+        raise DevicepipeError(f"no usable device in {device!r}; use --device cpu.")
+    wanted = None
+    if only:
+        from devicepipe.bench.report import SECTIONS
+
+        wanted = [w.strip() for w in only.split(",") if w.strip()]
+        unknown = [w for w in wanted if w not in SECTIONS and w not in STAGES]
+        if unknown:
+            raise DevicepipeError(f"unknown benchmark {unknown[0]!r}; choose from {list(SECTIONS) + list(STAGES)}.")
+    with con.status("benchmarking ...") as status:
+        result = run_benchmarks(
+            devices,
+            quick=quick,
+            only=wanted,
+            n_samples=samples,
+            progress=lambda m: status.update(f"benchmarking: {m} ..."),
+        )
+        files = write_report(result, out)
+    from devicepipe.bench.report import markdown
+
+    con.print(markdown(result))
+    con.print(f"wrote {', '.join(str(p) for p in files.values())}")
+
+
 def main() -> None:
     """Entry point of the ``devicepipe`` console script."""
     app(prog_name="devicepipe")

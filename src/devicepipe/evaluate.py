@@ -10,13 +10,47 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 from devicepipe.errors import DevicepipeError
 
-__all__ = ["AucResult", "ecg5000_auc", "load_ecg5000", "roc_auc"]
+__all__ = [
+    "ANNOTATED_RECORDS",
+    "AucResult",
+    "annotated_records",
+    "ecg5000_auc",
+    "load_ecg5000",
+    "roc_auc",
+    "score_record",
+]
+
+#: The reference-annotated records of the shared data: (group, record) pairs.
+ANNOTATED_RECORDS = (("mitdb", "100"),) + tuple(
+    ("cpsc2021", f"data_{r}") for r in ("21_7", "21_8", "21_9", "84_1", "84_2", "84_3", "92_12", "92_19", "92_4")
+)
+
+
+def annotated_records(data: str | Path) -> list[tuple[str, str, Path]]:
+    """(group, record name, record path) of MIT-BIH 100 and the nine CPSC 2021 records under ``data``."""
+    return [(group, name, Path(data) / group / name) for group, name in ANNOTATED_RECORDS]
+
+
+def score_record(path: str | Path, method: str = "ricker", **options: Any) -> tuple[Any, int, float]:
+    """Our detector on the first channel of a WFDB record against its beat annotations.
+
+    Returns (BeatScore, detected beats, sampling rate), EC57 convention (150 ms, 0.5 s edges).
+    """
+    from devicepipe.ecg import ecg_peaks, evaluate_beats
+    from devicepipe.io import read_beat_annotations, read_series
+
+    rec = read_series(path, channel=0)
+    ref = read_beat_annotations(path)
+    peaks = ecg_peaks(rec.samples, rec.sampling_rate, method=method, **options)
+    score = evaluate_beats(ref.samples, peaks, rec.sampling_rate, n_samples=rec.n_samples)
+    return score, int(peaks.numel()), rec.sampling_rate
 
 
 def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:

@@ -377,9 +377,7 @@ def _read_csv(
     if time_name is not None:
         types[time_name] = pa.timestamp("ns")
     parsers = [time_format] if time_format else [pacsv.ISO8601, *_TIME_PARSERS]
-    read_opts = pacsv.ReadOptions(
-        column_names=None if header else names, autogenerate_column_names=False, block_size=1 << 24
-    )
+    read_opts = pacsv.ReadOptions(column_names=None if header else names, autogenerate_column_names=False)
     convert = pacsv.ConvertOptions(
         include_columns=[*chosen, *([time_name] if time_name else [])],
         column_types=types,

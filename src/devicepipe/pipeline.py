@@ -308,6 +308,24 @@ def _write_history(histories: list[dict[str, list[float]]], path: Path) -> None:
     write_csv(cols, path)
 
 
+def _write_scores(
+    out: Path, leading: dict[str, Any], host: dict[str, np.ndarray], histories: list[dict[str, list[float]]]
+) -> dict[str, Path]:
+    """``embeddings.parquet`` (the ``leading`` columns, latent codes, score, flag, spread) and
+    ``history.csv``; lists the checkpoint too."""
+    emb = dict(leading)
+    for j in range(host["emb"].shape[1]):
+        emb[f"z{j}"] = host["emb"][:, j]
+    emb.update(score=host["scores"], flag=host["flags"], spread=host["spread"])
+    files = {"embeddings.parquet": write_parquet(emb, out / "embeddings.parquet")}
+    _write_history(histories, out / "history.csv")
+    files["history.csv"] = out / "history.csv"
+    for name in ("checkpoint.pt", "ensemble.pt"):
+        if (out / name).exists():
+            files[name] = out / name
+    return files
+
+
 def resample_rows(matrix: torch.Tensor, width: int) -> torch.Tensor:
     """Linearly resample each row of ``(n, w)`` to ``(n, width)`` (identity when ``w == width``)."""
     if matrix.shape[1] == width:
@@ -478,16 +496,7 @@ def _write_ecg_outputs(
     files["beats.parquet"] = write_parquet(
         {"peak": peaks, "time_s": peaks / fs, "rr_s": rr, "kept": host["kept"]}, out / "beats.parquet", sampling_rate=fs
     )
-    emb = {"peak": host["peaks"], "time_s": host["peaks"] / fs}
-    for j in range(host["emb"].shape[1]):
-        emb[f"z{j}"] = host["emb"][:, j]
-    emb.update(score=host["scores"], flag=host["flags"], spread=host["spread"])
-    files["embeddings.parquet"] = write_parquet(emb, out / "embeddings.parquet")
-    _write_history(histories, out / "history.csv")
-    files["history.csv"] = out / "history.csv"
-    for name in ("checkpoint.pt", "ensemble.pt"):
-        if (out / name).exists():
-            files[name] = out / name
+    files.update(_write_scores(out, {"peak": host["peaks"], "time_s": host["peaks"] / fs}, host, histories))
     beat_fs = width / (1.024 if mode == "seed" else 0.7)  # resampled rate of the beat rows
     figs = {
         "training.png": plot_training(histories, title=f"VAE training on {host['peaks'].size:,} beats"),
@@ -724,17 +733,7 @@ def _write_series_outputs(
 ) -> dict[str, Path]:
     from devicepipe.plot import plot_days, plot_extremes, plot_latent, plot_training, save_figure  # noqa: PLC0415
 
-    files: dict[str, Path] = {}
-    emb = {"start": wins.starts, "filled_slots": wins.filled}
-    for j in range(host["emb"].shape[1]):
-        emb[f"z{j}"] = host["emb"][:, j]
-    emb.update(score=host["scores"], flag=host["flags"], spread=host["spread"])
-    files["embeddings.parquet"] = write_parquet(emb, out / "embeddings.parquet")
-    _write_history(histories, out / "history.csv")
-    files["history.csv"] = out / "history.csv"
-    for name in ("checkpoint.pt", "ensemble.pt"):
-        if (out / name).exists():
-            files[name] = out / name
+    files = _write_scores(out, {"start": wins.starts, "filled_slots": wins.filled}, host, histories)
     names = [str(s)[:10] for s in wins.starts]
     order = np.argsort(host["scores"])[::-1]
     flagged = np.array([i for i in order if host["flags"][i]], dtype=np.int64)

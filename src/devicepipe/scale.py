@@ -129,8 +129,15 @@ class MinMaxScaler(_Scaler):
         """Update the running minimum and maximum with ``x`` of shape ``(n_samples[, n_features])``."""
         x = _as_2d(x, "MinMaxScaler.partial_fit()")
         nan = torch.isnan(x)
-        batch_min = torch.where(nan, torch.inf, x).amin(0).to(torch.float64)
-        batch_max = torch.where(nan, -torch.inf, x).amax(0).to(torch.float64)
+        if nan.any():  # NaNs are ignored, as scikit-learn's nanmin/nanmax do
+            batch_min = torch.where(nan, torch.inf, x).amin(0).to(torch.float64)
+            batch_max = torch.where(nan, -torch.inf, x).amax(0).to(torch.float64)
+        elif x.shape[1] == 1:  # one pass over a flat view
+            lo, hi = torch.aminmax(x.reshape(-1))
+            batch_min, batch_max = lo.reshape(1).to(torch.float64), hi.reshape(1).to(torch.float64)
+        else:
+            lo, hi = torch.aminmax(x, dim=0)
+            batch_min, batch_max = lo.to(torch.float64), hi.to(torch.float64)
         if self.fitted:
             if batch_min.shape != self.data_min_.shape:
                 raise DevicepipeError(
@@ -154,11 +161,15 @@ class MinMaxScaler(_Scaler):
     def transform(self, x: torch.Tensor) -> torch.Tensor:
         """Scale ``x``; same shape and dtype as ``x``."""
         x2 = self._check(x, "transform")
+        if x2.shape[1] == 1:
+            x2 = x2.reshape(-1)  # flat: faster elementwise passes
         # (x - data_min) * scale + lo is the same map as x * scale_ + min_ without the cancellation
-        # that costs float32 precision when a feature sits far from zero
-        out = (x2 - self._param("data_min_", x2)) * self._param("scale_", x2) + self.feature_range[0]
+        # that costs float32 precision when a feature sits far from zero; one allocation, in place after
+        out = (x2 - self._param("data_min_", x2)).mul_(self._param("scale_", x2))
+        if self.feature_range[0]:
+            out.add_(self.feature_range[0])
         if self.clip:
-            out = out.clamp(*self.feature_range)
+            out.clamp_(*self.feature_range)
         return out.reshape(x.shape)
 
     def inverse_transform(self, x: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,7 @@ __all__ = ["Scores", "anomaly_threshold", "embed", "reconstruct", "reconstructio
 
 
 @torch.no_grad()
-def embed(model: nn.Module, x: torch.Tensor, *, batch_size: int = 8192) -> torch.Tensor:
+def embed(model: nn.Module, x: torch.Tensor, *, batch_size: int = 1024) -> torch.Tensor:
     """Latent means of ``x`` (shape ``(n, ...)``) -> ``(n, latent)``, in eval mode."""
     was = model.training
     model.eval()
@@ -23,7 +23,7 @@ def embed(model: nn.Module, x: torch.Tensor, *, batch_size: int = 8192) -> torch
 
 
 @torch.no_grad()
-def reconstruct(model: nn.Module, x: torch.Tensor, *, batch_size: int = 8192) -> torch.Tensor:
+def reconstruct(model: nn.Module, x: torch.Tensor, *, batch_size: int = 1024) -> torch.Tensor:
     """Reconstructions of ``x`` from the latent means (no sampling), same shape as ``x`` rows."""
     was = model.training
     model.eval()
@@ -32,7 +32,7 @@ def reconstruct(model: nn.Module, x: torch.Tensor, *, batch_size: int = 8192) ->
     return out
 
 
-def reconstruction_error(model: nn.Module, x: torch.Tensor, *, batch_size: int = 8192) -> torch.Tensor:
+def reconstruction_error(model: nn.Module, x: torch.Tensor, *, batch_size: int = 1024) -> torch.Tensor:
     """Mean squared reconstruction error per row, shape ``(n,)``."""
     recon = reconstruct(model, x, batch_size=batch_size)
     return (recon - x.reshape(recon.shape)).square().mean(-1)

@@ -176,3 +176,15 @@ def test_cpu_and_cuda_embeddings_agree():
     fit(models["cpu"], data, epochs=2, batch_size=32, seed=0)
     fit(models["cuda"], data.cuda(), epochs=2, batch_size=32, seed=0)
     assert torch.isfinite(embed(models["cuda"], data.cuda())).all()
+
+
+def test_tensorboard_logging_or_a_clear_error(tmp_path):
+    import importlib.util
+
+    model = MLPAutoencoder(MLPAutoencoderConfig(input=4, hidden=4, latent=2))
+    if importlib.util.find_spec("tensorboard") is None:
+        with pytest.raises(DevicepipeError, match="pip install tensorboard"):
+            fit(model, torch.rand(20, 4), epochs=1, tensorboard=tmp_path / "tb")
+    else:
+        fit(model, torch.rand(20, 4), epochs=2, tensorboard=tmp_path / "tb")
+        assert any(p.name.startswith("events.out.tfevents") for p in (tmp_path / "tb").iterdir())

@@ -146,3 +146,28 @@ def test_segment_between_against_a_loop():
         assert out[row].tolist() == expected
         assert valid[row].sum() == min(n, 10, 50 - s)
     assert math.isclose(float(out.sum()), float(x[0:5].sum() + x[10:20].sum() + x[45:50].sum()))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_segment_random_against_a_loop(seed):
+    g = torch.Generator().manual_seed(seed)
+    n = int(torch.randint(5, 300, (1,), generator=g))
+    x = torch.randn(2, n, generator=g)
+    positions = torch.randint(-20, n + 20, (40,), generator=g)
+    before, after = int(torch.randint(0, 40, (1,), generator=g)), int(torch.randint(1, 40, (1,), generator=g))
+    windows, valid = segment(x, positions, before=before, after=after, fill=-9.0)
+    one, _ = segment(x[1], positions, before=before, after=after, fill=-9.0)
+    lengths = torch.randint(0, 60, (40,), generator=g)
+    between, bvalid = segment_between(x[0], positions, lengths, width=50)
+    for r, p in enumerate(positions.tolist()):
+        for j, i in enumerate(range(p - before, p + after)):
+            inside = 0 <= i < n
+            assert bool(valid[r, j]) == inside
+            expected = x[:, i] if inside else torch.full((2,), -9.0)
+            assert torch.equal(windows[r, :, j], expected)
+            assert float(one[r, j]) == float(expected[1])
+        for k in range(50):
+            i = p + k
+            ok = k < int(lengths[r]) and 0 <= i < n
+            assert bool(bvalid[r, k]) == ok
+            assert float(between[r, k]) == (float(x[0, i]) if ok else 0.0)

@@ -1,0 +1,377 @@
+"""Run the benchmarks, write JSON + Markdown + charts, and compare two result files."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from devicepipe.io import write_json
+
+__all__ = ["SECTIONS", "compare", "run_benchmarks", "write_report"]
+
+SECTIONS = ("stages", "baselines", "micro", "crossover", "peers", "handoff")
+
+
+def _versions() -> dict[str, str | None]:
+    import importlib
+
+    out = {}
+    for name in ("torch", "numpy", "pyarrow", "pandas", "sklearn", "numba", "neurokit2", "sleepecg", "wfdb"):
+        try:
+            out[name] = getattr(importlib.import_module(name), "__version__", None)
+        except Exception:
+            out[name] = None
+    return out
+
+
+def _peers(inp: Any, repeats: int, note: Callable[[str], None]) -> list[dict[str, Any]]:
+    from devicepipe.bench.timer import measure
+    from devicepipe.ecg import evaluate_beats
+
+    records = []
+    for name in ("neurokit2", "sleepecg"):
+        note(f"peer: {name}")
+        try:
+            if name == "neurokit2":
+                import neurokit2 as nk
+
+                def run() -> np.ndarray:
+                    cleaned = nk.ecg_clean(inp.signal, sampling_rate=inp.sampling_rate)
+                    return np.asarray(nk.ecg_peaks(cleaned, sampling_rate=inp.sampling_rate)[1]["ECG_R_Peaks"])
+            else:
+                import sleepecg
+
+                def run() -> np.ndarray:
+                    return np.asarray(sleepecg.detect_heartbeats(inp.signal.astype(np.float64), inp.sampling_rate))
+        except ImportError as exc:
+            records.append({"peer": name, "skipped": f"not installed ({exc}); pip install devicepipe[bench]"})
+            continue
+        t = measure(run, device="cpu", repeats=1)
+        f1 = evaluate_beats(inp.truth, run(), inp.sampling_rate, tolerance_s=0.05, n_samples=inp.n_samples).f1
+        records.append(
+            {
+                "peer": name,
+                "n_samples": inp.n_samples,
+                **t.to_dict(),
+                "samples_per_s": inp.n_samples / t.median_s,
+                "f1_vs_truth": f1,
+            }
+        )
+    return records
+
+
+def run_benchmarks(
+    devices: list[torch.device],
+    *,
+    quick: bool = False,
+    only: list[str] | None = None,
+    n_samples: int | None = None,
+    repeats: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Everything ``devicepipe bench`` measures, as one JSON-serialisable dict."""
+    from devicepipe.bench.baselines import run_baselines
+    from devicepipe.bench.interop import handoff_comparison
+    from devicepipe.bench.micro import crossover, run_micro
+    from devicepipe.bench.stages import STAGES, prepare_input, run_stages
+    from devicepipe.device import device_report
+
+    note = progress or (lambda _m: None)
+    n = n_samples or (200_000 if quick else 20_000_000)
+    reps = repeats or (1 if quick else 3)
+    stage_names = [s for s in (only or STAGES) if s in STAGES]
+    sections = (
+        set(SECTIONS) if not only else {s for s in only if s in SECTIONS} | ({"stages"} if stage_names else set())
+    )
+    result: dict[str, Any] = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": device_report(),
+        "platform": platform.platform(),
+        "threads": torch.get_num_threads(),
+        "versions": _versions(),
+        "devices": [str(d) for d in devices],
+        "quick": quick,
+        "n_samples": n,
+        "repeats": reps,
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        note(f"simulating {n:,} samples and writing them as CSV and Parquet")
+        inp = prepare_input(n, tmp)
+        if "stages" in sections:
+            result["stages"] = run_stages(inp, devices, repeats=reps, only=stage_names, progress=note)
+        if "baselines" in sections:
+            result["baselines"] = run_baselines(inp, repeats=reps, progress=note)
+        if "peers" in sections:
+            result["peers"] = _peers(inp, reps, note)
+    if "handoff" in sections:
+        note("host round trip vs zero-copy handoff")
+        result["handoff"] = handoff_comparison(n, repeats=reps)
+    if "micro" in sections:
+        result["micro"] = run_micro(devices, quick=quick, repeats=3 if quick else 5, progress=note)
+    if "crossover" in sections:
+        result["crossover"] = crossover(devices, quick=quick, repeats=reps, progress=note)
+    result["ratios"] = _ratios(result)
+    return result
+
+
+def _ratios(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Notebook way / ours on the CPU, per stage, from the same run."""
+    ours = {r["stage"]: r for r in result.get("stages", []) if r["device"] == "cpu"}
+    out = []
+    for b in result.get("baselines", []):
+        mine = ours.get(b.get("versus"))
+        if mine is None or "median_s" not in b:
+            continue
+        out.append(
+            {
+                "stage": b["versus"],
+                "notebook": b["baseline"],
+                "notebook_s": b["median_s"],
+                "ours_s": mine["median_s"],
+                "speedup": b["median_s"] / mine["median_s"],
+            }
+        )
+    return out
+
+
+def _ms(s: float | None) -> str:
+    if s is None:
+        return "-"
+    return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """A Markdown summary of a result dict."""
+    m = result["machine"]
+    lines = [
+        f"# devicepipe bench, {result['date']}",
+        "",
+        f"Machine: {m['cpu']['model']}, {m['cpu']['logical_cores']} cores, {result['threads']} torch threads; "
+        f"GPUs: {', '.join(g['name'] for g in m['gpus']) or 'none'}; PyTorch {m['torch']['version']}. "
+        f"Input: {result['n_samples']:,} samples at 250 Hz; median of {result['repeats']} after warm-up "
+        f"(min-max in brackets).",
+        "",
+    ]
+    if result.get("stages"):
+        lines += [
+            "## Stages",
+            "",
+            "| stage | device | median | min-max | M samples/s | matches CPU |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in result["stages"]:
+            lines.append(
+                f"| {r['stage']} | {r['device']} | {_ms(r['median_s'])} | {_ms(r['min_s'])}-{_ms(r['max_s'])} "
+                f"| {r['samples_per_s'] / 1e6:.1f} | {'-' if r['matches_cpu'] is None else r['matches_cpu']} |"
+            )
+        lines.append("")
+    if result.get("ratios"):
+        lines += [
+            "## The notebooks' way against ours (CPU, same run)",
+            "",
+            "| stage | notebook way | notebook | ours | ours faster by |",
+            "|---|---|---|---|---|",
+        ]
+        for r in result["ratios"]:
+            lines.append(
+                f"| {r['stage']} | {r['notebook']} | {_ms(r['notebook_s'])} | {_ms(r['ours_s'])} "
+                f"| {r['speedup']:.1f}x |"
+            )
+        lines.append("")
+    if result.get("peers"):
+        lines += [
+            "## Peers (beat detection, CPU)",
+            "",
+            "| peer | median | M samples/s | F1 vs truth |",
+            "|---|---|---|---|",
+        ]
+        for r in result["peers"]:
+            if "skipped" in r:
+                lines.append(f"| {r['peer']} | skipped: {r['skipped']} | | |")
+            else:
+                lines.append(
+                    f"| {r['peer']} | {_ms(r['median_s'])} | {r['samples_per_s'] / 1e6:.1f} | {r['f1_vs_truth']:.4f} |"
+                )
+        lines.append("")
+    if result.get("handoff"):
+        h = result["handoff"]
+        lines += [
+            "## Host round trip vs zero-copy handoff",
+            "",
+            f"{h['source']} column of {h['elements']:,} float32 on {h['device']}: host round trip "
+            f"{_ms(h['naive_host_round_trip']['median_s'])}, handoff {_ms(h['zero_copy_handoff']['median_s'])} "
+            f"({h['speedup']:.0f}x; shares memory: {h['handoff_shares_memory']}).",
+            "",
+        ]
+    micro = result.get("micro")
+    if micro:
+        lines += ["## Micro-benchmarks", "", "| benchmark | device | result |", "|---|---|---|"]
+        for r in micro["matmul"]:
+            peak = "" if r["share_of_peak"] is None else f", {100 * r['share_of_peak']:.0f} % of peak"
+            lines.append(f"| matmul {r['n']}x{r['n']} | {r['device']} | {r['gflops']:.1f} GFLOP/s{peak} |")
+        for r in micro["create"]:
+            lines.append(
+                f"| create {r['elements']:,} on device vs host + copy | {r['device']} | "
+                f"{_ms(r['on_device']['median_s'])} vs {_ms(r['host_then_copy']['median_s'])} |"
+            )
+        for r in micro["cnn_step"]:
+            lines.append(
+                f"| CIFAR CNN step, batch {r['batch']} | {r['device']} | {_ms(r['median_s'])} "
+                f"({r['images_per_s']:.0f} images/s) |"
+            )
+        for r in micro["xor"]:
+            lines.append(f"| XOR classifier, {r['steps']} steps | {r['device']} | {_ms(r['median_s'])} |")
+        for r in micro["ensemble"]:
+            lines.append(
+                f"| 10 MLPs fwd+bwd: loop vs vmap | {r['device']} | {_ms(r['loop']['median_s'])} vs "
+                f"{_ms(r['vmap']['median_s'])} ({r['vmap_speedup']:.2f}x) |"
+            )
+        for r in micro["batching"]:
+            lines.append(
+                f"| epoch of {r['rows']:,} rows: DataLoader vs on-device | {r['device']} | "
+                f"{_ms(r['dataloader']['median_s'])} vs {_ms(r['on_device']['median_s'])} ({r['speedup']:.0f}x) |"
+            )
+        best = {}
+        for r in micro["bandwidth"]:
+            best[(r["device"], r["kind"])] = max(best.get((r["device"], r["kind"]), 0), r["gb_per_s"])
+        for (d, k), v in best.items():
+            lines.append(f"| best {k} bandwidth | {d} | {v:.1f} GB/s |")
+        lines.append("")
+    cross = result.get("crossover")
+    if cross:
+        lines += ["## Crossover (GPU faster from this size on, transfers included)", ""]
+        for key, size in cross["crossover"].items():
+            lines.append(
+                f"- {key}: {'not measured: no second device' if size is None and len(result['devices']) < 2 else size}"
+            )
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def charts(result: dict[str, Any]) -> dict[str, Figure]:
+    """PNG-ready figures: speedups per stage, bandwidth against size, crossover curves."""
+    figs: dict[str, Figure] = {}
+    stages = result.get("stages", [])
+    devices = result["devices"]
+    fig = Figure(figsize=(9, 4.5))
+    ax = fig.add_subplot()
+    if len(devices) > 1 and stages:
+        cpu = {r["stage"]: r["median_s"] for r in stages if r["device"] == "cpu"}
+        other = [r for r in stages if r["device"] != "cpu" and r["stage"] in cpu]
+        names = [r["stage"] for r in other]
+        ax.bar(names, [cpu[r["stage"]] / r["median_s"] for r in other], color="tab:green")
+        ax.set_ylabel(f"speedup of {other[0]['device'] if other else 'GPU'} over CPU (x)")
+        ax.set_title("GPU speedup per stage (same input, synchronised medians)")
+    elif result.get("ratios"):
+        names = [r["stage"] for r in result["ratios"]]
+        ax.bar(names, [r["speedup"] for r in result["ratios"]], color="tab:blue")
+        ax.set_ylabel("notebook way / ours (x)")
+        ax.set_title("Ours against the notebooks' way, per stage, on the CPU (same run)")
+    ax.axhline(1, color="k", lw=0.8)
+    ax.set_yscale("log")
+    ax.tick_params(axis="x", rotation=30)
+    fig.tight_layout()
+    figs["speedup.png"] = fig
+    micro = result.get("micro")
+    if micro and micro["bandwidth"]:
+        fig = Figure(figsize=(8, 4.5))
+        ax = fig.add_subplot()
+        for key in sorted({(r["device"], r["kind"]) for r in micro["bandwidth"]}):
+            pts = [r for r in micro["bandwidth"] if (r["device"], r["kind"]) == key]
+            ax.plot([p["bytes"] for p in pts], [p["gb_per_s"] for p in pts], "o-", label=f"{key[1]} ({key[0]})")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("transfer size (bytes)")
+        ax.set_ylabel("bandwidth (GB/s)")
+        ax.set_title("Bandwidth against transfer size (small copies are latency-bound)")
+        ax.legend()
+        ax.grid(alpha=0.3, which="both")
+        figs["bandwidth.png"] = fig
+    cross = result.get("crossover")
+    if cross:
+        fig = Figure(figsize=(11, 4.5))
+        axes = fig.subplots(1, 2)
+        for ax, key, unit in ((axes[0], "detect", "samples"), (axes[1], "train_epoch", "beats")):
+            for dev in devices:
+                pts = [p for p in cross["curves"][key] if p["device"] == dev]
+                ax.plot([p["size"] for p in pts], [p["median_s"] for p in pts], "o-", label=dev)
+            size = cross["crossover"].get(key)
+            if size:
+                ax.axvline(size, color="k", ls="--", lw=1, label=f"crossover {size:,}")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel(f"input size ({unit})")
+            ax.set_ylabel("seconds (transfers included)")
+            ax.set_title({"detect": "Beat detection", "train_epoch": "One VAE training epoch"}[key])
+            ax.legend()
+            ax.grid(alpha=0.3, which="both")
+        fig.tight_layout()
+        figs["crossover.png"] = fig
+    return figs
+
+
+def write_report(result: dict[str, Any], out: str | Path) -> dict[str, Path]:
+    """Write ``bench.json``, ``bench.md`` and the charts into ``out``."""
+    from devicepipe.io import atomic_path
+    from devicepipe.plot import save_figure
+
+    out = Path(out)
+    files = {"bench.json": write_json(result, out / "bench.json")}
+    with atomic_path(out / "bench.md") as tmp:
+        tmp.write_text(markdown(result), encoding="utf-8")
+    files["bench.md"] = out / "bench.md"
+    for name, fig in charts(result).items():
+        files[name] = save_figure(fig, out / name)
+    return files
+
+
+def _flatten(result: dict[str, Any]) -> dict[str, float]:
+    """Comparable medians keyed by section/name/device."""
+    out: dict[str, float] = {}
+    for r in result.get("stages", []):
+        out[f"stage {r['stage']} on {r['device']}"] = r["median_s"]
+    for r in result.get("baselines", []):
+        if "median_s" in r:
+            out[f"notebook {r['baseline']}"] = r["median_s"]
+    for r in result.get("peers", []):
+        if "median_s" in r:
+            out[f"peer {r['peer']}"] = r["median_s"]
+    for sec, recs in (result.get("micro") or {}).items():
+        for r in recs:
+            if sec == "matmul":
+                out[f"matmul {r['n']} on {r['device']}"] = r["median_s"]
+            elif sec == "cnn_step":
+                out[f"cnn step on {r['device']}"] = r["median_s"]
+            elif sec == "ensemble":
+                out[f"ensemble vmap on {r['device']}"] = r["vmap"]["median_s"]
+                out[f"ensemble loop on {r['device']}"] = r["loop"]["median_s"]
+    return out
+
+
+def compare(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+    """Entries measured in both results: A's and B's medians and the ratio A / B (> 1: B is faster)."""
+    fa, fb = _flatten(a), _flatten(b)
+    return [{"name": k, "a_s": fa[k], "b_s": fb[k], "ratio": fa[k] / fb[k]} for k in fa if k in fb and fb[k] > 0]
+
+
+def load_result(path: str | Path) -> dict[str, Any]:
+    from devicepipe.errors import DevicepipeError
+
+    p = Path(path)
+    if not p.exists():
+        raise DevicepipeError(f"benchmark result not found: {p}.")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DevicepipeError(f"{p} is not a benchmark JSON file ({exc.msg} at line {exc.lineno}).") from None
+    if not isinstance(data, dict) or "devices" not in data:
+        raise DevicepipeError(f"{p} is not a devicepipe bench result (no 'devices' entry).")
+    return data

@@ -1,0 +1,240 @@
+"""Every stage of the ECG pipeline, timed on every device on the same input, its output checked.
+
+The input is a simulated ECG at 250 Hz (20 M samples by default, as in the zero-copy
+notebook) written once as CSV and as Parquet. Each stage's result is checked against an
+independent reference (the simulator's truth, NumPy, the signal itself) and, when several
+devices run, against the CPU's result, so that a fast wrong answer cannot win.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from devicepipe.bench.timer import measure
+
+__all__ = ["BenchInput", "STAGES", "prepare_input", "run_stages"]
+
+STAGES = (
+    "read_csv",
+    "read_parquet",
+    "h2d_pageable",
+    "h2d_pinned",
+    "scale",
+    "filter",
+    "peaks",
+    "detect",
+    "segment",
+    "train_epoch",
+    "score",
+    "pipeline",
+)
+
+
+@dataclass(frozen=True)
+class BenchInput:
+    """The shared input: the signal in memory and on disk, and its true R peaks."""
+
+    signal: np.ndarray  # float32 (n,)
+    truth: np.ndarray  # int64 R-peak samples
+    sampling_rate: float
+    csv: Path
+    parquet: Path
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.signal.size)
+
+
+def prepare_input(n_samples: int, workdir: str | Path, *, sampling_rate: float = 250.0, seed: int = 0) -> BenchInput:
+    """Simulate ``n_samples`` of ECG and write it as ``ecg.csv`` (one column, as the notebook's) and ``ecg.parquet``."""
+    from devicepipe.io import write_csv, write_parquet
+    from devicepipe.simulate import simulate_ecg
+
+    workdir = Path(workdir)
+    sim = simulate_ecg(n_samples / sampling_rate, sampling_rate, seed=seed, ectopic_rate=0.005, noise_mV=0.03)
+    signal = sim.signal.numpy()
+    write_csv({"heartbeats": signal}, workdir / "ecg.csv")
+    write_parquet({"heartbeats": signal}, workdir / "ecg.parquet", sampling_rate=sampling_rate)
+    return BenchInput(signal, sim.r_peaks.numpy(), sampling_rate, workdir / "ecg.csv", workdir / "ecg.parquet")
+
+
+def _f1(truth: np.ndarray, peaks: torch.Tensor, fs: float, n: int) -> float:
+    from devicepipe.ecg import evaluate_beats
+
+    return evaluate_beats(truth, peaks.cpu(), fs, tolerance_s=0.05, n_samples=n).f1
+
+
+def _require(ok: bool, what: str) -> None:
+    if not ok:
+        raise AssertionError(what)
+
+
+def _beats_for_training(inp: BenchInput, device: torch.device, width: int = 256) -> torch.Tensor:
+    from devicepipe.ecg import ecg_peaks, ecg_segment
+    from devicepipe.pipeline import resample_rows
+
+    x = torch.from_numpy(inp.signal).to(device)
+    beats = ecg_segment(x, ecg_peaks(x, inp.sampling_rate), inp.sampling_rate, mode="seed")
+    m = resample_rows(beats.matrix, width)
+    return (m - m.mean()) / m.std()
+
+
+def run_stages(
+    inp: BenchInput,
+    devices: list[torch.device],
+    *,
+    repeats: int = 3,
+    only: list[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Time every stage (or ``only`` those) on every device; return one record per (stage, device)."""
+    from devicepipe.ecg import ecg_peaks, ecg_segment
+    from devicepipe.io import read_series
+    from devicepipe.models import LightVAE, LightVAEConfig
+    from devicepipe.scale import MinMaxScaler
+    from devicepipe.score import reconstruction_error
+    from devicepipe.signal import convolve, find_peaks, ricker
+    from devicepipe.train import fit
+
+    note = progress or (lambda _m: None)
+    fs, n = inp.sampling_rate, inp.n_samples
+    width = 0.015 * fs
+    kernel = ricker(2 * math.ceil(4 * width) + 1, width)
+    head = min(n, 200_000)
+    conv_reference = np.convolve(inp.signal[:head].astype(np.float64), kernel.double().numpy(), mode="same")
+    records: list[dict[str, Any]] = []
+    cpu_results: dict[str, Any] = {}
+    wanted = set(only or STAGES)
+    for dev in devices:
+        host = torch.from_numpy(inp.signal)
+        x = host.to(dev)
+        pinned = host.pin_memory() if dev.type == "cuda" else None
+        filtered = convolve(x, kernel)
+        feature = filtered.abs()
+        peaks = ecg_peaks(x, fs)
+        beats = _beats_for_training(inp, dev) if {"train_epoch", "score"} & wanted else None
+
+        def new_model() -> torch.nn.Module:
+            torch.manual_seed(0)
+            return LightVAE(LightVAEConfig(width=256, latent=2)).to(dev)
+
+        trained = new_model() if beats is not None else None
+        cases: dict[str, tuple[Callable[[], Any], Callable[[Any], None], Callable[[Any], Any]]] = {
+            # name: (work, check against an independent reference, what to compare across devices)
+            "read_csv": (
+                lambda: read_series(inp.csv, "heartbeats", device=dev).samples,
+                lambda r: _require(torch.equal(r.cpu(), host), "CSV read differs from the signal"),
+                lambda r: r.cpu(),
+            ),
+            "read_parquet": (
+                lambda: read_series(inp.parquet, device=dev).samples,
+                lambda r: _require(torch.equal(r.cpu(), host), "Parquet read differs from the signal"),
+                lambda r: r.cpu(),
+            ),
+            "scale": (
+                lambda: MinMaxScaler().fit_transform(x),
+                lambda r: _require(
+                    np.allclose(
+                        r[:head].cpu().numpy(),
+                        (inp.signal[:head] - inp.signal.min()) / (inp.signal.max() - inp.signal.min()),
+                        atol=1e-6,
+                    ),
+                    "scaling differs from (x - min) / (max - min)",
+                ),
+                lambda r: r.cpu(),
+            ),
+            "filter": (
+                lambda: convolve(x, kernel),
+                # the reference saw only the first `head` samples: compare away from its cut end
+                lambda r: _require(
+                    np.allclose(
+                        r[: head - kernel.numel()].cpu().numpy(), conv_reference[: head - kernel.numel()], atol=1e-4
+                    ),
+                    "filter differs from numpy.convolve",
+                ),
+                lambda r: r.cpu(),
+            ),
+            "peaks": (
+                lambda: find_peaks(feature, min_distance=int(0.2 * fs)),
+                lambda r: _require(r.numel() > 0.9 * inp.truth.size, "too few local maxima"),
+                lambda r: r.cpu(),
+            ),
+            "detect": (
+                lambda: ecg_peaks(x, fs),
+                lambda r: _require(_f1(inp.truth, r, fs, n) >= 0.99, "detector F1 below 0.99 against truth"),
+                lambda r: r.cpu(),
+            ),
+            "segment": (
+                lambda: ecg_segment(x, peaks, fs, mode="seed"),
+                lambda r: _require(
+                    all(
+                        torch.equal(
+                            r.matrix[i, : int(r.lengths[i])].cpu(),
+                            host[int(r.starts[i]) : int(r.starts[i] + r.lengths[i])],
+                        )
+                        for i in range(0, r.matrix.shape[0], max(1, r.matrix.shape[0] // 50))
+                    ),
+                    "beat rows differ from the signal",
+                ),
+                lambda r: r.matrix.cpu(),
+            ),
+            "pipeline": (
+                lambda: ecg_segment(
+                    (s := read_series(inp.csv, "heartbeats", device=dev).samples), ecg_peaks(s, fs), fs, mode="seed"
+                ),
+                lambda r: _require(_f1(inp.truth, r.peaks, fs, n) >= 0.98, "pipeline beats do not match truth"),
+                lambda r: r.matrix.cpu(),
+            ),
+        }
+        if beats is not None:
+            cases["train_epoch"] = (
+                lambda: fit(new_model(), beats, epochs=1, batch_size=1024, val_fraction=0.0, seed=0).train[-1],
+                lambda r: _require(math.isfinite(r), "training loss is not finite"),
+                lambda r: r,
+            )
+            cases["score"] = (
+                lambda: reconstruction_error(trained, beats),
+                lambda r: _require(bool(torch.isfinite(r).all()), "scores are not finite"),
+                lambda r: r.cpu(),
+            )
+        if dev.type == "cuda":
+            cases["h2d_pageable"] = (lambda: host.to(dev), lambda r: None, lambda r: r.cpu())
+            cases["h2d_pinned"] = (lambda: pinned.to(dev, non_blocking=True), lambda r: None, lambda r: r.cpu())
+        for name in STAGES:
+            if name not in wanted or name not in cases:
+                continue
+            work, check, comparable = cases[name]
+            note(f"{name} on {dev}")
+            timing = measure(work, device=dev, repeats=repeats, check=check)
+            result = work()
+            record = {
+                "stage": name,
+                "device": str(dev),
+                "n_samples": n,
+                **timing.to_dict(),
+                "samples_per_s": n / timing.median_s,
+                "checked": True,
+                "matches_cpu": None,
+            }
+            if dev.type == "cpu":
+                cpu_results[name] = comparable(result)
+            elif name in cpu_results:
+                a, b = cpu_results[name], comparable(result)
+                if isinstance(a, torch.Tensor):
+                    same = a.shape == b.shape and (
+                        torch.equal(a, b)
+                        if not a.dtype.is_floating_point
+                        else torch.allclose(a, b, rtol=1e-4, atol=1e-4)
+                    )
+                else:
+                    same = math.isclose(a, b, rel_tol=1e-3)
+                record["matches_cpu"] = bool(same)
+            records.append(record)
+    return records

@@ -1,0 +1,137 @@
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from devicepipe.bench import timer as timer_module
+from devicepipe.bench.report import compare, markdown
+from devicepipe.bench.timer import measure
+from devicepipe.cli import app
+
+
+def test_timer_statistics_on_a_fake_clock(monkeypatch):
+    # each call of the timed function advances a fake clock by a known duration
+    durations = iter([9.0, 1.0, 3.0, 2.0, 5.0, 4.0])  # the first is the warm-up, never reported
+    now = [0.0]
+    monkeypatch.setattr(timer_module.time, "perf_counter", lambda: now[0])
+
+    def fn():
+        now[0] += next(durations)
+        return "result"
+
+    seen = []
+    t = measure(fn, warmup=1, repeats=5, check=seen.append)
+    assert (t.median_s, t.min_s, t.max_s, t.repeats, t.warmup) == (3.0, 1.0, 5.0, 5, 1)
+    assert seen == ["result"]
+    assert t.threads == torch.get_num_threads() and t.device == "cpu"
+
+
+def test_timer_sets_and_restores_threads_and_checks_results():
+    before = torch.get_num_threads()
+    t = measure(lambda: torch.get_num_threads(), threads=1, repeats=2)
+    assert t.threads == 1 and torch.get_num_threads() == before
+    with pytest.raises(AssertionError, match="wrong"):
+        measure(lambda: 1, repeats=1, check=lambda r: (_ for _ in ()).throw(AssertionError("wrong")))
+    with pytest.raises(ValueError):
+        measure(lambda: 1, repeats=0)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_timer_synchronises_cuda():
+    # a long queue of kernels: without synchronisation the call returns long before the work ends
+    x = torch.randn(4096, 4096, device="cuda")
+
+    def work():
+        y = x
+        for _ in range(20):
+            y = y @ x
+        return y
+
+    t = measure(work, device="cuda", repeats=3)
+    flops = 20 * 2 * 4096**3
+    assert flops / t.median_s < 2e15  # slower than 2 PFLOP/s: the kernels were waited for
+
+
+def _fake(devices, median):
+    return {
+        "devices": devices,
+        "date": "x",
+        "threads": 2,
+        "n_samples": 1,
+        "repeats": 1,
+        "quick": True,
+        "machine": {"cpu": {"model": "test", "logical_cores": 2}, "gpus": [], "torch": {"version": "t"}},
+        "stages": [
+            {
+                "stage": "detect",
+                "device": "cpu",
+                "median_s": median,
+                "min_s": median,
+                "max_s": median,
+                "samples_per_s": 1 / median,
+                "matches_cpu": None,
+            }
+        ],
+    }
+
+
+def test_compare_two_files(tmp_path):
+    a, b = _fake(["cpu"], 2.0), _fake(["cpu"], 0.5)
+    rows = compare(a, b)
+    assert rows == [{"name": "stage detect on cpu", "a_s": 2.0, "b_s": 0.5, "ratio": 4.0}]
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    result = CliRunner().invoke(app, ["bench", "--compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")])
+    assert result.exit_code == 0, result.output
+    assert "4.00" in result.stdout and "stage detect on cpu" in result.stdout
+    (tmp_path / "bad.json").write_text("{")
+    bad = CliRunner().invoke(app, ["bench", "--compare", str(tmp_path / "a.json"), str(tmp_path / "bad.json")])
+    assert bad.exit_code == 2 and "not a benchmark JSON" in bad.stderr
+    assert "| detect | cpu |" in markdown(a)
+
+
+def test_bench_bad_options():
+    runner = CliRunner()
+    r = runner.invoke(app, ["bench", "--quick"])
+    assert r.exit_code == 2 and "--out" in r.stderr
+    r = runner.invoke(app, ["bench", "--out", "x", "--only", "warp"])
+    assert r.exit_code == 2 and "unknown benchmark 'warp'" in r.stderr
+    r = runner.invoke(app, ["bench", "--out", "x", "--device", "gpu"])
+    assert r.exit_code == 2 and "unknown device" in r.stderr
+
+
+def test_every_benchmark_runs_in_quick_mode(tmp_path):
+    result = CliRunner().invoke(app, ["bench", "--quick", "--device", "cpu", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "bench.json").read_text())
+    stages = {r["stage"] for r in report["stages"]}
+    assert stages >= {
+        "read_csv",
+        "read_parquet",
+        "scale",
+        "filter",
+        "peaks",
+        "detect",
+        "segment",
+        "train_epoch",
+        "score",
+        "pipeline",
+    }
+    assert all(r["checked"] for r in report["stages"])
+    assert {b["versus"] for b in report["baselines"]} >= {
+        "read_csv",
+        "scale",
+        "filter",
+        "peaks",
+        "segment",
+        "pipeline",
+        "train_epoch",
+    }
+    assert all("median_s" in b or "skipped" in b for b in report["baselines"])
+    assert {"matmul", "create", "bandwidth", "cnn_step", "xor", "ensemble", "batching"} <= set(report["micro"])
+    assert report["crossover"]["crossover"] == {"detect": None, "train_epoch": None}
+    assert report["machine"]["cpu"]["torch_threads"] >= 1 and report["threads"] >= 1
+    for name in ("bench.md", "speedup.png", "bandwidth.png", "crossover.png"):
+        assert (tmp_path / name).stat().st_size > 500
