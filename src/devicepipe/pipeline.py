@@ -754,6 +754,8 @@ def _write_series_outputs(
             host["scores"],
             names=names,
             title=f"Most and least anomalous windows ({unit}) with reconstructions",
+            x=hours,
+            xlabel="hours from the window's start",
         ),
         "days.png": plot_days(host["days"], flagged, names, unit=unit, hours=hours),
     }

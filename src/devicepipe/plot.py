@@ -210,13 +210,18 @@ def plot_extremes(
     sampling_rate: float | None = None,
     names: list[str] | None = None,
     title: str = "Most and least anomalous segments",
+    x: np.ndarray | None = None,
+    xlabel: str | None = None,
 ) -> Figure:
     """The ``k`` highest- and ``k`` lowest-scoring rows with their reconstructions."""
     order = np.argsort(scores)
     picks = [("most anomalous", order[::-1][:k]), ("least anomalous", order[:k])]
     fig = Figure(figsize=(2.8 * k, 5.2))
     axes = fig.subplots(2, k, sharex=True, squeeze=False)
-    t = np.arange(rows.shape[1]) / sampling_rate if sampling_rate else np.arange(rows.shape[1])
+    if x is not None:
+        t = x
+    else:
+        t = np.arange(rows.shape[1]) / sampling_rate if sampling_rate else np.arange(rows.shape[1])
     for r, (label, idx) in enumerate(picks):
         for c in range(k):
             ax = axes[r, c]
@@ -231,7 +236,7 @@ def plot_extremes(
             ax.tick_params(labelsize=7)
     axes[0, 0].legend(fontsize=7)
     for ax in axes[-1]:
-        ax.set_xlabel("time (s)" if sampling_rate else "sample", fontsize=8)
+        ax.set_xlabel(xlabel or ("time (s)" if sampling_rate else "sample"), fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
