@@ -1,4 +1,4 @@
-"""The seed notebooks' way, faithfully, on the CPU, for the same input as ours.
+"""The tutorial notebooks' way, faithfully, on the CPU, for the same input as ours.
 
 pandas ``read_csv``; scikit-learn's ``MinMaxScaler``; the notebook's FFT convolution with a
 zero-embedded 30-tap Ricker kernel in NumPy; its window-180 non-maximum suppression kernel
