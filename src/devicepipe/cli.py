@@ -554,6 +554,15 @@ TensorboardOpt = Annotated[Path | None, typer.Option(help="Also log losses for T
 Bf16Opt = Annotated[bool, typer.Option("--bf16", help="bfloat16 autocast (CUDA only).")]
 
 
+def _learn_settings(*, tensorboard: Path | None, **values: Any):
+    """Training settings from the command's options, checked before anything is written."""
+    from devicepipe.pipeline import LearnSettings
+
+    settings = LearnSettings(tensorboard=None if tensorboard is None else str(tensorboard), **values)
+    settings.check()
+    return settings
+
+
 def _train_progress(con: Console, epochs: int, label: str):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -607,9 +616,9 @@ def ecg(
     bf16: Bf16Opt = False,
 ) -> None:
     """Find the heartbeats of an ECG, train a convolutional VAE on them, score and plot every beat."""
-    from devicepipe.pipeline import LearnSettings, run_ecg
+    from devicepipe.pipeline import run_ecg
 
-    settings = LearnSettings(
+    settings = _learn_settings(
         epochs=epochs,
         batch_size=batch_size,
         lr=lr,
@@ -619,9 +628,8 @@ def ecg(
         percentile=percentile,
         resume=resume,
         bf16=bf16,
-        tensorboard=None if tensorboard is None else str(tensorboard),
+        tensorboard=tensorboard,
     )
-    settings.check()
     from devicepipe.models import LightVAEConfig
 
     LightVAEConfig(width=width, latent=latent)
@@ -675,9 +683,9 @@ def series(
     tensorboard: TensorboardOpt = None,
 ) -> None:
     """Cut a load series into windows (days by default), train an MLP autoencoder, flag anomalous windows."""
-    from devicepipe.pipeline import LearnSettings, run_series
+    from devicepipe.pipeline import run_series
 
-    settings = LearnSettings(
+    settings = _learn_settings(
         epochs=epochs,
         batch_size=batch_size,
         lr=lr,
@@ -686,9 +694,8 @@ def series(
         ensemble=ensemble,
         percentile=percentile,
         resume=resume,
-        tensorboard=None if tensorboard is None else str(tensorboard),
+        tensorboard=tensorboard,
     )
-    settings.check()
     from devicepipe.units import parse_duration
 
     parse_duration(window)

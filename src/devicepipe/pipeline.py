@@ -446,13 +446,26 @@ def run_ecg(
                 "flagged": int(host["flags"].sum()),
             },
             "threshold": scores.threshold,
-            "final_loss": {"train": [h["train"][-1] for h in histories], "val": [h["val"][-1] for h in histories]},
-            "seconds": timer.seconds,
-            "transfers": ledger.to_dict(),
-            "files": sorted(p.name for p in files.values()),
         }
-        write_json(summary, out / "summary.json")
-    files["summary.json"] = out / "summary.json"
+    return _finish(out, summary, histories, timer, ledger, files)
+
+
+def _finish(
+    out: Path,
+    summary: dict[str, Any],
+    histories: list[dict[str, list[float]]],
+    timer: StageTimer,
+    ledger: TransferLedger,
+    files: dict[str, Path],
+) -> LearnResult:
+    """Complete a run's summary (final losses, seconds, transfers, files) and write it last."""
+    summary.update(
+        final_loss={"train": [h["train"][-1] for h in histories], "val": [h["val"][-1] for h in histories]},
+        seconds=timer.seconds,
+        transfers=ledger.to_dict(),
+        files=sorted(p.name for p in files.values()),
+    )
+    files["summary.json"] = write_json(summary, out / "summary.json")
     return LearnResult(out, summary, files)
 
 
@@ -712,14 +725,8 @@ def run_series(
             },
             "threshold": threshold,
             "flagged": [{"start": str(wins.starts[i])[:19], "score": float(host["scores"][i])} for i in flagged],
-            "final_loss": {"train": [h["train"][-1] for h in histories], "val": [h["val"][-1] for h in histories]},
-            "seconds": timer.seconds,
-            "transfers": ledger.to_dict(),
-            "files": sorted(p.name for p in files.values()),
         }
-        write_json(summary, out / "summary.json")
-    files["summary.json"] = out / "summary.json"
-    return LearnResult(out, summary, files)
+    return _finish(out, summary, histories, timer, ledger, files)
 
 
 def _write_series_outputs(
