@@ -14,7 +14,12 @@ The default method, ``"ricker"``:
    fraction of the weakest 2-second maximum over ``level_s`` seconds (so one artefact does
    not raise it), never below a fraction of the recording's typical QRS level nor a multiple
    of the local noise floor (so flat and noise-only stretches give no beats);
-5. each surviving candidate refined to the extremum of the signal itself, with the polarity
+5. Pan and Tompkins' T-wave rule: a candidate within 0.36 s of the previous one, at under
+   half the smaller of its height and the local beat level, is dropped;
+6. polarity consistency: the QRS complexes of one lead share the polarity the filter sees,
+   motion artefacts come with either sign, so a candidate of the other polarity must stand
+   ``polarity_ratio`` (1.5) times above the local beat level (a tall ectopic beat does);
+7. each surviving candidate refined to the extremum of the signal itself, with the polarity
    the filter saw.
 
 ``"seed"`` is the recipe of the zero-copy ECG notebook, kept as it was (30-tap Ricker over
@@ -120,6 +125,7 @@ def _peaks_ricker(
     close_s: float = 0.36,
     close_ratio: float = 0.5,
     min_contrast: float = 7.0,
+    polarity_ratio: float = 1.5,
 ) -> torch.Tensor:
     """R peaks of each row of ``x`` (shape ``(batch, time)``) as a bool mask of the same shape."""
     fs = float(sampling_rate)
@@ -140,6 +146,12 @@ def _peaks_ricker(
     rows, cols, level = _threshold_peaks(feature, fs, **options)
     if close_ratio > 0:
         rows, cols = _drop_weak_followers(feature, rows, cols, level, _samples(close_s, fs), close_ratio)
+    if polarity_ratio > 0 and cols.numel():
+        # each row's dominant polarity is the majority sign of its candidates' filtered response
+        sign = torch.sign(filtered[rows, cols])
+        dominant = torch.sign(torch.zeros(x.shape[0], device=x.device, dtype=x.dtype).index_add_(0, rows, sign))
+        keep = (sign == dominant[rows]) | (feature[rows, cols] >= polarity_ratio * level[rows])
+        rows, cols = rows[keep], cols[keep]
     return _refine(x, filtered, rows, cols, _samples(refine_s, fs))
 
 

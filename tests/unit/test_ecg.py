@@ -146,3 +146,19 @@ def test_cpu_and_cuda_give_the_same_peaks():
     assert torch.equal(
         ecg_peaks(sim.signal, 360, method="seed"), ecg_peaks(sim.signal.cuda(), 360, method="seed").cpu()
     )
+
+
+def test_opposite_polarity_artefacts_are_not_beats():
+    # narrow spikes of the other polarity between beats, as tall as the R waves: artefacts, not beats
+    sim = simulate_ecg(120, 250, seed=9, noise_mV=0.02)
+    x = sim.signal.clone()
+    r = sim.r_peaks.numpy()
+    spikes = ((r[:-1] + r[1:]) // 2)[::4]  # midway between beats, every fourth gap
+    for s in spikes:
+        x[s - 1 : s + 2] -= torch.tensor([0.4, 1.2, 0.4])
+    found = ecg_peaks(x, 250).numpy()
+    assert not any(np.min(np.abs(found - s)) <= 5 for s in spikes)
+    assert evaluate_beats(sim.r_peaks, found, 250, n_samples=x.numel()).f1 >= 0.99
+    # the rule is what removes them
+    without = ecg_peaks(x, 250, polarity_ratio=0.0).numpy()
+    assert sum(np.min(np.abs(without - s)) <= 5 for s in spikes) >= len(spikes) // 2
