@@ -736,8 +736,10 @@ def demo(
     epochs: EpochsOpt = 30,
 ) -> None:
     """Simulate a 30-minute ECG with a few ectopic beats and run the whole ecg pipeline on it."""
+    from devicepipe.io import check_output_dir
     from devicepipe.pipeline import LearnSettings, run_ecg
 
+    check_output_dir(out)
     con = _console()
     path = out / "input" / "ecg.parquet"
     with con.status("simulating a 30-minute ECG at 250 Hz with a few ectopic beats ..."):
@@ -823,6 +825,9 @@ def bench(
         return
     if out is None:
         raise DevicepipeError("bench needs --out DIR (or --compare A.json B.json).")
+    from devicepipe.io import check_output_dir
+
+    check_output_dir(out)
     names = [d.strip() for d in device.split(",") if d.strip()]
     import torch
 

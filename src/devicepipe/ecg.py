@@ -39,7 +39,7 @@ import torch
 
 from devicepipe.errors import DevicepipeError
 from devicepipe.signal.filters import convolve
-from devicepipe.signal.peaks import peak_mask, sliding_max, sliding_min
+from devicepipe.signal.peaks import peak_mask, sliding_max, sliding_min, split_rows
 from devicepipe.signal.segment import segment, segment_between
 from devicepipe.signal.wavelets import ricker
 
@@ -73,12 +73,6 @@ def _check_input(x: torch.Tensor, sampling_rate: float, where: str) -> torch.Ten
 
 def _samples(seconds: float, sampling_rate: float, minimum: int = 1) -> int:
     return max(minimum, int(round(seconds * sampling_rate)))
-
-
-def _split_rows(mask: torch.Tensor) -> list[torch.Tensor]:
-    where = torch.nonzero(mask)
-    counts = torch.bincount(where[:, 0], minlength=mask.shape[0]).tolist()
-    return list(torch.split(where[:, 1], counts))
 
 
 # ----------------------------------------------------------------------------- default method
@@ -346,7 +340,7 @@ def ecg_peaks(
         mask = ECG_PEAK_METHODS[method](x.reshape(-1, x.shape[-1]), float(sampling_rate), **options)
     except TypeError as exc:
         raise DevicepipeError(f"ecg_peaks(): {exc}.") from None
-    rows = _split_rows(mask)
+    rows = split_rows(mask)
     return rows[0] if x.ndim == 1 else rows
 
 

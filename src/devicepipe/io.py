@@ -45,6 +45,7 @@ __all__ = [
     "BeatAnnotations",
     "read_beat_annotations",
     "staged_dir",
+    "check_output_dir",
 ]
 
 NanPolicy = Literal["error", "drop", "interpolate"]
@@ -418,6 +419,16 @@ def _explain_csv_error(
         )
     except pa.ArrowInvalid:
         return f"read_series(): cannot parse {path.name}: {message}."
+    if time_name is not None:
+        times = table.column(time_name)
+        if (
+            times.null_count < len(times)
+            and pc.all(pc.or_(pc.is_null(times), pc.match_substring_regex(times, _NUMBER))).as_py()
+        ):
+            return (
+                f"read_series(): time column {time_name!r} of {path.name} holds numbers, not times; "
+                "pass the timestamp column as the time column (e.g. --time-column Datetime)."
+            )
     for name in chosen:
         col = table.column(name)
         ok = pc.or_(pc.is_null(col), pc.match_substring_regex(col, _NUMBER))
@@ -671,7 +682,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     An interrupted or failing writer leaves no file at ``path`` (and no temporary file).
     """
     final = Path(path)
-    final.parent.mkdir(parents=True, exist_ok=True)
+    check_output_dir(final.parent).mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
     os.close(fd)
     try:
@@ -809,6 +820,19 @@ def read_beat_annotations(path: str | os.PathLike[str], extension: str | None = 
     )
 
 
+def check_output_dir(out: str | os.PathLike[str]) -> Path:
+    """``out`` as a Path, or a clear error when it names something that is not a directory."""
+    final = Path(out)
+    if final.exists() and not final.is_dir():
+        raise ReadError(f"output {final} exists and is not a directory; choose another --out.")
+    for parent in final.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ReadError(f"cannot create {final}: {parent} is a file; choose another --out.")
+            break
+    return final
+
+
 @contextlib.contextmanager
 def staged_dir(out: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a fresh temporary directory beside ``out``; move its files into ``out`` on success.
@@ -816,9 +840,7 @@ def staged_dir(out: str | os.PathLike[str]) -> Iterator[Path]:
     A run that fails part-way leaves ``out`` as it was (nothing half-written in it). Files of
     an earlier run in ``out`` that the new run also writes are replaced, each atomically.
     """
-    final = Path(out)
-    if final.exists() and not final.is_dir():
-        raise ReadError(f"output {final} exists and is not a directory; choose another --out.")
+    final = check_output_dir(out)
     final.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
     try:

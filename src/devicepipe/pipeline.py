@@ -19,7 +19,15 @@ from devicepipe.device import resolve_device, synchronize
 from devicepipe.ecg import Beats, BeatScore, ecg_peaks, ecg_segment, evaluate_beats
 from devicepipe.errors import DevicepipeError
 from devicepipe.interop import TransferLedger, count_transfers
-from devicepipe.io import read_beat_annotations, read_series, staged_dir, write_json, write_npy, write_parquet
+from devicepipe.io import (
+    check_output_dir,
+    read_beat_annotations,
+    read_series,
+    staged_dir,
+    write_json,
+    write_npy,
+    write_parquet,
+)
 
 __all__ = ["BeatsResult", "StageTimer", "run_beats"]
 
@@ -40,6 +48,31 @@ class StageTimer:
         yield
         synchronize(self.device)
         self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
+
+
+def _read_and_cut(
+    source: Any,
+    channel: str | int | None,
+    sampling_rate: float | None,
+    dev: torch.device,
+    method: str,
+    mode: str,
+    timer: StageTimer,
+    note: Progress,
+) -> tuple[Any, torch.Tensor, Beats]:
+    """Read one ECG channel (the first by default) onto ``dev``, find its beats and cut them; timed."""
+    with timer.stage("read"):
+        rec = read_series(source, channel if channel is not None else 0, device=dev, sampling_rate=sampling_rate)
+    if rec.sampling_rate is None:
+        raise DevicepipeError(
+            f"the sampling rate of {rec.source} is unknown; pass --sampling-rate HZ (e.g. --sampling-rate 250)."
+        )
+    note(f"finding beats in {rec.n_samples:,} samples at {rec.sampling_rate:g} Hz on {dev}")
+    with timer.stage("detect"):
+        peaks = ecg_peaks(rec.samples, rec.sampling_rate, method=method)
+    with timer.stage("segment"):
+        beats = ecg_segment(rec.samples, peaks, rec.sampling_rate, mode=mode)
+    return rec, peaks, beats
 
 
 @dataclass(frozen=True)
@@ -85,6 +118,7 @@ def run_beats(
     and, with ``figures``, ``excerpt.png`` and ``intervals.png``. All or nothing: files appear
     in ``out`` only once every one of them is complete.
     """
+    check_output_dir(out)
     with count_transfers() as ledger:
         return _run_beats(
             source,
@@ -115,18 +149,8 @@ def _run_beats(
     ledger: TransferLedger,
 ) -> BeatsResult:
     timer = StageTimer(dev)
-    with timer.stage("read"):
-        rec = read_series(source, channel if channel is not None else 0, device=dev, sampling_rate=sampling_rate)
-    if rec.sampling_rate is None:
-        raise DevicepipeError(
-            f"the sampling rate of {rec.source} is unknown; pass --sampling-rate HZ (e.g. --sampling-rate 250)."
-        )
+    rec, peaks, beats = _read_and_cut(source, channel, sampling_rate, dev, method, mode, timer, note)
     fs = rec.sampling_rate
-    note(f"read {rec.n_samples:,} samples at {fs:g} Hz onto {dev}")
-    with timer.stage("detect"):
-        peaks = ecg_peaks(rec.samples, fs, method=method)
-    with timer.stage("segment"):
-        beats = ecg_segment(rec.samples, peaks, fs, mode=mode)
     ref = None
     if reference is not None:
         ref = read_beat_annotations(reference)
@@ -367,22 +391,15 @@ def run_ecg(
     settings.check()
     LightVAEConfig(width=width, latent=settings.latent)  # validates before anything is written
     note = progress or (lambda _m: None)
-    out = Path(out)
+    out = check_output_dir(out)
     if settings.resume and not (out / "checkpoint.pt").exists():
         raise DevicepipeError(f"nothing to resume: {out / 'checkpoint.pt'} does not exist.")
     dev = resolve_device(device)
     with count_transfers() as ledger:
         timer = StageTimer(dev)
-        with timer.stage("read"):
-            rec = read_series(source, channel if channel is not None else 0, device=dev, sampling_rate=sampling_rate)
-        if rec.sampling_rate is None:
-            raise DevicepipeError(f"the sampling rate of {rec.source} is unknown; pass --sampling-rate HZ.")
+        rec, peaks, beats = _read_and_cut(source, channel, sampling_rate, dev, method, mode, timer, note)
         fs = rec.sampling_rate
-        note(f"finding beats in {rec.n_samples:,} samples on {dev}")
-        with timer.stage("detect"):
-            peaks = ecg_peaks(rec.samples, fs, method=method)
         with timer.stage("segment"):
-            beats = ecg_segment(rec.samples, peaks, fs, mode=mode)
             matrix = resample_rows(beats.matrix, width)
         if matrix.shape[0] < 20:
             raise DevicepipeError(
@@ -628,7 +645,7 @@ def run_series(
     settings.check()
     window_s = parse_duration(window)
     note = progress or (lambda _m: None)
-    out = Path(out)
+    out = check_output_dir(out)
     if settings.resume and not (out / "checkpoint.pt").exists():
         raise DevicepipeError(f"nothing to resume: {out / 'checkpoint.pt'} does not exist.")
     if time_column is None:

@@ -269,3 +269,30 @@ def test_learning_bad_options_leave_no_complete_run(tmp_path, args, pattern):
     result = run(*[a.format(tmp=tmp_path) for a in args])
     assert_user_error(result, pattern)
     assert not (tmp_path / "r" / "summary.json").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ecg", "{tmp}/e.parquet", "--out", "{tmp}/afile", "--epochs", "1"],
+        ["series", "{tmp}/l.csv", "--out", "{tmp}/afile", "--epochs", "1"],
+        ["beats", "{tmp}/e.parquet", "--out", "{tmp}/afile"],
+        ["bench", "--quick", "--out", "{tmp}/afile"],
+        ["demo", "--out", "{tmp}/afile"],
+        ["simulate", "ecg", "--out", "{tmp}/afile/x.csv"],
+        ["ecg", "{tmp}/e.parquet", "--out", "{tmp}/afile/sub"],
+    ],
+)
+def test_out_that_is_a_file_is_a_clear_error(tmp_path, args):
+    run("simulate", "ecg", "--duration", "1min", "--out", tmp_path / "e.parquet")
+    run("simulate", "load", "--days", 21, "--out", tmp_path / "l.csv")
+    (tmp_path / "afile").write_text("keep me")
+    assert_user_error(run(*[a.format(tmp=tmp_path) for a in args]), "afile")
+    assert (tmp_path / "afile").read_text() == "keep me"
+
+
+def test_numeric_time_column_is_named(tmp_path):
+    run("simulate", "load", "--days", 21, "--out", tmp_path / "l.csv")
+    result = run("series", tmp_path / "l.csv", "--out", tmp_path / "r", "--time-column", "load_MW")
+    assert_user_error(result, "time column 'load_MW' of l.csv holds numbers, not times")
+    assert not (tmp_path / "r").exists()

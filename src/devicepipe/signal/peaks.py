@@ -12,7 +12,7 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
-__all__ = ["sliding_max", "sliding_min", "peak_mask", "find_peaks"]
+__all__ = ["sliding_max", "sliding_min", "peak_mask", "find_peaks", "split_rows"]
 
 
 def sliding_max(x: torch.Tensor, window: int, *, method: Literal["auto", "doubling", "pool"] = "auto") -> torch.Tensor:
@@ -127,7 +127,11 @@ def find_peaks(
     mask = peak_mask(score, min_distance=min_distance, height=height)
     if mask.ndim == 1:
         return torch.nonzero(mask).squeeze(1)
-    rows = mask.reshape(-1, mask.shape[-1])
-    where = torch.nonzero(rows)
-    counts = torch.bincount(where[:, 0], minlength=rows.shape[0]).tolist()
+    return split_rows(mask.reshape(-1, mask.shape[-1]))
+
+
+def split_rows(mask: torch.Tensor) -> list[torch.Tensor]:
+    """The True columns of each row of a ``(rows, time)`` bool mask: one int64 tensor per row."""
+    where = torch.nonzero(mask)
+    counts = torch.bincount(where[:, 0], minlength=mask.shape[0]).tolist()
     return list(torch.split(where[:, 1], counts))
