@@ -310,7 +310,10 @@ def charts(result: dict[str, Any]) -> dict[str, Figure]:
             ax.set_yscale("log")
             ax.set_xlabel(f"input size ({unit})")
             ax.set_ylabel("seconds (transfers included)")
-            ax.set_title({"detect": "Beat detection", "train_epoch": "One VAE training epoch"}[key])
+            title = {"detect": "Beat detection", "train_epoch": "One VAE training epoch"}[key]
+            if len(devices) < 2:
+                title += "\n(one device measured: no crossover to find)"
+            ax.set_title(title)
             ax.legend()
             ax.grid(alpha=0.3, which="both")
         fig.tight_layout()
