@@ -198,8 +198,6 @@ def _threshold_peaks(
 
     Returns the candidates' rows and columns (sorted) and the local beat level at each.
     """
-    x = feature
-
     # envelope in blocks: the strongest response within +-envelope_s/2, the weakest of those over level_s
     block = _samples(block_s, fs)
     block_max = _block_reduce(feature, block, "max")
@@ -210,11 +208,11 @@ def _threshold_peaks(
     typical = envelope.median(-1, keepdim=True).values
     per_block = torch.maximum(threshold * level, global_floor * typical)
     per_block = torch.maximum(per_block, noise_factor * noise)
-    per_block = torch.clamp(per_block, min=float(torch.finfo(x.dtype).tiny))
+    per_block = torch.clamp(per_block, min=float(torch.finfo(feature.dtype).tiny))
     # a row whose typical QRS response does not stand well above its median response holds no ECG:
     # white noise gives a contrast near 4.6 at any rate, real recordings 17 to 110
-    stride = max(1, x.shape[-1] // 200_000)  # the median of a subsample is enough
-    contrast = typical.squeeze(-1) / x[..., ::stride].median(-1).values.clamp(min=torch.finfo(x.dtype).tiny)
+    stride = max(1, feature.shape[-1] // 200_000)  # the median of a subsample is enough
+    contrast = typical.squeeze(-1) / feature[..., ::stride].median(-1).values.clamp(min=torch.finfo(feature.dtype).tiny)
     per_block[contrast < min_contrast] = torch.inf
     rows, cols = _coarse_peaks(feature, _samples(refractory_s, fs, 2), _samples(0.016, fs))
     blocks = cols // block

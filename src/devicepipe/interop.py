@@ -157,7 +157,7 @@ def _from_polars(obj: Any, copy: _Copy) -> torch.Tensor:
     return _from_numpy(arr, copy)
 
 
-def _from_cuda_interface(obj: Any, copy: _Copy) -> torch.Tensor:
+def _from_cuda_interface(obj: Any) -> torch.Tensor:
     # numba device arrays and other __cuda_array_interface__ producers: torch.as_tensor views them
     return torch.as_tensor(obj, device="cuda")
 
@@ -202,7 +202,7 @@ def convert(obj: Any, *, device: torch.device | str | None = None, allow_copy: b
     elif hasattr(obj, "__dlpack__"):
         tensor = torch.from_dlpack(obj)  # JAX, CuPy, NumPy-likes: shared memory, either device
     elif hasattr(obj, "__cuda_array_interface__"):
-        tensor = _from_cuda_interface(obj, copy)
+        tensor = _from_cuda_interface(obj)
     elif hasattr(obj, "__array_interface__"):
         tensor = _from_numpy(np.asarray(obj), copy)
     elif hasattr(obj, "__array__") or isinstance(obj, (list, tuple)):
