@@ -42,6 +42,19 @@ def test_convolve_matches_scipy(device, taps, mode, method):
     np.testing.assert_allclose(got.cpu().reshape(6, -1).numpy(), expected, atol=1e-9)
 
 
+@pytest.mark.parametrize("n", [1, 5, 31, 32, 33, 64, 95, 96, 97])
+@pytest.mark.parametrize("taps", [1, 32, 33, 34])
+def test_convolve_direct_at_block_boundaries(n, taps):
+    # the CPU direct method works in blocks of 32 (64 past 33 taps): lengths on and beside a
+    # block edge, and a signal shorter than one block, must all give numpy's full convolution
+    g = torch.Generator().manual_seed(n * 100 + taps)
+    x = torch.randn(3, n, generator=g, dtype=torch.float64)
+    h = torch.randn(taps, generator=g, dtype=torch.float64)
+    got = convolve(x, h, mode="full", method="direct")
+    expected = np.stack([np.convolve(r, h.numpy()) for r in x.numpy()])
+    np.testing.assert_allclose(got.numpy(), expected, atol=1e-9)
+
+
 def test_convolve_fft_is_linear_over_many_blocks():
     # longer than several overlap-add blocks and groups: a circular convolution would wrap the ends
     x = torch.zeros(1_200_001, dtype=torch.float64)

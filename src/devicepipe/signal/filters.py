@@ -90,24 +90,38 @@ def _conv1d_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
 
 
 def _toeplitz_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
-    """Full convolution as two block-Toeplitz matrix products per block of ``B`` samples."""
+    """Full convolution as two block-Toeplitz matrix products per block of ``B`` samples.
+
+    The input is read in place as ``(batch, m, B)`` blocks (no padded copy); the second
+    product accumulates into the output inside the GEMM (``beta = 1``), so the whole
+    convolution is two passes at matmul speed. The last ``n mod B`` samples go through one
+    zero-padded block.
+    """
     batch, n = rows.shape
     k = kernel.numel()
     block = max(32, -(-(k - 1) // 32) * 32)  # the previous block must hold the k - 1 past samples
-    n_out = n + k - 1
-    n_blocks = -(-n_out // block)
-    padded = rows.new_zeros(batch, (n_blocks + 1) * block)
-    padded[:, block : block + n] = rows
-    blocks = padded.view(batch, n_blocks + 1, block)
+    m, rest = divmod(n, block)
     lag = torch.arange(block, device=rows.device)
     lag = lag[None, :] - lag[:, None]  # lag[l, i] = i - l: output i gets input l times kernel[i - l]
 
     def toeplitz(shift: int) -> torch.Tensor:
         d = lag + shift
-        return torch.where((d >= 0) & (d < k), kernel[d.clamp(0, k - 1)], kernel.new_zeros(()))
+        t = torch.where((d >= 0) & (d < k), kernel[d.clamp(0, k - 1)], kernel.new_zeros(()))
+        return t.expand(batch, block, block)
 
-    out = blocks[:, 1:] @ toeplitz(0) + blocks[:, :-1] @ toeplitz(block)  # (batch, n_blocks, block)
-    return out.reshape(batch, -1)[:, :n_out]
+    same, previous = toeplitz(0), toeplitz(block)
+    out = rows.new_empty(batch, m + 2, block)  # n + k - 1 <= (m + 2) * block outputs
+    out[:, m:].zero_()
+    if m:
+        whole = rows.contiguous()[:, : m * block].view(batch, m, block)
+        torch.bmm(whole, same, out=out[:, :m])
+        out[:, 1 : m + 1].baddbmm_(whole, previous)
+    if rest:
+        last = rows.new_zeros(batch, 1, block)
+        last[:, 0, :rest] = rows[:, m * block :]
+        out[:, m : m + 1].baddbmm_(last, same)
+        out[:, m + 1 : m + 2].baddbmm_(last, previous)
+    return out.view(batch, -1)[:, : n + k - 1]
 
 
 def _overlap_add_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
