@@ -7,7 +7,8 @@ input's device; every width is given in seconds and scaled by the sampling rate.
 The default method, ``"ricker"``:
 
 1. a Ricker wavelet of width ``sigma_s`` (a band-pass centred near ``sqrt(2) / (2 pi sigma_s)``,
-   about 15 Hz: QRS energy passes, baseline wander and most of the P and T waves do not);
+   about 15 Hz: QRS energy passes, baseline wander and most of the P and T waves do not), made
+   exactly zero-sum so that no offset in the signal reaches the response;
 2. its magnitude, so either polarity of QRS works;
 3. candidates: the largest value within a refractory period either side;
 4. an adaptive threshold, from the filtered signal's envelope in half-second blocks: a
@@ -18,7 +19,8 @@ The default method, ``"ricker"``:
    half the smaller of its height and the local beat level, is dropped;
 6. polarity consistency: the QRS complexes of one lead share the polarity the filter sees,
    motion artefacts come with either sign, so a candidate of the other polarity must stand
-   ``polarity_ratio`` (1.5) times above the local beat level (a tall ectopic beat does);
+   ``polarity_ratio`` (1.5) times above the recording's typical beat level, the median of the
+   candidates' local levels (a tall ectopic beat does);
 7. each surviving candidate refined to the extremum of the signal itself, with the polarity
    the filter saw.
 
@@ -39,7 +41,7 @@ import torch
 
 from devicepipe.errors import DevicepipeError
 from devicepipe.signal.filters import convolve
-from devicepipe.signal.peaks import peak_mask, sliding_max, sliding_min, split_rows
+from devicepipe.signal.peaks import peak_mask, sliding_max, sliding_min, split_by_row
 from devicepipe.signal.segment import segment, segment_between
 from devicepipe.signal.wavelets import ricker
 
@@ -79,17 +81,20 @@ def _samples(seconds: float, sampling_rate: float, minimum: int = 1) -> int:
 
 
 def _block_reduce(x: torch.Tensor, block: int, how: Literal["max", "mean"]) -> torch.Tensor:
-    """Reduce ``(batch, time)`` over consecutive blocks (the last one partial) -> ``(batch, n_blocks)``."""
+    """Reduce ``(batch, time)`` over consecutive blocks (the last one partial) -> ``(batch, n_blocks)``.
+
+    The whole blocks are a view of ``x`` (its last axis must be contiguous): no padded copy.
+    """
     batch, n = x.shape
-    n_blocks = -(-n // block)
-    pad = n_blocks * block - n
-    if how == "max":
-        padded = torch.nn.functional.pad(x, (0, pad), value=-torch.inf)
-        return padded.view(batch, n_blocks, block).amax(-1)
-    padded = torch.nn.functional.pad(x, (0, pad))
-    counts = torch.full((n_blocks,), float(block), device=x.device, dtype=x.dtype)
-    counts[-1] = block - pad
-    return padded.view(batch, n_blocks, block).sum(-1) / counts
+    whole, rest = divmod(n, block)
+    parts = []
+    if whole:
+        blocks = x[:, : whole * block].view(batch, whole, block)
+        parts.append(blocks.amax(-1) if how == "max" else blocks.mean(-1))
+    if rest:
+        tail = x[:, whole * block :]
+        parts.append(tail.amax(-1, keepdim=True) if how == "max" else tail.mean(-1, keepdim=True))
+    return torch.cat(parts, -1) if len(parts) > 1 else parts[0]
 
 
 def _centred_window(x: torch.Tensor, window: int, reduce: Callable[..., torch.Tensor]) -> torch.Tensor:
@@ -124,8 +129,10 @@ def _peaks_ricker(
     """R peaks of each row of ``x`` (shape ``(batch, time)``) as a bool mask of the same shape."""
     fs = float(sampling_rate)
     width = sigma_s * fs
-    kernel = ricker(2 * math.ceil(4 * width) + 1, width, dtype=x.dtype, device=x.device)
-    filtered = convolve(x - x.mean(-1, keepdim=True), kernel, mode="same")
+    kernel = ricker(2 * math.ceil(4 * width) + 1, width, dtype=torch.float64)
+    kernel = (kernel - kernel.mean()).to(device=x.device, dtype=x.dtype)  # zero-sum: blind to any offset
+    mean = x.mean(-1, keepdim=True)
+    feature = _filter_centred(x, mean, kernel).abs_()  # |Ricker response of x - mean|, one buffer
     options = dict(
         refractory_s=refractory_s,
         block_s=block_s,
@@ -136,22 +143,59 @@ def _peaks_ricker(
         noise_factor=noise_factor,
         min_contrast=min_contrast,
     )
-    feature = filtered.abs()
     rows, cols, level = _threshold_peaks(feature, fs, **options)
     if close_ratio > 0:
-        rows, cols = _drop_weak_followers(feature, rows, cols, level, _samples(close_s, fs), close_ratio)
+        rows, cols, level = _drop_weak_followers(feature, rows, cols, level, _samples(close_s, fs), close_ratio)
+    sign = torch.sign(_filtered_at(x, mean, kernel, rows, cols))
     if polarity_ratio > 0 and cols.numel():
         # each row's dominant polarity is the majority sign of its candidates' filtered response
-        sign = torch.sign(filtered[rows, cols])
         dominant = torch.sign(torch.zeros(x.shape[0], device=x.device, dtype=x.dtype).index_add_(0, rows, sign))
-        keep = (sign == dominant[rows]) | (feature[rows, cols] >= polarity_ratio * level[rows])
-        rows, cols = rows[keep], cols[keep]
-    return _refine(x, filtered, rows, cols, _samples(refine_s, fs))
+        typical = _row_median(level, rows, x.shape[0])  # the recording's usual beat level
+        keep = (sign == dominant[rows]) | (feature[rows, cols] >= polarity_ratio * typical[rows])
+        rows, cols, sign = rows[keep], cols[keep], sign[keep]
+    return _refine(x, sign, rows, cols, _samples(refine_s, fs))
+
+
+def _row_median(values: torch.Tensor, rows: torch.Tensor, n_rows: int) -> torch.Tensor:
+    """The (lower) median of ``values`` within each row -> ``(n_rows,)``; 0 for a row without any."""
+    counts = torch.bincount(rows, minlength=n_rows)
+    by_value = torch.argsort(values)
+    grouped = by_value[torch.argsort(rows[by_value], stable=True)]  # by row, then by value
+    first = torch.cumsum(counts, 0) - counts
+    middle = (first + (counts - 1).clamp(min=0) // 2).clamp(max=max(values.numel() - 1, 0))
+    out = values[grouped][middle] if values.numel() else values.new_zeros(n_rows)
+    return torch.where(counts > 0, out, values.new_zeros(()))
+
+
+def _filter_centred(x: torch.Tensor, mean: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
+    """``convolve(x - mean, kernel, mode="same")`` for a zero-sum ``kernel``, without the subtraction.
+
+    Where the kernel lies wholly on the signal the mean cancels; only the ``taps - 1`` samples
+    at either end, where part of the kernel hangs past the signal, are corrected.
+    """
+    n, k = x.shape[-1], kernel.numel()
+    filtered = convolve(x, kernel, mode="same")
+    edge = min(n, k)
+    coverage = convolve(torch.ones(min(n, 2 * k), dtype=x.dtype, device=x.device), kernel, mode="same")
+    filtered[:, :edge] -= mean * coverage[:edge]
+    filtered[:, n - edge :] -= mean * coverage[coverage.numel() - edge :]
+    return filtered
+
+
+def _filtered_at(
+    x: torch.Tensor, mean: torch.Tensor, kernel: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor
+) -> torch.Tensor:
+    """``convolve(x - mean, kernel, mode="same")[rows, cols]``, computed at just those samples."""
+    n, k = x.shape[-1], kernel.numel()
+    idx = cols[:, None] + (k - 1) // 2 - torch.arange(k, device=x.device)  # out[i] = sum_j x[i + start - j] h[j]
+    inside = (idx >= 0) & (idx < n)
+    taps = torch.where(inside, x[rows[:, None], idx.clamp(0, n - 1)] - mean[rows], x.new_zeros(()))
+    return taps @ kernel
 
 
 def _drop_weak_followers(
     feature: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, level: torch.Tensor, reach: int, ratio: float
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Drop a candidate that follows another within ``reach`` samples at under ``ratio`` of the
     smaller of that one's height and the local beat ``level`` (so a normal beat after a tall
     ectopic one stays).
@@ -160,13 +204,13 @@ def _drop_weak_followers(
     after a beat is more likely its T wave, or noise, than a new beat.
     """
     if cols.numel() < 2:
-        return rows, cols
-    height = feature[rows, cols]
+        return rows, cols, level
     close = (rows[1:] == rows[:-1]) & (cols[1:] - cols[:-1] <= reach)
+    height = feature[rows, cols]
     weak = close & (height[1:] < ratio * torch.minimum(height[:-1], level[1:]))
     keep = torch.ones_like(cols, dtype=torch.bool)
     keep[1:] = ~weak
-    return rows[keep], cols[keep]
+    return rows[keep], cols[keep], level[keep]
 
 
 def _centred_mean(x: torch.Tensor, window: int) -> torch.Tensor:
@@ -229,32 +273,32 @@ def _coarse_peaks(feature: torch.Tensor, min_distance: int, sub: int) -> tuple[t
     """
     if sub <= 1:
         return torch.nonzero(peak_mask(feature, min_distance=min_distance), as_tuple=True)
-    batch, n = feature.shape
-    n_blocks = -(-n // sub)
-    padded = torch.nn.functional.pad(feature, (0, n_blocks * sub - n), value=-torch.inf)
-    maxima = padded.view(batch, n_blocks, sub).amax(-1)
+    n = feature.shape[-1]
+    maxima = _block_reduce(feature, sub, "max")
     rows, blocks = torch.nonzero(peak_mask(maxima, min_distance=max(2, -(-min_distance // sub))), as_tuple=True)
-    inside = padded.view(batch, n_blocks, sub)[rows, blocks].argmax(-1)
+    # the first maximum inside each winning block (a clamped index repeats the last sample: no earlier tie)
+    idx = (blocks[:, None] * sub + torch.arange(sub, device=feature.device)).clamp(max=n - 1)
+    inside = feature[rows[:, None], idx].argmax(-1)
     return rows, blocks * sub + inside
 
 
 def _refine(
-    x: torch.Tensor, filtered: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, reach: int
-) -> torch.Tensor:
-    """Move each candidate to the extremum of ``x`` within ``reach`` samples, in the filter's polarity.
+    x: torch.Tensor, polarity: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, reach: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Move each candidate to the extremum of ``x`` within ``reach`` samples, in the filter's
+    ``polarity`` (+1 or -1 per candidate).
 
-    Returns a bool mask of ``x``'s shape.
+    Returns the refined peaks' rows and columns, sorted, without repeats.
     """
-    out = torch.zeros(x.shape, dtype=torch.bool, device=x.device)
     if rows.numel() == 0:
-        return out
+        return rows, cols
     n = x.shape[-1]
-    polarity = torch.sign(filtered[rows, cols])
     idx = (cols[:, None] + torch.arange(-reach, reach + 1, device=x.device)).clamp(0, n - 1)
     window = x[rows[:, None], idx]
     centred = (window - window.mean(-1, keepdim=True)) * polarity[:, None]
-    out[rows, idx.gather(1, centred.argmax(-1, keepdim=True)).squeeze(1)] = True
-    return out
+    refined = idx.gather(1, centred.argmax(-1, keepdim=True)).squeeze(1)
+    key = torch.unique(rows * n + refined)  # two candidates may settle on one sample
+    return key // n, key % n
 
 
 # ----------------------------------------------------------------------------- the seed's method
@@ -291,8 +335,11 @@ def seed_gates(x: torch.Tensor, sampling_rate: float = SEED_RATE_HZ) -> tuple[to
     return gates, curvature
 
 
-def _peaks_seed(x: torch.Tensor, sampling_rate: float) -> torch.Tensor:
-    """The seed's gates moved to the curvature maxima they stand for, aligned to the signal."""
+def _peaks_seed(x: torch.Tensor, sampling_rate: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The seed's gates moved to the curvature maxima they stand for, aligned to the signal.
+
+    Returns the peaks' rows and columns, sorted.
+    """
     gates, _ = seed_gates(x, sampling_rate)
     scale = sampling_rate / SEED_RATE_HZ
     window = max(3, int(round(30 * scale)))
@@ -301,12 +348,11 @@ def _peaks_seed(x: torch.Tensor, sampling_rate: float) -> torch.Tensor:
     rows, cols = torch.nonzero(gates, as_tuple=True)
     cols = cols + shift
     keep = cols < x.shape[-1]
-    out = torch.zeros_like(gates)
-    out[rows[keep], cols[keep]] = True
-    return out
+    return rows[keep], cols[keep]
 
 
-ECG_PEAK_METHODS: dict[str, Callable[..., torch.Tensor]] = {
+# each method maps (batch, time) and a rate to the (rows, columns) of its peaks, sorted
+ECG_PEAK_METHODS: dict[str, Callable[..., tuple[torch.Tensor, torch.Tensor]]] = {
     "ricker": _peaks_ricker,
     "seed": _peaks_seed,
 }
@@ -335,11 +381,11 @@ def ecg_peaks(
     if method not in ECG_PEAK_METHODS:
         raise DevicepipeError(f"ecg_peaks(): unknown method {method!r}; choose one of {sorted(ECG_PEAK_METHODS)}.")
     try:
-        mask = ECG_PEAK_METHODS[method](x.reshape(-1, x.shape[-1]), float(sampling_rate), **options)
+        rows, cols = ECG_PEAK_METHODS[method](x.reshape(-1, x.shape[-1]), float(sampling_rate), **options)
     except TypeError as exc:
         raise DevicepipeError(f"ecg_peaks(): {exc}.") from None
-    rows = split_rows(mask)
-    return rows[0] if x.ndim == 1 else rows
+    per_row = split_by_row(rows, cols, 1 if x.ndim == 1 else x.shape[0])
+    return per_row[0] if x.ndim == 1 else per_row
 
 
 # ----------------------------------------------------------------------------- segmentation

@@ -12,7 +12,7 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
-__all__ = ["sliding_max", "sliding_min", "peak_mask", "find_peaks", "split_rows"]
+__all__ = ["sliding_max", "sliding_min", "peak_mask", "find_peaks", "split_rows", "split_by_row"]
 
 
 def sliding_max(x: torch.Tensor, window: int, *, method: Literal["auto", "doubling", "pool"] = "auto") -> torch.Tensor:
@@ -132,6 +132,11 @@ def find_peaks(
 
 def split_rows(mask: torch.Tensor) -> list[torch.Tensor]:
     """The True columns of each row of a ``(rows, time)`` bool mask: one int64 tensor per row."""
-    where = torch.nonzero(mask)
-    counts = torch.bincount(where[:, 0], minlength=mask.shape[0]).tolist()
-    return list(torch.split(where[:, 1], counts))
+    rows, cols = torch.nonzero(mask, as_tuple=True)
+    return split_by_row(rows, cols, mask.shape[0])
+
+
+def split_by_row(rows: torch.Tensor, cols: torch.Tensor, n_rows: int) -> list[torch.Tensor]:
+    """Columns grouped by row: ``rows`` (sorted) and ``cols`` of shape ``(n,)`` -> ``n_rows`` int64 tensors."""
+    counts = torch.bincount(rows, minlength=n_rows).tolist()
+    return list(torch.split(cols, counts))
