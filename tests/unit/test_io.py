@@ -162,6 +162,23 @@ def test_nan_policies(tmp_path, device):
     np.testing.assert_array_equal(read_series(csv, "v", nan="interpolate").samples.numpy(), [1, 2, 3])
 
 
+@pytest.mark.parametrize(
+    ("values", "n_nan"),
+    [
+        ([3e38, 3e38, 1.0], 0),  # the sum overflows to inf: still no NaN
+        ([np.inf, -np.inf, 2.0], 0),  # the sum is NaN without any NaN sample
+        ([3e38, 3e38, np.nan], 1),
+        ([np.inf, np.nan, 2.0], 1),
+    ],
+)
+def test_nan_count_with_infinities_and_overflow(tmp_path, values, n_nan):
+    path = tmp_path / "big.npy"
+    np.save(path, np.array(values, dtype=np.float32))
+    rec = read_series(path, nan="drop")
+    assert rec.n_nan == n_nan
+    assert rec.samples.numel() == 3 - n_nan
+
+
 def test_nan_interpolation_uses_timestamps(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("t,v\n2024-01-01 00:00,0\n2024-01-01 01:00,\n2024-01-01 04:00,8\n")
