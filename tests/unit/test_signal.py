@@ -159,6 +159,12 @@ def test_segment_between_against_a_loop():
         assert out[row].tolist() == expected
         assert valid[row].sum() == min(n, 10, 50 - s)
     assert math.isclose(float(out.sum()), float(x[0:5].sum() + x[10:20].sum() + x[45:50].sum()))
+    # every row inside the signal (a row may still end past it once padded to the width)
+    starts, lengths = torch.tensor([0, 10, 38, 30]), torch.tensor([5, 12, 12, 0])
+    out, valid = segment_between(x, starts, lengths, width=14)
+    for row, (s, n) in enumerate(zip(starts.tolist(), lengths.tolist(), strict=True)):
+        assert out[row].tolist() == [x[s + k].item() if k < n else 0.0 for k in range(14)]
+        assert valid[row].tolist() == [k < n for k in range(14)]
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -93,7 +93,9 @@ def segment_between(
     lengths = lengths.to(device=x.device, dtype=torch.int64)
     offset = torch.arange(width, device=x.device)
     # comparisons broadcast straight to bool: no (n, width) int64 index is built
-    valid = (offset < lengths[:, None]) & (offset >= -starts[:, None]) & (offset < n - starts[:, None])
+    beyond = offset >= lengths[:, None]
+    if starts.numel() and not bool(((starts >= 0) & (starts + lengths.clamp(max=width) <= n)).all()):
+        beyond |= (offset < -starts[:, None]) | (offset >= n - starts[:, None])  # some rows run past an end
     out = _rows(x, starts, width, fill)
-    out.masked_fill_(~valid, fill)
-    return out, valid
+    out.masked_fill_(beyond, fill)
+    return out, ~beyond
