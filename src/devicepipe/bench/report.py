@@ -87,7 +87,7 @@ def run_benchmarks(
 
     note = progress or (lambda _m: None)
     n = n_samples or (200_000 if quick else 20_000_000)
-    reps = repeats or (1 if quick else 3)
+    reps = repeats or (1 if quick else 5)
     stage_names = [s for s in (only or STAGES) if s in STAGES]
     sections = (
         set(SECTIONS) if not only else {s for s in only if s in SECTIONS} | ({"stages"} if stage_names else set())
