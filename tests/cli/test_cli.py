@@ -296,3 +296,19 @@ def test_numeric_time_column_is_named(tmp_path):
     result = run("series", tmp_path / "l.csv", "--out", tmp_path / "r", "--time-column", "load_MW")
     assert_user_error(result, "time column 'load_MW' of l.csv holds numbers, not times")
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(("preset", "expected"), [(None, "1"), ("0", "0")])
+def test_cli_asks_for_huge_pages_before_torch_loads(preset, expected):
+    # PyTorch reads THP_MEM_ALLOC_ENABLE once, at its first allocation: the CLI must set it
+    # before anything imports torch, and leave a user's explicit choice alone
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
+    if preset is not None:
+        env["THP_MEM_ALLOC_ENABLE"] = preset
+    code = "import os, sys, devicepipe.cli; print(os.environ['THP_MEM_ALLOC_ENABLE'], 'torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert proc.stdout.split() == [expected, "False"]

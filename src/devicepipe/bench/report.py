@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import platform
 import tempfile
 from collections.abc import Callable
@@ -97,6 +98,8 @@ def run_benchmarks(
         "machine": device_report(),
         "platform": platform.platform(),
         "threads": torch.get_num_threads(),
+        # whether PyTorch backs large CPU buffers with huge pages (the CLI asks for it)
+        "huge_pages": os.environ.get("THP_MEM_ALLOC_ENABLE", "").upper() in ("1", "ON", "YES", "TRUE", "Y"),
         "versions": _versions(),
         "devices": [str(d) for d in devices],
         "quick": quick,
@@ -156,7 +159,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"# devicepipe bench, {result['date']}",
         "",
         f"Machine: {m['cpu']['model']}, {m['cpu']['logical_cores']} cores, {result['threads']} torch threads; "
-        f"GPUs: {', '.join(g['name'] for g in m['gpus']) or 'none'}; PyTorch {m['torch']['version']}. "
+        f"GPUs: {', '.join(g['name'] for g in m['gpus']) or 'none'}; PyTorch {m['torch']['version']}"
+        f"{', huge pages for CPU tensors' if result.get('huge_pages') else ''}. "
         f"Input: {result['n_samples']:,} samples at 250 Hz; median of {result['repeats']} after warm-up "
         f"(min-max in brackets).",
         "",
