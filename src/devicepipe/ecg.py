@@ -175,10 +175,13 @@ def _filter_centred(x: torch.Tensor, mean: torch.Tensor, kernel: torch.Tensor) -
     """
     n, k = x.shape[-1], kernel.numel()
     filtered = convolve(x, kernel, mode="same")
-    edge = min(n, k)
+    # the sum of the taps that lie on the signal, at each output sample near the ends
     coverage = convolve(torch.ones(min(n, 2 * k), dtype=x.dtype, device=x.device), kernel, mode="same")
-    filtered[:, :edge] -= mean * coverage[:edge]
-    filtered[:, n - edge :] -= mean * coverage[coverage.numel() - edge :]
+    if n <= 2 * k:  # short: the ends meet, correct everything once
+        filtered -= mean * coverage
+    else:
+        filtered[:, :k] -= mean * coverage[:k]
+        filtered[:, n - k :] -= mean * coverage[k:]
     return filtered
 
 

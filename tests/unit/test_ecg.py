@@ -202,3 +202,20 @@ def test_a_tall_beat_of_the_other_polarity_is_kept():
         x[p - 6 : p + 7] -= 3 * x[p - 6 : p + 7]  # the QRS inverted and doubled
     found = ecg_peaks(x, 250).numpy()
     assert all(np.min(np.abs(found - p)) <= 5 for p in flipped)
+
+
+@pytest.mark.parametrize("n", [5, 31, 40, 62, 63, 100, 1000])
+def test_filter_without_mean_removal_matches_filtering_the_centred_signal(n):
+    from devicepipe.ecg import _filter_centred, _filtered_at
+    from devicepipe.signal import convolve, ricker
+
+    kernel = ricker(31, 3.75, dtype=torch.float64)
+    kernel = kernel - kernel.mean()
+    g = torch.Generator().manual_seed(n)
+    x = torch.randn(2, n, generator=g, dtype=torch.float64) + 50.0
+    mean = x.mean(-1, keepdim=True)
+    expected = convolve(x - mean, kernel, mode="same")
+    torch.testing.assert_close(_filter_centred(x, mean, kernel), expected, rtol=0, atol=1e-10)
+    rows = torch.tensor([0, 0, 1, 1, 1])
+    cols = torch.tensor([0, n - 1, n // 2, 1 % n, n - 1])
+    torch.testing.assert_close(_filtered_at(x, mean, kernel, rows, cols), expected[rows, cols], rtol=0, atol=1e-10)
