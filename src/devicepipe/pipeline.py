@@ -20,6 +20,7 @@ from devicepipe.ecg import Beats, BeatScore, ecg_peaks, ecg_segment, evaluate_be
 from devicepipe.errors import DevicepipeError
 from devicepipe.interop import TransferLedger, count_transfers
 from devicepipe.io import (
+    Recording,
     check_output_dir,
     read_beat_annotations,
     read_series,
@@ -96,6 +97,17 @@ class BeatsResult:
         if self.peaks.size < 2:
             return None
         return 60.0 * self.sampling_rate / float(np.median(np.diff(self.peaks)))
+
+
+def _describe_input(source: Any, rec: Recording, dev: torch.device, *, channel_key: str = "channel") -> dict[str, Any]:
+    """The summary.json fields that say what was read, where it ran, and how long it is."""
+    return {
+        "input": str(source) if isinstance(source, (str, Path)) else type(source).__name__,
+        channel_key: rec.channels[0],
+        "device": str(dev),
+        "sampling_rate_hz": rec.sampling_rate,
+        "n_samples": rec.n_samples,
+    }
 
 
 def run_beats(
@@ -190,11 +202,7 @@ def _run_beats(
             keep = (int(round(0.4 * fs)), int(round(1.024 * fs))) if mode == "seed" else None
             save_figure(plot_intervals(rr[1:], lengths, keep_range=keep), stage / "intervals.png")
         summary = {
-            "input": str(source) if isinstance(source, (str, Path)) else type(source).__name__,
-            "channel": rec.channels[0],
-            "device": str(dev),
-            "sampling_rate_hz": fs,
-            "n_samples": rec.n_samples,
+            **_describe_input(source, rec, dev),
             "method": method,
             "segmentation": mode,
             "n_beats": int(peaks_host.size),
@@ -451,11 +459,7 @@ def run_ecg(
     with timer.stage("write"):
         files = _write_ecg_outputs(out, rec, fs, host, signal_host, histories, scores.threshold, width, mode)
         summary = {
-            "input": str(source) if isinstance(source, (str, Path)) else type(source).__name__,
-            "channel": rec.channels[0],
-            "device": str(dev),
-            "sampling_rate_hz": fs,
-            "n_samples": rec.n_samples,
+            **_describe_input(source, rec, dev),
             "settings": {**settings.__dict__, "mode": mode, "width": width, "method": method},
             "counts": {
                 "beats_found": int(host["all_peaks"].size),
@@ -726,9 +730,7 @@ def run_series(
         order = np.argsort(host["scores"])[::-1]
         flagged = [i for i in order if host["flags"][i]]
         summary = {
-            "input": str(source) if isinstance(source, (str, Path)) else type(source).__name__,
-            "column": rec.channels[0],
-            "device": str(dev),
+            **_describe_input(source, rec, dev, channel_key="column"),
             "window": window,
             "steps_per_window": per,
             "pointwise": pointwise,

@@ -152,6 +152,13 @@ def _ms(s: float | None) -> str:
     return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
 
 
+def _table(title: str, columns: list[str], rows: list[list[Any]]) -> list[str]:
+    """A Markdown section: a heading and a table, one line per row, then a blank line."""
+    lines = [f"## {title}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return [*lines, ""]
+
+
 def markdown(result: dict[str, Any]) -> str:
     """A Markdown summary of a result dict."""
     m = result["machine"]
@@ -166,46 +173,41 @@ def markdown(result: dict[str, Any]) -> str:
         "",
     ]
     if result.get("stages"):
-        lines += [
-            "## Stages",
-            "",
-            "| stage | device | median | min-max | M samples/s | matches CPU |",
-            "|---|---|---|---|---|---|",
-        ]
-        for r in result["stages"]:
-            lines.append(
-                f"| {r['stage']} | {r['device']} | {_ms(r['median_s'])} | {_ms(r['min_s'])}-{_ms(r['max_s'])} "
-                f"| {r['samples_per_s'] / 1e6:.1f} | {'-' if r['matches_cpu'] is None else r['matches_cpu']} |"
-            )
-        lines.append("")
+        lines += _table(
+            "Stages",
+            ["stage", "device", "median", "min-max", "M samples/s", "matches CPU"],
+            [
+                [
+                    r["stage"],
+                    r["device"],
+                    _ms(r["median_s"]),
+                    f"{_ms(r['min_s'])}-{_ms(r['max_s'])}",
+                    f"{r['samples_per_s'] / 1e6:.1f}",
+                    "-" if r["matches_cpu"] is None else r["matches_cpu"],
+                ]
+                for r in result["stages"]
+            ],
+        )
     if result.get("ratios"):
-        lines += [
-            "## The notebooks' way against ours (CPU, same run)",
-            "",
-            "| stage | notebook way | notebook | ours | ours faster by |",
-            "|---|---|---|---|---|",
-        ]
-        for r in result["ratios"]:
-            lines.append(
-                f"| {r['stage']} | {r['notebook']} | {_ms(r['notebook_s'])} | {_ms(r['ours_s'])} "
-                f"| {r['speedup']:.1f}x |"
-            )
-        lines.append("")
+        lines += _table(
+            "The notebooks' way against ours (CPU, same run)",
+            ["stage", "notebook way", "notebook", "ours", "ours faster by"],
+            [
+                [r["stage"], r["notebook"], _ms(r["notebook_s"]), _ms(r["ours_s"]), f"{r['speedup']:.1f}x"]
+                for r in result["ratios"]
+            ],
+        )
     if result.get("peers"):
-        lines += [
-            "## Peers (beat detection, CPU)",
-            "",
-            "| peer | median | M samples/s | F1 vs truth |",
-            "|---|---|---|---|",
-        ]
-        for r in result["peers"]:
-            if "skipped" in r:
-                lines.append(f"| {r['peer']} | skipped: {r['skipped']} | | |")
-            else:
-                lines.append(
-                    f"| {r['peer']} | {_ms(r['median_s'])} | {r['samples_per_s'] / 1e6:.1f} | {r['f1_vs_truth']:.4f} |"
-                )
-        lines.append("")
+        lines += _table(
+            "Peers (beat detection, CPU)",
+            ["peer", "median", "M samples/s", "F1 vs truth"],
+            [
+                [r["peer"], f"skipped: {r['skipped']}", "", ""]
+                if "skipped" in r
+                else [r["peer"], _ms(r["median_s"]), f"{r['samples_per_s'] / 1e6:.1f}", f"{r['f1_vs_truth']:.4f}"]
+                for r in result["peers"]
+            ],
+        )
     if result.get("handoff"):
         h = result["handoff"]
         lines += [
@@ -218,38 +220,49 @@ def markdown(result: dict[str, Any]) -> str:
         ]
     micro = result.get("micro")
     if micro:
-        lines += ["## Micro-benchmarks", "", "| benchmark | device | result |", "|---|---|---|"]
+        rows = []
         for r in micro["matmul"]:
             peak = "" if r["share_of_peak"] is None else f", {100 * r['share_of_peak']:.0f} % of peak"
-            lines.append(f"| matmul {r['n']}x{r['n']} | {r['device']} | {r['gflops']:.1f} GFLOP/s{peak} |")
+            rows.append([f"matmul {r['n']}x{r['n']}", r["device"], f"{r['gflops']:.1f} GFLOP/s{peak}"])
         for r in micro["create"]:
-            lines.append(
-                f"| create {r['elements']:,} on device vs host + copy | {r['device']} | "
-                f"{_ms(r['on_device']['median_s'])} vs {_ms(r['host_then_copy']['median_s'])} |"
+            rows.append(
+                [
+                    f"create {r['elements']:,} on device vs host + copy",
+                    r["device"],
+                    f"{_ms(r['on_device']['median_s'])} vs {_ms(r['host_then_copy']['median_s'])}",
+                ]
             )
         for r in micro["cnn_step"]:
-            lines.append(
-                f"| CIFAR CNN step, batch {r['batch']} | {r['device']} | {_ms(r['median_s'])} "
-                f"({r['images_per_s']:.0f} images/s) |"
+            rows.append(
+                [
+                    f"CIFAR CNN step, batch {r['batch']}",
+                    r["device"],
+                    f"{_ms(r['median_s'])} ({r['images_per_s']:.0f} images/s)",
+                ]
             )
         for r in micro["xor"]:
-            lines.append(f"| XOR classifier, {r['steps']} steps | {r['device']} | {_ms(r['median_s'])} |")
+            rows.append([f"XOR classifier, {r['steps']} steps", r["device"], _ms(r["median_s"])])
         for r in micro["ensemble"]:
-            lines.append(
-                f"| 10 MLPs fwd+bwd: loop vs vmap | {r['device']} | {_ms(r['loop']['median_s'])} vs "
-                f"{_ms(r['vmap']['median_s'])} ({r['vmap_speedup']:.2f}x) |"
+            rows.append(
+                [
+                    "10 MLPs fwd+bwd: loop vs vmap",
+                    r["device"],
+                    f"{_ms(r['loop']['median_s'])} vs {_ms(r['vmap']['median_s'])} ({r['vmap_speedup']:.2f}x)",
+                ]
             )
         for r in micro["batching"]:
-            lines.append(
-                f"| epoch of {r['rows']:,} rows: DataLoader vs on-device | {r['device']} | "
-                f"{_ms(r['dataloader']['median_s'])} vs {_ms(r['on_device']['median_s'])} ({r['speedup']:.0f}x) |"
+            rows.append(
+                [
+                    f"epoch of {r['rows']:,} rows: DataLoader vs on-device",
+                    r["device"],
+                    f"{_ms(r['dataloader']['median_s'])} vs {_ms(r['on_device']['median_s'])} ({r['speedup']:.0f}x)",
+                ]
             )
-        best = {}
+        best: dict[tuple[str, str], float] = {}
         for r in micro["bandwidth"]:
             best[(r["device"], r["kind"])] = max(best.get((r["device"], r["kind"]), 0), r["gb_per_s"])
-        for (d, k), v in best.items():
-            lines.append(f"| best {k} bandwidth | {d} | {v:.1f} GB/s |")
-        lines.append("")
+        rows += [[f"best {k} bandwidth", d, f"{v:.1f} GB/s"] for (d, k), v in best.items()]
+        lines += _table("Micro-benchmarks", ["benchmark", "device", "result"], rows)
     cross = result.get("crossover")
     if cross:
         lines += ["## Crossover (GPU faster from this size on, transfers included)", ""]
