@@ -14,8 +14,9 @@ import json
 import sys
 from pathlib import Path
 
+from evaluation import annotated_records, score_record  # beside this script
+
 from devicepipe.ecg import BeatScore
-from devicepipe.evaluate import annotated_records, score_record
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

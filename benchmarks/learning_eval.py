@@ -24,10 +24,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import torch
+from evaluation import ecg5000_auc  # beside this script
 
-from devicepipe.evaluate import ecg5000_auc, roc_auc
 from devicepipe.io import read_beat_annotations
 from devicepipe.pipeline import LearnSettings, run_ecg, run_series
+from devicepipe.score import roc_auc
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

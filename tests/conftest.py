@@ -8,6 +8,7 @@ Tests under ``tests/data`` are marked ``data``. They skip with a reason when
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR = Path(os.environ.get("DEVICEPIPE_DATA", ROOT.parent / "shared" / "data"))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # the evaluation harness on the shared data lives there
 
 CUDA = torch.cuda.is_available()
 DEVICES = [

@@ -1,8 +1,11 @@
 """The ``devicepipe`` command: parse arguments, call the library, print.
 
 This is the only module that prints. User mistakes (a bad path, an unknown column, a device
-that is not there, a malformed option) end as one line on stderr and exit status 2.
+that is not there, a malformed option) end as one line on stderr and exit status 2. Choices
+and defaults come from the library (its policies, methods, modes and settings classes).
 """
+
+# ruff: noqa: E402 - the environment is set before torch is imported, below
 
 from __future__ import annotations
 
@@ -10,22 +13,51 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
-
-import typer
-from rich.console import Console
-from rich.table import Table
-from typer.core import TyperGroup
-
-from devicepipe.errors import DevicepipeError
 
 # PyTorch backs CPU buffers of 2 MB and more with transparent huge pages when this is set
 # (read once, at its first allocation, so before torch is used): a new full-length tensor
 # then costs one page fault per 2 MB instead of per 4 KB, as NumPy's allocator already does.
 # An explicit THP_MEM_ALLOC_ENABLE=0 in the environment turns it off.
 os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+from typer.core import TyperGroup
+
+from devicepipe.bench.interop import handoff_comparison, installed_kinds, interop_matrix
+from devicepipe.bench.report import (
+    SECTIONS,
+    bench_devices,
+    check_only,
+    load_result,
+    markdown,
+    run_benchmarks,
+    write_report,
+)
+from devicepipe.bench.report import compare as compare_results
+from devicepipe.bench.stages import STAGES
+from devicepipe.device import device_report
+from devicepipe.ecg import ECG_PEAK_METHODS, SEGMENT_MODES
+from devicepipe.errors import DevicepipeError
+from devicepipe.io import DUPLICATE_POLICIES, NAN_POLICIES, check_output_dir, read_series
+from devicepipe.pipeline import (
+    LearnResult,
+    LearnSettings,
+    SeriesLearnSettings,
+    run_beats,
+    run_demo,
+    run_ecg,
+    run_series,
+)
+from devicepipe.simulate import simulate_ecg, simulate_load, simulation_path, write_simulated_ecg, write_simulated_load
+from devicepipe.units import parse_duration
 
 
 class _OneLineErrors(TyperGroup):
@@ -89,18 +121,15 @@ def _console() -> Console:
     return Console(highlight=False)
 
 
-class NanPolicy(StrEnum):
-    error = "error"
-    drop = "drop"
-    interpolate = "interpolate"
+def _choices(name: str, values: Any) -> type[StrEnum]:
+    """A str Enum of the library's accepted values, for typer to list and check."""
+    return StrEnum(name, {str(v): str(v) for v in values})
 
 
-class DuplicatePolicy(StrEnum):
-    keep = "keep"
-    first = "first"
-    mean = "mean"
-    error = "error"
-
+NanPolicy = _choices("NanPolicy", NAN_POLICIES)
+DuplicatePolicy = _choices("DuplicatePolicy", DUPLICATE_POLICIES)
+PeakMethod = _choices("PeakMethod", ECG_PEAK_METHODS)
+SegmentMode = _choices("SegmentMode", SEGMENT_MODES)
 
 DeviceOpt = Annotated[str, typer.Option("--device", "-d", help="auto, cpu, cuda or cuda:N.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of a table.")]
@@ -113,11 +142,38 @@ def _gib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
+def _human_seconds(s: float) -> str:
+    if s >= 86400:
+        return f"{s / 86400:.2f} d"
+    if s >= 3600:
+        return f"{s / 3600:.2f} h"
+    if s >= 60:
+        return f"{s / 60:.1f} min"
+    return f"{s:.2f} s"
+
+
+def _ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _maybe_int(value: str | None) -> str | int | None:
+    """A column given on the command line: a position when it is a whole number, else a name."""
+    if value is None:
+        return None
+    return int(value) if value.lstrip("-").isdigit() else value
+
+
+def _columns(values: list[str] | None) -> list[str | int] | None:
+    if not values:
+        return None
+    return [_maybe_int(v) for v in values]
+
+
 @app.command()
 def info(as_json: JsonOpt = False) -> None:
     """Show Python, PyTorch and its CUDA build, the GPUs, the CPU and which optional libraries work."""
-    from devicepipe.device import device_report
-
     report = device_report()
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
@@ -158,39 +214,6 @@ def info(as_json: JsonOpt = False) -> None:
 # ----------------------------------------------------------------------------- read
 
 
-def _recording_summary(rec: Any) -> dict[str, Any]:
-    import torch
-
-    x = rec.samples if rec.samples.ndim == 2 else rec.samples.unsqueeze(0)
-    x64 = x.to(torch.float64)
-    stats = []
-    for i, name in enumerate(rec.channels):
-        row = x64[i]
-        stats.append(
-            {
-                "channel": name,
-                "unit": rec.units[i],
-                "min": float(row.min()),
-                "max": float(row.max()),
-                "mean": float(row.mean()),
-                "std": float(row.std()) if row.numel() > 1 else 0.0,
-            }
-        )
-    return {
-        "source": rec.source,
-        "device": str(rec.device),
-        "dtype": str(rec.samples.dtype).replace("torch.", ""),
-        "shape": list(rec.samples.shape),
-        "n_samples": rec.n_samples,
-        "sampling_rate_hz": rec.sampling_rate,
-        "duration_s": rec.duration_s,
-        "n_nan": rec.n_nan,
-        "nan_policy": rec.nan_policy,
-        "channels": stats,
-        "time": None if rec.time_report is None else rec.time_report.to_dict(),
-    }
-
-
 def _print_summary(summary: dict[str, Any], con: Console) -> None:
     rate = summary["sampling_rate_hz"]
     dur = summary["duration_s"]
@@ -224,16 +247,6 @@ def _print_summary(summary: dict[str, Any], con: Console) -> None:
         )
 
 
-def _human_seconds(s: float) -> str:
-    if s >= 86400:
-        return f"{s / 86400:.2f} d"
-    if s >= 3600:
-        return f"{s / 3600:.2f} h"
-    if s >= 60:
-        return f"{s / 60:.1f} min"
-    return f"{s:.2f} s"
-
-
 @app.command("read")
 def read_cmd(
     input: Annotated[
@@ -254,16 +267,14 @@ def read_cmd(
     sampling_rate: Annotated[
         float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
     ] = None,
-    nan: Annotated[NanPolicy, typer.Option(help="What to do with NaN values.")] = NanPolicy.error,
+    nan: Annotated[NanPolicy, typer.Option(help="What to do with NaN values.")] = NanPolicy["error"],
     duplicates: Annotated[
         DuplicatePolicy, typer.Option(help="With --time-column: rows sharing a timestamp.")
-    ] = DuplicatePolicy.keep,
+    ] = DuplicatePolicy["keep"],
     device: DeviceOpt = "auto",
     as_json: JsonOpt = False,
 ) -> None:
     """Read a recording onto the device and summarise it (shape, rate, statistics, time irregularities)."""
-    from devicepipe.io import read_series
-
     rec = read_series(
         input,
         _columns(column),
@@ -273,39 +284,14 @@ def read_cmd(
         nan=nan.value,
         duplicates=duplicates.value,
     )
-    summary = _recording_summary(rec)
+    summary = rec.describe()
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     else:
         _print_summary(summary, _console())
 
 
-def _maybe_int(value: str | None) -> str | int | None:
-    if value is None:
-        return None
-    return int(value) if value.lstrip("-").isdigit() else value
-
-
-def _columns(values: list[str] | None) -> list[str | int] | None:
-    if not values:
-        return None
-    return [_maybe_int(v) for v in values]
-
-
 # ----------------------------------------------------------------------------- simulate
-
-_SIGNAL_SUFFIXES = (".csv", ".parquet", ".npy")
-
-
-def _check_out(out: Path) -> str:
-    suffix = out.suffix.lower()
-    if suffix not in _SIGNAL_SUFFIXES:
-        raise DevicepipeError(f"cannot write {out.name}: use a .csv, .parquet or .npy file name for --out.")
-    return suffix
-
-
-def _truth_path(out: Path) -> Path:
-    return out.with_name(out.stem + ".truth.csv")
 
 
 @simulate_app.command("ecg")
@@ -325,57 +311,26 @@ def simulate_ecg_cmd(
     seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same recording.")] = 0,
 ) -> None:
     """Simulate an ECG with known R peaks (Gaussian P-QRS-T waves, heart-rate variability, wander, noise)."""
-    from devicepipe.units import parse_duration
-
-    suffix = _check_out(out)
-    seconds = parse_duration(duration)
+    simulation_path(out, "ecg")  # before the simulation, which may take a while
     started = time.perf_counter()
-    sim = _simulate_ecg_files(
-        out,
-        suffix,
-        seconds,
+    sim = simulate_ecg(
+        parse_duration(duration),
         sampling_rate,
-        heart_rate=heart_rate,
-        noise=noise,
-        wander=wander,
+        heart_rate_bpm=heart_rate,
+        noise_mV=noise,
+        wander_mV=wander,
         ectopic_rate=ectopic_rate,
         inverted=inverted,
         seed=seed,
     )
+    _, truth = write_simulated_ecg(sim, out)
     con = _console()
     n_v = int((sim.symbols == "V").sum())
     con.print(
         f"wrote {out} ({sim.signal.numel():,} samples at {sampling_rate:g} Hz, {_human_seconds(sim.duration_s)}) "
         f"in {time.perf_counter() - started:.1f} s"
     )
-    con.print(f"truth: {_truth_path(out)} ({sim.r_peaks.numel():,} beats, {n_v} ventricular ectopic)")
-
-
-def _simulate_ecg_files(out: Path, suffix: str, seconds: float, sampling_rate: float, **kwargs: Any) -> Any:
-    import numpy as np
-
-    from devicepipe.io import write_csv, write_npy, write_parquet
-    from devicepipe.simulate import simulate_ecg
-
-    sim = simulate_ecg(
-        seconds,
-        sampling_rate,
-        heart_rate_bpm=kwargs["heart_rate"],
-        noise_mV=kwargs["noise"],
-        wander_mV=kwargs["wander"],
-        ectopic_rate=kwargs["ectopic_rate"],
-        inverted=kwargs["inverted"],
-        seed=kwargs["seed"],
-    )
-    if suffix == ".csv":
-        write_csv({"ecg": sim.signal}, out)
-    elif suffix == ".parquet":
-        write_parquet({"ecg": sim.signal}, out, sampling_rate=sampling_rate)
-    else:
-        write_npy(sim.signal, out)
-    peaks = sim.r_peaks.cpu().numpy()
-    write_csv({"sample": peaks, "time_s": peaks / sampling_rate, "symbol": np.asarray(sim.symbols)}, _truth_path(out))
-    return sim
+    con.print(f"truth: {truth} ({sim.r_peaks.numel():,} beats, {n_v} ventricular ectopic)")
 
 
 @simulate_app.command("load")
@@ -396,34 +351,17 @@ def simulate_load_cmd(
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
 ) -> None:
     """Simulate a load series (daily, weekly, yearly cycles) with a few anomalous days of known kind."""
-    from devicepipe.io import write_csv, write_parquet
-    from devicepipe.simulate import simulate_load
-
-    suffix = _check_out(out)
-    if suffix == ".npy":
-        raise DevicepipeError("a load series has timestamps: use a .csv or .parquet file name for --out.")
+    simulation_path(out, "load")
     sim = simulate_load(
         days, samples_per_day=samples_per_day, start=start, n_anomalies=anomalies, noise=noise, seed=seed
     )
-    table = {"Datetime": sim.timestamps, "load_MW": sim.values}
-    (write_csv if suffix == ".csv" else write_parquet)(table, out)
-    write_csv({"day": sim.anomalous_days.astype(str), "kind": list(sim.anomaly_kinds)}, _truth_path(out))
+    _, truth = write_simulated_load(sim, out)
     con = _console()
     con.print(f"wrote {out} ({sim.values.numel():,} samples, {days} days from {start})")
-    con.print(f"truth: {_truth_path(out)} ({len(sim.anomaly_kinds)} anomalous days)")
+    con.print(f"truth: {truth} ({len(sim.anomaly_kinds)} anomalous days)")
 
 
 # ----------------------------------------------------------------------------- beats
-
-
-class PeakMethod(StrEnum):
-    ricker = "ricker"
-    seed = "seed"
-
-
-class SegmentMode(StrEnum):
-    seed = "seed"
-    centered = "centered"
 
 
 @app.command()
@@ -436,12 +374,12 @@ def beats(
     sampling_rate: Annotated[
         float | None, typer.Option(help="Sampling rate in Hz, when the file does not say (CSV, NPY).")
     ] = None,
-    method: Annotated[
-        PeakMethod, typer.Option(help="ricker (accurate) or seed (the notebook's recipe).")
-    ] = PeakMethod.ricker,
+    method: Annotated[PeakMethod, typer.Option(help="ricker (accurate) or seed (the notebook's recipe).")] = PeakMethod[
+        "ricker"
+    ],
     mode: Annotated[
         SegmentMode, typer.Option(help="seed: peak-to-peak beats of 0.4-1.024 s, zero-padded; centered: fixed windows.")
-    ] = SegmentMode.seed,
+    ] = SegmentMode["seed"],
     reference: Annotated[
         Path | None, typer.Option(help="WFDB annotation file (e.g. mitdb/100.atr): also print the accuracy.")
     ] = None,
@@ -449,8 +387,6 @@ def beats(
     figures: Annotated[bool, typer.Option(help="Write excerpt.png and intervals.png.")] = True,
 ) -> None:
     """Find the heartbeats of an ECG, cut them into a fixed-width matrix and plot them."""
-    from devicepipe.pipeline import run_beats
-
     con = _console()
     with con.status("finding beats ...") as status:
         result = run_beats(
@@ -488,12 +424,6 @@ def beats(
 # ----------------------------------------------------------------------------- interop
 
 
-def _ms(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.2f} s"
-
-
 @app.command()
 def interop(
     size: Annotated[
@@ -503,8 +433,6 @@ def interop(
     as_json: JsonOpt = False,
 ) -> None:
     """Which libraries hand data to which without a copy, proven by pointer, and how long each way takes."""
-    from devicepipe.bench.interop import handoff_comparison, installed_kinds, interop_matrix
-
     con = _console()
     kinds = installed_kinds()
     with con.status("converting ...") as status:
@@ -547,7 +475,7 @@ def interop(
 
 # ----------------------------------------------------------------------------- learning
 
-
+ECG, SERIES = LearnSettings, SeriesLearnSettings  # the defaults of each learning command
 EpochsOpt = Annotated[int, typer.Option(help="Training epochs.", min=1)]
 BatchOpt = Annotated[int, typer.Option(help="Rows per training batch.", min=1)]
 LrOpt = Annotated[float, typer.Option(help="Adam learning rate.", min=1e-7, max=0.99)]
@@ -561,18 +489,9 @@ TensorboardOpt = Annotated[Path | None, typer.Option(help="Also log losses for T
 Bf16Opt = Annotated[bool, typer.Option("--bf16", help="bfloat16 autocast (CUDA only).")]
 
 
-def _learn_settings(*, tensorboard: Path | None, **values: Any):
-    """Training settings from the command's options, checked before anything is written."""
-    from devicepipe.pipeline import LearnSettings
-
-    settings = LearnSettings(tensorboard=None if tensorboard is None else str(tensorboard), **values)
-    settings.check()
-    return settings
-
-
-def _train_progress(con: Console, epochs: int, label: str):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
+@contextmanager
+def _epoch_bar(con: Console, epochs: int, label: str) -> Iterator[Callable[[int, float, float], None]]:
+    """A training progress bar, shown from the first finished epoch (so an early error prints alone)."""
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -585,15 +504,32 @@ def _train_progress(con: Console, epochs: int, label: str):
     task = progress.add_task(label, total=epochs, loss="")
 
     def update(epoch: int, train: float, val: float) -> None:
+        if not progress.live.is_started:
+            progress.start()
         progress.update(task, completed=epoch, loss=f"loss {train:.4g} (val {val:.4g})")
 
-    return progress, update
+    try:
+        yield update
+    finally:
+        progress.stop()
 
 
-def _print_outputs(con: Console, result, first: list[str]) -> None:
+def _print_outputs(con: Console, result: LearnResult, first: list[str]) -> None:
     files = result.files
     con.print(f"outputs in [bold]{result.out}[/bold]: {', '.join(sorted(p.name for p in files.values()))}")
     con.print("open first: " + ", ".join(str(result.out / f) for f in first if f in files))
+
+
+ECG_FIGURES = ["extremes.png", "latent.png", "generated.png", "training.png"]
+
+
+def _print_ecg(con: Console, s: dict[str, Any]) -> None:
+    c = s["counts"]
+    con.print(
+        f"{c['beats_found']:,} beats found, {c['beats_kept']:,} modelled, {c['flagged']:,} flagged as anomalous "
+        f"(score above {s['threshold']:.4g}); final loss {s['final_loss']['train'][0]:.4g}"
+    )
+    con.print("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in s["seconds"].items()))
 
 
 @app.command()
@@ -607,25 +543,23 @@ def ecg(
     sampling_rate: Annotated[
         float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
     ] = None,
-    epochs: EpochsOpt = 30,
-    batch_size: BatchOpt = 256,
-    lr: LrOpt = 3e-3,
-    latent: Annotated[int, typer.Option(help="Latent dimensions of the VAE.", min=1, max=64)] = 2,
-    ensemble: EnsembleOpt = 1,
+    epochs: EpochsOpt = ECG.epochs,
+    batch_size: BatchOpt = ECG.batch_size,
+    lr: LrOpt = ECG.lr,
+    latent: Annotated[int, typer.Option(help="Latent dimensions of the VAE.", min=1, max=64)] = ECG.latent,
+    ensemble: EnsembleOpt = ECG.ensemble,
     mode: Annotated[SegmentMode, typer.Option(help="centered: windows around each R peak; seed: peak to peak.")] = (
-        SegmentMode.centered
+        SegmentMode["centered"]
     ),
     width: Annotated[int, typer.Option(help="Samples per beat row (a power of two).", min=8)] = 256,
-    seed: SeedOpt = 0,
-    percentile: PercentileOpt = 99.0,
+    seed: SeedOpt = ECG.seed,
+    percentile: PercentileOpt = ECG.percentile,
     resume: ResumeOpt = False,
     tensorboard: TensorboardOpt = None,
     bf16: Bf16Opt = False,
 ) -> None:
     """Find the heartbeats of an ECG, train a convolutional VAE on them, score and plot every beat."""
-    from devicepipe.pipeline import run_ecg
-
-    settings = _learn_settings(
+    settings = LearnSettings(
         epochs=epochs,
         batch_size=batch_size,
         lr=lr,
@@ -635,14 +569,10 @@ def ecg(
         percentile=percentile,
         resume=resume,
         bf16=bf16,
-        tensorboard=tensorboard,
+        tensorboard=None if tensorboard is None else str(tensorboard),
     )
-    from devicepipe.models import LightVAEConfig
-
-    LightVAEConfig(width=width, latent=latent)
     con = _console()
-    progress, update = _train_progress(con, epochs, "training" if ensemble == 1 else f"training {ensemble} members")
-    with progress:
+    with _epoch_bar(con, epochs, "training" if ensemble == 1 else f"training {ensemble} members") as update:
         result = run_ecg(
             input,
             out,
@@ -652,17 +582,11 @@ def ecg(
             device=device,
             mode=mode.value,
             width=width,
-            progress=lambda m: con.print(m),
+            progress=con.print,
             epoch_progress=update,
         )
-    s = result.summary
-    c = s["counts"]
-    con.print(
-        f"{c['beats_found']:,} beats found, {c['beats_kept']:,} modelled, {c['flagged']:,} flagged as anomalous "
-        f"(score above {s['threshold']:.4g}); final loss {s['final_loss']['train'][0]:.4g}"
-    )
-    con.print("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in s["seconds"].items()))
-    _print_outputs(con, result, ["extremes.png", "latent.png", "generated.png", "training.png"])
+    _print_ecg(con, result.summary)
+    _print_outputs(con, result, ECG_FIGURES)
 
 
 @app.command()
@@ -678,21 +602,19 @@ def series(
         bool, typer.Option("--pointwise", help="The notebook's per-sample autoencoder (input size 1).")
     ] = False,
     device: DeviceOpt = "auto",
-    epochs: EpochsOpt = 200,
-    batch_size: BatchOpt = 64,
-    lr: LrOpt = 1e-3,
+    epochs: EpochsOpt = SERIES.epochs,
+    batch_size: BatchOpt = SERIES.batch_size,
+    lr: LrOpt = SERIES.lr,
     hidden: Annotated[int, typer.Option(help="Hidden units.", min=1)] = 32,
-    latent: Annotated[int, typer.Option(help="Code size.", min=1, max=256)] = 8,
-    ensemble: EnsembleOpt = 1,
-    seed: SeedOpt = 0,
-    percentile: PercentileOpt = 99.0,
+    latent: Annotated[int, typer.Option(help="Code size.", min=1, max=256)] = SERIES.latent,
+    ensemble: EnsembleOpt = SERIES.ensemble,
+    seed: SeedOpt = SERIES.seed,
+    percentile: PercentileOpt = SERIES.percentile,
     resume: ResumeOpt = False,
     tensorboard: TensorboardOpt = None,
 ) -> None:
     """Cut a load series into windows (days by default), train an MLP autoencoder, flag anomalous windows."""
-    from devicepipe.pipeline import run_series
-
-    settings = _learn_settings(
+    settings = SeriesLearnSettings(
         epochs=epochs,
         batch_size=batch_size,
         lr=lr,
@@ -701,14 +623,10 @@ def series(
         ensemble=ensemble,
         percentile=percentile,
         resume=resume,
-        tensorboard=tensorboard,
+        tensorboard=None if tensorboard is None else str(tensorboard),
     )
-    from devicepipe.units import parse_duration
-
-    parse_duration(window)
     con = _console()
-    progress, update = _train_progress(con, epochs, "training")
-    with progress:
+    with _epoch_bar(con, epochs, "training") as update:
         result = run_series(
             input,
             out,
@@ -719,7 +637,7 @@ def series(
             settings=settings,
             hidden=hidden,
             device=device,
-            progress=lambda m: con.print(m),
+            progress=con.print,
             epoch_progress=update,
         )
     s = result.summary
@@ -740,54 +658,17 @@ def series(
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the demo's files.")] = Path("demo-run"),
     device: DeviceOpt = "auto",
-    epochs: EpochsOpt = 30,
+    epochs: EpochsOpt = ECG.epochs,
 ) -> None:
     """Simulate a 30-minute ECG with a few ectopic beats and run the whole ecg pipeline on it."""
-    from devicepipe.io import check_output_dir
-    from devicepipe.pipeline import LearnSettings, run_ecg
-
-    check_output_dir(out)
     con = _console()
-    path = out / "input" / "ecg.parquet"
-    with con.status("simulating a 30-minute ECG at 250 Hz with a few ectopic beats ..."):
-        sim = _simulate_ecg_files(
-            path,
-            ".parquet",
-            1800.0,
-            250.0,
-            heart_rate=72.0,
-            noise=0.03,
-            wander=0.2,
-            ectopic_rate=0.01,
-            inverted=False,
-            seed=0,
-        )
-    n_v = int((sim.symbols == "V").sum())
+    with _epoch_bar(con, epochs, "training the VAE") as update:
+        result = run_demo(out, device=device, epochs=epochs, progress=con.print, epoch_progress=update)
     con.print(
-        f"simulated {path} ({sim.r_peaks.numel():,} beats, {n_v} ventricular ectopic; truth in {_truth_path(path)})"
+        f"{result.run.summary['counts']['flagged']} beats flagged as anomalous; {result.ectopic_flagged} of the "
+        f"{result.n_ectopic} simulated ventricular ectopic beats are among them"
     )
-    progress, update = _train_progress(con, epochs, "training the VAE")
-    with progress:
-        result = run_ecg(
-            path,
-            out,
-            settings=LearnSettings(epochs=epochs),
-            device=device,
-            progress=lambda m: con.print(m),
-            epoch_progress=update,
-        )
-    import numpy as np
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(out / "embeddings.parquet", columns=["peak", "flag"])
-    flagged = table.column("peak").to_numpy()[table.column("flag").to_numpy()]
-    truth_v = sim.r_peaks.cpu().numpy()[sim.symbols == "V"]
-    found = int(sum(np.min(np.abs(flagged - v)) <= 5 for v in truth_v)) if flagged.size else 0
-    con.print(
-        f"{result.summary['counts']['flagged']} beats flagged as anomalous; {found} of the {n_v} simulated "
-        "ventricular ectopic beats are among them"
-    )
-    _print_outputs(con, result, ["extremes.png", "latent.png", "generated.png", "training.png"])
+    _print_outputs(con, result.run, ECG_FIGURES)
 
 
 @app.command()
@@ -795,13 +676,17 @@ def bench(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Directory for bench.json, bench.md and charts.")
     ] = None,
-    device: Annotated[str, typer.Option("--device", "-d", help="Comma-separated devices, e.g. cpu,cuda.")] = "cpu,cuda",
+    device: Annotated[
+        str | None,
+        typer.Option(
+            "--device", "-d", help="Comma-separated devices, e.g. cpu,cuda (default: cpu, and cuda if present)."
+        ),
+    ] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes: checks that every benchmark runs.")] = False,
     only: Annotated[
         str | None,
         typer.Option(
-            help="Comma-separated stages or sections (stages, baselines, micro, "
-            "crossover, peers, handoff; or stage names such as detect)."
+            help=f"Comma-separated sections ({', '.join(SECTIONS)}) or stages (e.g. {', '.join(STAGES[:3])})."
         ),
     ] = None,
     samples: Annotated[
@@ -812,11 +697,6 @@ def bench(
     ] = (None),
 ) -> None:
     """Time every stage on every device, the notebooks' way, peers and the tutorials' micro-benchmarks."""
-    from devicepipe.bench.report import compare as compare_results
-    from devicepipe.bench.report import load_result, run_benchmarks, write_report
-    from devicepipe.bench.stages import STAGES
-    from devicepipe.device import resolve_device
-
     con = _console()
     if compare is not None:
         a, b = (load_result(p) for p in compare)
@@ -832,27 +712,9 @@ def bench(
         return
     if out is None:
         raise DevicepipeError("bench needs --out DIR (or --compare A.json B.json).")
-    from devicepipe.io import check_output_dir
-
     check_output_dir(out)
-    names = [d.strip() for d in device.split(",") if d.strip()]
-    import torch
-
-    devices = []
-    for name in names:
-        if name.startswith("cuda") and not torch.cuda.is_available() and device == "cpu,cuda":
-            continue  # the default list: cuda only where there is one
-        devices.append(resolve_device(name))
-    if not devices:
-        raise DevicepipeError(f"no usable device in {device!r}; use --device cpu.")
-    wanted = None
-    if only:
-        from devicepipe.bench.report import SECTIONS
-
-        wanted = [w.strip() for w in only.split(",") if w.strip()]
-        unknown = [w for w in wanted if w not in SECTIONS and w not in STAGES]
-        if unknown:
-            raise DevicepipeError(f"unknown benchmark {unknown[0]!r}; choose from {list(SECTIONS) + list(STAGES)}.")
+    devices = bench_devices(_split(device))
+    wanted = check_only(_split(only)) if only else None
     with con.status("benchmarking ...") as status:
         result = run_benchmarks(
             devices,
@@ -862,10 +724,15 @@ def bench(
             progress=lambda m: status.update(f"benchmarking: {m} ..."),
         )
         files = write_report(result, out)
-    from devicepipe.bench.report import markdown
-
     con.print(markdown(result))
     con.print(f"wrote {', '.join(str(p) for p in files.values())}")
+
+
+def _split(text: str | None) -> list[str] | None:
+    """A comma-separated option as a list (None when not given)."""
+    if text is None:
+        return None
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def main() -> None:

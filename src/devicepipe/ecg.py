@@ -31,6 +31,7 @@ with its sizes scaled from 250 Hz to the recording's rate.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,13 +41,15 @@ import numpy as np
 import torch
 
 from devicepipe.errors import DevicepipeError
+from devicepipe.signal.blocks import block_reduce, centred_window, row_median
 from devicepipe.signal.filters import convolve
-from devicepipe.signal.peaks import peak_mask, sliding_max, sliding_min, split_by_row
+from devicepipe.signal.peaks import peak_mask, sliding_max, split_by_row
 from devicepipe.signal.segment import segment, segment_between
 from devicepipe.signal.wavelets import ricker
 
 __all__ = [
     "ECG_PEAK_METHODS",
+    "SEGMENT_MODES",
     "BeatScore",
     "Beats",
     "ecg_peaks",
@@ -78,34 +81,6 @@ def _samples(seconds: float, sampling_rate: float, minimum: int = 1) -> int:
 
 
 # ----------------------------------------------------------------------------- default method
-
-
-def _block_reduce(x: torch.Tensor, block: int, how: Literal["max", "mean"]) -> torch.Tensor:
-    """Reduce ``(batch, time)`` over consecutive blocks (the last one partial) -> ``(batch, n_blocks)``.
-
-    The whole blocks are a view of ``x`` (its last axis must be contiguous): no padded copy.
-    """
-    batch, n = x.shape
-    whole, rest = divmod(n, block)
-    parts = []
-    if whole:
-        blocks = x[:, : whole * block].view(batch, whole, block)
-        parts.append(blocks.amax(-1) if how == "max" else blocks.mean(-1))
-    if rest:
-        tail = x[:, whole * block :]
-        parts.append(tail.amax(-1, keepdim=True) if how == "max" else tail.mean(-1, keepdim=True))
-    return torch.cat(parts, -1) if len(parts) > 1 else parts[0]
-
-
-def _centred_window(x: torch.Tensor, window: int, reduce: Callable[..., torch.Tensor]) -> torch.Tensor:
-    """Sliding reduction over ``window`` blocks centred on each block (edges use what exists)."""
-    if window <= 1 or x.shape[-1] == 1:
-        return x
-    window = min(window, x.shape[-1])
-    left = (window - 1) // 2
-    fill = -torch.inf if reduce is sliding_max else torch.inf
-    padded = torch.nn.functional.pad(x, (left, window - 1 - left), value=fill)
-    return reduce(padded, window)
 
 
 def _peaks_ricker(
@@ -150,21 +125,10 @@ def _peaks_ricker(
     if polarity_ratio > 0 and cols.numel():
         # each row's dominant polarity is the majority sign of its candidates' filtered response
         dominant = torch.sign(torch.zeros(x.shape[0], device=x.device, dtype=x.dtype).index_add_(0, rows, sign))
-        typical = _row_median(level, rows, x.shape[0])  # the recording's usual beat level
+        typical = row_median(level, rows, x.shape[0])  # the recording's usual beat level
         keep = (sign == dominant[rows]) | (feature[rows, cols] >= polarity_ratio * typical[rows])
         rows, cols, sign = rows[keep], cols[keep], sign[keep]
     return _refine(x, sign, rows, cols, _samples(refine_s, fs))
-
-
-def _row_median(values: torch.Tensor, rows: torch.Tensor, n_rows: int) -> torch.Tensor:
-    """The (lower) median of ``values`` within each row -> ``(n_rows,)``; 0 for a row without any."""
-    counts = torch.bincount(rows, minlength=n_rows)
-    by_value = torch.argsort(values)
-    grouped = by_value[torch.argsort(rows[by_value], stable=True)]  # by row, then by value
-    first = torch.cumsum(counts, 0) - counts
-    middle = (first + (counts - 1).clamp(min=0) // 2).clamp(max=max(values.numel() - 1, 0))
-    out = values[grouped][middle] if values.numel() else values.new_zeros(n_rows)
-    return torch.where(counts > 0, out, values.new_zeros(()))
 
 
 def _filter_centred(x: torch.Tensor, mean: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
@@ -216,18 +180,6 @@ def _drop_weak_followers(
     return rows[keep], cols[keep], level[keep]
 
 
-def _centred_mean(x: torch.Tensor, window: int) -> torch.Tensor:
-    """Mean over ``window`` blocks centred on each block (edges average what exists)."""
-    if window <= 1:
-        return x
-    left = (window - 1) // 2
-    ones = torch.ones(1, 1, window, dtype=x.dtype, device=x.device)
-    pad = (left, window - 1 - left)
-    sums = torch.nn.functional.conv1d(torch.nn.functional.pad(x, pad).unsqueeze(1), ones).squeeze(1)
-    counts = torch.nn.functional.conv1d(torch.nn.functional.pad(torch.ones_like(x[:1]), pad).unsqueeze(1), ones)
-    return sums / counts.squeeze(1)
-
-
 def _threshold_peaks(
     feature: torch.Tensor,
     fs: float,
@@ -247,11 +199,11 @@ def _threshold_peaks(
     """
     # envelope in blocks: the strongest response within +-envelope_s/2, the weakest of those over level_s
     block = _samples(block_s, fs)
-    block_max = _block_reduce(feature, block, "max")
-    envelope = _centred_window(block_max, _samples(envelope_s / block_s, 1.0), sliding_max)
-    level = _centred_window(envelope, _samples(level_s / block_s, 1.0), sliding_min)
+    block_max = block_reduce(feature, block, "max")
+    envelope = centred_window(block_max, _samples(envelope_s / block_s, 1.0), "max")
+    level = centred_window(envelope, _samples(level_s / block_s, 1.0), "min")
     # noise floor: the mean response over the envelope window
-    noise = _centred_mean(_block_reduce(feature, block, "mean"), _samples(envelope_s / block_s, 1.0))
+    noise = centred_window(block_reduce(feature, block, "mean"), _samples(envelope_s / block_s, 1.0), "mean")
     typical = envelope.median(-1, keepdim=True).values
     per_block = torch.maximum(threshold * level, global_floor * typical)
     per_block = torch.maximum(per_block, noise_factor * noise)
@@ -277,7 +229,7 @@ def _coarse_peaks(feature: torch.Tensor, min_distance: int, sub: int) -> tuple[t
     if sub <= 1:
         return torch.nonzero(peak_mask(feature, min_distance=min_distance), as_tuple=True)
     n = feature.shape[-1]
-    maxima = _block_reduce(feature, sub, "max")
+    maxima = block_reduce(feature, sub, "max")
     rows, blocks = torch.nonzero(peak_mask(maxima, min_distance=max(2, -(-min_distance // sub))), as_tuple=True)
     # the first maximum inside each winning block (a clamped index repeats the last sample: no earlier tie)
     idx = (blocks[:, None] * sub + torch.arange(sub, device=feature.device)).clamp(max=n - 1)
@@ -383,10 +335,14 @@ def ecg_peaks(
     x = _check_input(x, sampling_rate, "ecg_peaks()")
     if method not in ECG_PEAK_METHODS:
         raise DevicepipeError(f"ecg_peaks(): unknown method {method!r}; choose one of {sorted(ECG_PEAK_METHODS)}.")
-    try:
-        rows, cols = ECG_PEAK_METHODS[method](x.reshape(-1, x.shape[-1]), float(sampling_rate), **options)
-    except TypeError as exc:
-        raise DevicepipeError(f"ecg_peaks(): {exc}.") from None
+    find = ECG_PEAK_METHODS[method]
+    accepted = [p.name for p in inspect.signature(find).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise DevicepipeError(
+            f"ecg_peaks(): method {method!r} has no option {unknown[0]!r}; its options are {accepted or 'none'}."
+        )
+    rows, cols = find(x.reshape(-1, x.shape[-1]), float(sampling_rate), **options)
     per_row = split_by_row(rows, cols, 1 if x.ndim == 1 else x.shape[0])
     return per_row[0] if x.ndim == 1 else per_row
 
@@ -394,9 +350,13 @@ def ecg_peaks(
 # ----------------------------------------------------------------------------- segmentation
 
 
+#: Segmentation modes of :func:`ecg_segment`.
+SEGMENT_MODES = ("centered", "seed")
+
+
 @dataclass(frozen=True)
 class Beats:
-    """Beats cut from a recording.
+    """Beats cut from a recording, and the geometry of the cut.
 
     Attributes
     ----------
@@ -406,6 +366,10 @@ class Beats:
     starts : int64 Tensor of shape ``(n_kept,)``: the sample each row starts at.
     kept : bool Tensor of shape ``(n_peaks,)``: which of the given peaks made a row.
     sampling_rate : Hz.
+    mode : the segmentation mode, ``"centered"`` or ``"seed"``.
+    before : samples from a row's start to its R peak (``"seed"``: the lead before the peak).
+    length_range : ``(shortest, longest)`` beat in samples that ``"seed"`` keeps; None for
+        ``"centered"``, whose rows all have the same length.
     """
 
     matrix: torch.Tensor
@@ -414,10 +378,23 @@ class Beats:
     starts: torch.Tensor
     kept: torch.Tensor
     sampling_rate: float
+    mode: str = "centered"
+    before: int = 0
+    length_range: tuple[int, int] | None = None
 
     @property
     def share_kept(self) -> float:
         return float(self.kept.float().mean()) if self.kept.numel() else 0.0
+
+    @property
+    def width(self) -> int:
+        """Samples per row."""
+        return int(self.matrix.shape[-1])
+
+    @property
+    def window_s(self) -> float:
+        """Seconds of signal a full row spans (a row resampled to ``w`` samples has a rate of ``w / window_s``)."""
+        return self.width / self.sampling_rate
 
 
 def ecg_segment(
@@ -459,7 +436,7 @@ def ecg_segment(
         chosen = peaks[kept]
         matrix, _ = segment(x, chosen, before=before, after=after)
         lengths = torch.full_like(chosen, before + after)
-        return Beats(matrix, lengths, chosen, chosen - before, kept, fs)
+        return Beats(matrix, lengths, chosen, chosen - before, kept, fs, mode, before)
     if mode == "seed":
         lead = _samples(lead_s, fs, 0)
         lower, upper = _samples(lower_s, fs), _samples(upper_s, fs)
@@ -470,8 +447,8 @@ def ecg_segment(
         if kept.numel():
             kept[-1] = False
         matrix, _ = segment_between(x, starts[kept], lengths[kept], width=width)
-        return Beats(matrix, lengths[kept], peaks[kept], starts[kept], kept, fs)
-    raise DevicepipeError(f"ecg_segment(): unknown mode {mode!r}; use 'centered' or 'seed'.")
+        return Beats(matrix, lengths[kept], peaks[kept], starts[kept], kept, fs, mode, lead, (lower, upper))
+    raise DevicepipeError(f"ecg_segment(): unknown mode {mode!r}; use one of {list(SEGMENT_MODES)}.")
 
 
 # ----------------------------------------------------------------------------- evaluation

@@ -15,15 +15,18 @@ import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from devicepipe.errors import DevicepipeError
-from devicepipe.train import History, _latent_of, epoch_noise, split_indices
+from devicepipe.io import write_torch
+from devicepipe.train import History, epoch_noise, split_indices
 
-__all__ = ["Ensemble", "fit_ensemble", "member_seeds"]
+__all__ = ["Ensemble", "fit_ensemble", "member_seeds", "save_ensemble"]
 
 
 class _Losses(nn.Module):
@@ -82,7 +85,7 @@ def fit_ensemble(
     train_idx, val_idx = split_indices(data.shape[0], val_fraction, seed, device)
     train, val = data[train_idx], data[val_idx]
     optimizer = torch.optim.Adam(list(params.values()), lr=lr, weight_decay=weight_decay)
-    latent = _latent_of(models[0])
+    latent = models[0].noise_dim
 
     def member_loss(p: dict, b: dict, x: torch.Tensor, eps: torch.Tensor | None) -> torch.Tensor:
         return functional_call(base, (p, b), (x, eps)).mean()
@@ -130,3 +133,18 @@ def fit_ensemble(
         model.load_state_dict(state, strict=False)
         model.eval()
     return Ensemble(models, histories, seeds)
+
+
+def save_ensemble(ensemble: Ensemble, path: str | Path, extra_state: dict[str, Any] | None = None) -> Path:
+    """Write the members' weights, seeds, kind and config (and ``extra_state``) to ``path``, atomically."""
+    first = ensemble.members[0]
+    return write_torch(
+        {
+            "members": [m.state_dict() for m in ensemble.members],
+            "seeds": ensemble.seeds,
+            "model_kind": type(first).__name__,
+            "config": first.config_dict(),
+            **(extra_state or {}),
+        },
+        path,
+    )

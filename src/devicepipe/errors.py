@@ -18,3 +18,7 @@ class DeviceError(DevicepipeError):
 
 class ReadError(DevicepipeError):
     """A recording that cannot be read as asked."""
+
+
+class OutputError(DevicepipeError):
+    """An output location that cannot be written as asked (a file where a directory should be, ...)."""

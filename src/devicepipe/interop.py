@@ -373,8 +373,12 @@ class _LedgerMode(TorchDispatchMode):
 
 
 @contextmanager
-def count_transfers() -> Iterator[TransferLedger]:
+def count_transfers(ledger: TransferLedger | None = None) -> Iterator[TransferLedger]:
     """Count host-to-device and device-to-host copies made by torch inside the block.
+
+    Counts into ``ledger`` when given (so several blocks add up in one ledger), else into a
+    new one. Every operator inside the block passes through the ledger's check, which costs
+    time on many small operators (a training loop): count where transfers can happen.
 
     What it sees: every copy torch's dispatcher performs between devices, ``.to()``,
     ``.cuda()``, ``.cpu()``, ``copy_`` across devices, and ``.item()``/``.tolist()``-style
@@ -391,6 +395,6 @@ def count_transfers() -> Iterator[TransferLedger]:
     >>> ledger.host_to_device
     1
     """
-    ledger = TransferLedger()
+    ledger = TransferLedger() if ledger is None else ledger
     with _LedgerMode(ledger):
         yield ledger

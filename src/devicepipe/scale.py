@@ -16,7 +16,7 @@ import torch
 
 from devicepipe.errors import DevicepipeError
 
-__all__ = ["MinMaxScaler", "StandardScaler", "scaler_from_state"]
+__all__ = ["MinMaxScaler", "StandardScaler"]
 
 
 def _as_2d(x: torch.Tensor, where: str) -> torch.Tensor:
@@ -251,15 +251,3 @@ class StandardScaler(_Scaler):
         if self.with_mean:
             out = out + self._param("mean_", x2)
         return out.reshape(x.shape)
-
-
-def scaler_from_state(state: dict[str, Any]) -> MinMaxScaler | StandardScaler:
-    """Rebuild a scaler saved with :meth:`state_dict`."""
-    kinds = {"MinMaxScaler": MinMaxScaler, "StandardScaler": StandardScaler}
-    kind = state.get("kind")
-    if kind not in kinds:
-        raise DevicepipeError(f"scaler_from_state(): unknown scaler kind {kind!r}; expected one of {sorted(kinds)}.")
-    config = dict(state.get("config", {}))
-    if kind == "MinMaxScaler" and "feature_range" in config:
-        config["feature_range"] = tuple(config["feature_range"])
-    return kinds[kind](**config).load_state_dict(state)

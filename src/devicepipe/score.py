@@ -1,15 +1,30 @@
-"""Embeddings, reconstruction errors and anomaly flags from trained models (one or an ensemble)."""
+"""Embeddings, reconstruction errors and anomaly flags from trained models (one or an ensemble).
+
+Also what is computed from scores and codes: the ROC AUC of scores against labels, and a
+grid of latent points spanning the embeddings (decoded into the generated-beat figure).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
 from devicepipe.errors import DevicepipeError
 
-__all__ = ["Scores", "anomaly_threshold", "embed", "reconstruct", "reconstruction_error", "score"]
+__all__ = [
+    "Scores",
+    "anomaly_threshold",
+    "embed",
+    "group_scores",
+    "latent_grid",
+    "reconstruct",
+    "reconstruction_error",
+    "roc_auc",
+    "score",
+]
 
 
 @torch.no_grad()
@@ -79,3 +94,60 @@ def score(
     reference = mean if train_rows is None else mean[train_rows]
     threshold = anomaly_threshold(reference, percentile)
     return Scores(embed(members[0], x), mean, spread, threshold, mean > threshold)
+
+
+def group_scores(scores: Scores, group: int, percentile: float = 99.0) -> Scores:
+    """Scores of consecutive groups of ``group`` rows (e.g. the samples of a window).
+
+    Each group's score, spread and embedding are the means over its rows; the threshold is
+    the ``percentile`` of the group scores (every group), and groups above it are flagged.
+    ``scores`` holds ``n * group`` rows; the result holds ``n``.
+    """
+    per_group = scores.scores.view(-1, group).mean(1)
+    threshold = anomaly_threshold(per_group, percentile)
+    embeddings = scores.embeddings.view(-1, group, scores.embeddings.shape[1]).mean(1)
+    spread = scores.spread.view(-1, group).mean(1)
+    return Scores(embeddings, per_group, spread, threshold, per_group > threshold)
+
+
+def latent_grid(embeddings: torch.Tensor, n: int) -> torch.Tensor:
+    """``n * n`` latent points spanning the embeddings' 2-98 % range in their first two dimensions.
+
+    ``embeddings`` has shape ``(rows, latent)``; returns ``(n * n, latent)`` on its device,
+    row-major with the top row at the highest second coordinate (as a figure shows it), the
+    other dimensions held at the embeddings' mean. With one latent dimension, ``n * n``
+    evenly spaced points.
+    """
+    latent = embeddings.shape[1]
+    lo = torch.quantile(embeddings[:, : min(2, latent)].float(), 0.02, dim=0)
+    hi = torch.quantile(embeddings[:, : min(2, latent)].float(), 0.98, dim=0)
+    if latent == 1:
+        return torch.linspace(float(lo[0]), float(hi[0]), n * n, device=embeddings.device)[:, None]
+    axes = [torch.linspace(float(lo[i]), float(hi[i]), n, device=embeddings.device) for i in range(2)]
+    gy, gx = torch.meshgrid(axes[1].flip(0), axes[0], indexing="ij")  # top row = highest z1
+    grid = embeddings.mean(0, keepdim=True).repeat(n * n, 1)
+    grid[:, 0], grid[:, 1] = gx.reshape(-1), gy.reshape(-1)
+    return grid
+
+
+def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """ROC AUC of ``scores`` for binary ``labels`` (1 = positive), ties counted half (Mann-Whitney U).
+
+    ``labels`` and ``scores`` are host arrays of shape ``(n,)``.
+    """
+    labels = np.asarray(labels).astype(bool)
+    scores = np.asarray(scores, dtype=np.float64)
+    n_pos, n_neg = int(labels.sum()), int((~labels).sum())
+    if n_pos == 0 or n_neg == 0:
+        raise DevicepipeError("roc_auc(): needs both positive and negative labels.")
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(len(scores))
+    sorted_scores = scores[order]
+    i = 0
+    while i < len(scores):  # average ranks over ties
+        j = i
+        while j + 1 < len(scores) and sorted_scores[j + 1] == sorted_scores[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))

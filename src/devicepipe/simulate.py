@@ -13,14 +13,27 @@ thousand numbers per hour); the waveform is evaluated on the device in one vecto
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from devicepipe.device import resolve_device
 from devicepipe.errors import DevicepipeError
+from devicepipe.io import write_csv, write_npy, write_parquet
 
-__all__ = ["SimulatedECG", "SimulatedLoad", "simulate_ecg", "simulate_load", "ECG_WAVES", "PVC_WAVES"]
+__all__ = [
+    "ECG_WAVES",
+    "PVC_WAVES",
+    "SimulatedECG",
+    "SimulatedLoad",
+    "simulate_ecg",
+    "simulate_load",
+    "simulation_path",
+    "truth_path",
+    "write_simulated_ecg",
+    "write_simulated_load",
+]
 
 # (amplitude mV, offset from R in s at RR = 1 s, width sigma in s) for P, Q, R, S, T.
 # Offsets of P and T scale with sqrt(RR) (Bazett), so fast beats have short PR and QT.
@@ -312,3 +325,48 @@ def simulate_load(
         anomalous_days=(t0.astype("datetime64[D]") + chosen),
         anomaly_kinds=kinds,
     )
+
+
+def truth_path(path: str | Path) -> Path:
+    """Where the truth of a simulated recording written to ``path`` goes: ``NAME.truth.csv`` beside it."""
+    path = Path(path)
+    return path.with_name(path.stem + ".truth.csv")
+
+
+def simulation_path(path: str | Path, kind: str) -> Path:
+    """``path`` as a Path when its suffix suits a simulated ``kind`` (``"ecg"`` or ``"load"``), else a clear error."""
+    path = Path(path)
+    if kind == "ecg" and path.suffix.lower() not in (".csv", ".parquet", ".npy"):
+        raise DevicepipeError(f"cannot write {path.name}: use a .csv, .parquet or .npy file name for --out.")
+    if kind == "load" and path.suffix.lower() not in (".csv", ".parquet"):
+        raise DevicepipeError(
+            f"cannot write {path.name}: a load series has timestamps; use a .csv or .parquet file name for --out."
+        )
+    return path
+
+
+def write_simulated_ecg(sim: SimulatedECG, path: str | Path) -> tuple[Path, Path]:
+    """Write the signal to ``path`` (``.csv``, ``.parquet`` with its rate, or ``.npy``) and the truth
+    (R-peak sample, time in s, symbol) to :func:`truth_path`; returns both paths."""
+    path = simulation_path(path, "ecg")
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        write_csv({"ecg": sim.signal}, path)
+    elif suffix == ".parquet":
+        write_parquet({"ecg": sim.signal}, path, sampling_rate=sim.sampling_rate)
+    else:
+        write_npy(sim.signal, path)
+    peaks = sim.r_peaks.cpu().numpy()
+    truth = {"sample": peaks, "time_s": peaks / sim.sampling_rate, "symbol": np.asarray(sim.symbols)}
+    return path, write_csv(truth, truth_path(path))
+
+
+def write_simulated_load(sim: SimulatedLoad, path: str | Path) -> tuple[Path, Path]:
+    """Write ``Datetime`` and ``load_MW`` columns to ``path`` (``.csv`` or ``.parquet``) and the
+    anomalous days and their kinds to :func:`truth_path`; returns both paths."""
+    path = simulation_path(path, "load")
+    suffix = path.suffix.lower()
+    table = {"Datetime": sim.timestamps, "load_MW": sim.values}
+    (write_csv if suffix == ".csv" else write_parquet)(table, path)
+    days = {"day": sim.anomalous_days.astype(str), "kind": list(sim.anomaly_kinds)}
+    return path, write_csv(days, truth_path(path))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ import torch
 from torch import nn
 
 from devicepipe.errors import DevicepipeError
-from devicepipe.io import atomic_path
+from devicepipe.io import write_torch
 
 __all__ = ["EpochNoise", "History", "epoch_noise", "fit", "load_checkpoint", "split_indices"]
 
@@ -78,11 +79,6 @@ def split_indices(n: int, val_fraction: float, seed: int, device: torch.device) 
     return perm[n_val:].sort().values, perm[:n_val].sort().values
 
 
-def _latent_of(model: nn.Module) -> int | None:
-    """The noise width a model's forward takes (VAEs), or None."""
-    return getattr(model.config, "latent", None) if hasattr(model, "conv_mu") else None
-
-
 @torch.no_grad()
 def evaluate_loss(model: nn.Module, data: torch.Tensor, batch_size: int = 4096) -> float:
     """Mean loss per row in eval mode (the VAE uses its mean, no sampling)."""
@@ -95,11 +91,6 @@ def evaluate_loss(model: nn.Module, data: torch.Tensor, batch_size: int = 4096) 
         total += model.losses(data[start : start + batch_size]).sum().to(torch.float64)
     model.train(was_training)
     return float(total) / data.shape[0]
-
-
-def _save(path: Path, state: dict[str, Any]) -> None:
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
 
 
 def load_checkpoint(run_dir: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
@@ -138,7 +129,7 @@ def fit(
 
     Parameters
     ----------
-    model : a model from :mod:`devicepipe.models` (anything with ``losses(x, eps)``).
+    model : a :class:`devicepipe.models.Model` (``losses(x, eps)``, ``noise_dim``).
     data : Tensor of shape ``(n_rows, ...)`` on the model's device.
     epochs, batch_size, lr, weight_decay : the usual; Adam.
     val_fraction : share of rows held out (seeded) for the validation loss.
@@ -176,15 +167,13 @@ def fit(
     writer = None
     if tensorboard is not None:
         try:
-            from torch.utils.tensorboard import SummaryWriter  # noqa: PLC0415
+            from torch.utils.tensorboard import SummaryWriter  # noqa: PLC0415 - optional dependency
         except ImportError:
             raise DevicepipeError(
                 "TensorBoard logging needs the tensorboard package: pip install tensorboard."
             ) from None
         writer = SummaryWriter(str(tensorboard))
-    latent = _latent_of(model)
-    import time  # noqa: PLC0415
-
+    latent = model.noise_dim
     try:
         for epoch in range(start_epoch, epochs):
             started = time.perf_counter()
@@ -212,8 +201,7 @@ def fit(
                 writer.add_scalar("loss/train", train_loss, epoch + 1)
                 writer.add_scalar("loss/val", val_loss, epoch + 1)
             if ckpt_path is not None:
-                _save(
-                    ckpt_path,
+                write_torch(
                     {
                         "model": copy.deepcopy(model.state_dict()),
                         "optimizer": optimizer.state_dict(),
@@ -235,6 +223,7 @@ def fit(
                         },
                         **(extra_state or {}),
                     },
+                    ckpt_path,
                 )
             if callback is not None:
                 callback(epoch + 1, train_loss, val_loss)

@@ -309,6 +309,17 @@ def test_cli_asks_for_huge_pages_before_torch_loads(preset, expected):
     env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
     if preset is not None:
         env["THP_MEM_ALLOC_ENABLE"] = preset
-    code = "import os, sys, devicepipe.cli; print(os.environ['THP_MEM_ALLOC_ENABLE'], 'torch' in sys.modules)"
+    # record the variable at the moment anything first imports torch
+    code = (
+        "import importlib.abc, os, sys\n"
+        "seen = []\n"
+        "class Watch(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name == 'torch' and not seen:\n"
+        "            seen.append(os.environ.get('THP_MEM_ALLOC_ENABLE'))\n"
+        "sys.meta_path.insert(0, Watch())\n"
+        "import devicepipe.cli\n"
+        "print(seen)\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    assert proc.stdout.split() == [expected, "False"]
+    assert proc.stdout.strip() == repr([expected])

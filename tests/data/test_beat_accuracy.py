@@ -6,10 +6,10 @@ targets of 0.999 and 0.99.
 """
 
 import pytest
+from evaluation import ANNOTATED_RECORDS, score_record
 
 from conftest import require_data
 from devicepipe.ecg import BeatScore
-from devicepipe.evaluate import ANNOTATED_RECORDS, score_record
 from devicepipe.io import read_beat_annotations
 
 

@@ -6,11 +6,11 @@ Measured when set (benchmarks/learning_eval.py): ECG5000 test AUC 0.9909 (one VA
 
 import json
 
+from evaluation import ecg5000_auc
 from typer.testing import CliRunner
 
 from conftest import require_data
 from devicepipe.cli import app
-from devicepipe.evaluate import ecg5000_auc
 
 
 def test_ecg5000_one_vae_floor():

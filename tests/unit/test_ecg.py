@@ -90,8 +90,10 @@ def test_ecg_peaks_errors():
         ecg_peaks(torch.zeros(100), 250)
     with pytest.raises(DevicepipeError, match="sampling_rate"):
         ecg_peaks(torch.zeros(1000), 0)
-    with pytest.raises(DevicepipeError, match="unexpected keyword"):
+    with pytest.raises(DevicepipeError, match="method 'ricker' has no option 'sigma'; its options are .*'sigma_s'"):
         ecg_peaks(torch.zeros(1000), 250, sigma=3)
+    with pytest.raises(DevicepipeError, match="method 'seed' has no option 'sigma_s'; its options are none"):
+        ecg_peaks(torch.zeros(1000), 250, method="seed", sigma_s=0.01)
 
 
 def test_segment_centered_against_a_loop():
@@ -179,14 +181,14 @@ def test_an_offset_does_not_move_the_peaks():
 
 
 def test_row_median_matches_torch_median():
-    from devicepipe.ecg import _row_median
+    from devicepipe.signal.blocks import row_median
 
     g = torch.Generator().manual_seed(0)
     for _ in range(100):
         n_rows = int(torch.randint(1, 5, (1,), generator=g))
         rows = torch.sort(torch.randint(0, n_rows, (int(torch.randint(0, 30, (1,), generator=g)),), generator=g)).values
         values = torch.rand(rows.numel(), generator=g)
-        got = _row_median(values, rows, n_rows)
+        got = row_median(values, rows, n_rows)
         for r in range(n_rows):
             chosen = values[rows == r]
             assert float(got[r]) == (float(chosen.median()) if chosen.numel() else 0.0)

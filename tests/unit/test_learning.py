@@ -4,7 +4,7 @@ import torch
 
 from devicepipe.ensemble import fit_ensemble, member_seeds
 from devicepipe.errors import DevicepipeError
-from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig, build_model
+from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig, Model
 from devicepipe.score import anomaly_threshold, embed, reconstruction_error, score
 from devicepipe.simulate import simulate_ecg
 from devicepipe.train import epoch_noise, fit, load_checkpoint
@@ -12,7 +12,7 @@ from devicepipe.train import epoch_noise, fit, load_checkpoint
 
 def _beats(n_seconds=240, seed=0, width=64):
     from devicepipe.ecg import ecg_peaks, ecg_segment
-    from devicepipe.pipeline import resample_rows
+    from devicepipe.signal.resample import resample_rows
 
     sim = simulate_ecg(n_seconds, 250, seed=seed, ectopic_rate=0.03)
     beats = ecg_segment(sim.signal, ecg_peaks(sim.signal, 250), 250)
@@ -34,13 +34,15 @@ def test_vae_shapes(device, width, latent):
     assert not torch.equal(model(x, torch.ones_like(mu))[0], model(x)[0])
 
 
-def test_vae_config_checks_and_rebuild():
+def test_vae_config_checks_and_the_model_protocol():
     with pytest.raises(DevicepipeError, match="power of two"):
         LightVAEConfig(width=100)
     model = LightVAE(LightVAEConfig(width=32, latent=3))
-    clone = build_model("LightVAE", model.config_dict())
-    assert clone.config == model.config
-    ae = build_model("MLPAutoencoder", MLPAutoencoderConfig(input=5, hidden=4, latent=2).__dict__)
+    ae = MLPAutoencoder(MLPAutoencoderConfig(input=5, hidden=4, latent=2))
+    assert isinstance(model, Model) and isinstance(ae, Model)
+    # the VAE's loss takes one noise value per latent dimension, the autoencoder's none
+    assert model.noise_dim == 3 and ae.noise_dim is None
+    assert LightVAE(LightVAEConfig(**model.config_dict())).config == model.config
     assert ae(torch.rand(3, 5))[0].shape == (3, 5)
 
 

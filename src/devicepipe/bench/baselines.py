@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.bench.stages import BenchInput, _beats_for_training, _require
+from devicepipe.bench.stages import BenchInput, beats_for_training, require
 from devicepipe.bench.timer import measure
+from devicepipe.models import LightVAE, LightVAEConfig
 
 __all__ = ["run_baselines", "seed_nms_numba", "seed_pipeline"]
 
@@ -112,7 +113,7 @@ def run_baselines(
         "pandas.read_csv",
         "read_csv",
         read_pandas,
-        lambda r: _require(np.array_equal(r, inp.signal), "pandas read differs from the signal"),
+        lambda r: require(np.array_equal(r, inp.signal), "pandas read differs from the signal"),
     )
 
     def sk_minmax() -> np.ndarray:
@@ -132,10 +133,9 @@ def run_baselines(
         records.append({"baseline": "python-loop zero padding", "versus": "segment", "skipped": str(exc)})
     add("notebook CSV-to-beat-matrix pipeline", "pipeline", lambda: seed_pipeline(str(inp.csv)))
 
-    beats = epoch_beats if epoch_beats is not None else _beats_for_training(inp, torch.device("cpu"))
+    beats = epoch_beats if epoch_beats is not None else beats_for_training(inp, torch.device("cpu"))
 
     def dataloader_epoch() -> float:
-        from devicepipe.models import LightVAE, LightVAEConfig
 
         torch.manual_seed(0)
         model = LightVAE(LightVAEConfig(width=256, latent=2))

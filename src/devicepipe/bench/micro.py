@@ -15,8 +15,13 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
 
 from devicepipe.bench.timer import measure
+from devicepipe.ecg import ecg_peaks
+from devicepipe.models import LightVAE, LightVAEConfig
+from devicepipe.simulate import simulate_ecg
+from devicepipe.train import fit
 
 __all__ = ["CifarCNN", "SimpleClassifier", "SimpleMLP", "crossover", "run_micro"]
 
@@ -204,7 +209,6 @@ def _finite(r: Any) -> None:
 
 
 def _ensemble_record(dev: torch.device, repeats: int, note: Callable[[str], None]) -> dict[str, Any]:
-    from torch.func import functional_call, stack_module_state, vmap
 
     note(f"ensemble loop vs vmap on {dev}")
     torch.manual_seed(0)
@@ -280,10 +284,6 @@ def crossover(
     result; the crossover is the smallest size from which the GPU is faster at every larger
     size measured. Without a second device there is no crossover to find: only the CPU curve.
     """
-    from devicepipe.ecg import ecg_peaks
-    from devicepipe.models import LightVAE, LightVAEConfig
-    from devicepipe.simulate import simulate_ecg
-    from devicepipe.train import fit
 
     note = progress or (lambda _m: None)
     sizes = [10_000, 100_000, 1_000_000] if quick else [10_000, 100_000, 1_000_000, 4_000_000, 20_000_000]

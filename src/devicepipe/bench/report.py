@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import importlib
 import json
 import os
 import platform
@@ -15,16 +16,23 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from devicepipe.io import write_json
+from devicepipe.bench.baselines import run_baselines
+from devicepipe.bench.interop import handoff_comparison
+from devicepipe.bench.micro import crossover, run_micro
+from devicepipe.bench.stages import STAGES, prepare_input, run_stages
+from devicepipe.bench.timer import measure
+from devicepipe.device import device_report, resolve_device
+from devicepipe.ecg import evaluate_beats
+from devicepipe.errors import DevicepipeError
+from devicepipe.io import atomic_path, write_json
+from devicepipe.plot import save_figure
 
-__all__ = ["SECTIONS", "compare", "run_benchmarks", "write_report"]
+__all__ = ["SECTIONS", "bench_devices", "check_only", "compare", "load_result", "run_benchmarks", "write_report"]
 
 SECTIONS = ("stages", "baselines", "micro", "crossover", "peers", "handoff")
 
 
 def _versions() -> dict[str, str | None]:
-    import importlib
-
     out = {}
     for name in ("torch", "numpy", "pyarrow", "pandas", "sklearn", "numba", "neurokit2", "sleepecg", "wfdb"):
         try:
@@ -35,8 +43,6 @@ def _versions() -> dict[str, str | None]:
 
 
 def _peers(inp: Any, repeats: int, note: Callable[[str], None]) -> list[dict[str, Any]]:
-    from devicepipe.bench.timer import measure
-    from devicepipe.ecg import evaluate_beats
 
     records = []
     for name in ("neurokit2", "sleepecg"):
@@ -70,6 +76,22 @@ def _peers(inp: Any, repeats: int, note: Callable[[str], None]) -> list[dict[str
     return records
 
 
+def bench_devices(names: list[str] | None = None) -> list[torch.device]:
+    """The devices to benchmark: each of ``names`` (an unavailable one is an error), or by
+    default the CPU and, where there is one, the current CUDA device."""
+    if not names:
+        names = ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+    return [resolve_device(name) for name in names]
+
+
+def check_only(only: list[str]) -> list[str]:
+    """``only`` as given, or an error naming the first entry that is neither a section nor a stage."""
+    unknown = [w for w in only if w not in SECTIONS and w not in STAGES]
+    if unknown:
+        raise DevicepipeError(f"unknown benchmark {unknown[0]!r}; choose from {list(SECTIONS) + list(STAGES)}.")
+    return only
+
+
 def run_benchmarks(
     devices: list[torch.device],
     *,
@@ -80,16 +102,11 @@ def run_benchmarks(
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Everything ``devicepipe bench`` measures, as one JSON-serialisable dict."""
-    from devicepipe.bench.baselines import run_baselines
-    from devicepipe.bench.interop import handoff_comparison
-    from devicepipe.bench.micro import crossover, run_micro
-    from devicepipe.bench.stages import STAGES, prepare_input, run_stages
-    from devicepipe.device import device_report
 
     note = progress or (lambda _m: None)
     n = n_samples or (200_000 if quick else 20_000_000)
     reps = repeats or (1 if quick else 5)
-    stage_names = [s for s in (only or STAGES) if s in STAGES]
+    stage_names = [s for s in (check_only(only) if only else STAGES) if s in STAGES]
     sections = (
         set(SECTIONS) if not only else {s for s in only if s in SECTIONS} | ({"stages"} if stage_names else set())
     )
@@ -340,8 +357,6 @@ def charts(result: dict[str, Any]) -> dict[str, Figure]:
 
 def write_report(result: dict[str, Any], out: str | Path) -> dict[str, Path]:
     """Write ``bench.json``, ``bench.md`` and the charts into ``out``."""
-    from devicepipe.io import atomic_path
-    from devicepipe.plot import save_figure
 
     out = Path(out)
     files = {"bench.json": write_json(result, out / "bench.json")}
@@ -383,7 +398,6 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def load_result(path: str | Path) -> dict[str, Any]:
-    from devicepipe.errors import DevicepipeError
 
     p = Path(path)
     if not p.exists():

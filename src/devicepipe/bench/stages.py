@@ -18,8 +18,17 @@ import numpy as np
 import torch
 
 from devicepipe.bench.timer import measure
+from devicepipe.ecg import ecg_peaks, ecg_segment, evaluate_beats
+from devicepipe.io import read_series, write_csv, write_parquet
+from devicepipe.models import LightVAE, LightVAEConfig
+from devicepipe.scale import MinMaxScaler
+from devicepipe.score import reconstruction_error
+from devicepipe.signal import convolve, find_peaks, ricker
+from devicepipe.signal.resample import resample_rows
+from devicepipe.simulate import simulate_ecg
+from devicepipe.train import fit
 
-__all__ = ["BenchInput", "STAGES", "prepare_input", "run_stages"]
+__all__ = ["BenchInput", "STAGES", "beats_for_training", "prepare_input", "require", "run_stages"]
 
 STAGES = (
     "read_csv",
@@ -54,8 +63,6 @@ class BenchInput:
 
 def prepare_input(n_samples: int, workdir: str | Path, *, sampling_rate: float = 250.0, seed: int = 0) -> BenchInput:
     """Simulate ``n_samples`` of ECG and write it as ``ecg.csv`` (one column, as the notebook's) and ``ecg.parquet``."""
-    from devicepipe.io import write_csv, write_parquet
-    from devicepipe.simulate import simulate_ecg
 
     workdir = Path(workdir)
     sim = simulate_ecg(n_samples / sampling_rate, sampling_rate, seed=seed, ectopic_rate=0.005, noise_mV=0.03)
@@ -66,19 +73,18 @@ def prepare_input(n_samples: int, workdir: str | Path, *, sampling_rate: float =
 
 
 def _f1(truth: np.ndarray, peaks: torch.Tensor, fs: float, n: int) -> float:
-    from devicepipe.ecg import evaluate_beats
 
     return evaluate_beats(truth, peaks.cpu(), fs, tolerance_s=0.05, n_samples=n).f1
 
 
-def _require(ok: bool, what: str) -> None:
+def require(ok: bool, what: str) -> None:
+    """Fail a benchmark whose result is wrong (a fast wrong answer must not win)."""
     if not ok:
         raise AssertionError(what)
 
 
-def _beats_for_training(inp: BenchInput, device: torch.device, width: int = 256) -> torch.Tensor:
-    from devicepipe.ecg import ecg_peaks, ecg_segment
-    from devicepipe.pipeline import resample_rows
+def beats_for_training(inp: BenchInput, device: torch.device, width: int = 256) -> torch.Tensor:
+    """The input's beats (seed segmentation) resampled to ``width`` and standardised: ``(n_beats, width)``."""
 
     x = torch.from_numpy(inp.signal).to(device)
     beats = ecg_segment(x, ecg_peaks(x, inp.sampling_rate), inp.sampling_rate, mode="seed")
@@ -95,13 +101,6 @@ def run_stages(
     progress: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Time every stage (or ``only`` those) on every device; return one record per (stage, device)."""
-    from devicepipe.ecg import ecg_peaks, ecg_segment
-    from devicepipe.io import read_series
-    from devicepipe.models import LightVAE, LightVAEConfig
-    from devicepipe.scale import MinMaxScaler
-    from devicepipe.score import reconstruction_error
-    from devicepipe.signal import convolve, find_peaks, ricker
-    from devicepipe.train import fit
 
     note = progress or (lambda _m: None)
     fs, n = inp.sampling_rate, inp.n_samples
@@ -119,7 +118,7 @@ def run_stages(
         filtered = convolve(x, kernel)
         feature = filtered.abs()
         peaks = ecg_peaks(x, fs)
-        beats = _beats_for_training(inp, dev) if {"train_epoch", "score"} & wanted else None
+        beats = beats_for_training(inp, dev) if {"train_epoch", "score"} & wanted else None
 
         def new_model() -> torch.nn.Module:
             torch.manual_seed(0)
@@ -130,17 +129,17 @@ def run_stages(
             # name: (work, check against an independent reference, what to compare across devices)
             "read_csv": (
                 lambda: read_series(inp.csv, "heartbeats", device=dev).samples,
-                lambda r: _require(torch.equal(r.cpu(), host), "CSV read differs from the signal"),
+                lambda r: require(torch.equal(r.cpu(), host), "CSV read differs from the signal"),
                 lambda r: r.cpu(),
             ),
             "read_parquet": (
                 lambda: read_series(inp.parquet, device=dev).samples,
-                lambda r: _require(torch.equal(r.cpu(), host), "Parquet read differs from the signal"),
+                lambda r: require(torch.equal(r.cpu(), host), "Parquet read differs from the signal"),
                 lambda r: r.cpu(),
             ),
             "scale": (
                 lambda: MinMaxScaler().fit_transform(x),
-                lambda r: _require(
+                lambda r: require(
                     np.allclose(
                         r[:head].cpu().numpy(),
                         (inp.signal[:head] - inp.signal.min()) / (inp.signal.max() - inp.signal.min()),
@@ -153,7 +152,7 @@ def run_stages(
             "filter": (
                 lambda: convolve(x, kernel),
                 # the reference saw only the first `head` samples: compare away from its cut end
-                lambda r: _require(
+                lambda r: require(
                     np.allclose(
                         r[: head - kernel.numel()].cpu().numpy(), conv_reference[: head - kernel.numel()], atol=1e-4
                     ),
@@ -163,17 +162,17 @@ def run_stages(
             ),
             "peaks": (
                 lambda: find_peaks(feature, min_distance=int(0.2 * fs)),
-                lambda r: _require(r.numel() > 0.9 * inp.truth.size, "too few local maxima"),
+                lambda r: require(r.numel() > 0.9 * inp.truth.size, "too few local maxima"),
                 lambda r: r.cpu(),
             ),
             "detect": (
                 lambda: ecg_peaks(x, fs),
-                lambda r: _require(_f1(inp.truth, r, fs, n) >= 0.99, "detector F1 below 0.99 against truth"),
+                lambda r: require(_f1(inp.truth, r, fs, n) >= 0.99, "detector F1 below 0.99 against truth"),
                 lambda r: r.cpu(),
             ),
             "segment": (
                 lambda: ecg_segment(x, peaks, fs, mode="seed"),
-                lambda r: _require(
+                lambda r: require(
                     all(
                         torch.equal(
                             r.matrix[i, : int(r.lengths[i])].cpu(),
@@ -189,19 +188,19 @@ def run_stages(
                 lambda: ecg_segment(
                     (s := read_series(inp.csv, "heartbeats", device=dev).samples), ecg_peaks(s, fs), fs, mode="seed"
                 ),
-                lambda r: _require(_f1(inp.truth, r.peaks, fs, n) >= 0.98, "pipeline beats do not match truth"),
+                lambda r: require(_f1(inp.truth, r.peaks, fs, n) >= 0.98, "pipeline beats do not match truth"),
                 lambda r: r.matrix.cpu(),
             ),
         }
         if beats is not None:
             cases["train_epoch"] = (
                 lambda: fit(new_model(), beats, epochs=1, batch_size=1024, val_fraction=0.0, seed=0).train[-1],
-                lambda r: _require(math.isfinite(r), "training loss is not finite"),
+                lambda r: require(math.isfinite(r), "training loss is not finite"),
                 lambda r: r,
             )
             cases["score"] = (
                 lambda: reconstruction_error(trained, beats),
-                lambda r: _require(bool(torch.isfinite(r).all()), "scores are not finite"),
+                lambda r: require(bool(torch.isfinite(r).all()), "scores are not finite"),
                 lambda r: r.cpu(),
             )
         if dev.type == "cuda":

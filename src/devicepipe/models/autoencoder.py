@@ -40,6 +40,11 @@ class MLPAutoencoder(nn.Module):
         self.encoder = nn.Sequential(nn.Linear(c.input, c.hidden), nn.ReLU(), nn.Linear(c.hidden, c.latent), nn.ReLU())
         self.decoder = nn.Sequential(nn.Linear(c.latent, c.hidden), nn.ReLU(), nn.Linear(c.hidden, c.input))
 
+    @property
+    def noise_dim(self) -> None:
+        """Deterministic: the loss takes no noise."""
+        return None
+
     def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, None]:
         """``x`` of shape ``(batch, input)`` -> code ``(batch, latent)`` (and no variance)."""
         return self.encoder(x.reshape(-1, self.config.input)), None

@@ -69,6 +69,11 @@ class LightVAE(nn.Module):
         self.conv4 = nn.Conv1d(4, 2, 3, padding=1)
         self.conv5 = nn.Conv1d(2, 1, 3, padding=1)
 
+    @property
+    def noise_dim(self) -> int:
+        """The VAE samples ``z = mu + eps * sigma`` with one noise value per latent dimension."""
+        return self.config.latent
+
     def _down(self, x: torch.Tensor) -> torch.Tensor:
         channels = x.shape[1]
         return F.conv1d(x, self.smooth.expand(channels, 1, 3), stride=2, padding=1, groups=channels)

@@ -1,4 +1,8 @@
-"""Quality of the learned anomaly scores on labelled beats (ECG5000, MIT-BIH).
+"""Evaluation harness on the shared reference data: beat accuracy per annotated record, ECG5000 ROC AUC.
+
+Used by the benchmark scripts beside it and by the tests under ``tests/data`` (which put
+this folder on ``sys.path``); it names the shared data's files, so it is not part of the
+library.
 
 ``ecg5000_auc``: train on the normal beats (class 1) of the UCR ECG5000 training split, score
 every beat of the test split, and report the ROC AUC of normal against abnormal (classes
@@ -15,7 +19,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from devicepipe.ecg import ecg_peaks, evaluate_beats
+from devicepipe.ensemble import fit_ensemble
 from devicepipe.errors import DevicepipeError
+from devicepipe.io import read_beat_annotations, read_series
+from devicepipe.models import LightVAE, LightVAEConfig
+from devicepipe.scale import StandardScaler
+from devicepipe.score import roc_auc, score
+from devicepipe.signal.resample import resample_rows
+from devicepipe.train import fit
 
 __all__ = [
     "ANNOTATED_RECORDS",
@@ -23,7 +35,6 @@ __all__ = [
     "annotated_records",
     "ecg5000_auc",
     "load_ecg5000",
-    "roc_auc",
     "score_record",
 ]
 
@@ -43,34 +54,11 @@ def score_record(path: str | Path, method: str = "ricker", **options: Any) -> tu
 
     Returns (BeatScore, detected beats, sampling rate), EC57 convention (150 ms, 0.5 s edges).
     """
-    from devicepipe.ecg import ecg_peaks, evaluate_beats
-    from devicepipe.io import read_beat_annotations, read_series
-
     rec = read_series(path, channel=0)
     ref = read_beat_annotations(path)
     peaks = ecg_peaks(rec.samples, rec.sampling_rate, method=method, **options)
     score = evaluate_beats(ref.samples, peaks, rec.sampling_rate, n_samples=rec.n_samples)
     return score, int(peaks.numel()), rec.sampling_rate
-
-
-def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
-    """ROC AUC of ``scores`` for binary ``labels`` (1 = positive), ties counted half (Mann-Whitney U)."""
-    labels = np.asarray(labels).astype(bool)
-    scores = np.asarray(scores, dtype=np.float64)
-    n_pos, n_neg = int(labels.sum()), int((~labels).sum())
-    if n_pos == 0 or n_neg == 0:
-        raise DevicepipeError("roc_auc(): needs both positive and negative labels.")
-    order = np.argsort(scores, kind="mergesort")
-    ranks = np.empty(len(scores))
-    sorted_scores = scores[order]
-    i = 0
-    while i < len(scores):  # average ranks over ties
-        j = i
-        while j + 1 < len(scores) and sorted_scores[j + 1] == sorted_scores[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 def load_ecg5000(folder: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -108,13 +96,6 @@ def ecg5000_auc(
     lr: float = 3e-3,
 ) -> AucResult:
     """Train a VAE (or a ``members``-model vmap ensemble) on ECG5000's normal training beats; AUC on the test split."""
-    from devicepipe.ensemble import fit_ensemble
-    from devicepipe.models import LightVAE, LightVAEConfig
-    from devicepipe.pipeline import resample_rows
-    from devicepipe.scale import StandardScaler
-    from devicepipe.score import score
-    from devicepipe.train import fit
-
     x_train, y_train, x_test, y_test = load_ecg5000(folder)
     dev = torch.device(device)
     normal = resample_rows(torch.from_numpy(x_train[y_train == 1]).to(dev), width)

@@ -1,0 +1,46 @@
+"""Reading recordings onto a device, and writing outputs atomically.
+
+One module a concern:
+
+- :mod:`~devicepipe.io.read`: :func:`read_series` (dispatch by source) and :class:`Recording`;
+- :mod:`~devicepipe.io.tables`: CSV/TSV, Parquet and in-memory frames through Arrow;
+- :mod:`~devicepipe.io.wfdb`: WFDB records and beat annotations;
+- :mod:`~devicepipe.io.timeline`: ordering by a time column, duplicates, gaps, the NaN policy;
+- :mod:`~devicepipe.io.raw`: what every reader returns, and column choice;
+- :mod:`~devicepipe.io.write`: atomic files, staged run directories, output checks.
+"""
+
+from devicepipe.io.read import Recording, read_series
+from devicepipe.io.tables import SAMPLING_RATE_KEY
+from devicepipe.io.timeline import DUPLICATE_POLICIES, NAN_POLICIES, TimeReport
+from devicepipe.io.wfdb import BEAT_SYMBOLS, BeatAnnotations, read_beat_annotations
+from devicepipe.io.write import (
+    atomic_path,
+    check_output_dir,
+    staged_dir,
+    write_csv,
+    write_json,
+    write_npy,
+    write_parquet,
+    write_torch,
+)
+
+__all__ = [
+    "BEAT_SYMBOLS",
+    "DUPLICATE_POLICIES",
+    "NAN_POLICIES",
+    "SAMPLING_RATE_KEY",
+    "BeatAnnotations",
+    "Recording",
+    "TimeReport",
+    "atomic_path",
+    "check_output_dir",
+    "read_beat_annotations",
+    "read_series",
+    "staged_dir",
+    "write_csv",
+    "write_json",
+    "write_npy",
+    "write_parquet",
+    "write_torch",
+]

@@ -1,0 +1,287 @@
+"""Reading a recording onto a device: :func:`read_series` dispatches by source and returns a :class:`Recording`.
+
+The host only parses: a file reader (:mod:`~devicepipe.io.tables`, :mod:`~devicepipe.io.wfdb`,
+or the NPY/array reader here) returns a :class:`~devicepipe.io.raw.RawSeries`, the rows are
+ordered by their time column (:mod:`~devicepipe.io.timeline`), the bytes cross to the device
+once, and the NaN policy runs there.
+
+Layouts: a recording is ``(time,)`` for one channel and ``(channels, time)`` for several.
+Tables (CSV, Parquet, pandas, Polars) hold channels as columns; arrays (NPY files, NumPy,
+torch) are taken in devicepipe's own layout, ``(time,)`` or ``(channels, time)``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from devicepipe.device import resolve_device
+from devicepipe.errors import ReadError
+from devicepipe.interop import library_of, to_torch
+from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names
+from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES, read_csv_table, read_frame, read_parquet_table
+from devicepipe.io.timeline import (
+    DUPLICATE_POLICIES,
+    NAN_POLICIES,
+    DuplicatePolicy,
+    NanPolicy,
+    TimeReport,
+    apply_nan_policy,
+    order_by_time,
+)
+from devicepipe.io.wfdb import is_wfdb_record, read_wfdb
+
+__all__ = ["Recording", "read_series"]
+
+_NUMERIC_INTS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool)
+
+
+@dataclass(frozen=True)
+class Recording:
+    """Samples on a device plus what the source said about them.
+
+    Attributes
+    ----------
+    samples : Tensor of shape ``(time,)`` or ``(channels, time)``, on the requested device.
+    sampling_rate : Hz, or None when the source does not say.
+    channels : one name per channel.
+    units : one unit per channel (None when unknown), e.g. ``"mV"``.
+    timestamps : Tensor of shape ``(time,)``, int64 nanoseconds since the Unix epoch, on the
+        same device as ``samples``; None for sources without a time column.
+    time_report : how the time column looked before sorting (None without one).
+    n_nan : NaN values found in the source (before the NaN policy).
+    nan_policy : the policy that handled them.
+    source : a description of where the samples came from.
+    """
+
+    samples: torch.Tensor
+    sampling_rate: float | None
+    channels: tuple[str, ...]
+    units: tuple[str | None, ...]
+    timestamps: torch.Tensor | None = None
+    time_report: TimeReport | None = None
+    n_nan: int = 0
+    nan_policy: str = "error"
+    source: str = ""
+
+    @property
+    def device(self) -> torch.device:
+        return self.samples.device
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.samples.shape[-1])
+
+    @property
+    def n_channels(self) -> int:
+        return 1 if self.samples.ndim == 1 else int(self.samples.shape[0])
+
+    @property
+    def duration_s(self) -> float | None:
+        """Length in seconds (from the sampling rate, or the time column's span)."""
+        if self.sampling_rate:
+            return self.n_samples / self.sampling_rate
+        if self.timestamps is not None and self.n_samples > 1:
+            return float(self.timestamps[-1] - self.timestamps[0]) / 1e9
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-serialisable summary: shape, device, rate, duration, NaNs, per-channel statistics
+        (min, max, mean, standard deviation, computed in float64 on the device), the time report."""
+        x64 = (self.samples if self.samples.ndim == 2 else self.samples.unsqueeze(0)).to(torch.float64)
+        stats = [
+            {
+                "channel": name,
+                "unit": self.units[i],
+                "min": float(x64[i].min()),
+                "max": float(x64[i].max()),
+                "mean": float(x64[i].mean()),
+                "std": float(x64[i].std()) if x64.shape[1] > 1 else 0.0,
+            }
+            for i, name in enumerate(self.channels)
+        ]
+        return {
+            "source": self.source,
+            "device": str(self.device),
+            "dtype": str(self.samples.dtype).replace("torch.", ""),
+            "shape": list(self.samples.shape),
+            "n_samples": self.n_samples,
+            "sampling_rate_hz": self.sampling_rate,
+            "duration_s": self.duration_s,
+            "n_nan": self.n_nan,
+            "nan_policy": self.nan_policy,
+            "channels": stats,
+            "time": None if self.time_report is None else self.time_report.to_dict(),
+        }
+
+    def timestamps_numpy(self) -> np.ndarray | None:
+        """The timestamps as a host ``numpy.datetime64[ns]`` array (a copy from the device)."""
+        if self.timestamps is None:
+            return None
+        return self.timestamps.cpu().numpy().view("datetime64[ns]")
+
+
+def read_series(
+    source: Any,
+    column: ColumnSpec = None,
+    *,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype = torch.float32,
+    sampling_rate: float | None = None,
+    time_column: str | int | None = None,
+    time_format: str | None = None,
+    channel: ColumnSpec = None,
+    header: bool | None = None,
+    nan: NanPolicy = "error",
+    duplicates: DuplicatePolicy = "keep",
+) -> Recording:
+    """Read a recording onto ``device``.
+
+    Parameters
+    ----------
+    source : path to a ``.csv``/``.tsv``, ``.parquet``, ``.npy`` or WFDB record (``.hea``,
+        ``.dat`` or the record name without extension), or an in-memory NumPy array, torch
+        tensor, PyArrow Array/ChunkedArray/Table, pandas Series/DataFrame or Polars
+        Series/DataFrame.
+    column : which column(s) of a table, or row(s) of a ``(channels, time)`` array, by name
+        or position; None takes every column except the time column.
+    device : ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a torch.device.
+    dtype : floating dtype of the samples on the device.
+    sampling_rate : Hz; overrides (or supplies) the source's rate.
+    time_column : a column of timestamps; the rows are sorted by it and irregularities
+        (duplicates, gaps) reported in :attr:`Recording.time_report`.
+    time_format : strptime format of the time column when it is not ISO 8601 or one of the
+        common formats tried by default.
+    channel : WFDB channel(s) by name or index (an alias of ``column``).
+    header : whether a CSV's first line holds column names; None detects it.
+    nan : ``"error"`` (default: fail with the count and the first position), ``"drop"`` (drop
+        the time points that have a NaN) or ``"interpolate"`` (linear, on the device).
+    duplicates : with a time column, what to do with rows sharing a timestamp: ``"keep"``
+        (report only), ``"first"``, ``"mean"`` or ``"error"``.
+
+    Returns
+    -------
+    Recording with ``samples`` of shape ``(time,)`` (one channel) or ``(channels, time)``.
+    """
+    if channel is not None and column is not None:
+        raise ReadError("read_series(): pass column= or channel=, not both (they mean the same).")
+    column = channel if column is None else column
+    if nan not in NAN_POLICIES:
+        raise ReadError(f"read_series(): nan={nan!r} is not a policy; use 'error', 'drop' or 'interpolate'.")
+    if duplicates not in DUPLICATE_POLICIES:
+        raise ReadError(
+            f"read_series(): duplicates={duplicates!r} is not a policy; use 'keep', 'first', 'mean' or 'error'."
+        )
+    if not dtype.is_floating_point:
+        raise ReadError(f"read_series(): dtype must be a floating type, got {dtype}.")
+    target = resolve_device(device)
+
+    if isinstance(source, (str, os.PathLike)):
+        raw = _read_path(Path(source), column, time_column, time_format, header)
+    else:
+        raw = _read_object(source, column, time_column)
+
+    values, times, report = raw.values, raw.times, None
+    if raw.n_time == 0:
+        raise ReadError(f"read_series(): {raw.source} has no samples; check the file and the column.")
+    if times is not None:
+        values, times, report = order_by_time(values, times, duplicates, raw.source)
+
+    samples = values.to(device=target, dtype=dtype) if values.device != target or values.dtype != dtype else values
+    timestamps = None if times is None else torch.from_numpy(times.view(np.int64)).to(target)
+    samples, timestamps, n_nan = apply_nan_policy(samples, timestamps, nan, raw.source)
+
+    rate = sampling_rate if sampling_rate is not None else raw.sampling_rate
+    if rate is None and report is not None and report.step_s > 0:
+        rate = 1.0 / report.step_s
+    if rate is not None and not rate > 0:
+        raise ReadError(f"read_series(): sampling_rate must be positive, got {rate}.")
+    if samples.shape[0] == 1 and samples.ndim == 2:
+        samples = samples[0]
+    return Recording(
+        samples=samples,
+        sampling_rate=None if rate is None else float(rate),
+        channels=tuple(raw.names),
+        units=tuple(raw.units),
+        timestamps=timestamps,
+        time_report=report,
+        n_nan=n_nan,
+        nan_policy=nan,
+        source=raw.source,
+    )
+
+
+def _read_path(
+    path: Path, column: ColumnSpec, time_column: str | int | None, time_format: str | None, header: bool | None
+) -> RawSeries:
+    suffix = path.suffix.lower()
+    if is_wfdb_record(path):
+        return read_wfdb(path, column)
+    if not path.exists():
+        raise ReadError(f"read_series(): file not found: {path}.")
+    if path.is_dir():
+        raise ReadError(f"read_series(): {path} is a directory; pass a file.")
+    if suffix in CSV_DELIMITERS:
+        return read_csv_table(path, column, time_column, time_format, header, CSV_DELIMITERS[suffix])
+    if suffix in PARQUET_SUFFIXES:
+        return read_parquet_table(path, column, time_column)
+    if suffix == ".npy":
+        if time_column is not None:
+            raise ReadError(f"read_series(): {path.name} is an array file and has no time column.")
+        return _read_npy(path, column)
+    raise ReadError(
+        f"read_series(): unknown format {suffix or '(no extension)'!r} of {path.name}; "
+        "use .csv, .tsv, .parquet, .npy or a WFDB record (.hea/.dat)."
+    )
+
+
+def _read_npy(path: Path, column: ColumnSpec) -> RawSeries:
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        raise ReadError(f"read_series(): {path.name} is not a readable .npy array ({exc}).") from None
+    return _from_array(arr, column, path.name)
+
+
+def _from_array(arr: Any, column: ColumnSpec, source: str) -> RawSeries:
+    """An array in devicepipe's layout, ``(time,)`` or ``(channels, time)``, shared where possible."""
+    tensor = to_torch(arr)
+    if tensor.ndim not in (1, 2):
+        raise ReadError(
+            f"read_series(): {source} has shape {tuple(tensor.shape)}; expected (time,) or (channels, time)."
+        )
+    if not (tensor.dtype.is_floating_point or tensor.dtype in _NUMERIC_INTS):
+        raise ReadError(f"read_series(): {source} holds {tensor.dtype}, not numbers.")
+    tensor = tensor.unsqueeze(0) if tensor.ndim == 1 else tensor
+    names = [f"ch{i}" for i in range(tensor.shape[0])]
+    wanted = column_list(column)
+    if wanted is not None:
+        idx = resolve_names(wanted, names, "channel", source)
+        tensor, names = tensor[idx], [names[i] for i in idx]
+    return RawSeries(tensor, names, [None] * len(names), None, None, source)
+
+
+def _read_object(obj: Any, column: ColumnSpec, time_column: str | int | None) -> RawSeries:
+    lib = library_of(obj)
+    kind = type(obj).__name__
+    if lib in ("pandas", "polars") and kind == "DataFrame" or lib == "pyarrow" and kind == "Table":
+        return read_frame(obj, lib, column, time_column)
+    if time_column is not None:
+        raise ReadError(f"read_series(): time_column= needs a table (DataFrame or Table), got a {lib} {kind}.")
+    if lib == "pandas" and kind == "Series":
+        raw = _from_array(obj, column, "pandas Series")
+        name = str(obj.name) if obj.name is not None else "ch0"
+        times = None
+        index = obj.index
+        if getattr(index, "dtype", None) is not None and str(index.dtype).startswith("datetime64"):
+            times = index.to_numpy().astype("datetime64[ns]")
+        return RawSeries(raw.values, [name], [None], None, times, "pandas Series")
+    if lib == "polars" and kind == "Series":
+        raw = _from_array(obj, column, "Polars Series")
+        return RawSeries(raw.values, [obj.name or "ch0"], [None], None, None, "Polars Series")
+    return _from_array(obj, column, f"{lib} {kind}")

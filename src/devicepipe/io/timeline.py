@@ -1,0 +1,178 @@
+"""The time axis of a recording: ordering by a time column, duplicate timestamps, gaps, NaN values.
+
+:func:`order_by_time` sorts rows by their timestamps, resolves duplicates by a policy and
+returns a :class:`TimeReport` of what the column looked like; :func:`apply_nan_policy` fails
+on NaN values, drops them or interpolates them on the device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+import numpy as np
+import torch
+
+from devicepipe.errors import ReadError
+from devicepipe.signal.resample import interpolate_nans
+
+__all__ = [
+    "DUPLICATE_POLICIES",
+    "NAN_POLICIES",
+    "DuplicatePolicy",
+    "NanPolicy",
+    "TimeReport",
+    "apply_nan_policy",
+    "order_by_time",
+]
+
+NanPolicy = Literal["error", "drop", "interpolate"]
+DuplicatePolicy = Literal["keep", "first", "mean", "error"]
+#: The accepted values of ``nan=`` and ``duplicates=`` (the CLI's choices are made from these).
+NAN_POLICIES: tuple[str, ...] = get_args(NanPolicy)
+DUPLICATE_POLICIES: tuple[str, ...] = get_args(DuplicatePolicy)
+
+
+@dataclass(frozen=True)
+class TimeReport:
+    """What a time column looked like before it was sorted.
+
+    Times are ``numpy.datetime64[ns]``; ``step_s`` is the median interval in seconds.
+    """
+
+    n_rows: int
+    start: np.datetime64
+    end: np.datetime64
+    step_s: float
+    was_sorted: bool
+    n_duplicates: int  # rows whose timestamp equals the previous row's, after sorting
+    duplicates: tuple[np.datetime64, ...]  # the first few duplicated timestamps
+    n_gaps: int  # intervals longer than 1.5 steps
+    gaps: tuple[tuple[np.datetime64, np.datetime64, int], ...]  # (before, after, missing steps)
+    missing_steps: int  # samples the gaps would hold on the regular grid
+    duplicates_policy: str = "keep"
+
+    @property
+    def regular(self) -> bool:
+        """True when the series is sorted, without duplicates and without gaps."""
+        return self.was_sorted and self.n_duplicates == 0 and self.n_gaps == 0
+
+    def summary(self) -> str:
+        """One line describing the irregularities (or their absence)."""
+        parts = [f"{self.n_rows} rows from {self.start} to {self.end}, step {self.step_s:g} s"]
+        if not self.was_sorted:
+            parts.append("was not sorted (sorted now)")
+        if self.n_duplicates:
+            parts.append(f"{self.n_duplicates} duplicate timestamp(s) ({self.duplicates_policy})")
+        if self.n_gaps:
+            parts.append(f"{self.n_gaps} gap(s) missing {self.missing_steps} step(s) in all")
+        if self.regular:
+            parts.append("regular")
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (times as ISO strings)."""
+        return {
+            "n_rows": self.n_rows,
+            "start": str(self.start),
+            "end": str(self.end),
+            "step_s": self.step_s,
+            "was_sorted": self.was_sorted,
+            "n_duplicates": self.n_duplicates,
+            "duplicates": [str(t) for t in self.duplicates],
+            "duplicates_policy": self.duplicates_policy,
+            "n_gaps": self.n_gaps,
+            "gaps": [[str(a), str(b), n] for a, b, n in self.gaps],
+            "missing_steps": self.missing_steps,
+        }
+
+
+def order_by_time(
+    values: torch.Tensor, times: np.ndarray, policy: DuplicatePolicy, source: str
+) -> tuple[torch.Tensor, np.ndarray, TimeReport]:
+    """Sort ``values`` (``(channels, time)``) by ``times`` (datetime64[ns]) and resolve duplicates.
+
+    Returns the sorted values and times (duplicates resolved by ``policy``: ``"keep"``,
+    ``"first"``, ``"mean"`` or ``"error"``) and the report of the column as it came.
+    """
+    ints = times.view(np.int64)
+    was_sorted = bool(np.all(np.diff(ints) >= 0))
+    if not was_sorted:
+        order = np.argsort(ints, kind="stable")
+        times, ints = times[order], ints[order]
+        values = values[:, torch.from_numpy(order).to(values.device)]
+    diffs = np.diff(ints)
+    dup_mask = diffs == 0
+    n_dup = int(dup_mask.sum())
+    positive = diffs[diffs > 0]
+    step = float(np.median(positive)) if positive.size else 0.0
+    gap_idx = np.flatnonzero(diffs > 1.5 * step) if step > 0 else np.array([], dtype=np.int64)
+    missing = np.rint(diffs[gap_idx] / step).astype(np.int64) - 1 if step > 0 else np.array([], dtype=np.int64)
+    report = TimeReport(
+        n_rows=int(times.size),
+        start=times[0],
+        end=times[-1],
+        step_s=step / 1e9,
+        was_sorted=was_sorted,
+        n_duplicates=n_dup,
+        duplicates=tuple(times[1:][dup_mask][:10]),
+        n_gaps=int(gap_idx.size),
+        gaps=tuple((times[i], times[i + 1], int(m)) for i, m in zip(gap_idx[:50], missing[:50], strict=True)),
+        missing_steps=int(missing.sum()),
+        duplicates_policy=policy,
+    )
+    if n_dup and policy == "error":
+        raise ReadError(
+            f"read_series(): {source} has {n_dup} duplicate timestamp(s), first {times[1:][dup_mask][0]}; "
+            "pass duplicates='first' or 'mean' to resolve them."
+        )
+    if n_dup and policy in ("first", "mean"):
+        starts = np.concatenate([[True], ~dup_mask])
+        group = torch.from_numpy(np.cumsum(starts) - 1).to(values.device)
+        n_groups = int(starts.sum())
+        if policy == "first":
+            values = values[:, torch.from_numpy(np.flatnonzero(starts)).to(values.device)]
+        else:
+            sums = torch.zeros(values.shape[0], n_groups, dtype=values.dtype, device=values.device)
+            sums.index_add_(1, group, values)
+            counts = torch.bincount(group, minlength=n_groups).to(values.dtype)
+            values = sums / counts
+        times = times[starts]
+    return values, times, report
+
+
+def apply_nan_policy(
+    x: torch.Tensor, timestamps: torch.Tensor | None, policy: NanPolicy, source: str
+) -> tuple[torch.Tensor, torch.Tensor | None, int]:
+    """Handle NaNs in ``x`` of shape ``(channels, time)`` on its device.
+
+    Returns ``(x, timestamps, n_nan)``: unchanged without NaN; with NaN, an error
+    (``"error"``), the time points holding any NaN dropped (``"drop"``), or the holes filled
+    by linear interpolation along the time column, or the sample index (``"interpolate"``).
+    """
+    if x.dtype.is_floating_point and bool(torch.isfinite(x.sum())):
+        return x, timestamps, 0  # a NaN makes the sum NaN: one read pass rules them out (overflow only costs time)
+    mask = torch.isnan(x)
+    n_nan = int(mask.sum())
+    if n_nan == 0:
+        return x, timestamps, 0
+    if n_nan == x.numel():
+        raise ReadError(f"read_series(): {source} holds only NaN values; check the file and the column.")
+    any_nan = mask.any(0)
+    if policy == "error":
+        first = int(torch.nonzero(any_nan)[0])
+        raise ReadError(
+            f"read_series(): {source} has {n_nan} NaN value(s), the first at sample {first}; "
+            "pass nan='drop' or nan='interpolate' (CLI: --nan drop|interpolate)."
+        )
+    if policy == "drop":
+        keep = ~any_nan
+        return x[:, keep], None if timestamps is None else timestamps[keep], n_nan
+    empty = mask.all(-1)
+    if bool(empty.any()):
+        raise ReadError(
+            f"read_series(): channel {int(torch.nonzero(empty)[0])} of {source} holds only NaN values; "
+            "nothing to interpolate."
+        )
+    positions = None if timestamps is None else timestamps - timestamps[0]
+    return interpolate_nans(x, positions), timestamps, n_nan

@@ -1,0 +1,94 @@
+"""WFDB records (PhysioNet's format) and their beat annotations, through the ``wfdb`` package."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import wfdb
+
+from devicepipe.errors import ReadError
+from devicepipe.interop import to_torch
+from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names
+
+__all__ = ["BEAT_SYMBOLS", "WFDB_SUFFIXES", "BeatAnnotations", "is_wfdb_record", "read_beat_annotations", "read_wfdb"]
+
+#: WFDB annotation symbols that mark a beat (the PhysioNet/EC57 convention).
+BEAT_SYMBOLS = frozenset("NLRBAaJSVrFejnE/fQ?")
+#: Suffixes that name a WFDB record (or one of its files).
+WFDB_SUFFIXES = frozenset({".hea", ".dat", ".atr"})
+
+
+def _record_base(path: Path) -> Path:
+    return path.with_suffix("") if path.suffix.lower() in WFDB_SUFFIXES else path
+
+
+def is_wfdb_record(path: Path) -> bool:
+    """Whether ``path`` names a WFDB record: one of its files, or its name with a ``.hea`` beside it."""
+    return path.suffix.lower() in WFDB_SUFFIXES or (not path.exists() and path.with_name(path.name + ".hea").exists())
+
+
+def read_wfdb(path: Path, column: ColumnSpec) -> RawSeries:
+    """The chosen channels (default: all) of a WFDB record, in physical units, with its rate."""
+    base = _record_base(path)
+    if not base.with_name(base.name + ".hea").exists():
+        raise ReadError(f"read_series(): WFDB header not found: {base}.hea.")
+    try:
+        head = wfdb.rdheader(str(base))
+    except Exception as exc:
+        raise ReadError(f"read_series(): cannot read WFDB header {base}.hea ({exc}).") from None
+    names = list(head.sig_name or [])
+    wanted = column_list(column)
+    idx = list(range(len(names))) if wanted is None else resolve_names(wanted, names, "channel", base.name)
+    try:
+        rec = wfdb.rdrecord(str(base), channels=idx, return_res=32)
+    except Exception as exc:
+        raise ReadError(f"read_series(): cannot read WFDB record {base} ({exc}).") from None
+    values = to_torch(np.ascontiguousarray(rec.p_signal.T))
+    units = list(rec.units or [None] * len(idx))
+    return RawSeries(values, [rec.sig_name[i] for i in range(len(idx))], units, float(rec.fs), None, base.name)
+
+
+@dataclass(frozen=True)
+class BeatAnnotations:
+    """Reference beats of a WFDB annotation file.
+
+    Attributes
+    ----------
+    samples : int64 NumPy array of shape ``(n_beats,)``, sorted.
+    symbols : NumPy array of shape ``(n_beats,)``: each beat's label (``"N"``, ``"V"``, ``"A"`` ...).
+    sampling_rate : Hz, from the annotation file (or its record's header).
+    """
+
+    samples: np.ndarray
+    symbols: np.ndarray
+    sampling_rate: float | None
+
+
+def read_beat_annotations(path: str | os.PathLike[str], extension: str | None = None) -> BeatAnnotations:
+    """Read the beat annotations of a WFDB record (non-beat annotations are left out).
+
+    ``path`` is the annotation file (``100.atr``) or the record name (``100``, with
+    ``extension`` defaulting to ``"atr"``).
+    """
+    p = Path(path)
+    if extension is None:
+        extension = p.suffix[1:] if p.suffix and p.suffix.lower() not in (".hea", ".dat") else "atr"
+    base = p.with_suffix("") if p.suffix else p
+    file = base.with_name(f"{base.name}.{extension}")
+    if not file.exists():
+        raise ReadError(f"read_beat_annotations(): annotation file not found: {file}.")
+    try:
+        ann = wfdb.rdann(str(base), extension)
+    except Exception as exc:
+        raise ReadError(f"read_beat_annotations(): cannot read {file} ({exc}).") from None
+    symbols = np.asarray(ann.symbol)
+    is_beat = np.isin(symbols, sorted(BEAT_SYMBOLS))
+    order = np.argsort(ann.sample[is_beat], kind="stable")
+    return BeatAnnotations(
+        samples=ann.sample[is_beat][order].astype(np.int64),
+        symbols=symbols[is_beat][order],
+        sampling_rate=float(ann.fs) if ann.fs else None,
+    )

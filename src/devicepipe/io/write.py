@@ -1,0 +1,175 @@
+"""Writing outputs so that an interrupted run never leaves a half-written file that looks whole.
+
+Every writer goes through :func:`atomic_path` (a temporary file beside the target, renamed
+onto it when complete); :func:`staged_dir` does the same for a whole run directory;
+:func:`check_output_dir` rejects an output location that cannot be a directory before any
+work starts (:class:`OutputError`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import torch
+
+from devicepipe.errors import OutputError
+from devicepipe.io.tables import SAMPLING_RATE_KEY
+
+__all__ = [
+    "atomic_path",
+    "check_output_dir",
+    "staged_dir",
+    "write_csv",
+    "write_json",
+    "write_npy",
+    "write_parquet",
+    "write_torch",
+]
+
+
+def check_output_dir(out: str | os.PathLike[str]) -> Path:
+    """``out`` as a Path, or a clear :class:`OutputError` when it names something that is not a directory."""
+    final = Path(out)
+    if final.exists() and not final.is_dir():
+        raise OutputError(f"output {final} exists and is not a directory; choose another --out.")
+    for parent in final.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise OutputError(f"cannot create {final}: {parent} is a file; choose another --out.")
+            break
+    return final
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success.
+
+    An interrupted or failing writer leaves no file at ``path`` (and no temporary file).
+    """
+    final = Path(path)
+    check_output_dir(final.parent).mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, final)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def staged_dir(out: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a fresh temporary directory beside ``out``; move its files into ``out`` on success.
+
+    A run that fails part-way leaves ``out`` as it was (nothing half-written in it). Files of
+    an earlier run in ``out`` that the new run also writes are replaced, each atomically.
+    """
+    final = check_output_dir(out)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+    try:
+        yield stage
+        if not final.exists():
+            os.replace(stage, final)
+            return
+        for item in stage.iterdir():
+            target = final / item.name
+            if target.is_dir() and not item.is_dir():
+                raise OutputError(f"cannot replace directory {target} with a file.")
+            os.replace(item, target)
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+def _host(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    return value
+
+
+def _to_table(data: pa.Table | Mapping[str, Any]) -> pa.Table:
+    if isinstance(data, pa.Table):
+        return data
+    columns = {}
+    for name, value in data.items():
+        value = _host(value)
+        if isinstance(value, np.ndarray) and value.ndim == 2:
+            # a matrix column becomes a fixed-size list column (one row per matrix row)
+            flat = pa.array(np.ascontiguousarray(value).reshape(-1))
+            columns[name] = pa.FixedSizeListArray.from_arrays(flat, value.shape[1])
+        else:
+            columns[name] = value
+    return pa.table(columns)
+
+
+def write_parquet(
+    data: pa.Table | Mapping[str, Any], path: str | os.PathLike[str], *, sampling_rate: float | None = None
+) -> Path:
+    """Write a table (or a mapping of column name to 1-D/2-D array or tensor) as Parquet, atomically.
+
+    ``sampling_rate`` (Hz) is stored in the schema metadata and read back by ``read_series``.
+    """
+    table = _to_table(data)
+    if sampling_rate is not None:
+        meta = dict(table.schema.metadata or {})
+        meta[SAMPLING_RATE_KEY] = repr(float(sampling_rate)).encode()
+        table = table.replace_schema_metadata(meta)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
+    return Path(path)
+
+
+def write_csv(data: pa.Table | Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write a table (or a mapping of column name to 1-D array or tensor) as CSV with a header, atomically."""
+    table = _to_table(data)
+    with atomic_path(path) as tmp:
+        pacsv.write_csv(table, tmp, write_options=pacsv.WriteOptions(quoting_style="needed"))
+    return Path(path)
+
+
+def write_npy(array: Any, path: str | os.PathLike[str]) -> Path:
+    """Write an array or tensor as ``.npy``, atomically."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.save(fh, np.asarray(_host(array)))
+    return Path(path)
+
+
+def write_json(obj: Any, path: str | os.PathLike[str]) -> Path:
+    """Write a JSON document (indented, UTF-8), atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, default=_json_default) + "\n", encoding="utf-8")
+    return Path(path)
+
+
+def write_torch(obj: Any, path: str | os.PathLike[str]) -> Path:
+    """Write a ``torch.save`` file (a checkpoint), atomically."""
+    with atomic_path(path) as tmp:
+        torch.save(obj, tmp)
+    return Path(path)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, (np.ndarray, torch.Tensor)):
+        return _host(value).tolist()
+    if isinstance(value, (Path, np.datetime64, torch.device, torch.dtype)):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -1,0 +1,172 @@
+"""Learning for a run: its settings, the model(s) trained, and every row scored.
+
+:class:`LearnSettings` holds what the ``ecg`` and ``series`` pipelines train and score with,
+checks itself once when made, and owns its defaults (:class:`SeriesLearnSettings` those of
+load series). :func:`train_models` trains one model (checkpointed after every epoch,
+resumable) or a vmap ensemble (saved atomically when done); :func:`learn_and_score` adds
+scoring every row against the threshold taken from the training split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from devicepipe.ensemble import fit_ensemble, save_ensemble
+from devicepipe.errors import DevicepipeError
+from devicepipe.score import Scores, score
+from devicepipe.train import CHECKPOINT_NAME, fit, load_checkpoint, split_indices
+
+__all__ = [
+    "ENSEMBLE_NAME",
+    "LearnSettings",
+    "Learned",
+    "SeriesLearnSettings",
+    "check_resumable",
+    "learn_and_score",
+    "train_models",
+]
+
+#: File name of a saved ensemble in a run directory (a single model's is ``checkpoint.pt``).
+ENSEMBLE_NAME = "ensemble.pt"
+
+EpochCallback = Callable[[int, float, float], None]
+
+
+@dataclass(frozen=True)
+class LearnSettings:
+    """Training and scoring settings of a learning run (defaults: the ``ecg`` pipeline's VAE)."""
+
+    epochs: int = 30  # passes over the training rows
+    batch_size: int = 256  # rows per optimiser step
+    lr: float = 3e-3  # Adam's learning rate
+    weight_decay: float = 0.0  # Adam's L2 penalty
+    val_fraction: float = 0.1  # share of rows held out (seeded) for the validation loss
+    seed: int = 0  # split, initialisation, batch order and sampling noise
+    latent: int = 2  # latent (code) dimensions
+    ensemble: int = 1  # members trained at once with torch.func.vmap (1: a single model)
+    percentile: float = 99.0  # rows scoring above this percentile of the training rows are flagged
+    resume: bool = False  # continue the run directory's checkpoint
+    tensorboard: str | None = None  # also log losses for TensorBoard here
+    bf16: bool = False  # bfloat16 autocast (CUDA only)
+
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Raise :class:`DevicepipeError` naming the first setting out of range (run when made)."""
+        if self.epochs < 1 or self.batch_size < 1 or self.latent < 1 or self.ensemble < 1:
+            raise DevicepipeError("epochs, batch size, latent size and ensemble size must all be at least 1.")
+        if not 0 < self.lr < 1:
+            raise DevicepipeError(f"learning rate {self.lr} is out of range; use e.g. 1e-3.")
+        if not 0 <= self.val_fraction < 0.9:
+            raise DevicepipeError(f"validation fraction {self.val_fraction} must be within [0, 0.9).")
+        if not 50 <= self.percentile < 100:
+            raise DevicepipeError(f"anomaly percentile {self.percentile} must be within [50, 100).")
+        if self.resume and self.ensemble > 1:
+            raise DevicepipeError("--resume works for single models; rerun the ensemble without --resume.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SeriesLearnSettings(LearnSettings):
+    """The ``series`` pipeline's defaults: the electricity notebook's MLP autoencoder on days."""
+
+    epochs: int = 200
+    batch_size: int = 64
+    lr: float = 1e-3
+    latent: int = 8
+
+
+def check_resumable(out: Path, settings: LearnSettings) -> None:
+    """With ``settings.resume``, fail before any work when ``out`` holds no checkpoint to resume."""
+    if settings.resume and not (out / CHECKPOINT_NAME).exists():
+        raise DevicepipeError(f"nothing to resume: {out / CHECKPOINT_NAME} does not exist.")
+
+
+def train_models(
+    make_model: Callable[[int], nn.Module],
+    data: torch.Tensor,
+    settings: LearnSettings,
+    out: Path,
+    extra_state: dict[str, Any],
+    progress: EpochCallback | None = None,
+) -> tuple[list[nn.Module], list[dict[str, list[float]]]]:
+    """Train one model (checkpointed in ``out``, resumable) or a vmap ensemble (saved to ``out``).
+
+    ``make_model(seed)`` returns a model on ``data``'s device initialised from ``seed``;
+    ``extra_state`` (e.g. the scaler) is stored with the weights. Returns the trained models
+    and one history (``{"train", "val", "seconds"}`` per epoch) per model.
+    """
+    common = dict(
+        epochs=settings.epochs,
+        batch_size=settings.batch_size,
+        lr=settings.lr,
+        weight_decay=settings.weight_decay,
+        val_fraction=settings.val_fraction,
+    )
+    if settings.ensemble > 1:
+        ens = fit_ensemble(make_model, data, members=settings.ensemble, seed=settings.seed, callback=progress, **common)
+        save_ensemble(ens, out / ENSEMBLE_NAME, extra_state)
+        return ens.members, [h.to_dict() for h in ens.histories]
+    model = make_model(settings.seed)
+    if settings.resume:
+        state = load_checkpoint(out)
+        if state.get("config") != model.config_dict():
+            raise DevicepipeError(
+                f"the checkpoint in {out} is for {state.get('config')}, not {model.config_dict()}; "
+                "resume with the settings of the original run."
+            )
+    history = fit(
+        model,
+        data,
+        seed=settings.seed,
+        checkpoint_dir=out,
+        resume=settings.resume,
+        extra_state=extra_state,
+        callback=progress,
+        tensorboard=settings.tensorboard,
+        bf16=settings.bf16,
+        **common,
+    )
+    return [model], [history.to_dict()]
+
+
+@dataclass(frozen=True)
+class Learned:
+    """What :func:`learn_and_score` produced: the models, their histories, every row's scores."""
+
+    models: list[nn.Module]
+    histories: list[dict[str, list[float]]]
+    scores: Scores
+    train_rows: torch.Tensor  # int64 indices of the rows trained on (the rest validated)
+
+
+def learn_and_score(
+    make_model: Callable[[int], nn.Module],
+    data: torch.Tensor,
+    settings: LearnSettings,
+    out: Path,
+    extra_state: dict[str, Any],
+    *,
+    stage: Callable[[str], Any],
+    progress: EpochCallback | None = None,
+) -> Learned:
+    """Train on ``data`` (shape ``(rows, ...)``), then score every row; ``stage(name)`` times each step.
+
+    The threshold is ``settings.percentile`` of the training split's scores (the split
+    ``fit`` used, so validation rows do not set it).
+    """
+    with stage("train"):
+        models, histories = train_models(make_model, data, settings, out, extra_state, progress)
+    with stage("score"):
+        train_rows, _ = split_indices(data.shape[0], settings.val_fraction, settings.seed, data.device)
+        scores = score(models, data, train_rows=train_rows, percentile=settings.percentile)
+    return Learned(models, histories, scores, train_rows)

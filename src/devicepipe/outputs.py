@@ -1,0 +1,199 @@
+"""Writing a run: its tables, history, figures and ``summary.json``, each file atomically.
+
+The pipelines hand host copies of their results to these writers and never write files
+themselves. ``beats.parquet`` (one row per R peak found) is written by :func:`write_beats_table`
+for every ECG run; ``summary.json`` by :func:`write_summary`, always last, so that a run
+directory without it is an interrupted run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from devicepipe.ecg import Beats
+from devicepipe.io import Recording, write_csv, write_json, write_parquet
+from devicepipe.plot import (
+    plot_beats_excerpt,
+    plot_days,
+    plot_extremes,
+    plot_generated,
+    plot_intervals,
+    plot_latent,
+    plot_training,
+    save_figure,
+)
+from devicepipe.windows import Windows
+
+__all__ = [
+    "beats_figures",
+    "ecg_figures",
+    "input_summary",
+    "series_figures",
+    "write_beats_table",
+    "write_history",
+    "write_scores",
+    "write_summary",
+]
+
+Histories = list[dict[str, list[float]]]
+
+
+def input_summary(source: Any, rec: Recording, device: torch.device, *, channel_key: str = "channel") -> dict[str, Any]:
+    """The ``summary.json`` fields that say what was read, where it ran, and how long it is."""
+    return {
+        "input": str(source) if isinstance(source, (str, Path)) else type(source).__name__,
+        channel_key: rec.channels[0],
+        "device": str(device),
+        "sampling_rate_hz": rec.sampling_rate,
+        "n_samples": rec.n_samples,
+    }
+
+
+def write_beats_table(peaks: np.ndarray, kept: np.ndarray, sampling_rate: float, path: Path) -> Path:
+    """``beats.parquet``: each R peak's sample, time (s), RR interval before it (s, NaN for the
+    first) and whether segmentation kept it; the sampling rate in the metadata."""
+    rr = np.diff(peaks, prepend=np.nan) / sampling_rate if peaks.size else np.zeros(0)
+    columns = {"peak": peaks, "time_s": peaks / sampling_rate, "rr_s": rr, "kept": kept}
+    return write_parquet(columns, path, sampling_rate=sampling_rate)
+
+
+def write_history(histories: Histories, path: Path) -> Path:
+    """``history.csv``: per epoch, each model's train and validation loss and seconds."""
+    cols: dict[str, Any] = {"epoch": np.arange(1, len(histories[0]["train"]) + 1)}
+    for i, h in enumerate(histories):
+        suffix = "" if len(histories) == 1 else f"_{i}"
+        cols[f"train_loss{suffix}"] = np.asarray(h["train"])
+        cols[f"val_loss{suffix}"] = np.asarray(h["val"])
+        cols[f"seconds{suffix}"] = np.asarray(h["seconds"])
+    return write_csv(cols, path)
+
+
+def write_scores(
+    out: Path, leading: dict[str, Any], host: dict[str, np.ndarray], histories: Histories
+) -> dict[str, Path]:
+    """``embeddings.parquet`` (the ``leading`` columns, latent codes ``z0..``, score, flag, spread)
+    and ``history.csv``; lists the run's checkpoint or ensemble file too."""
+    emb = dict(leading)
+    for j in range(host["emb"].shape[1]):
+        emb[f"z{j}"] = host["emb"][:, j]
+    emb.update(score=host["scores"], flag=host["flags"], spread=host["spread"])
+    files = {"embeddings.parquet": write_parquet(emb, out / "embeddings.parquet")}
+    files["history.csv"] = write_history(histories, out / "history.csv")
+    for name in ("checkpoint.pt", "ensemble.pt"):
+        if (out / name).exists():
+            files[name] = out / name
+    return files
+
+
+def write_summary(out: Path, summary: dict[str, Any], files: dict[str, Path]) -> Path:
+    """``summary.json``, listing every file of the run; call it last."""
+    summary["files"] = sorted(p.name for p in files.values())
+    return write_json(summary, out / "summary.json")
+
+
+def _excerpt(rec: Recording, signal: np.ndarray, peaks: np.ndarray, reference: np.ndarray | None = None) -> Any:
+    return plot_beats_excerpt(
+        signal,
+        rec.sampling_rate,
+        peaks,
+        reference=reference,
+        unit=rec.units[0],
+        title=f"{rec.source} ({rec.channels[0]}): detected beats",
+    )
+
+
+def beats_figures(
+    out: Path, rec: Recording, signal: np.ndarray, peaks: np.ndarray, beats: Beats, reference: np.ndarray | None
+) -> dict[str, Path]:
+    """``excerpt.png`` (signal with detected and reference beats) and ``intervals.png`` (RR intervals)."""
+    lengths = np.diff(peaks)
+    return {
+        "excerpt.png": save_figure(_excerpt(rec, signal, peaks, reference), out / "excerpt.png"),
+        "intervals.png": save_figure(
+            plot_intervals(lengths / rec.sampling_rate, lengths, keep_range=beats.length_range),
+            out / "intervals.png",
+        ),
+    }
+
+
+def ecg_figures(
+    out: Path,
+    rec: Recording,
+    signal: np.ndarray,
+    host: dict[str, np.ndarray],
+    histories: Histories,
+    threshold: float,
+    beat_rate: float,
+) -> dict[str, Path]:
+    """The ``ecg`` run's figures: training, latent, extremes, excerpt, generated (PNG and PDF).
+
+    ``beat_rate`` is the sampling rate of the (resampled) beat rows in Hz.
+    """
+    fs = rec.sampling_rate
+    n = host["peaks"].size
+    figs = {
+        "training.png": plot_training(histories, title=f"VAE training on {n:,} beats"),
+        "latent.png": plot_latent(
+            host["emb"],
+            scores=host["scores"],
+            threshold=threshold,
+            title=f"Latent means of {n:,} beats, coloured by reconstruction error",
+        ),
+        "extremes.png": plot_extremes(
+            host["extreme_rows"],
+            host["extreme_recon"],
+            host["scores"][host["extreme_idx"]],
+            sampling_rate=beat_rate,
+            names=[f"t={host['peaks'][i] / fs:.1f} s" for i in host["extreme_idx"]],
+            title="Most and least anomalous beats (scaled) with their reconstructions",
+        ),
+        "excerpt.png": _excerpt(rec, signal, host["all_peaks"]),
+    }
+    gen = plot_generated(host["generated"], host["grid"], sampling_rate=beat_rate)
+    files = {"generated.pdf": save_figure(gen, out / "generated.pdf")}
+    figs["generated.png"] = gen
+    for name, fig in figs.items():
+        files[name] = save_figure(fig, out / name)
+    return files
+
+
+def series_figures(
+    out: Path,
+    wins: Windows,
+    host: dict[str, np.ndarray],
+    histories: Histories,
+    threshold: float,
+    unit_name: str,
+    pointwise: bool,
+) -> dict[str, Path]:
+    """The ``series`` run's figures: training, latent, extremes and days (flagged windows drawn)."""
+    names = [str(s)[:10] for s in wins.starts]
+    order = np.argsort(host["scores"])[::-1]
+    flagged = np.array([i for i in order if host["flags"][i]], dtype=np.int64)
+    unit = "MW" if "MW" in unit_name.upper() else "value"
+    hours = np.arange(host["days"].shape[1]) * wins.step_s / 3600
+    kind = "per-sample autoencoder" if pointwise else "autoencoder"
+    figs = {
+        "training.png": plot_training(histories, title=f"{kind} training on {len(names):,} windows"),
+        "latent.png": plot_latent(
+            host["emb"],
+            scores=host["scores"],
+            threshold=threshold,
+            title="Window codes, coloured by reconstruction error",
+        ),
+        "extremes.png": plot_extremes(
+            host["days"],
+            host["recon"],
+            host["scores"],
+            names=names,
+            title=f"Most and least anomalous windows ({unit}) with reconstructions",
+            x=hours,
+            xlabel="hours from the window's start",
+        ),
+        "days.png": plot_days(host["days"], flagged, names, unit=unit, hours=hours),
+    }
+    return {name: save_figure(fig, out / name) for name, fig in figs.items()}

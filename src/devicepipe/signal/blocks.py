@@ -1,0 +1,77 @@
+"""Reductions over consecutive blocks and over windows of blocks, centred; any device.
+
+The ECG detector summarises a long feature in half-second blocks (their maximum and mean)
+and then looks a few blocks either side of each block: :func:`block_reduce` makes the block
+summaries without a padded copy, :func:`centred_window` slides a maximum, minimum or mean
+over ``window`` blocks centred on each (near the ends, over the blocks that exist).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+from devicepipe.signal.peaks import sliding_max, sliding_min
+
+__all__ = ["block_reduce", "centred_window", "row_median"]
+
+
+def block_reduce(x: torch.Tensor, block: int, how: Literal["max", "mean"]) -> torch.Tensor:
+    """Reduce ``x`` of shape ``(batch, time)`` over consecutive blocks of ``block`` samples.
+
+    Returns a tensor of shape ``(batch, ceil(time / block))``; the last block may be partial.
+    The whole blocks are a view of ``x`` (its last axis must be contiguous): no padded copy.
+    """
+    if how not in ("max", "mean"):
+        raise ValueError(f"block_reduce(): how must be 'max' or 'mean', got {how!r}.")
+    batch, n = x.shape
+    whole, rest = divmod(n, block)
+    parts = []
+    if whole:
+        blocks = x[:, : whole * block].view(batch, whole, block)
+        parts.append(blocks.amax(-1) if how == "max" else blocks.mean(-1))
+    if rest:
+        tail = x[:, whole * block :]
+        parts.append(tail.amax(-1, keepdim=True) if how == "max" else tail.mean(-1, keepdim=True))
+    return torch.cat(parts, -1) if len(parts) > 1 else parts[0]
+
+
+def centred_window(x: torch.Tensor, window: int, how: Literal["max", "min", "mean"]) -> torch.Tensor:
+    """The maximum, minimum or mean over ``window`` samples centred on each sample of ``x`` (``(batch, n)``).
+
+    Near the ends the window holds only the samples that exist. Same shape as ``x``; an even
+    window reaches one sample further right than left.
+    """
+    if window <= 1 or x.shape[-1] == 1:
+        return x
+    if how == "mean":
+        left = (window - 1) // 2
+        pad = (left, window - 1 - left)
+        ones = torch.ones(1, 1, window, dtype=x.dtype, device=x.device)
+        sums = F.conv1d(F.pad(x, pad).unsqueeze(1), ones).squeeze(1)
+        counts = F.conv1d(F.pad(torch.ones_like(x[:1]), pad).unsqueeze(1), ones)
+        return sums / counts.squeeze(1)
+    if how not in ("max", "min"):
+        raise ValueError(f"centred_window(): how must be 'max', 'min' or 'mean', got {how!r}.")
+    window = min(window, x.shape[-1])
+    left = (window - 1) // 2
+    fill = -torch.inf if how == "max" else torch.inf
+    padded = F.pad(x, (left, window - 1 - left), value=fill)
+    return (sliding_max if how == "max" else sliding_min)(padded, window)
+
+
+def row_median(values: torch.Tensor, rows: torch.Tensor, n_rows: int) -> torch.Tensor:
+    """The (lower) median of ``values`` within each row, for values labelled by ``rows``.
+
+    ``values`` and ``rows`` have shape ``(n,)``; returns shape ``(n_rows,)``, 0 for a row
+    without any value.
+    """
+    counts = torch.bincount(rows, minlength=n_rows)
+    by_value = torch.argsort(values)
+    grouped = by_value[torch.argsort(rows[by_value], stable=True)]  # by row, then by value
+    first = torch.cumsum(counts, 0) - counts
+    middle = (first + (counts - 1).clamp(min=0) // 2).clamp(max=max(values.numel() - 1, 0))
+    out = values[grouped][middle] if values.numel() else values.new_zeros(n_rows)
+    return torch.where(counts > 0, out, values.new_zeros(()))
