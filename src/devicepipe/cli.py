@@ -48,6 +48,11 @@ from devicepipe.ecg import ECG_PEAK_METHODS, SEGMENT_MODES
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import DUPLICATE_POLICIES, NAN_POLICIES, check_output_dir, read_series
 from devicepipe.pipeline import (
+    BEAT_WIDTH,
+    BEATS_MODE,
+    ECG_MODE,
+    SERIES_HIDDEN,
+    SERIES_WINDOW,
     LearnResult,
     LearnSettings,
     SeriesLearnSettings,
@@ -379,7 +384,7 @@ def beats(
     ],
     mode: Annotated[
         SegmentMode, typer.Option(help="seed: peak-to-peak beats of 0.4-1.024 s, zero-padded; centered: fixed windows.")
-    ] = SegmentMode["seed"],
+    ] = SegmentMode[BEATS_MODE],
     reference: Annotated[
         Path | None, typer.Option(help="WFDB annotation file (e.g. mitdb/100.atr): also print the accuracy.")
     ] = None,
@@ -549,9 +554,9 @@ def ecg(
     latent: Annotated[int, typer.Option(help="Latent dimensions of the VAE.", min=1, max=64)] = ECG.latent,
     ensemble: EnsembleOpt = ECG.ensemble,
     mode: Annotated[SegmentMode, typer.Option(help="centered: windows around each R peak; seed: peak to peak.")] = (
-        SegmentMode["centered"]
+        SegmentMode[ECG_MODE]
     ),
-    width: Annotated[int, typer.Option(help="Samples per beat row (a power of two).", min=8)] = 256,
+    width: Annotated[int, typer.Option(help="Samples per beat row (a power of two).", min=8)] = BEAT_WIDTH,
     seed: SeedOpt = ECG.seed,
     percentile: PercentileOpt = ECG.percentile,
     resume: ResumeOpt = False,
@@ -597,7 +602,7 @@ def series(
         str | None, typer.Option("--column", "-c", help="The value column (default: the only one).")
     ] = None,
     time_column: Annotated[str, typer.Option(help="The timestamp column.")] = "Datetime",
-    window: Annotated[str, typer.Option(help="Window length: 1d (days), 12h, 7d ...")] = "1d",
+    window: Annotated[str, typer.Option(help="Window length: 1d (days), 12h, 7d ...")] = SERIES_WINDOW,
     pointwise: Annotated[
         bool, typer.Option("--pointwise", help="The notebook's per-sample autoencoder (input size 1).")
     ] = False,
@@ -605,7 +610,7 @@ def series(
     epochs: EpochsOpt = SERIES.epochs,
     batch_size: BatchOpt = SERIES.batch_size,
     lr: LrOpt = SERIES.lr,
-    hidden: Annotated[int, typer.Option(help="Hidden units.", min=1)] = 32,
+    hidden: Annotated[int, typer.Option(help="Hidden units.", min=1)] = SERIES_HIDDEN,
     latent: Annotated[int, typer.Option(help="Code size.", min=1, max=256)] = SERIES.latent,
     ensemble: EnsembleOpt = SERIES.ensemble,
     seed: SeedOpt = SERIES.seed,

@@ -42,7 +42,7 @@ import torch
 
 from devicepipe.errors import DevicepipeError
 from devicepipe.signal.blocks import block_reduce, centred_window, row_median
-from devicepipe.signal.filters import convolve
+from devicepipe.signal.filters import centred_convolve, centred_convolve_at, convolve
 from devicepipe.signal.peaks import peak_mask, sliding_max, split_by_row
 from devicepipe.signal.segment import segment, segment_between
 from devicepipe.signal.wavelets import ricker
@@ -107,7 +107,7 @@ def _peaks_ricker(
     kernel = ricker(2 * math.ceil(4 * width) + 1, width, dtype=torch.float64)
     kernel = (kernel - kernel.mean()).to(device=x.device, dtype=x.dtype)  # zero-sum: blind to any offset
     mean = x.mean(-1, keepdim=True)
-    feature = _filter_centred(x, mean, kernel).abs_()  # |Ricker response of x - mean|, one buffer
+    feature = centred_convolve(x, mean, kernel).abs_()  # |Ricker response of x - mean|, one buffer
     options = dict(
         refractory_s=refractory_s,
         block_s=block_s,
@@ -121,7 +121,7 @@ def _peaks_ricker(
     rows, cols, level = _threshold_peaks(feature, fs, **options)
     if close_ratio > 0:
         rows, cols, level = _drop_weak_followers(feature, rows, cols, level, _samples(close_s, fs), close_ratio)
-    sign = torch.sign(_filtered_at(x, mean, kernel, rows, cols))
+    sign = torch.sign(centred_convolve_at(x, mean, kernel, rows, cols))
     if polarity_ratio > 0 and cols.numel():
         # each row's dominant polarity is the majority sign of its candidates' filtered response
         dominant = torch.sign(torch.zeros(x.shape[0], device=x.device, dtype=x.dtype).index_add_(0, rows, sign))
@@ -129,35 +129,6 @@ def _peaks_ricker(
         keep = (sign == dominant[rows]) | (feature[rows, cols] >= polarity_ratio * typical[rows])
         rows, cols, sign = rows[keep], cols[keep], sign[keep]
     return _refine(x, sign, rows, cols, _samples(refine_s, fs))
-
-
-def _filter_centred(x: torch.Tensor, mean: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
-    """``convolve(x - mean, kernel, mode="same")`` for a zero-sum ``kernel``, without the subtraction.
-
-    Where the kernel lies wholly on the signal the mean cancels; only the ``taps - 1`` samples
-    at either end, where part of the kernel hangs past the signal, are corrected.
-    """
-    n, k = x.shape[-1], kernel.numel()
-    filtered = convolve(x, kernel, mode="same")
-    # the sum of the taps that lie on the signal, at each output sample near the ends
-    coverage = convolve(torch.ones(min(n, 2 * k), dtype=x.dtype, device=x.device), kernel, mode="same")
-    if n <= 2 * k:  # short: the ends meet, correct everything once
-        filtered -= mean * coverage
-    else:
-        filtered[:, :k] -= mean * coverage[:k]
-        filtered[:, n - k :] -= mean * coverage[k:]
-    return filtered
-
-
-def _filtered_at(
-    x: torch.Tensor, mean: torch.Tensor, kernel: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor
-) -> torch.Tensor:
-    """``convolve(x - mean, kernel, mode="same")[rows, cols]``, computed at just those samples."""
-    n, k = x.shape[-1], kernel.numel()
-    idx = cols[:, None] + (k - 1) // 2 - torch.arange(k, device=x.device)  # out[i] = sum_j x[i + start - j] h[j]
-    inside = (idx >= 0) & (idx < n)
-    taps = torch.where(inside, x[rows[:, None], idx.clamp(0, n - 1)] - mean[rows], x.new_zeros(()))
-    return taps @ kernel
 
 
 def _drop_weak_followers(

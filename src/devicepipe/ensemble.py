@@ -23,7 +23,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from devicepipe.errors import DevicepipeError
-from devicepipe.io import write_torch
+from devicepipe.io.write import write_torch
 from devicepipe.train import History, epoch_noise, split_indices
 
 __all__ = ["Ensemble", "fit_ensemble", "member_seeds", "save_ensemble"]

@@ -3,8 +3,8 @@
 :class:`LearnSettings` holds what the ``ecg`` and ``series`` pipelines train and score with,
 checks itself once when made, and owns its defaults (:class:`SeriesLearnSettings` those of
 load series). :func:`train_models` trains one model (checkpointed after every epoch,
-resumable) or a vmap ensemble (saved atomically when done); :func:`learn_and_score` adds
-scoring every row against the threshold taken from the training split.
+resumable) or a vmap ensemble (saved atomically when done); :func:`score_rows` scores every
+row against the threshold taken from the training split.
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ from devicepipe.train import CHECKPOINT_NAME, fit, load_checkpoint, split_indice
 __all__ = [
     "ENSEMBLE_NAME",
     "LearnSettings",
-    "Learned",
     "SeriesLearnSettings",
     "check_resumable",
-    "learn_and_score",
+    "score_rows",
     "train_models",
 ]
 
@@ -139,34 +138,8 @@ def train_models(
     return [model], [history.to_dict()]
 
 
-@dataclass(frozen=True)
-class Learned:
-    """What :func:`learn_and_score` produced: the models, their histories, every row's scores."""
-
-    models: list[nn.Module]
-    histories: list[dict[str, list[float]]]
-    scores: Scores
-    train_rows: torch.Tensor  # int64 indices of the rows trained on (the rest validated)
-
-
-def learn_and_score(
-    make_model: Callable[[int], nn.Module],
-    data: torch.Tensor,
-    settings: LearnSettings,
-    out: Path,
-    extra_state: dict[str, Any],
-    *,
-    stage: Callable[[str], Any],
-    progress: EpochCallback | None = None,
-) -> Learned:
-    """Train on ``data`` (shape ``(rows, ...)``), then score every row; ``stage(name)`` times each step.
-
-    The threshold is ``settings.percentile`` of the training split's scores (the split
-    ``fit`` used, so validation rows do not set it).
-    """
-    with stage("train"):
-        models, histories = train_models(make_model, data, settings, out, extra_state, progress)
-    with stage("score"):
-        train_rows, _ = split_indices(data.shape[0], settings.val_fraction, settings.seed, data.device)
-        scores = score(models, data, train_rows=train_rows, percentile=settings.percentile)
-    return Learned(models, histories, scores, train_rows)
+def score_rows(models: list[nn.Module], data: torch.Tensor, settings: LearnSettings) -> Scores:
+    """Score every row of ``data`` with the trained ``models``; the threshold is ``settings.percentile``
+    of the training split's scores (the split ``fit`` used, so validation rows do not set it)."""
+    train_rows, _ = split_indices(data.shape[0], settings.val_fraction, settings.seed, data.device)
+    return score(models, data, train_rows=train_rows, percentile=settings.percentile)

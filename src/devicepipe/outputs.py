@@ -106,6 +106,16 @@ def _excerpt(rec: Recording, signal: np.ndarray, peaks: np.ndarray, reference: n
     )
 
 
+def _learning_figures(
+    host: dict[str, np.ndarray], histories: Histories, threshold: float, training_title: str, latent_title: str
+) -> dict[str, Any]:
+    """``training.png`` (loss curves) and ``latent.png`` (codes coloured by score) of a learning run."""
+    return {
+        "training.png": plot_training(histories, title=training_title),
+        "latent.png": plot_latent(host["emb"], scores=host["scores"], threshold=threshold, title=latent_title),
+    }
+
+
 def beats_figures(
     out: Path, rec: Recording, signal: np.ndarray, peaks: np.ndarray, beats: Beats, reference: np.ndarray | None
 ) -> dict[str, Path]:
@@ -136,12 +146,12 @@ def ecg_figures(
     fs = rec.sampling_rate
     n = host["peaks"].size
     figs = {
-        "training.png": plot_training(histories, title=f"VAE training on {n:,} beats"),
-        "latent.png": plot_latent(
-            host["emb"],
-            scores=host["scores"],
-            threshold=threshold,
-            title=f"Latent means of {n:,} beats, coloured by reconstruction error",
+        **_learning_figures(
+            host,
+            histories,
+            threshold,
+            f"VAE training on {n:,} beats",
+            f"Latent means of {n:,} beats, coloured by reconstruction error",
         ),
         "extremes.png": plot_extremes(
             host["extreme_rows"],
@@ -178,12 +188,12 @@ def series_figures(
     hours = np.arange(host["days"].shape[1]) * wins.step_s / 3600
     kind = "per-sample autoencoder" if pointwise else "autoencoder"
     figs = {
-        "training.png": plot_training(histories, title=f"{kind} training on {len(names):,} windows"),
-        "latent.png": plot_latent(
-            host["emb"],
-            scores=host["scores"],
-            threshold=threshold,
-            title="Window codes, coloured by reconstruction error",
+        **_learning_figures(
+            host,
+            histories,
+            threshold,
+            f"{kind} training on {len(names):,} windows",
+            "Window codes, coloured by reconstruction error",
         ),
         "extremes.png": plot_extremes(
             host["days"],

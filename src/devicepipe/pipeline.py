@@ -24,7 +24,7 @@ from devicepipe.ecg import Beats, BeatScore, ecg_peaks, ecg_segment, evaluate_be
 from devicepipe.errors import DevicepipeError
 from devicepipe.interop import TransferLedger
 from devicepipe.io import Recording, check_output_dir, read_beat_annotations, read_series, staged_dir, write_npy
-from devicepipe.learn import Learned, LearnSettings, SeriesLearnSettings, check_resumable, learn_and_score
+from devicepipe.learn import LearnSettings, SeriesLearnSettings, check_resumable, score_rows, train_models
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
 from devicepipe.outputs import (
     beats_figures,
@@ -36,7 +36,7 @@ from devicepipe.outputs import (
     write_summary,
 )
 from devicepipe.scale import MinMaxScaler, StandardScaler
-from devicepipe.score import group_scores, latent_grid, reconstruct
+from devicepipe.score import Scores, group_scores, latent_grid, reconstruct
 from devicepipe.signal.resample import resample_rows
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 from devicepipe.timing import StageTimer
@@ -61,6 +61,14 @@ EpochProgress = Callable[[int, float, float], None]
 
 MIN_BEATS_TO_TRAIN = 20
 MIN_WINDOWS_TO_TRAIN = 10
+
+# Defaults of the pipelines (the command line takes its defaults from these too)
+PEAK_METHOD = "ricker"  # the accurate detector; "seed" is the notebook's recipe
+BEATS_MODE = "seed"  # run_beats: the notebook's peak-to-peak beats
+ECG_MODE = "centered"  # run_ecg: windows around each R peak, which keep premature beats
+BEAT_WIDTH = 256  # samples per beat row given to the VAE (a power of two)
+SERIES_WINDOW = "1d"  # run_series: days
+SERIES_HIDDEN = 32  # hidden units of the MLP autoencoder (the notebook's)
 
 
 @dataclass(frozen=True)
@@ -115,7 +123,8 @@ def _start(out: str | Path, device: str | torch.device, count_transfers: bool, p
     return _Run(out, dev, StageTimer(dev, ledger), progress or (lambda _msg: None))
 
 
-def _to_host(**tensors: torch.Tensor) -> dict[str, np.ndarray]:
+def _to_host(tensors: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
+    """Host (NumPy) copies of named tensors (inside a run's "transfer" stage)."""
     return {name: t.detach().cpu().numpy() for name, t in tensors.items()}
 
 
@@ -143,8 +152,8 @@ def run_beats(
     *,
     channel: str | int | None = None,
     sampling_rate: float | None = None,
-    method: str = "ricker",
-    mode: str = "seed",
+    method: str = PEAK_METHOD,
+    mode: str = BEATS_MODE,
     device: str | torch.device = "auto",
     reference: str | Path | None = None,
     figures: bool = True,
@@ -164,7 +173,7 @@ def run_beats(
     ref = None if reference is None else read_beat_annotations(reference)
     fs = rec.sampling_rate
     with run.stage("transfer"):
-        host = _to_host(peaks=peaks, kept=beats.kept, matrix=beats.matrix)
+        host = _to_host({"peaks": peaks, "kept": beats.kept, "matrix": beats.matrix})
         signal = rec.samples.cpu().numpy() if figures else None
     score = None if ref is None else evaluate_beats(ref.samples, host["peaks"], fs, n_samples=rec.n_samples)
     run.note(f"found {host['peaks'].size:,} beats, writing {run.out}")
@@ -205,6 +214,15 @@ def run_beats(
 # ----------------------------------------------------------------------------- learning pipelines
 
 
+@dataclass(frozen=True)
+class _Learned:
+    """The trained models, their histories, and every row's scores."""
+
+    models: list[torch.nn.Module]
+    histories: list[dict[str, list[float]]]
+    scores: Scores
+
+
 def _learn(
     run: _Run,
     make_model: Callable[[int], torch.nn.Module],
@@ -213,15 +231,19 @@ def _learn(
     extra_state: dict[str, Any],
     epoch_progress: EpochProgress | None,
     what: str,
-) -> Learned:
+) -> _Learned:
     """The shared middle of the learning pipelines: train on ``data`` in ``run.out``, score every row."""
     run.out.mkdir(parents=True, exist_ok=True)
     (run.out / "summary.json").unlink(missing_ok=True)  # the directory is incomplete until the end
     run.note(f"training on {what}")
-    return learn_and_score(make_model, data, settings, run.out, extra_state, stage=run.stage, progress=epoch_progress)
+    with run.stage("train"):
+        models, histories = train_models(make_model, data, settings, run.out, extra_state, epoch_progress)
+    with run.stage("score"):
+        scores = score_rows(models, data, settings)
+    return _Learned(models, histories, scores)
 
 
-def _finish(run: _Run, summary: dict[str, Any], learned: Learned, files: dict[str, Path]) -> LearnResult:
+def _finish(run: _Run, summary: dict[str, Any], learned: _Learned, files: dict[str, Path]) -> LearnResult:
     """Complete a run's summary (final losses, seconds, transfers, files) and write it last."""
     histories = learned.histories
     summary.update(
@@ -241,9 +263,9 @@ def run_ecg(
     channel: str | int | None = None,
     sampling_rate: float | None = None,
     device: str | torch.device = "auto",
-    mode: str = "centered",
-    width: int = 256,
-    method: str = "ricker",
+    mode: str = ECG_MODE,
+    width: int = BEAT_WIDTH,
+    method: str = PEAK_METHOD,
     progress: Progress | None = None,
     epoch_progress: EpochProgress | None = None,
     count_transfers: bool = True,
@@ -290,19 +312,17 @@ def run_ecg(
         extreme_idx = torch.cat([order[-5:], order[:5]])  # the five highest scores, then the five lowest
         extreme_recon = reconstruct(first, data[extreme_idx])
     with run.stage("transfer"):
-        host = _to_host(
-            all_peaks=peaks,
-            peaks=beats.peaks,
-            kept=beats.kept,
-            emb=scores.embeddings,
-            scores=scores.scores,
-            spread=scores.spread,
-            flags=scores.flags,
-            grid=grid,
-            generated=generated,
-            extreme_idx=extreme_idx,
-            extreme_recon=extreme_recon,
-            extreme_rows=data[extreme_idx],
+        host = scores.to_host() | _to_host(
+            {
+                "all_peaks": peaks,
+                "peaks": beats.peaks,
+                "kept": beats.kept,
+                "grid": grid,
+                "generated": generated,
+                "extreme_idx": extreme_idx,
+                "extreme_recon": extreme_recon,
+                "extreme_rows": data[extreme_idx],
+            }
         )
         signal = rec.samples.cpu().numpy()
     fs = rec.sampling_rate
@@ -331,10 +351,10 @@ def run_series(
     *,
     column: str | int | None = None,
     time_column: str | int | None = None,
-    window: str = "1d",
+    window: str = SERIES_WINDOW,
     pointwise: bool = False,
     settings: LearnSettings | None = None,
-    hidden: int = 32,
+    hidden: int = SERIES_HIDDEN,
     device: str | torch.device = "auto",
     progress: Progress | None = None,
     epoch_progress: EpochProgress | None = None,
@@ -387,15 +407,13 @@ def run_series(
         recon = reconstruct(learned.models[0], rows).reshape(data.shape)
         raw_recon = scaler.inverse_transform(recon.reshape(-1)).reshape(recon.shape)
     with run.stage("transfer"):
-        host = _to_host(
-            scores=scores.scores,
-            spread=scores.spread,
-            emb=scores.embeddings,
-            flags=scores.flags,
-            days=wins.values,
-            recon=raw_recon,
-            scaled=data,
-            scaled_recon=recon,
+        host = scores.to_host() | _to_host(
+            {
+                "days": wins.values,
+                "recon": raw_recon,
+                "scaled": data,
+                "scaled_recon": recon,
+            }
         )
     with run.stage("write"):
         leading = {"start": wins.starts, "filled_slots": wins.filled}

@@ -73,6 +73,11 @@ class Scores:
     threshold: float
     flags: torch.Tensor
 
+    def to_host(self) -> dict[str, np.ndarray]:
+        """Host copies of the per-row results: ``emb``, ``scores``, ``spread``, ``flags``."""
+        rows = {"emb": self.embeddings, "scores": self.scores, "spread": self.spread, "flags": self.flags}
+        return {name: t.detach().cpu().numpy() for name, t in rows.items()}
+
 
 def score(
     models: nn.Module | list[nn.Module],

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from devicepipe.errors import DevicepipeError
-from devicepipe.io import write_torch
+from devicepipe.io.write import write_torch
 
 __all__ = ["EpochNoise", "History", "epoch_noise", "fit", "load_checkpoint", "split_indices"]
 

@@ -1,11 +1,18 @@
 import csv
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
+import torch
 from typer.testing import CliRunner
 
+from conftest import require_data
 from devicepipe.cli import app
+from devicepipe.ecg import evaluate_beats
 from devicepipe.io import read_series
 
 runner = CliRunner()
@@ -97,7 +104,6 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, pattern):
 
 
 def test_cuda_request_without_cuda(tmp_path):
-    import torch
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
@@ -106,8 +112,6 @@ def test_cuda_request_without_cuda(tmp_path):
 
 
 def test_module_entry_point():
-    import subprocess
-    import sys
 
     proc = subprocess.run([sys.executable, "-m", "devicepipe", "--help"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and "simulate" in proc.stdout
@@ -118,7 +122,6 @@ def test_module_entry_point():
 
 
 def test_beats_on_a_simulated_csv(tmp_path):
-    import pyarrow.parquet as pq
 
     src = tmp_path / "ecg.csv"
     assert run("simulate", "ecg", "--duration", "3min", "--ectopic-rate", 0.02, "--out", src).exit_code == 0
@@ -130,7 +133,6 @@ def test_beats_on_a_simulated_csv(tmp_path):
     assert table.column_names == ["peak", "time_s", "rr_s", "kept"]
     with open(tmp_path / "ecg.truth.csv", newline="") as fh:
         truth = [int(r["sample"]) for r in csv.DictReader(fh)]
-    from devicepipe.ecg import evaluate_beats
 
     assert evaluate_beats(truth, table.column("peak").to_numpy(), 250, n_samples=180 * 250).f1 >= 0.99
     matrix = np.load(out / "beat_matrix.npy")
@@ -143,7 +145,6 @@ def test_beats_on_a_simulated_csv(tmp_path):
 
 
 def test_beats_with_reference_on_mitdb(tmp_path):
-    from conftest import require_data
 
     record = require_data("mitdb/100")
     result = run("beats", record, "--out", tmp_path / "r", "--reference", record.with_suffix(".atr"), "--no-figures")
@@ -187,7 +188,6 @@ def _png_ok(path):
 
 
 def test_ecg_end_to_end_small(tmp_path):
-    import pyarrow.parquet as pq
 
     src = tmp_path / "e.parquet"
     assert run("simulate", "ecg", "--duration", "4min", "--ectopic-rate", 0.03, "--out", src).exit_code == 0
@@ -225,7 +225,6 @@ def test_ecg_ensemble_small(tmp_path):
 
 
 def test_series_end_to_end_small(tmp_path):
-    import pyarrow.parquet as pq
 
     src = tmp_path / "load.csv"
     assert run("simulate", "load", "--days", 60, "--anomalies", 3, "--out", src).exit_code == 0
@@ -249,6 +248,13 @@ def test_demo_end_to_end(tmp_path):
     result = run("demo", "--out", tmp_path / "d", "--device", "cpu", "--epochs", 3)
     assert result.exit_code == 0, result.output
     assert (tmp_path / "d" / "summary.json").exists() and "open first" in result.stdout
+    # the reported count, checked from the files: simulated V beats with a flagged beat within 5 samples
+    with open(tmp_path / "d" / "input" / "ecg.truth.csv", newline="") as fh:
+        ectopic = np.array([int(r["sample"]) for r in csv.DictReader(fh) if r["symbol"] == "V"])
+    table = pq.read_table(tmp_path / "d" / "embeddings.parquet", columns=["peak", "flag"])
+    flagged = table.column("peak").to_numpy()[table.column("flag").to_numpy()]
+    found = sum(bool(flagged.size) and int(np.abs(flagged - v).min()) <= 5 for v in ectopic)
+    assert f"{found} of the {ectopic.size} simulated ventricular ectopic beats" in " ".join(result.stdout.split())
 
 
 @pytest.mark.parametrize(
@@ -302,9 +308,6 @@ def test_numeric_time_column_is_named(tmp_path):
 def test_cli_asks_for_huge_pages_before_torch_loads(preset, expected):
     # PyTorch reads THP_MEM_ALLOC_ENABLE once, at its first allocation: the CLI must set it
     # before anything imports torch, and leave a user's explicit choice alone
-    import os
-    import subprocess
-    import sys
 
     env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
     if preset is not None:

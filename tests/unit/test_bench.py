@@ -5,9 +5,10 @@ import torch
 from typer.testing import CliRunner
 
 from devicepipe.bench import timer as timer_module
-from devicepipe.bench.report import compare, markdown
+from devicepipe.bench.report import bench_devices, check_only, compare, markdown
 from devicepipe.bench.timer import measure
 from devicepipe.cli import app
+from devicepipe.errors import DevicepipeError
 
 
 def test_timer_statistics_on_a_fake_clock(monkeypatch):
@@ -100,6 +101,19 @@ def test_bench_bad_options():
     assert r.exit_code == 2 and "unknown benchmark 'warp'" in r.stderr
     r = runner.invoke(app, ["bench", "--out", "x", "--device", "gpu"])
     assert r.exit_code == 2 and "unknown device" in r.stderr
+
+
+def test_bench_devices_and_sections():
+    cpu = torch.device("cpu")
+    expected = [cpu] + ([torch.device("cuda", torch.cuda.current_device())] if torch.cuda.is_available() else [])
+    assert bench_devices(None) == expected  # the default: the CPU, and CUDA only where there is one
+    assert bench_devices(["cpu"]) == [cpu]
+    if not torch.cuda.is_available():
+        with pytest.raises(DevicepipeError, match="CUDA"):
+            bench_devices(["cpu", "cuda"])  # asked for by name: an error, not a silent skip
+    assert check_only(["detect", "micro"]) == ["detect", "micro"]
+    with pytest.raises(DevicepipeError, match="unknown benchmark 'warp'"):
+        check_only(["detect", "warp"])
 
 
 def test_every_benchmark_runs_in_quick_mode(tmp_path):

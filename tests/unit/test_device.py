@@ -1,5 +1,6 @@
 import json
 
+import pyarrow
 import pytest
 import torch
 
@@ -78,6 +79,5 @@ def test_report_is_complete_and_serialisable():
     assert len(report["gpus"]) == (torch.cuda.device_count() if torch.cuda.is_available() else 0)
     names = {lib["name"]: lib for lib in report["libraries"]}
     assert {"CuPy", "cuDF", "Numba", "JAX", "Polars", "pandas", "PyArrow", "wfdb"} <= set(names)
-    import pyarrow
 
     assert names["PyArrow"]["version"] == pyarrow.__version__ and names["PyArrow"]["works"]

@@ -1,5 +1,6 @@
 """Zero-copy claims proved two ways: by pointer (shares_memory) and by mutation through the source's own API."""
 
+import subprocess
 import sys
 
 import numpy as np
@@ -17,6 +18,9 @@ from devicepipe.interop import (
     shares_memory,
     to_torch,
 )
+from devicepipe.io import write_parquet
+from devicepipe.pipeline import run_beats
+from devicepipe.simulate import simulate_ecg
 
 pd = pytest.importorskip("pandas")
 pl = pytest.importorskip("polars")
@@ -129,7 +133,6 @@ def test_unsupported_inputs_are_clear():
 
 
 def test_library_detection_imports_nothing():
-    import subprocess
 
     code = (
         "import sys\n"
@@ -206,9 +209,6 @@ def test_gpu_conversions_share_memory(kind):
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
 def test_beats_pipeline_moves_the_recording_once(tmp_path):
-    from devicepipe.io import write_parquet
-    from devicepipe.pipeline import run_beats
-    from devicepipe.simulate import simulate_ecg
 
     sim = simulate_ecg(600, 250, seed=1)
     write_parquet({"ecg": sim.signal}, tmp_path / "e.parquet", sampling_rate=250)

@@ -6,7 +6,7 @@ import torch
 
 from devicepipe.errors import ReadError
 from devicepipe.interop import shares_memory
-from devicepipe.io import atomic_path, read_series, write_csv, write_json, write_npy, write_parquet
+from devicepipe.io import atomic_path, read_series, staged_dir, write_csv, write_json, write_npy, write_parquet
 
 
 @pytest.fixture
@@ -268,7 +268,6 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
 
 
 def test_staged_dir_is_all_or_nothing(tmp_path):
-    from devicepipe.io import staged_dir
 
     out = tmp_path / "run"
     with pytest.raises(RuntimeError), staged_dir(out) as stage:

@@ -1,20 +1,21 @@
+import importlib.util
+
 import numpy as np
 import pytest
 import torch
 
-from devicepipe.ensemble import fit_ensemble, member_seeds
+from devicepipe.ecg import ecg_peaks, ecg_segment
+from devicepipe.ensemble import fit_ensemble
 from devicepipe.errors import DevicepipeError
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig, Model
 from devicepipe.score import anomaly_threshold, embed, reconstruction_error, score
+from devicepipe.signal.resample import resample_rows
 from devicepipe.simulate import simulate_ecg
 from devicepipe.train import epoch_noise, fit, load_checkpoint
 
 
-def _beats(n_seconds=240, seed=0, width=64):
-    from devicepipe.ecg import ecg_peaks, ecg_segment
-    from devicepipe.signal.resample import resample_rows
-
-    sim = simulate_ecg(n_seconds, 250, seed=seed, ectopic_rate=0.03)
+def _beats(n_seconds=240, seed=0, width=64, device="cpu"):
+    sim = simulate_ecg(n_seconds, 250, seed=seed, ectopic_rate=0.03, device=device)
     beats = ecg_segment(sim.signal, ecg_peaks(sim.signal, 250), 250)
     m = resample_rows(beats.matrix, width)
     return (m - m.mean()) / m.std(), beats
@@ -75,46 +76,33 @@ def test_loss_falls_on_simulated_beats():
     assert history.val[-1] < 0.5 * history.val[0]
 
 
-def test_training_is_deterministic_and_resume_is_exact(tmp_path):
-    data, _ = _beats(120)
+def _same_weights(a: torch.nn.Module, b: torch.nn.Module, device: torch.device) -> None:
+    """Bit for bit on the CPU; on CUDA, whose convolution gradients sum in no fixed order, to float tolerance."""
+    for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True):
+        if device.type == "cpu":
+            assert torch.equal(x, y)
+        else:
+            torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5)
+
+
+def test_training_is_deterministic_and_resume_is_exact(tmp_path, device):
+    data, _ = _beats(120, device=device)
 
     def run(epochs, ckpt=None, resume=False, model=None):
         torch.manual_seed(3)
-        model = model or LightVAE(LightVAEConfig(width=64, latent=2))
+        model = model or LightVAE(LightVAEConfig(width=64, latent=2)).to(device)
         h = fit(model, data, epochs=epochs, batch_size=32, seed=5, checkpoint_dir=ckpt, resume=resume)
         return model, h
 
     full, h_full = run(6)
     again, _ = run(6)
-    for a, b in zip(full.state_dict().values(), again.state_dict().values(), strict=True):
-        assert torch.equal(a, b)
+    _same_weights(full, again, device)
     run(3, tmp_path)  # interrupted after 3 epochs
     state = load_checkpoint(tmp_path)
     assert state["epoch"] == 3 and state["config"] == {"width": 64, "latent": 2, "kl_weight": 0.1}
     resumed, h_resumed = run(6, tmp_path, resume=True)
-    for a, b in zip(full.state_dict().values(), resumed.state_dict().values(), strict=True):
-        assert torch.equal(a, b)
-    assert h_resumed.train == h_full.train
-
-
-def test_vmap_ensemble_equals_members_trained_one_by_one():
-    data, _ = _beats(120)
-
-    def make(s):
-        torch.manual_seed(s)
-        return LightVAE(LightVAEConfig(width=64, latent=2))
-
-    ens = fit_ensemble(make, data, members=3, epochs=3, batch_size=32, seed=11, val_fraction=0.2)
-    assert ens.seeds == member_seeds(11, 3)
-    for member, s, hist in zip(ens.members, ens.seeds, ens.histories, strict=True):
-        alone = make(s)
-        h = fit(alone, data, epochs=3, batch_size=32, seed=s, split_seed=11, val_fraction=0.2)
-        for a, b in zip(alone.state_dict().values(), member.state_dict().values(), strict=True):
-            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(hist.train, h.train, rtol=1e-5)
-        np.testing.assert_allclose(hist.val, h.val, rtol=1e-5)
-    # members differ from each other (own initialisation and batch order)
-    assert not torch.allclose(ens.members[0].conv0.weight, ens.members[1].conv0.weight)
+    _same_weights(full, resumed, device)
+    np.testing.assert_allclose(h_resumed.train, h_full.train, rtol=0 if device.type == "cpu" else 1e-4)
 
 
 def test_ensemble_of_autoencoders_runs_and_differs_in_order():
@@ -132,17 +120,18 @@ def test_ensemble_of_autoencoders_runs_and_differs_in_order():
     assert len(ens.members) == 2 and len(ens.histories[0].train) == 2
 
 
-def test_scores_threshold_and_ensemble_spread():
-    data, beats = _beats(240, width=64)
+def test_scores_threshold_and_ensemble_spread(device):
+    data, beats = _beats(240, width=64, device=device)
     torch.manual_seed(0)
-    model = LightVAE(LightVAEConfig(width=64, latent=2))
+    model = LightVAE(LightVAEConfig(width=64, latent=2)).to(device)
     fit(model, data, epochs=20, batch_size=64, lr=3e-3, seed=0)
     err = reconstruction_error(model, data)
     recon = model.eval()(data)[0]
     torch.testing.assert_close(err, ((recon - data) ** 2).mean(1))
     assert embed(model, data).shape == (data.shape[0], 2)
-    assert anomaly_threshold(torch.arange(101.0), 90) == pytest.approx(90.0)
+    assert anomaly_threshold(torch.arange(101.0, device=device), 90) == pytest.approx(90.0)
     s = score(model, data, percentile=95)
+    assert s.scores.device == data.device
     assert int(s.flags.sum()) == pytest.approx(0.05 * data.shape[0], abs=2)
     assert torch.equal(s.spread, torch.zeros_like(s.scores))
     s2 = score([model, model], data)
@@ -162,26 +151,7 @@ def test_fit_rejects_bad_settings():
         load_checkpoint("/nonexistent-run")
 
 
-@pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
-def test_cpu_and_cuda_embeddings_agree():
-    data, _ = _beats(120)
-    models = {}
-    for dev in ("cpu", "cuda"):
-        torch.manual_seed(0)
-        models[dev] = LightVAE(LightVAEConfig(width=64, latent=2))
-    models["cuda"].load_state_dict(models["cpu"].state_dict())
-    models["cuda"].cuda()
-    torch.testing.assert_close(
-        embed(models["cuda"], data.cuda()).cpu(), embed(models["cpu"], data), rtol=1e-4, atol=1e-5
-    )
-    fit(models["cpu"], data, epochs=2, batch_size=32, seed=0)
-    fit(models["cuda"], data.cuda(), epochs=2, batch_size=32, seed=0)
-    assert torch.isfinite(embed(models["cuda"], data.cuda())).all()
-
-
 def test_tensorboard_logging_or_a_clear_error(tmp_path):
-    import importlib.util
 
     model = MLPAutoencoder(MLPAutoencoderConfig(input=4, hidden=4, latent=2))
     if importlib.util.find_spec("tensorboard") is None:

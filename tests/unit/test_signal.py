@@ -4,8 +4,11 @@ import numpy as np
 import pytest
 import torch
 
+from devicepipe.errors import DevicepipeError
 from devicepipe.signal import convolve, find_peaks, peak_mask, ricker, segment, segment_between, sliding_max
+from devicepipe.signal.blocks import block_reduce, centred_window
 from devicepipe.signal.filters import choose_conv_method
+from devicepipe.signal.resample import interpolate_nans, resample_rows
 
 signal = pytest.importorskip("scipy.signal")
 
@@ -123,16 +126,11 @@ def test_plateaus_and_nan_give_one_peak():
     assert find_peaks(torch.full((50,), 2.0), min_distance=10).tolist() == [0]
 
 
-def test_find_peaks_batched_rows_equal_single():
-    x = torch.randn(4, 3000, generator=torch.Generator().manual_seed(9))
-    rows = find_peaks(x, min_distance=25, height=0.5)
-    assert len(rows) == 4
-    for r, got in zip(x, rows, strict=True):
-        assert torch.equal(got, find_peaks(r, min_distance=25, height=0.5))
+def test_height_per_sample():
+    x = torch.randn(3000, generator=torch.Generator().manual_seed(9))
     thresholds = torch.linspace(0, 2, 3000)
-    assert torch.equal(
-        peak_mask(x[0], min_distance=5, height=thresholds), peak_mask(x[0], min_distance=5) & (x[0] >= thresholds)
-    )
+    expected = peak_mask(x, min_distance=5) & (x >= thresholds)
+    assert torch.equal(peak_mask(x, min_distance=5, height=thresholds), expected)
 
 
 def test_segment_against_a_loop_with_edges(device):
@@ -190,3 +188,60 @@ def test_segment_random_against_a_loop(seed):
             ok = k < int(lengths[r]) and 0 <= i < n
             assert bool(bvalid[r, k]) == ok
             assert float(between[r, k]) == (float(x[0, i]) if ok else 0.0)
+
+
+# ----------------------------------------------------------------------------- blocks and resampling
+
+
+@pytest.mark.parametrize("n", [1, 7, 16, 17, 100])
+@pytest.mark.parametrize("block", [1, 4, 16])
+def test_block_reduce_against_a_loop(device, n, block):
+
+    x = torch.randn(2, n, generator=torch.Generator().manual_seed(n)).to(device)
+    for how, fn in (("max", np.max), ("mean", np.mean)):
+        got = block_reduce(x, block, how).cpu().numpy()
+        host = x.cpu().numpy()
+        expected = np.stack([[fn(row[i : i + block]) for i in range(0, n, block)] for row in host])
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 6, 12, 50])
+def test_centred_window_against_a_loop(device, window):
+
+    n = 30
+    x = torch.randn(2, n, generator=torch.Generator().manual_seed(window)).to(device)
+    host = x.cpu().numpy()
+    w = min(window, n)  # a window longer than the signal is cut to it
+    left, right = (w - 1) // 2, w - 1 - (w - 1) // 2  # an even window reaches further right
+    for how, fn in (("max", np.max), ("min", np.min), ("mean", np.mean)):
+        got = centred_window(x, window, how).cpu().numpy()
+        expected = np.stack([[fn(row[max(0, i - left) : i + right + 1]) for i in range(n)] for row in host])
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_interpolate_nans_matches_numpy_interp(device):
+
+    x = torch.tensor([[np.nan, 1.0, np.nan, np.nan, 4.0, np.nan], [0.0, 2.0, 4.0, np.nan, 8.0, 10.0]], device=device)
+    got = interpolate_nans(x).cpu().numpy()
+    for row, out in zip(x.cpu().numpy(), got, strict=True):
+        ok = ~np.isnan(row)
+        np.testing.assert_allclose(out, np.interp(np.arange(row.size), np.flatnonzero(ok), row[ok]))
+    # uneven positions (e.g. nanoseconds of a time column) weigh the neighbours by distance
+    where = torch.tensor([0.0, 1.0, 4.0, 5.0, 6.0, 10.0], device=device)
+    row = x[1:2]
+    np.testing.assert_allclose(interpolate_nans(row, where).cpu().numpy()[0, 3], 4.0 + (8.0 - 4.0) * (5 - 4) / (6 - 4))
+    clean = torch.arange(5.0, device=device)
+    assert interpolate_nans(clean) is clean  # nothing to fill: no copy
+    with pytest.raises(DevicepipeError, match="row 0 holds only NaN"):
+        interpolate_nans(torch.full((1, 4), float("nan"), device=device))
+
+
+def test_resample_rows_keeps_linear_ramps(device):
+
+    m = torch.arange(10.0, device=device).repeat(3, 1)
+    assert resample_rows(m, 10) is m
+    out = resample_rows(m, 20)
+    assert out.shape == (3, 20) and out.device == m.device
+    # align_corners=False: output sample j sits at input position (j + 0.5) / 2 - 0.5, clamped to the ends
+    expected = np.clip((np.arange(20) + 0.5) / 2 - 0.5, 0, 9)
+    np.testing.assert_allclose(out[0].cpu().numpy(), expected, atol=1e-6)

@@ -7,7 +7,7 @@ One module a concern:
 - :mod:`~devicepipe.io.wfdb`: WFDB records and beat annotations;
 - :mod:`~devicepipe.io.timeline`: ordering by a time column, duplicates, gaps, the NaN policy;
 - :mod:`~devicepipe.io.raw`: what every reader returns, and column choice;
-- :mod:`~devicepipe.io.write`: atomic files, staged run directories, output checks.
+- :mod:`~devicepipe.io.write`: atomic files (and checkpoints), staged run directories, output checks.
 """
 
 from devicepipe.io.read import Recording, read_series
@@ -22,25 +22,23 @@ from devicepipe.io.write import (
     write_json,
     write_npy,
     write_parquet,
-    write_torch,
 )
 
-__all__ = [
+__all__ = [  # by name, whatever the case
+    "atomic_path",
     "BEAT_SYMBOLS",
+    "BeatAnnotations",
+    "check_output_dir",
     "DUPLICATE_POLICIES",
     "NAN_POLICIES",
-    "SAMPLING_RATE_KEY",
-    "BeatAnnotations",
-    "Recording",
-    "TimeReport",
-    "atomic_path",
-    "check_output_dir",
     "read_beat_annotations",
     "read_series",
+    "Recording",
+    "SAMPLING_RATE_KEY",
     "staged_dir",
+    "TimeReport",
     "write_csv",
     "write_json",
     "write_npy",
     "write_parquet",
-    "write_torch",
 ]

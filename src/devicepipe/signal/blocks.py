@@ -41,24 +41,23 @@ def block_reduce(x: torch.Tensor, block: int, how: Literal["max", "mean"]) -> to
 def centred_window(x: torch.Tensor, window: int, how: Literal["max", "min", "mean"]) -> torch.Tensor:
     """The maximum, minimum or mean over ``window`` samples centred on each sample of ``x`` (``(batch, n)``).
 
-    Near the ends the window holds only the samples that exist. Same shape as ``x``; an even
-    window reaches one sample further right than left.
+    Same shape as ``x``. Sample ``i`` reduces ``x[..., i - (w - 1) // 2 : i + w // 2 + 1]``
+    (an even window reaches one sample further right), cut to the samples that exist, where
+    ``w`` is ``window`` cut to ``n``.
     """
-    if window <= 1 or x.shape[-1] == 1:
+    if how not in ("max", "min", "mean"):
+        raise ValueError(f"centred_window(): how must be 'max', 'min' or 'mean', got {how!r}.")
+    window = min(window, x.shape[-1])
+    if window <= 1:
         return x
+    left = (window - 1) // 2
+    pad = (left, window - 1 - left)
     if how == "mean":
-        left = (window - 1) // 2
-        pad = (left, window - 1 - left)
         ones = torch.ones(1, 1, window, dtype=x.dtype, device=x.device)
         sums = F.conv1d(F.pad(x, pad).unsqueeze(1), ones).squeeze(1)
         counts = F.conv1d(F.pad(torch.ones_like(x[:1]), pad).unsqueeze(1), ones)
         return sums / counts.squeeze(1)
-    if how not in ("max", "min"):
-        raise ValueError(f"centred_window(): how must be 'max', 'min' or 'mean', got {how!r}.")
-    window = min(window, x.shape[-1])
-    left = (window - 1) // 2
-    fill = -torch.inf if how == "max" else torch.inf
-    padded = F.pad(x, (left, window - 1 - left), value=fill)
+    padded = F.pad(x, pad, value=-torch.inf if how == "max" else torch.inf)
     return (sliding_max if how == "max" else sliding_min)(padded, window)
 
 

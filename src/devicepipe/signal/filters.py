@@ -16,7 +16,7 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
-__all__ = ["convolve", "choose_conv_method"]
+__all__ = ["centred_convolve", "centred_convolve_at", "choose_conv_method", "convolve"]
 
 Mode = Literal["full", "same", "valid"]
 Method = Literal["auto", "direct", "fft"]
@@ -81,6 +81,40 @@ def convolve(
     else:
         out = full[:, k - 1 : n]
     return out.reshape(*lead, out.shape[-1])
+
+
+def centred_convolve(x: torch.Tensor, mean: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
+    """``convolve(x - mean, kernel, mode="same")`` for a zero-sum ``kernel``, without the subtraction.
+
+    ``x`` has shape ``(batch, time)``, ``mean`` ``(batch, 1)``. Where the kernel lies wholly on
+    the signal the mean cancels; only the ``taps - 1`` samples at either end, where part of
+    the kernel hangs past the signal, are corrected. Saves a full-length copy of ``x``.
+    """
+    n, k = x.shape[-1], kernel.numel()
+    filtered = convolve(x, kernel, mode="same")
+    # the sum of the taps that lie on the signal, at each output sample near the ends
+    coverage = convolve(torch.ones(min(n, 2 * k), dtype=x.dtype, device=x.device), kernel, mode="same")
+    if n <= 2 * k:  # short: the ends meet, correct everything once
+        filtered -= mean * coverage
+    else:
+        filtered[:, :k] -= mean * coverage[:k]
+        filtered[:, n - k :] -= mean * coverage[k:]
+    return filtered
+
+
+def centred_convolve_at(
+    x: torch.Tensor, mean: torch.Tensor, kernel: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor
+) -> torch.Tensor:
+    """``convolve(x - mean, kernel, mode="same")[rows, cols]``, computed at just those samples.
+
+    ``x`` ``(batch, time)``, ``mean`` ``(batch, 1)``, ``rows`` and ``cols`` int64 ``(n,)``;
+    returns ``(n,)``.
+    """
+    n, k = x.shape[-1], kernel.numel()
+    idx = cols[:, None] + (k - 1) // 2 - torch.arange(k, device=x.device)  # out[i] = sum_j x[i + start - j] h[j]
+    inside = (idx >= 0) & (idx < n)
+    taps = torch.where(inside, x[rows[:, None], idx.clamp(0, n - 1)] - mean[rows], x.new_zeros(()))
+    return taps @ kernel
 
 
 def _conv1d_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
