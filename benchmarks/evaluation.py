@@ -23,6 +23,7 @@ from devicepipe.ecg import ecg_peaks, evaluate_beats
 from devicepipe.ensemble import fit_ensemble
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import read_beat_annotations, read_series
+from devicepipe.learn import LearnSettings
 from devicepipe.models import LightVAE, LightVAEConfig
 from devicepipe.scale import StandardScaler
 from devicepipe.score import roc_auc, score
@@ -77,7 +78,7 @@ def load_ecg5000(folder: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray
 class AucResult:
     auc: float
     members: int
-    epochs: int
+    epochs: int  # epochs run (the most of any member)
     latent: int
     n_train: int
     n_test: int
@@ -87,7 +88,7 @@ def ecg5000_auc(
     folder: str | Path,
     *,
     members: int = 1,
-    epochs: int = 300,
+    epochs: int | None = 300,
     latent: int = 4,
     seed: int = 0,
     device: str | torch.device = "cpu",
@@ -95,7 +96,12 @@ def ecg5000_auc(
     batch_size: int = 64,
     lr: float = 3e-3,
 ) -> AucResult:
-    """Train a VAE (or a ``members``-model vmap ensemble) on ECG5000's normal training beats; AUC on the test split."""
+    """Train a VAE (or a ``members``-model vmap ensemble) on ECG5000's normal training beats; AUC on the test split.
+
+    ``epochs=None`` trains as the pipelines do by default: until the validation loss (10 % of
+    the normal beats) has not improved by 0.1 % for 20 epochs, at most 300 epochs, keeping
+    the best epoch's weights.
+    """
     x_train, y_train, x_test, y_test = load_ecg5000(folder)
     dev = torch.device(device)
     normal = resample_rows(torch.from_numpy(x_train[y_train == 1]).to(dev), width)
@@ -108,12 +114,24 @@ def ecg5000_auc(
         torch.manual_seed(s)
         return LightVAE(LightVAEConfig(width=width, latent=latent)).to(dev)
 
-    common = dict(epochs=epochs, batch_size=batch_size, lr=lr, val_fraction=0.0)
+    if epochs is None:
+        defaults = LearnSettings()
+        common = dict(
+            epochs=300,
+            batch_size=batch_size,
+            lr=lr,
+            val_fraction=defaults.val_fraction,
+            patience=defaults.patience,
+            min_improvement=defaults.min_improvement,
+        )
+    else:
+        common = dict(epochs=epochs, batch_size=batch_size, lr=lr, val_fraction=0.0)
     if members > 1:
-        models = fit_ensemble(make, normal, members=members, seed=seed, **common).members
+        ens = fit_ensemble(make, normal, members=members, seed=seed, **common)
+        models, ran = ens.members, max(len(h.train) for h in ens.histories)
     else:
         model = make(seed)
-        fit(model, normal, seed=seed, **common)
+        ran = len(fit(model, normal, seed=seed, **common).train)
         models = model
     scores = score(models, test).scores.cpu().numpy()
-    return AucResult(roc_auc(y_test != 1, scores), members, epochs, latent, int(normal.shape[0]), int(test.shape[0]))
+    return AucResult(roc_auc(y_test != 1, scores), members, ran, latent, int(normal.shape[0]), int(test.shape[0]))

@@ -481,7 +481,15 @@ def interop(
 # ----------------------------------------------------------------------------- learning
 
 ECG, SERIES = LearnSettings, SeriesLearnSettings  # the defaults of each learning command
-EpochsOpt = Annotated[int, typer.Option(help="Training epochs.", min=1)]
+EpochsOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="Train exactly N epochs. Default: until the validation loss stops improving (at most --max-epochs), "
+        "keeping the best epoch's weights.",
+        min=1,
+    ),
+]
+MaxEpochsOpt = Annotated[int, typer.Option(help="The most epochs training may run when it stops by itself.", min=1)]
 BatchOpt = Annotated[int, typer.Option(help="Rows per training batch.", min=1)]
 LrOpt = Annotated[float, typer.Option(help="Adam learning rate.", min=1e-7, max=0.99)]
 EnsembleOpt = Annotated[int, typer.Option(help="Train N models at once with torch.func.vmap (N > 1).", min=1, max=64)]
@@ -492,6 +500,14 @@ PercentileOpt = Annotated[
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue the run in --out from its last checkpoint.")]
 TensorboardOpt = Annotated[Path | None, typer.Option(help="Also log losses for TensorBoard to this directory.")]
 Bf16Opt = Annotated[bool, typer.Option("--bf16", help="bfloat16 autocast (CUDA only).")]
+ThreadsOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="CPU threads for training and scoring. Default: 1 for small models, every core for large ones "
+        "(or the DEVICEPIPE_THREADS environment variable).",
+        min=1,
+    ),
+]
 
 
 @contextmanager
@@ -528,12 +544,25 @@ def _print_outputs(con: Console, result: LearnResult, first: list[str]) -> None:
 ECG_FIGURES = ["extremes.png", "latent.png", "generated.png", "training.png"]
 
 
+def _print_training(con: Console, s: dict[str, Any]) -> None:
+    """How long training ran, whose weights were kept, on how many threads."""
+    e, t = s["epochs"], s["threads"]
+    runs, kept = sorted(set(e["run"])), sorted(set(e["kept"]))
+    stopped = "stopped when the validation loss no longer improved" if any(e["stopped_early"]) else "ran to the limit"
+    con.print(
+        f"trained {'-'.join(map(str, runs[:: max(1, len(runs) - 1)]))} of at most {e['limit']} epochs ({stopped}); "
+        f"kept the weights of epoch {'-'.join(map(str, kept[:: max(1, len(kept) - 1)]))}; "
+        f"{t['threads']} CPU thread{'s' if t['threads'] > 1 else ''} ({t['reason']})"
+    )
+
+
 def _print_ecg(con: Console, s: dict[str, Any]) -> None:
     c = s["counts"]
     con.print(
         f"{c['beats_found']:,} beats found, {c['beats_kept']:,} modelled, {c['flagged']:,} flagged as anomalous "
         f"(score above {s['threshold']:.4g}); final loss {s['final_loss']['train'][0]:.4g}"
     )
+    _print_training(con, s)
     con.print("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in s["seconds"].items()))
 
 
@@ -549,6 +578,7 @@ def ecg(
         float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
     ] = None,
     epochs: EpochsOpt = ECG.epochs,
+    max_epochs: MaxEpochsOpt = ECG.max_epochs,
     batch_size: BatchOpt = ECG.batch_size,
     lr: LrOpt = ECG.lr,
     latent: Annotated[int, typer.Option(help="Latent dimensions of the VAE.", min=1, max=64)] = ECG.latent,
@@ -562,10 +592,13 @@ def ecg(
     resume: ResumeOpt = False,
     tensorboard: TensorboardOpt = None,
     bf16: Bf16Opt = False,
+    threads: ThreadsOpt = None,
 ) -> None:
     """Find the heartbeats of an ECG, train a convolutional VAE on them, score and plot every beat."""
     settings = LearnSettings(
+        threads=threads,
         epochs=epochs,
+        max_epochs=max_epochs,
         batch_size=batch_size,
         lr=lr,
         seed=seed,
@@ -577,7 +610,8 @@ def ecg(
         tensorboard=None if tensorboard is None else str(tensorboard),
     )
     con = _console()
-    with _epoch_bar(con, epochs, "training" if ensemble == 1 else f"training {ensemble} members") as update:
+    bar = "training" if ensemble == 1 else f"training {ensemble} members"
+    with _epoch_bar(con, settings.epoch_limit, bar) as update:
         result = run_ecg(
             input,
             out,
@@ -608,6 +642,7 @@ def series(
     ] = False,
     device: DeviceOpt = "auto",
     epochs: EpochsOpt = SERIES.epochs,
+    max_epochs: MaxEpochsOpt = SERIES.max_epochs,
     batch_size: BatchOpt = SERIES.batch_size,
     lr: LrOpt = SERIES.lr,
     hidden: Annotated[int, typer.Option(help="Hidden units.", min=1)] = SERIES_HIDDEN,
@@ -617,10 +652,13 @@ def series(
     percentile: PercentileOpt = SERIES.percentile,
     resume: ResumeOpt = False,
     tensorboard: TensorboardOpt = None,
+    threads: ThreadsOpt = None,
 ) -> None:
     """Cut a load series into windows (days by default), train an MLP autoencoder, flag anomalous windows."""
     settings = SeriesLearnSettings(
+        threads=threads,
         epochs=epochs,
+        max_epochs=max_epochs,
         batch_size=batch_size,
         lr=lr,
         seed=seed,
@@ -631,7 +669,7 @@ def series(
         tensorboard=None if tensorboard is None else str(tensorboard),
     )
     con = _console()
-    with _epoch_bar(con, epochs, "training") as update:
+    with _epoch_bar(con, settings.epoch_limit, "training") as update:
         result = run_series(
             input,
             out,
@@ -656,6 +694,7 @@ def series(
         f"{len(s['flagged'])} windows flagged (score above {s['threshold']:.4g}); the top ones: "
         + ", ".join(f["start"][:10] for f in s["flagged"][:8])
     )
+    _print_training(con, s)
     _print_outputs(con, result, ["days.png", "extremes.png", "latent.png", "training.png"])
 
 
@@ -664,11 +703,13 @@ def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the demo's files.")] = Path("demo-run"),
     device: DeviceOpt = "auto",
     epochs: EpochsOpt = ECG.epochs,
+    threads: ThreadsOpt = None,
 ) -> None:
     """Simulate a 30-minute ECG with a few ectopic beats and run the whole ecg pipeline on it."""
     con = _console()
-    with _epoch_bar(con, epochs, "training the VAE") as update:
-        result = run_demo(out, device=device, epochs=epochs, progress=con.print, epoch_progress=update)
+    with _epoch_bar(con, epochs or ECG.max_epochs, "training the VAE") as update:
+        result = run_demo(out, device=device, epochs=epochs, threads=threads, progress=con.print, epoch_progress=update)
+    _print_training(con, result.run.summary)
     con.print(
         f"{result.run.summary['counts']['flagged']} beats flagged as anomalous; {result.ectopic_flagged} of the "
         f"{result.n_ectopic} simulated ventricular ectopic beats are among them"

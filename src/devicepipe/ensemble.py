@@ -24,7 +24,7 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.write import write_torch
-from devicepipe.train import History, epoch_noise, split_indices
+from devicepipe.train import EarlyStopping, History, adam, epoch_noise, split_indices
 
 __all__ = ["Ensemble", "fit_ensemble", "member_seeds", "save_ensemble"]
 
@@ -66,11 +66,17 @@ def fit_ensemble(
     val_fraction: float = 0.1,
     seed: int = 0,
     callback: Callable[[int, float, float], None] | None = None,
+    patience: int | None = None,
+    min_improvement: float = 1e-3,
 ) -> Ensemble:
     """Train ``members`` models built by ``make_model(member_seed)`` on ``data`` at once.
 
     ``make_model`` must return the model on ``data``'s device, initialised from the seed it is
     given. Returns the trained members; ``callback(epoch, mean train loss, mean val loss)``.
+    ``patience`` stops early as :func:`~devicepipe.train.fit` does, member by member: a member
+    whose patience has run out keeps its best weights (and they stay its result while the
+    others go on), so each member ends as it would trained alone; the loop ends when every
+    member is done or after ``epochs``.
     """
     if members < 1:
         raise DevicepipeError(f"fit_ensemble(): members must be at least 1, got {members}.")
@@ -84,7 +90,7 @@ def fit_ensemble(
     base = copy.deepcopy(wrapped[0]).to("meta")
     train_idx, val_idx = split_indices(data.shape[0], val_fraction, seed, device)
     train, val = data[train_idx], data[val_idx]
-    optimizer = torch.optim.Adam(list(params.values()), lr=lr, weight_decay=weight_decay)
+    optimizer = adam(list(params.values()), lr=lr, weight_decay=weight_decay)
     latent = models[0].noise_dim
 
     def member_loss(p: dict, b: dict, x: torch.Tensor, eps: torch.Tensor | None) -> torch.Tensor:
@@ -94,8 +100,14 @@ def fit_ensemble(
         return functional_call(base, (p, b), (x, None)).sum()
 
     histories = [History() for _ in seeds]
+    stoppers = None if patience is None else [EarlyStopping(patience, min_improvement) for _ in seeds]
+    if stoppers is not None and val.shape[0] == 0:
+        raise DevicepipeError("fit_ensemble(): early stopping watches the validation loss; use val_fraction > 0.")
+    best = {k: v.detach().clone() for k, v in params.items()}  # each member's kept weights
     n = train.shape[0]
     for epoch in range(epochs):
+        if stoppers is not None and all(st.done for st in stoppers):
+            break
         started = time.perf_counter()
         base.train()
         noises = [epoch_noise(n, latent, seed=s, epoch=epoch, device=device, dtype=data.dtype) for s in seeds]
@@ -125,13 +137,19 @@ def fit_ensemble(
             h.train.append(float(totals[i]) / n)
             h.val.append(float(val_sum[i]) / max(1, val.shape[0]))
             h.seconds.append(elapsed)
+            if stoppers is not None and not stoppers[i].done and stoppers[i].improved(h.val[-1], epoch + 1):
+                for k, v in params.items():
+                    best[k][i] = v[i].detach()
         if callback is not None:
             mean_val = sum(h.val[-1] for h in histories) / members
             callback(epoch + 1, sum(h.train[-1] for h in histories) / members, mean_val)
+    kept = params if stoppers is None else best
     for i, model in enumerate(models):
-        state = {k.removeprefix("m."): v[i].detach().clone() for k, v in {**params, **buffers}.items()}
+        state = {k.removeprefix("m."): v[i].detach().clone() for k, v in {**kept, **buffers}.items()}
         model.load_state_dict(state, strict=False)
         model.eval()
+        if stoppers is not None:
+            histories[i].best_epoch, histories[i].stopped_early = stoppers[i].best_epoch, stoppers[i].done
     return Ensemble(models, histories, seeds)
 
 

@@ -41,7 +41,10 @@ EpochCallback = Callable[[int, float, float], None]
 class LearnSettings:
     """Training and scoring settings of a learning run (defaults: the ``ecg`` pipeline's VAE)."""
 
-    epochs: int = 30  # passes over the training rows
+    epochs: int | None = None  # exactly this many passes; None: until learned (early stopping), at most max_epochs
+    max_epochs: int = 200  # the most epochs early stopping may run
+    patience: int = 20  # epochs without a better validation loss before stopping
+    min_improvement: float = 1e-3  # relative decrease of the validation loss that counts as better
     batch_size: int = 256  # rows per optimiser step
     lr: float = 3e-3  # Adam's learning rate
     weight_decay: float = 0.0  # Adam's L2 penalty
@@ -53,32 +56,53 @@ class LearnSettings:
     resume: bool = False  # continue the run directory's checkpoint
     tensorboard: str | None = None  # also log losses for TensorBoard here
     bf16: bool = False  # bfloat16 autocast (CUDA only)
+    threads: int | None = None  # CPU threads for training and scoring (None: by the size of a step)
 
     def __post_init__(self) -> None:
         self.check()
 
     def check(self) -> None:
         """Raise :class:`DevicepipeError` naming the first setting out of range (run when made)."""
-        if self.epochs < 1 or self.batch_size < 1 or self.latent < 1 or self.ensemble < 1:
-            raise DevicepipeError("epochs, batch size, latent size and ensemble size must all be at least 1.")
+        if min(self.epochs or 1, self.max_epochs, self.batch_size, self.latent, self.ensemble, self.patience) < 1:
+            raise DevicepipeError(
+                "epochs, maximum epochs, patience, batch size, latent size and ensemble size must all be at least 1."
+            )
+        if not 0 <= self.min_improvement < 1:
+            raise DevicepipeError(f"minimum improvement {self.min_improvement} must be within [0, 1), e.g. 1e-3.")
+        if self.epochs is None and self.val_fraction == 0:
+            raise DevicepipeError(
+                "early stopping watches the validation loss: keep a validation fraction above 0, or pass --epochs N."
+            )
         if not 0 < self.lr < 1:
             raise DevicepipeError(f"learning rate {self.lr} is out of range; use e.g. 1e-3.")
         if not 0 <= self.val_fraction < 0.9:
             raise DevicepipeError(f"validation fraction {self.val_fraction} must be within [0, 0.9).")
         if not 50 <= self.percentile < 100:
             raise DevicepipeError(f"anomaly percentile {self.percentile} must be within [50, 100).")
+        if self.threads is not None and self.threads < 1:
+            raise DevicepipeError(f"threads must be at least 1, got {self.threads}; use e.g. --threads 1.")
         if self.resume and self.ensemble > 1:
             raise DevicepipeError("--resume works for single models; rerun the ensemble without --resume.")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def early_stopping(self) -> bool:
+        """Whether training stops when learned (no exact ``epochs`` given)."""
+        return self.epochs is None
+
+    @property
+    def epoch_limit(self) -> int:
+        """The most epochs training runs: ``epochs`` when given, else ``max_epochs``."""
+        return self.max_epochs if self.epochs is None else self.epochs
+
 
 @dataclass(frozen=True)
 class SeriesLearnSettings(LearnSettings):
     """The ``series`` pipeline's defaults: the electricity notebook's MLP autoencoder on days."""
 
-    epochs: int = 200
+    max_epochs: int = 500
     batch_size: int = 64
     lr: float = 1e-3
     latent: int = 8
@@ -101,15 +125,19 @@ def train_models(
     """Train one model (checkpointed in ``out``, resumable) or a vmap ensemble (saved to ``out``).
 
     ``make_model(seed)`` returns a model on ``data``'s device initialised from ``seed``;
-    ``extra_state`` (e.g. the scaler) is stored with the weights. Returns the trained models
-    and one history (``{"train", "val", "seconds"}`` per epoch) per model.
+    ``extra_state`` (e.g. the scaler) is stored with the weights. Without an exact
+    ``settings.epochs``, training stops when the validation loss stops improving and keeps
+    the best epoch's weights. Returns the trained models and one history per model
+    (``{"train", "val", "seconds"}`` per epoch, ``best_epoch``, ``stopped_early``).
     """
     common = dict(
-        epochs=settings.epochs,
+        epochs=settings.epoch_limit,
         batch_size=settings.batch_size,
         lr=settings.lr,
         weight_decay=settings.weight_decay,
         val_fraction=settings.val_fraction,
+        patience=settings.patience if settings.early_stopping else None,
+        min_improvement=settings.min_improvement,
     )
     if settings.ensemble > 1:
         ens = fit_ensemble(make_model, data, members=settings.ensemble, seed=settings.seed, callback=progress, **common)

@@ -39,6 +39,7 @@ from devicepipe.scale import MinMaxScaler, StandardScaler
 from devicepipe.score import Scores, group_scores, latent_grid, reconstruct
 from devicepipe.signal.resample import resample_rows
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
+from devicepipe.threads import ThreadChoice, choose_threads, using_threads
 from devicepipe.timing import StageTimer
 from devicepipe.units import parse_duration
 from devicepipe.windows import make_windows
@@ -216,11 +217,13 @@ def run_beats(
 
 @dataclass(frozen=True)
 class _Learned:
-    """The trained models, their histories, and every row's scores."""
+    """The trained models, their histories, every row's scores, and the threads they used."""
 
     models: list[torch.nn.Module]
     histories: list[dict[str, list[float]]]
     scores: Scores
+    threads: ThreadChoice
+    epoch_limit: int
 
 
 def _learn(
@@ -235,21 +238,31 @@ def _learn(
     """The shared middle of the learning pipelines: train on ``data`` in ``run.out``, score every row."""
     run.out.mkdir(parents=True, exist_ok=True)
     (run.out / "summary.json").unlink(missing_ok=True)  # the directory is incomplete until the end
-    run.note(f"training on {what}")
-    with run.stage("train"):
-        models, histories = train_models(make_model, data, settings, run.out, extra_state, epoch_progress)
-    with run.stage("score"):
-        scores = score_rows(models, data, settings)
-    return _Learned(models, histories, scores)
+    probe = data[: settings.batch_size]
+    threads = choose_threads(make_model(settings.seed), probe, threads=settings.threads, copies=settings.ensemble)
+    run.note(f"training on {what} ({threads.threads} thread{'s' if threads.threads > 1 else ''})")
+    with using_threads(threads.threads):
+        with run.stage("train"):
+            models, histories = train_models(make_model, data, settings, run.out, extra_state, epoch_progress)
+        with run.stage("score"):
+            scores = score_rows(models, data, settings)
+    return _Learned(models, histories, scores, threads, settings.epoch_limit)
 
 
 def _finish(run: _Run, summary: dict[str, Any], learned: _Learned, files: dict[str, Path]) -> LearnResult:
     """Complete a run's summary (final losses, seconds, transfers, files) and write it last."""
     histories = learned.histories
     summary.update(
+        epochs={
+            "limit": learned.epoch_limit,
+            "run": [len(h["train"]) for h in histories],
+            "kept": [h["best_epoch"] or len(h["train"]) for h in histories],  # whose weights the models have
+            "stopped_early": [h["stopped_early"] for h in histories],
+        },
         final_loss={"train": [h["train"][-1] for h in histories], "val": [h["val"][-1] for h in histories]},
         seconds=run.timer.seconds,
         transfers=run.timer.transfers(),
+        threads=learned.threads.to_dict(),
     )
     files["summary.json"] = write_summary(run.out, summary, files)
     return LearnResult(run.out, summary, files)
@@ -457,7 +470,8 @@ def run_demo(
     out: str | Path = "demo-run",
     *,
     device: str | torch.device = "auto",
-    epochs: int = LearnSettings.epochs,
+    epochs: int | None = None,
+    threads: int | None = None,
     progress: Progress | None = None,
     epoch_progress: EpochProgress | None = None,
 ) -> DemoResult:
@@ -465,7 +479,7 @@ def run_demo(
     on it in ``out`` (the recording in ``out/input/``), and count the ectopic beats it flagged."""
     note = progress or (lambda _msg: None)
     out = check_output_dir(out)
-    settings = LearnSettings(epochs=epochs)
+    settings = LearnSettings(epochs=epochs, threads=threads)
     note("simulating a 30-minute ECG at 250 Hz with a few ectopic beats")
     sim = simulate_ecg(1800.0, 250.0, heart_rate_bpm=72.0, noise_mV=0.03, wander_mV=0.2, ectopic_rate=0.01, seed=0)
     path, truth = write_simulated_ecg(sim, out / "input" / "ecg.parquet")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -121,8 +122,9 @@ def _project_2d(embeddings: np.ndarray) -> tuple[np.ndarray, tuple[str, str]]:
     return centred @ vt[:2].T, ("principal component 1", "principal component 2")
 
 
-def plot_training(histories: list[dict[str, list[float]]], *, title: str = "Training") -> Figure:
-    """Train and validation loss per epoch (one pair of lines per ensemble member)."""
+def plot_training(histories: list[dict[str, Any]], *, title: str = "Training") -> Figure:
+    """Train and validation loss per epoch (one pair of lines per ensemble member), and, where
+    training stopped by itself, the epoch whose weights were kept (a dot on the validation line)."""
     fig = Figure(figsize=(7, 4))
     ax = fig.add_subplot()
     for i, h in enumerate(histories):
@@ -132,6 +134,17 @@ def plot_training(histories: list[dict[str, list[float]]], *, title: str = "Trai
         if h.get("val") and np.isfinite(h["val"]).any():
             ax.plot(
                 epochs, h["val"], color="tab:orange", alpha=0.8, ls="--", label="validation" + suffix if i < 1 else None
+            )
+        best = h.get("best_epoch")
+        if best:
+            ax.plot(
+                [best],
+                [h["val"][best - 1]],
+                "o",
+                color="tab:red",
+                label=f"kept: epoch {best}" + (" (each member's best)" if len(histories) > 1 else "")
+                if i < 1
+                else None,
             )
     ax.set_yscale("log")
     ax.set_xlabel("epoch")

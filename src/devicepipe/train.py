@@ -24,25 +24,79 @@ from torch import nn
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.write import write_torch
 
-__all__ = ["EpochNoise", "History", "epoch_noise", "fit", "load_checkpoint", "split_indices"]
+__all__ = ["EarlyStopping", "EpochNoise", "History", "adam", "epoch_noise", "fit", "load_checkpoint", "split_indices"]
 
 CHECKPOINT_NAME = "checkpoint.pt"
 
 
 @dataclass
 class History:
-    """Mean loss per row, per epoch."""
+    """Mean loss per row, per epoch; with early stopping, the epoch whose weights were kept."""
 
     train: list[float] = field(default_factory=list)
     val: list[float] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
+    best_epoch: int | None = None  # 1-based; None when every epoch ran and the last weights were kept
+    stopped_early: bool = False
 
-    def to_dict(self) -> dict[str, list[float]]:
-        return {"train": list(self.train), "val": list(self.val), "seconds": list(self.seconds)}
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "train": list(self.train),
+            "val": list(self.val),
+            "seconds": list(self.seconds),
+            "best_epoch": self.best_epoch,
+            "stopped_early": self.stopped_early,
+        }
 
     @classmethod
-    def from_dict(cls, d: dict[str, list[float]]) -> History:
-        return cls(list(d.get("train", [])), list(d.get("val", [])), list(d.get("seconds", [])))
+    def from_dict(cls, d: dict[str, Any]) -> History:
+        return cls(
+            list(d.get("train", [])),
+            list(d.get("val", [])),
+            list(d.get("seconds", [])),
+            d.get("best_epoch"),
+            bool(d.get("stopped_early", False)),
+        )
+
+
+@dataclass
+class EarlyStopping:
+    """Stop when the validation loss has not improved for ``patience`` epochs; keep the best weights.
+
+    An epoch improves when its loss is below ``best - min_improvement * |best|`` (relative,
+    so the same setting serves losses of any scale).
+    """
+
+    patience: int
+    min_improvement: float = 1e-3
+    best: float = math.inf
+    best_epoch: int = 0  # 1-based; 0 before the first epoch
+    since_best: int = 0
+
+    def __post_init__(self) -> None:
+        if self.patience < 1:
+            raise DevicepipeError(f"early stopping needs a patience of at least 1 epoch, got {self.patience}.")
+        if not 0 <= self.min_improvement < 1:
+            raise DevicepipeError(f"min_improvement must be within [0, 1), got {self.min_improvement}.")
+
+    def improved(self, val_loss: float, epoch: int) -> bool:
+        """Record epoch ``epoch`` (1-based); True when it is the new best."""
+        bar = self.best - self.min_improvement * abs(self.best) if math.isfinite(self.best) else math.inf
+        if math.isfinite(val_loss) and val_loss < bar:
+            self.best, self.best_epoch, self.since_best = val_loss, epoch, 0
+            return True
+        self.since_best += 1
+        return False
+
+    @property
+    def done(self) -> bool:
+        return self.since_best >= self.patience
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best": self.best, "best_epoch": self.best_epoch, "since_best": self.since_best}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.best, self.best_epoch, self.since_best = state["best"], state["best_epoch"], state["since_best"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +105,17 @@ class EpochNoise:
 
     order: torch.Tensor  # int64 (n_train,)
     eps: torch.Tensor | None  # (n_train, latent) or None for deterministic models
+
+
+def adam(params: list[torch.Tensor], *, lr: float, weight_decay: float = 0.0) -> torch.optim.Adam:
+    """Adam, with the fused kernel where every parameter allows it (floating, on the CPU or CUDA).
+
+    The fused kernel updates all parameters in one pass: on the load MLP's batch-64 step it
+    cut the optimizer's share from 0.26 to 0.10 ms (1 thread). The arithmetic is Adam's either way.
+    """
+    params = list(params)
+    fused = all(p.dtype.is_floating_point and p.device.type in ("cpu", "cuda") for p in params)
+    return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=fused or None)
 
 
 def _epoch_seed(seed: int, epoch: int) -> int:
@@ -124,6 +189,8 @@ def fit(
     callback: Callable[[int, float, float], None] | None = None,
     tensorboard: str | Path | None = None,
     bf16: bool = False,
+    patience: int | None = None,
+    min_improvement: float = 1e-3,
 ) -> History:
     """Train ``model`` (already on ``data``'s device) with Adam; return the per-epoch history.
 
@@ -137,12 +204,16 @@ def fit(
     split_seed : seed of the train/validation split alone (default: ``seed``); ensemble
         members share one split and differ in everything else.
     checkpoint_dir : write ``checkpoint.pt`` there (atomically) after every epoch: model,
-        optimizer, epoch, model config, history, RNG states and ``extra_state`` (e.g. a scaler).
+        optimizer, epoch, model config, history, RNG states and ``extra_state`` (e.g. a scaler);
+        with early stopping also its state and the best epoch's weights (``best_model``).
     resume : continue from ``checkpoint_dir``'s checkpoint; the result equals an
         uninterrupted run with the same seed (bit for bit on the CPU).
     callback : ``callback(epoch, train_loss, val_loss)`` after every epoch (1-based epoch).
     tensorboard : a log directory for TensorBoard scalars (needs the ``tensorboard`` package).
     bf16 : bfloat16 autocast for the forward pass (CUDA only).
+    patience : stop early when the validation loss has not improved (by ``min_improvement``,
+        relative) for this many epochs, and end with the best epoch's weights; ``epochs`` is
+        then a maximum. None: exactly ``epochs`` epochs, the last weights kept.
     """
     device = next(model.parameters()).device
     if data.device != device:
@@ -153,8 +224,11 @@ def fit(
         raise DevicepipeError("fit(): bf16 autocast is for CUDA devices; drop --bf16 on the CPU.")
     train_idx, val_idx = split_indices(data.shape[0], val_fraction, seed if split_seed is None else split_seed, device)
     train, val = data[train_idx], data[val_idx]
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    history, start_epoch = History(), 0
+    stopper = None if patience is None else EarlyStopping(patience, min_improvement)
+    if stopper is not None and val.shape[0] == 0:
+        raise DevicepipeError("fit(): early stopping watches the validation loss; use val_fraction > 0.")
+    optimizer = adam(list(model.parameters()), lr=lr, weight_decay=weight_decay)
+    history, start_epoch, best_state = History(), 0, None
     ckpt_path = None if checkpoint_dir is None else Path(checkpoint_dir) / CHECKPOINT_NAME
     if resume:
         if checkpoint_dir is None:
@@ -164,6 +238,14 @@ def fit(
         optimizer.load_state_dict(state["optimizer"])
         history = History.from_dict(state["history"])
         start_epoch = int(state["epoch"])
+        if stopper is not None:
+            if "early_stopping" not in state:
+                raise DevicepipeError(
+                    "fit(): this checkpoint was trained for an exact number of epochs; resume it with --epochs N "
+                    "(epochs=N in Python)."
+                )
+            stopper.load_state_dict(state["early_stopping"])
+            best_state = state["best_model"]
     writer = None
     if tensorboard is not None:
         try:
@@ -176,6 +258,8 @@ def fit(
     latent = model.noise_dim
     try:
         for epoch in range(start_epoch, epochs):
+            if stopper is not None and stopper.done:
+                break  # (a resumed run that had already stopped)
             started = time.perf_counter()
             model.train()
             noise = epoch_noise(train.shape[0], latent, seed=seed, epoch=epoch, device=device, dtype=data.dtype)
@@ -197,6 +281,8 @@ def fit(
             history.seconds.append(time.perf_counter() - started)
             if not math.isfinite(train_loss):
                 raise DevicepipeError(f"training diverged at epoch {epoch + 1} (loss {train_loss}); lower --lr.")
+            if stopper is not None and stopper.improved(val_loss, epoch + 1):
+                best_state = copy.deepcopy(model.state_dict())
             if writer is not None:
                 writer.add_scalar("loss/train", train_loss, epoch + 1)
                 writer.add_scalar("loss/val", val_loss, epoch + 1)
@@ -221,6 +307,8 @@ def fit(
                             "weight_decay": weight_decay,
                             "val_fraction": val_fraction,
                         },
+                        **({} if stopper is None else {"early_stopping": stopper.state_dict()}),
+                        **({} if best_state is None else {"best_model": best_state}),
                         **(extra_state or {}),
                     },
                     ckpt_path,
@@ -230,4 +318,7 @@ def fit(
     finally:
         if writer is not None:
             writer.close()
+    if stopper is not None and best_state is not None:
+        model.load_state_dict(best_state)  # the weights of the best validation epoch
+        history.best_epoch, history.stopped_early = stopper.best_epoch, stopper.done
     return history

@@ -73,3 +73,20 @@ def test_vmap_ensemble_equals_members_trained_one_by_one(device):
         np.testing.assert_allclose(hist.val, h.val, rtol=1e-5)
     # members differ from each other (own initialisation and batch order)
     assert not torch.allclose(ens.members[0].conv0.weight, ens.members[1].conv0.weight)
+
+
+def test_early_stopping_ensemble_equals_members_stopped_alone(device):
+    data = _beats(device)
+
+    def make(s):
+        torch.manual_seed(s)
+        return LightVAE(LightVAEConfig(width=64, latent=2)).to(device)
+
+    common = dict(epochs=60, batch_size=32, val_fraction=0.2, lr=1e-2, patience=2, min_improvement=0.05)
+    ens = fit_ensemble(make, data, members=3, seed=4, **common)
+    for member, s, hist in zip(ens.members, ens.seeds, ens.histories, strict=True):
+        alone = make(s)
+        h = fit(alone, data, seed=s, split_seed=4, **common)
+        assert hist.best_epoch == h.best_epoch and h.stopped_early
+        for a, b in zip(alone.state_dict().values(), member.state_dict().values(), strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)

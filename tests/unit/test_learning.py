@@ -11,7 +11,7 @@ from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoe
 from devicepipe.score import anomaly_threshold, embed, reconstruction_error, score
 from devicepipe.signal.resample import resample_rows
 from devicepipe.simulate import simulate_ecg
-from devicepipe.train import epoch_noise, fit, load_checkpoint
+from devicepipe.train import epoch_noise, evaluate_loss, fit, load_checkpoint, split_indices
 
 
 def _beats(n_seconds=240, seed=0, width=64, device="cpu"):
@@ -160,3 +160,47 @@ def test_tensorboard_logging_or_a_clear_error(tmp_path):
     else:
         fit(model, torch.rand(20, 4), epochs=2, tensorboard=tmp_path / "tb")
         assert any(p.name.startswith("events.out.tfevents") for p in (tmp_path / "tb").iterdir())
+
+
+def test_early_stopping_keeps_the_best_epoch_and_resumes_exactly(tmp_path, device):
+    data, _ = _beats(120, device=device)
+
+    def run(epochs, ckpt=None, resume=False):
+        torch.manual_seed(3)
+        model = LightVAE(LightVAEConfig(width=64, latent=2)).to(device)
+        h = fit(
+            model,
+            data,
+            epochs=epochs,
+            batch_size=32,
+            lr=1e-2,
+            seed=5,
+            checkpoint_dir=ckpt,
+            resume=resume,
+            patience=3,
+            min_improvement=0.05,
+        )
+        return model, h
+
+    model, h = run(200)
+    assert h.stopped_early and len(h.train) < 200
+    # it stopped patience epochs after the best one, whose weights it kept
+    assert len(h.train) == h.best_epoch + 3
+    # the kept epoch is the last one that beat every earlier one by the margin; none after it did
+    best = h.val[h.best_epoch - 1]
+    assert best == min(h.val[: h.best_epoch]) and all(v >= best * (1 - 0.05) for v in h.val[h.best_epoch :])
+    kept_val = evaluate_loss(model, data[split_indices(data.shape[0], 0.1, 5, data.device)[1]])
+    assert kept_val == pytest.approx(h.val[h.best_epoch - 1], rel=1e-5)
+    # interrupted before it stopped, then resumed: the same epochs, the same weights
+    run(h.best_epoch, tmp_path)
+    resumed, h2 = run(200, tmp_path, resume=True)
+    assert (h2.best_epoch, len(h2.train)) == (h.best_epoch, len(h.train))
+    _same_weights(model, resumed, device)
+
+
+def test_exact_epochs_disable_early_stopping():
+    model = MLPAutoencoder(MLPAutoencoderConfig(input=4, hidden=4, latent=2))
+    h = fit(model, torch.rand(50, 4), epochs=7, lr=1e-2)
+    assert len(h.train) == 7 and h.best_epoch is None and not h.stopped_early
+    with pytest.raises(DevicepipeError, match="val_fraction > 0"):
+        fit(model, torch.rand(50, 4), epochs=7, val_fraction=0.0, patience=2)

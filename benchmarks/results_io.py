@@ -1,0 +1,34 @@
+"""What every benchmark script records about the machine, and how it writes its results (JSON and Markdown)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from devicepipe.device import device_report
+
+
+def machine() -> dict[str, Any]:
+    """Date, platform, CPU model, usable cores, torch version and its thread count."""
+    return {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "platform": platform.platform(),
+        "cpu": device_report()["cpu"]["model"],
+        "usable_cores": len(os.sched_getaffinity(0)),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+    }
+
+
+def write_results(out: Path, name: str, result: dict[str, Any], markdown: str) -> None:
+    """``out/NAME.json`` and ``out/NAME.md``; the Markdown is printed too."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (out / f"{name}.md").write_text(markdown, encoding="utf-8")
+    print(markdown)

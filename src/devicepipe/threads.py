@@ -1,0 +1,124 @@
+"""How many intra-op threads torch uses for a run's training and scoring, chosen by the size of the work.
+
+On a CPU, PyTorch's threads help large convolutions and matrix products and hurt tiny
+ones: each operator of a small model is over in microseconds, and waking a second thread
+costs more than it saves (far more when other work shares the cores). The size that
+decides is the work of one training step, counted in floating-point operations by
+:class:`torch.utils.flop_counter.FlopCounterMode` on one batch (forward and backward).
+Below :data:`ONE_THREAD_BELOW_FLOPS` one thread is used, above it every usable core; the
+crossover was measured on a 2-core machine (``benchmarks/threads_crossover.py``).
+
+An explicit choice wins: ``threads=`` (the CLI's ``--threads``), then the
+``DEVICEPIPE_THREADS`` environment variable. On a GPU the host's threads are left as they are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from devicepipe.errors import DevicepipeError
+
+__all__ = ["ONE_THREAD_BELOW_FLOPS", "THREADS_ENV", "ThreadChoice", "choose_threads", "step_flops", "using_threads"]
+
+#: Environment variable that fixes the thread count (an integer >= 1).
+THREADS_ENV = "DEVICEPIPE_THREADS"
+#: Training-step work (FLOP, forward and backward) below which one thread is used on a CPU. Measured
+#: on 2 idle cores: a second thread lost up to 31 MFLOP per step (0.67-0.96x) and won from 91 MFLOP
+#: (1.07x there, 1.2-1.6x from 365 MFLOP); under load it loses far more, so the borderline goes to one.
+ONE_THREAD_BELOW_FLOPS = 100e6
+
+
+@dataclass(frozen=True)
+class ThreadChoice:
+    """The intra-op thread count for a piece of work, and why."""
+
+    threads: int
+    reason: str  # "policy", "threads=", "DEVICEPIPE_THREADS" or "cuda (host threads unchanged)"
+    step_flops: float | None = None  # the work of one training step, when the policy measured it
+
+    def to_dict(self) -> dict[str, int | str | float | None]:
+        return {"threads": self.threads, "reason": self.reason, "step_flops": self.step_flops}
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the platform says)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - platforms without affinity
+        return os.cpu_count() or 1
+
+
+def step_flops(model: nn.Module, batch: torch.Tensor) -> float:
+    """Floating-point operations of one training step of ``model`` on ``batch`` (forward and backward).
+
+    Counted by shape, on a copy of nothing: the model's gradients are cleared afterwards.
+    Elementwise operations are not counted (they are cheap next to convolutions and products).
+    """
+    was = model.training
+    model.train()
+    noise = None if model.noise_dim is None else torch.zeros(batch.shape[0], model.noise_dim, device=batch.device)
+    with FlopCounterMode(display=False) as counter:
+        model.losses(batch, noise).mean().backward()
+    model.zero_grad(set_to_none=True)
+    model.train(was)
+    return float(counter.get_total_flops())
+
+
+def _requested(threads: int | None) -> tuple[int, str] | None:
+    if threads is not None:
+        if threads < 1:
+            raise DevicepipeError(f"threads must be at least 1, got {threads}; use e.g. --threads 1.")
+        return threads, "threads="
+    env = os.environ.get(THREADS_ENV)
+    if env is None or not env.strip():
+        return None
+    try:
+        value = int(env)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise DevicepipeError(f"{THREADS_ENV}={env!r} is not a thread count; set a whole number >= 1 or unset it.")
+    return value, THREADS_ENV
+
+
+def choose_threads(
+    model: nn.Module,
+    batch: torch.Tensor,
+    *,
+    threads: int | None = None,
+    cores: int | None = None,
+    copies: int = 1,
+) -> ThreadChoice:
+    """The thread count for training ``model`` on batches like ``batch`` (and scoring with it).
+
+    ``threads`` (else ``DEVICEPIPE_THREADS``) fixes it; otherwise one thread below
+    :data:`ONE_THREAD_BELOW_FLOPS` per step and ``cores`` (default: the usable cores) above.
+    ``copies`` models trained at once (a vmap ensemble) multiply the work of a step. On a
+    CUDA device the host's current count is kept.
+    """
+    asked = _requested(threads)
+    if asked is not None:
+        return ThreadChoice(asked[0], asked[1])
+    if batch.device.type != "cpu":
+        return ThreadChoice(torch.get_num_threads(), f"{batch.device.type} (host threads unchanged)")
+    flops = step_flops(model, batch) * copies
+    n = 1 if flops < ONE_THREAD_BELOW_FLOPS else max(1, cores or usable_cores())
+    return ThreadChoice(n, "policy", flops)
+
+
+@contextlib.contextmanager
+def using_threads(n: int) -> Iterator[None]:
+    """Run the block with ``n`` intra-op threads, then restore the previous count."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -1,0 +1,55 @@
+"""The thread policy: one thread for a tiny model, the cores for a large one, explicit choices win."""
+
+import pytest
+import torch
+
+from devicepipe.errors import DevicepipeError
+from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
+from devicepipe.threads import ONE_THREAD_BELOW_FLOPS, THREADS_ENV, choose_threads, step_flops, using_threads
+
+
+def test_step_flops_of_the_load_mlp_by_hand():
+    # Linear(24,32) Linear(32,8) Linear(8,32) Linear(32,24) on 64 rows: the forward pass is 2*64*(24*32 + 32*8
+    # + 8*32 + 32*24); backward computes every weight gradient (as much again) and the input gradient of every
+    # layer but the first (whose input, the data, needs none)
+    model = MLPAutoencoder(MLPAutoencoderConfig(24, 32, 8))
+    forward = 2 * 64 * (24 * 32 + 32 * 8 + 8 * 32 + 32 * 24)
+    input_grads = 2 * 64 * (32 * 8 + 8 * 32 + 32 * 24)
+    assert step_flops(model, torch.rand(64, 24)) == forward + forward + input_grads == 688_128
+    assert all(p.grad is None for p in model.parameters())  # the count leaves no gradients behind
+
+
+def test_policy_picks_one_thread_for_a_tiny_model_and_the_cores_for_a_large_one(monkeypatch):
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    tiny = choose_threads(MLPAutoencoder(MLPAutoencoderConfig(24, 32, 8)), torch.rand(64, 24), cores=4)
+    assert (tiny.threads, tiny.reason) == (1, "policy") and tiny.step_flops < ONE_THREAD_BELOW_FLOPS
+    large = choose_threads(MLPAutoencoder(MLPAutoencoderConfig(1024, 1024, 64)), torch.rand(256, 1024), cores=4)
+    assert (large.threads, large.reason) == (4, "policy") and large.step_flops > ONE_THREAD_BELOW_FLOPS
+    # an ensemble trains its members in one step: their work adds up
+    vae, beats = LightVAE(LightVAEConfig(256, 2)), torch.rand(256, 256)
+    one = choose_threads(vae, beats, cores=2)
+    five = choose_threads(vae, beats, cores=2, copies=5)
+    assert five.step_flops == pytest.approx(5 * one.step_flops) and five.threads == 2
+
+
+def test_explicit_choices_win_and_bad_ones_are_clear(monkeypatch):
+    model, batch = MLPAutoencoder(MLPAutoencoderConfig(24, 32, 8)), torch.rand(64, 24)
+    monkeypatch.setenv(THREADS_ENV, "3")
+    assert choose_threads(model, batch).to_dict() == {"threads": 3, "reason": THREADS_ENV, "step_flops": None}
+    assert choose_threads(model, batch, threads=2).threads == 2  # the argument before the environment
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv(THREADS_ENV, bad)
+        with pytest.raises(DevicepipeError, match=f"{THREADS_ENV}='{bad}' is not a thread count"):
+            choose_threads(model, batch)
+    with pytest.raises(DevicepipeError, match="at least 1"):
+        choose_threads(model, batch, threads=0)
+
+
+def test_using_threads_restores_the_count():
+    before = torch.get_num_threads()
+    with using_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), using_threads(1):
+        raise RuntimeError("boom")
+    assert torch.get_num_threads() == before
