@@ -532,7 +532,8 @@ def _epoch_bar(con: Console, epochs: int, label: str) -> Iterator[Callable[[int,
     try:
         yield update
     finally:
-        progress.stop()
+        if progress.live.is_started:
+            progress.stop()
 
 
 def _print_outputs(con: Console, result: LearnResult, first: list[str]) -> None:

@@ -20,13 +20,14 @@ from torch import nn
 from devicepipe.ensemble import fit_ensemble, save_ensemble
 from devicepipe.errors import DevicepipeError
 from devicepipe.score import Scores, score
+from devicepipe.threads import requested_threads
 from devicepipe.train import CHECKPOINT_NAME, fit, load_checkpoint, split_indices
 
 __all__ = [
     "ENSEMBLE_NAME",
     "LearnSettings",
     "SeriesLearnSettings",
-    "check_resumable",
+    "check_before_start",
     "score_rows",
     "train_models",
 ]
@@ -108,10 +109,19 @@ class SeriesLearnSettings(LearnSettings):
     latent: int = 8
 
 
-def check_resumable(out: Path, settings: LearnSettings) -> None:
-    """With ``settings.resume``, fail before any work when ``out`` holds no checkpoint to resume."""
-    if settings.resume and not (out / CHECKPOINT_NAME).exists():
+def check_before_start(out: Path, settings: LearnSettings) -> None:
+    """Fail before any work when the run cannot go through: a thread count asked for that is
+    not one, or ``settings.resume`` without a checkpoint in ``out``, or with one trained for an
+    exact number of epochs while these settings stop by themselves (it holds no stopping state)."""
+    requested_threads(settings.threads)
+    if not settings.resume:
+        return
+    if not (out / CHECKPOINT_NAME).exists():
         raise DevicepipeError(f"nothing to resume: {out / CHECKPOINT_NAME} does not exist.")
+    if settings.early_stopping and "early_stopping" not in load_checkpoint(out):
+        raise DevicepipeError(
+            f"the checkpoint in {out} was trained for an exact number of epochs; resume it with --epochs N."
+        )
 
 
 def train_models(

@@ -24,7 +24,7 @@ from devicepipe.ecg import Beats, BeatScore, ecg_peaks, ecg_segment, evaluate_be
 from devicepipe.errors import DevicepipeError
 from devicepipe.interop import TransferLedger
 from devicepipe.io import Recording, check_output_dir, read_beat_annotations, read_series, staged_dir, write_npy
-from devicepipe.learn import LearnSettings, SeriesLearnSettings, check_resumable, score_rows, train_models
+from devicepipe.learn import LearnSettings, SeriesLearnSettings, check_before_start, score_rows, train_models
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
 from devicepipe.outputs import (
     beats_figures,
@@ -298,7 +298,7 @@ def run_ecg(
     settings = settings or LearnSettings()
     vae = LightVAEConfig(width=width, latent=settings.latent)  # checked before anything is read or written
     run = _start(out, device, count_transfers, progress)
-    check_resumable(run.out, settings)
+    check_before_start(run.out, settings)
     rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode)
     with run.stage("segment"):
         matrix = resample_rows(beats.matrix, width)
@@ -388,7 +388,7 @@ def run_series(
     if time_column is None:
         raise DevicepipeError("a load series needs its time column: pass --time-column (e.g. Datetime).")
     run = _start(out, device, count_transfers, progress)
-    check_resumable(run.out, settings)
+    check_before_start(run.out, settings)
     with run.stage("read"):
         rec = read_series(source, column, device=run.device, time_column=time_column, duplicates="mean")
     if rec.samples.ndim != 1:

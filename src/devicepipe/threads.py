@@ -25,7 +25,15 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from devicepipe.errors import DevicepipeError
 
-__all__ = ["ONE_THREAD_BELOW_FLOPS", "THREADS_ENV", "ThreadChoice", "choose_threads", "step_flops", "using_threads"]
+__all__ = [
+    "ONE_THREAD_BELOW_FLOPS",
+    "THREADS_ENV",
+    "ThreadChoice",
+    "choose_threads",
+    "requested_threads",
+    "step_flops",
+    "using_threads",
+]
 
 #: Environment variable that fixes the thread count (an integer >= 1).
 THREADS_ENV = "DEVICEPIPE_THREADS"
@@ -71,7 +79,9 @@ def step_flops(model: nn.Module, batch: torch.Tensor) -> float:
     return float(counter.get_total_flops())
 
 
-def _requested(threads: int | None) -> tuple[int, str] | None:
+def requested_threads(threads: int | None = None) -> tuple[int, str] | None:
+    """The thread count asked for, and by what (``threads=`` first, then ``DEVICEPIPE_THREADS``),
+    or None; a clear error for a value that is not a count."""
     if threads is not None:
         if threads < 1:
             raise DevicepipeError(f"threads must be at least 1, got {threads}; use e.g. --threads 1.")
@@ -103,7 +113,7 @@ def choose_threads(
     ``copies`` models trained at once (a vmap ensemble) multiply the work of a step. On a
     CUDA device the host's current count is kept.
     """
-    asked = _requested(threads)
+    asked = requested_threads(threads)
     if asked is not None:
         return ThreadChoice(asked[0], asked[1])
     if batch.device.type != "cpu":

@@ -104,7 +104,6 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, pattern):
 
 
 def test_cuda_request_without_cuda(tmp_path):
-
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     (tmp_path / "x.csv").write_text("a\n1\n")
@@ -112,7 +111,6 @@ def test_cuda_request_without_cuda(tmp_path):
 
 
 def test_module_entry_point():
-
     proc = subprocess.run([sys.executable, "-m", "devicepipe", "--help"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and "simulate" in proc.stdout
     proc = subprocess.run(
@@ -122,7 +120,6 @@ def test_module_entry_point():
 
 
 def test_beats_on_a_simulated_csv(tmp_path):
-
     src = tmp_path / "ecg.csv"
     assert run("simulate", "ecg", "--duration", "3min", "--ectopic-rate", 0.02, "--out", src).exit_code == 0
     out = tmp_path / "run"
@@ -145,7 +142,6 @@ def test_beats_on_a_simulated_csv(tmp_path):
 
 
 def test_beats_with_reference_on_mitdb(tmp_path):
-
     record = require_data("mitdb/100")
     result = run("beats", record, "--out", tmp_path / "r", "--reference", record.with_suffix(".atr"), "--no-figures")
     assert result.exit_code == 0, result.output
@@ -188,7 +184,6 @@ def _png_ok(path):
 
 
 def test_ecg_end_to_end_small(tmp_path):
-
     src = tmp_path / "e.parquet"
     assert run("simulate", "ecg", "--duration", "4min", "--ectopic-rate", 0.03, "--out", src).exit_code == 0
     out = tmp_path / "run"
@@ -225,7 +220,6 @@ def test_ecg_ensemble_small(tmp_path):
 
 
 def test_series_end_to_end_small(tmp_path):
-
     src = tmp_path / "load.csv"
     assert run("simulate", "load", "--days", 60, "--anomalies", 3, "--out", src).exit_code == 0
     out = tmp_path / "run"
@@ -268,6 +262,8 @@ def test_demo_end_to_end(tmp_path):
         (["ecg", "{tmp}/missing.parquet", "--out", "{tmp}/r"], "file not found"),
         (["series", "{tmp}/e.parquet", "--out", "{tmp}/r", "--time-column", "when"], "column 'when' not found"),
         (["series", "{tmp}/e.parquet", "--out", "{tmp}/r", "--window", "1x"], "cannot read duration"),
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--max-epochs", "0"], "--max-epochs"),
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--threads", "0"], "--threads"),
     ],
 )
 def test_learning_bad_options_leave_no_complete_run(tmp_path, args, pattern):
@@ -275,6 +271,23 @@ def test_learning_bad_options_leave_no_complete_run(tmp_path, args, pattern):
     result = run(*[a.format(tmp=tmp_path) for a in args])
     assert_user_error(result, pattern)
     assert not (tmp_path / "r" / "summary.json").exists()
+
+
+def test_threads_and_stopping_are_checked_before_any_work(tmp_path, monkeypatch):
+    run("simulate", "ecg", "--duration", "1min", "--out", tmp_path / "e.parquet")
+    monkeypatch.setenv("DEVICEPIPE_THREADS", "many")
+    assert_user_error(run("ecg", tmp_path / "e.parquet", "--out", tmp_path / "r"), "DEVICEPIPE_THREADS='many'")
+    assert not (tmp_path / "r").exists()  # nothing was read or written
+    monkeypatch.setenv("DEVICEPIPE_THREADS", "1")
+    done = run("ecg", tmp_path / "e.parquet", "--out", tmp_path / "r", "--epochs", "2", "--device", "cpu")
+    assert done.exit_code == 0, done.output
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["threads"] == {"threads": 1, "reason": "DEVICEPIPE_THREADS", "step_flops": None}
+    assert summary["epochs"] == {"limit": 2, "run": [2], "kept": [2], "stopped_early": [False]}
+    # a run trained for exact epochs holds no stopping state: resuming it "until learned" is refused at once
+    again = run("ecg", tmp_path / "e.parquet", "--out", tmp_path / "r", "--resume", "--device", "cpu")
+    assert_user_error(again, "trained for an exact number of epochs; resume it with --epochs N")
+    assert "finding beats" not in again.stdout
 
 
 @pytest.mark.parametrize(

@@ -167,7 +167,6 @@ def test_an_offset_does_not_move_the_peaks(device):
 
 
 def test_row_median_matches_torch_median():
-
     g = torch.Generator().manual_seed(0)
     for _ in range(100):
         n_rows = int(torch.randint(1, 5, (1,), generator=g))
@@ -193,7 +192,6 @@ def test_a_tall_beat_of_the_other_polarity_is_kept(device):
 
 @pytest.mark.parametrize("n", [5, 31, 40, 62, 63, 100, 1000])
 def test_filter_without_mean_removal_matches_filtering_the_centred_signal(n):
-
     kernel = ricker(31, 3.75, dtype=torch.float64)
     kernel = kernel - kernel.mean()
     g = torch.Generator().manual_seed(n)

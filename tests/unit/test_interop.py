@@ -133,7 +133,6 @@ def test_unsupported_inputs_are_clear():
 
 
 def test_library_detection_imports_nothing():
-
     code = (
         "import sys\n"
         "from devicepipe.interop import library_of\n"
@@ -209,7 +208,6 @@ def test_gpu_conversions_share_memory(kind):
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
 def test_beats_pipeline_moves_the_recording_once(tmp_path):
-
     sim = simulate_ecg(600, 250, seed=1)
     write_parquet({"ecg": sim.signal}, tmp_path / "e.parquet", sampling_rate=250)
     result = run_beats(tmp_path / "e.parquet", tmp_path / "out", device="cuda", figures=False)

@@ -268,7 +268,6 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
 
 
 def test_staged_dir_is_all_or_nothing(tmp_path):
-
     out = tmp_path / "run"
     with pytest.raises(RuntimeError), staged_dir(out) as stage:
         (stage / "a.txt").write_text("1")

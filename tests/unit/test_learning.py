@@ -152,7 +152,6 @@ def test_fit_rejects_bad_settings():
 
 
 def test_tensorboard_logging_or_a_clear_error(tmp_path):
-
     model = MLPAutoencoder(MLPAutoencoderConfig(input=4, hidden=4, latent=2))
     if importlib.util.find_spec("tensorboard") is None:
         with pytest.raises(DevicepipeError, match="pip install tensorboard"):

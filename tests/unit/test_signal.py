@@ -196,7 +196,6 @@ def test_segment_random_against_a_loop(seed):
 @pytest.mark.parametrize("n", [1, 7, 16, 17, 100])
 @pytest.mark.parametrize("block", [1, 4, 16])
 def test_block_reduce_against_a_loop(device, n, block):
-
     x = torch.randn(2, n, generator=torch.Generator().manual_seed(n)).to(device)
     for how, fn in (("max", np.max), ("mean", np.mean)):
         got = block_reduce(x, block, how).cpu().numpy()
@@ -207,7 +206,6 @@ def test_block_reduce_against_a_loop(device, n, block):
 
 @pytest.mark.parametrize("window", [1, 2, 3, 6, 12, 50])
 def test_centred_window_against_a_loop(device, window):
-
     n = 30
     x = torch.randn(2, n, generator=torch.Generator().manual_seed(window)).to(device)
     host = x.cpu().numpy()
@@ -220,7 +218,6 @@ def test_centred_window_against_a_loop(device, window):
 
 
 def test_interpolate_nans_matches_numpy_interp(device):
-
     x = torch.tensor([[np.nan, 1.0, np.nan, np.nan, 4.0, np.nan], [0.0, 2.0, 4.0, np.nan, 8.0, 10.0]], device=device)
     got = interpolate_nans(x).cpu().numpy()
     for row, out in zip(x.cpu().numpy(), got, strict=True):
@@ -237,7 +234,6 @@ def test_interpolate_nans_matches_numpy_interp(device):
 
 
 def test_resample_rows_keeps_linear_ramps(device):
-
     m = torch.arange(10.0, device=device).repeat(3, 1)
     assert resample_rows(m, 10) is m
     out = resample_rows(m, 20)
