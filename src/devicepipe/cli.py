@@ -31,6 +31,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from typer.core import TyperGroup
 
+from devicepipe import __version__
 from devicepipe.bench.interop import handoff_comparison, installed_kinds, interop_matrix
 from devicepipe.bench.report import (
     SECTIONS,
@@ -122,6 +123,21 @@ simulate_app = typer.Typer(
 app.add_typer(simulate_app, name="simulate")
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        sys.stdout.write(f"devicepipe {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True)
+    ] = False,
+) -> None:
+    pass
+
+
 def _console() -> Console:
     return Console(highlight=False)
 
@@ -185,7 +201,7 @@ def info(as_json: JsonOpt = False) -> None:
         return
     con = _console()
     t = report["torch"]
-    con.print(f"[bold]devicepipe[/bold] on Python {report['python']} ({report['platform']})")
+    con.print(f"[bold]devicepipe {report['devicepipe']}[/bold] on Python {report['python']} ({report['platform']})")
     con.print(f"PyTorch {t['version']}, CUDA build: {t['cuda_build'] or 'none'}, cuDNN: {t['cudnn'] or 'none'}")
     cpu = report["cpu"]
     con.print(
@@ -386,7 +402,11 @@ def beats(
         SegmentMode, typer.Option(help="seed: peak-to-peak beats of 0.4-1.024 s, zero-padded; centered: fixed windows.")
     ] = SegmentMode[BEATS_MODE],
     reference: Annotated[
-        Path | None, typer.Option(help="WFDB annotation file (e.g. mitdb/100.atr): also print the accuracy.")
+        Path | None,
+        typer.Option(
+            help="Reference beats, to print the accuracy: a WFDB annotation file (e.g. mitdb/100.atr) or a "
+            "CSV/Parquet with a 'sample' (indices) or 'time_s' (seconds) column, such as simulate's NAME.truth.csv."
+        ),
     ] = None,
     device: DeviceOpt = "auto",
     figures: Annotated[bool, typer.Option(help="Write excerpt.png and intervals.png.")] = True,

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from devicepipe import __version__
 from devicepipe.errors import DeviceError
 
 __all__ = ["resolve_device", "device_report", "cuda_unavailable_reason", "synchronize"]
@@ -187,7 +188,7 @@ def _library_records() -> list[dict[str, Any]]:
 def device_report() -> dict[str, Any]:
     """Everything ``devicepipe info`` shows, as a JSON-serialisable dict.
 
-    Keys: ``python``, ``platform``, ``torch`` (version, CUDA and cuDNN build), ``cuda``
+    Keys: ``devicepipe`` (its version), ``python``, ``platform``, ``torch`` (version, CUDA and cuDNN build), ``cuda``
     (availability and the reason when unavailable), ``gpus`` (name, compute capability,
     memory in bytes, multiprocessors), ``cpu`` (model, logical cores, cores usable by this
     process, torch intra-op threads) and ``libraries`` (optional libraries: version and
@@ -199,6 +200,7 @@ def device_report() -> dict[str, Any]:
         usable = os.cpu_count()
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
     return {
+        "devicepipe": __version__,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "torch": {"version": torch.__version__, "cuda_build": torch.version.cuda, "cudnn": cudnn},

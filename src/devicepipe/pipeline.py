@@ -23,7 +23,7 @@ from devicepipe.device import resolve_device
 from devicepipe.ecg import Beats, BeatScore, ecg_peaks, ecg_segment, evaluate_beats
 from devicepipe.errors import DevicepipeError
 from devicepipe.interop import TransferLedger
-from devicepipe.io import Recording, check_output_dir, read_beat_annotations, read_series, staged_dir, write_npy
+from devicepipe.io import Recording, check_output_dir, read_reference, read_series, staged_dir, write_npy
 from devicepipe.learn import LearnSettings, SeriesLearnSettings, check_before_start, score_rows, train_models
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
 from devicepipe.outputs import (
@@ -170,13 +170,14 @@ def run_beats(
     copies in every stage (``summary.json``'s ``transfers``).
     """
     run = _start(out, device, count_transfers, progress)
+    ref = None if reference is None else read_reference(reference)  # checked before the recording is read
     rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode)
-    ref = None if reference is None else read_beat_annotations(reference)
     fs = rec.sampling_rate
+    ref_samples = None if ref is None else ref.samples_at(fs)
     with run.stage("transfer"):
         host = _to_host({"peaks": peaks, "kept": beats.kept, "matrix": beats.matrix})
         signal = rec.samples.cpu().numpy() if figures else None
-    score = None if ref is None else evaluate_beats(ref.samples, host["peaks"], fs, n_samples=rec.n_samples)
+    score = None if ref is None else evaluate_beats(ref_samples, host["peaks"], fs, n_samples=rec.n_samples)
     run.note(f"found {host['peaks'].size:,} beats, writing {run.out}")
     with run.stage("write"), staged_dir(run.out) as stage:
         files = {
@@ -184,7 +185,7 @@ def run_beats(
             "beat_matrix.npy": write_npy(host["matrix"], stage / "beat_matrix.npy"),
         }
         if signal is not None:
-            files.update(beats_figures(stage, rec, signal, host["peaks"], beats, None if ref is None else ref.samples))
+            files.update(beats_figures(stage, rec, signal, host["peaks"], beats, ref_samples))
         summary = {
             **input_summary(source, rec, run.device),
             "method": method,

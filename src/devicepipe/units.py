@@ -13,23 +13,22 @@ _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|min|d|h|m|s)")
 
 
 def parse_duration(text: str | float) -> float:
-    """Seconds in a duration such as ``"24h"``, ``"30min"``, ``"1h30m"``, ``"1.5d"`` or ``"90"`` (seconds).
+    """Seconds in a duration such as ``"24h"``, ``"30min"``, ``"1h30m"``, ``"1.5d"`` or ``"90s"``.
 
-    Raises DevicepipeError for anything else, or a duration that is not positive.
+    Written durations need their unit (``"90"`` is refused: seconds, minutes or days?); a
+    number (``int``/``float``) is taken as seconds. Raises DevicepipeError for anything else,
+    or a duration that is not positive.
     """
     if isinstance(text, (int, float)):
         seconds = float(text)
     else:
         s = text.strip().lower().replace(" ", "")
-        try:
-            seconds = float(s)
-        except ValueError:
-            parts = _PART.findall(s)
-            if not parts or "".join(n + u for n, u in parts) != s:
-                raise DevicepipeError(
-                    f"cannot read duration {text!r}; write e.g. '24h', '30min', '1h30m', '90s' or '2d'."
-                ) from None
-            seconds = sum(float(n) * _UNITS_S[u] for n, u in parts)
+        if re.fullmatch(r"[-+]?(\d+(\.\d*)?|\.\d+)", s):
+            raise DevicepipeError(f"duration {text!r} has no unit; write e.g. '{s}s', '{s}min', '{s}h' or '{s}d'.")
+        parts = _PART.findall(s)
+        if not parts or "".join(n + u for n, u in parts) != s:
+            raise DevicepipeError(f"cannot read duration {text!r}; write e.g. '24h', '30min', '1h30m', '90s' or '2d'.")
+        seconds = sum(float(n) * _UNITS_S[u] for n, u in parts)
     if not seconds > 0:
         raise DevicepipeError(f"duration {text!r} must be positive.")
     return seconds

@@ -273,6 +273,29 @@ def test_learning_bad_options_leave_no_complete_run(tmp_path, args, pattern):
     assert not (tmp_path / "r" / "summary.json").exists()
 
 
+def test_the_simulators_truth_is_a_reference_checked_before_reading(tmp_path):
+    run("simulate", "ecg", "--duration", "2min", "--out", tmp_path / "e.csv")
+    good = run(
+        "beats",
+        tmp_path / "e.csv",
+        "--sampling-rate",
+        250,
+        "--out",
+        tmp_path / "b",
+        "--reference",
+        tmp_path / "e.truth.csv",
+        "--no-figures",
+    )
+    assert good.exit_code == 0, good.output
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert summary["accuracy"]["f1"] == 1.0 and summary["accuracy"]["tp"] > 100
+    bad = run(
+        "beats", tmp_path / "e.csv", "--sampling-rate", 250, "--out", tmp_path / "c", "--reference", tmp_path / "e.csv"
+    )  # the recording itself: no column of R peaks
+    assert_user_error(bad, "e.csv has no column of R peaks")
+    assert not (tmp_path / "c").exists()
+
+
 def test_threads_and_stopping_are_checked_before_any_work(tmp_path, monkeypatch):
     run("simulate", "ecg", "--duration", "1min", "--out", tmp_path / "e.parquet")
     monkeypatch.setenv("DEVICEPIPE_THREADS", "many")

@@ -1,3 +1,6 @@
+import os
+import stat
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -6,7 +9,17 @@ import torch
 
 from devicepipe.errors import ReadError
 from devicepipe.interop import shares_memory
-from devicepipe.io import atomic_path, read_series, staged_dir, write_csv, write_json, write_npy, write_parquet
+from devicepipe.io import (
+    atomic_path,
+    read_reference,
+    read_series,
+    staged_dir,
+    write_csv,
+    write_json,
+    write_npy,
+    write_parquet,
+)
+from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 
 
 @pytest.fixture
@@ -297,3 +310,39 @@ def test_read_series_takes_polars_jax_and_chunked_arrow():
     j = jnp.arange(12, dtype=jnp.float32)
     rec = read_series(j)
     assert rec.samples.data_ptr() == j.unsafe_buffer_pointer()
+
+
+@pytest.mark.parametrize(("umask", "file_mode", "dir_mode"), [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)])
+def test_outputs_follow_the_umask(tmp_path, umask, file_mode, dir_mode):
+    previous = os.umask(umask)
+    try:
+        write_json({"a": 1}, tmp_path / "one.json")
+        with staged_dir(tmp_path / "run") as stage:
+            write_npy(np.zeros(3), stage / "m.npy")
+        plain = tmp_path / "plain.txt"
+        plain.write_text("x")  # what any program makes under this umask
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(plain.stat().st_mode) == file_mode
+    assert stat.S_IMODE((tmp_path / "one.json").stat().st_mode) == file_mode
+    assert stat.S_IMODE((tmp_path / "run" / "m.npy").stat().st_mode) == file_mode
+    assert stat.S_IMODE((tmp_path / "run").stat().st_mode) == dir_mode
+
+
+def test_reference_beats_from_tables(tmp_path):
+    sim = simulate_ecg(60, 250, seed=2)
+    _, truth = write_simulated_ecg(sim, tmp_path / "ecg.csv")
+    ref = read_reference(truth)  # the simulator's own truth file: sample, time_s, symbol
+    assert ref.times_s is None and np.array_equal(ref.samples_at(250), sim.r_peaks.numpy())
+    # seconds only: converted once the recording's rate is known (a column name in any case)
+    times = np.array([2.0, 0.5, 1.25])
+    pq.write_table(pa.table({"Time_S": times}), tmp_path / "t.parquet")
+    assert read_reference(tmp_path / "t.parquet").samples_at(360).tolist() == [180, 450, 720]
+    write_csv({"when": times}, tmp_path / "bad.csv")
+    with pytest.raises(ReadError, match=r"bad.csv has no column of R peaks; its columns are \['when'\]"):
+        read_reference(tmp_path / "bad.csv")
+    write_csv({"sample": np.array([1.5, 3.0])}, tmp_path / "frac.csv")
+    with pytest.raises(ReadError, match="holds fractions, not sample indices"):
+        read_reference(tmp_path / "frac.csv")
+    with pytest.raises(ReadError, match="reference file not found"):
+        read_reference(tmp_path / "missing.csv")

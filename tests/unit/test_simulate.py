@@ -86,15 +86,22 @@ def test_load_series_anomalies_stand_out():
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("24h", 86400), ("30min", 1800), ("1h30m", 5400), ("90", 90), ("1.5d", 129600), ("250ms", 0.25), (" 2 h ", 7200)],
+    [("24h", 86400), ("30min", 1800), ("1h30m", 5400), ("90s", 90), ("1.5d", 129600), ("250ms", 0.25), (" 2 h ", 7200)],
 )
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds)
+    assert parse_duration(90) == 90.0  # a number, from the Python API, is seconds
 
 
 @pytest.mark.parametrize("text", ["24x", "h", "", "-3h", "0s", "1h30"])
 def test_parse_duration_rejects(text):
     with pytest.raises(DevicepipeError):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize("text", ["1", "90", "2.5", " 30 "])
+def test_a_written_duration_needs_its_unit(text):
+    with pytest.raises(DevicepipeError, match=f"duration '{text}' has no unit; write e.g. '{text.strip()}s'"):
         parse_duration(text)
 
 

@@ -5,12 +5,14 @@ One module a concern:
 - :mod:`~devicepipe.io.read`: :func:`read_series` (dispatch by source) and :class:`Recording`;
 - :mod:`~devicepipe.io.tables`: CSV/TSV, Parquet and in-memory frames through Arrow;
 - :mod:`~devicepipe.io.wfdb`: WFDB records and beat annotations;
+- :mod:`~devicepipe.io.reference`: reference beats from annotations or tables;
 - :mod:`~devicepipe.io.timeline`: ordering by a time column, duplicates, gaps, the NaN policy;
 - :mod:`~devicepipe.io.raw`: what every reader returns, and column choice;
 - :mod:`~devicepipe.io.write`: atomic files (and checkpoints), staged run directories, output checks.
 """
 
 from devicepipe.io.read import Recording, read_series
+from devicepipe.io.reference import ReferenceBeats, read_reference
 from devicepipe.io.tables import SAMPLING_RATE_KEY
 from devicepipe.io.timeline import DUPLICATE_POLICIES, NAN_POLICIES, TimeReport
 from devicepipe.io.wfdb import BEAT_SYMBOLS, BeatAnnotations, read_beat_annotations
@@ -32,8 +34,10 @@ __all__ = [  # by name, whatever the case
     "DUPLICATE_POLICIES",
     "NAN_POLICIES",
     "read_beat_annotations",
+    "read_reference",
     "read_series",
     "Recording",
+    "ReferenceBeats",
     "SAMPLING_RATE_KEY",
     "staged_dir",
     "TimeReport",

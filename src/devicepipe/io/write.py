@@ -51,11 +51,32 @@ def check_output_dir(out: str | os.PathLike[str]) -> Path:
     return final
 
 
+def _umask() -> int:
+    """The process's file-creation mask (read without changing it where the platform allows)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)  # elsewhere: read it by setting it, and put it back at once
+    os.umask(mask)
+    return mask
+
+
+def _as_if_created(path: str | os.PathLike[str], directory: bool) -> None:
+    """Give a temporary file (0600) or directory (0700) the mode an ordinary one would have under the umask."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` only on success.
 
-    An interrupted or failing writer leaves no file at ``path`` (and no temporary file).
+    An interrupted or failing writer leaves no file at ``path`` (and no temporary file). The
+    file ends with the permissions the user's umask gives any new file (not the temporary
+    file's owner-only ones), so colleagues can open a shared run.
     """
     final = Path(path)
     check_output_dir(final.parent).mkdir(parents=True, exist_ok=True)
@@ -63,6 +84,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
+        _as_if_created(tmp, directory=False)
         os.replace(tmp, final)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -82,6 +104,7 @@ def staged_dir(out: str | os.PathLike[str]) -> Iterator[Path]:
     stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
     try:
         yield stage
+        _as_if_created(stage, directory=True)
         if not final.exists():
             os.replace(stage, final)
             return

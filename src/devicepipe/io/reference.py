@@ -1,0 +1,94 @@
+"""Reference beats to score a detector against: WFDB annotations, or a table of R-peak positions.
+
+A table (CSV, TSV or Parquet, such as the simulator's ``NAME.truth.csv``) names its R peaks
+in a column of sample indices (``sample``, ``samples``, ``peak``, ``r_peak``) or of times in
+seconds (``time_s``, ``time``, ``seconds``); sample indices win where both are present.
+Times become samples once the recording's rate is known (:meth:`ReferenceBeats.samples_at`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from devicepipe.errors import ReadError
+from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES
+from devicepipe.io.wfdb import read_beat_annotations
+
+__all__ = ["SAMPLE_COLUMNS", "TIME_COLUMNS", "ReferenceBeats", "read_reference"]
+
+#: Column names read as R-peak sample indices, and as R-peak times in seconds (any case).
+SAMPLE_COLUMNS = ("sample", "samples", "peak", "r_peak")
+TIME_COLUMNS = ("time_s", "time", "seconds")
+
+
+@dataclass(frozen=True)
+class ReferenceBeats:
+    """Reference R peaks as sample indices, or as times in seconds until the rate is known.
+
+    ``samples`` : int64 array of shape ``(n_beats,)``, sorted (None when given as times);
+    ``times_s`` : float64 array of shape ``(n_beats,)``, sorted (None when given as samples).
+    """
+
+    samples: np.ndarray | None
+    times_s: np.ndarray | None
+    source: str
+
+    def samples_at(self, sampling_rate: float) -> np.ndarray:
+        """The R peaks as int64 sample indices of a recording sampled at ``sampling_rate`` Hz."""
+        if self.samples is not None:
+            return self.samples
+        return np.rint(self.times_s * sampling_rate).astype(np.int64)
+
+
+def _table(path: Path) -> pa.Table:
+    suffix = path.suffix.lower()
+    try:
+        if suffix in PARQUET_SUFFIXES:
+            return pq.read_table(path)
+        parse = pacsv.ParseOptions(delimiter=CSV_DELIMITERS[suffix])
+        return pacsv.read_csv(path, parse_options=parse)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ReadError(f"read_reference(): cannot read {path.name} as a table ({exc}).") from None
+
+
+def read_reference(path: str | os.PathLike[str]) -> ReferenceBeats:
+    """Reference R peaks from a WFDB annotation file (``100.atr``, beats only) or a CSV/TSV/Parquet table."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in CSV_DELIMITERS and suffix not in PARQUET_SUFFIXES:
+        return ReferenceBeats(read_beat_annotations(p).samples, None, p.name)
+    if not p.exists():
+        raise ReadError(f"read_reference(): reference file not found: {p}.")
+    table = _table(p)
+    by_name = {name.strip().lower(): name for name in table.column_names}
+    for wanted, as_samples in [(n, True) for n in SAMPLE_COLUMNS] + [(n, False) for n in TIME_COLUMNS]:
+        if wanted not in by_name:
+            continue
+        column = table.column(by_name[wanted])
+        if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)) or column.null_count:
+            raise ReadError(
+                f"read_reference(): column {by_name[wanted]!r} of {p.name} must hold numbers without gaps; "
+                f"it holds {column.type} with {column.null_count} empty value(s)."
+            )
+        values = np.sort(column.to_numpy())
+        if values.size and values[0] < 0:
+            raise ReadError(f"read_reference(): column {by_name[wanted]!r} of {p.name} has negative positions.")
+        if as_samples:
+            if not np.all(np.equal(np.mod(values, 1), 0)):
+                raise ReadError(
+                    f"read_reference(): column {by_name[wanted]!r} of {p.name} holds fractions, not sample indices; "
+                    "name a column of seconds 'time_s'."
+                )
+            return ReferenceBeats(values.astype(np.int64), None, p.name)
+        return ReferenceBeats(None, values.astype(np.float64), p.name)
+    raise ReadError(
+        f"read_reference(): {p.name} has no column of R peaks; its columns are {table.column_names}. "
+        f"Name one {SAMPLE_COLUMNS[0]!r} (sample indices) or {TIME_COLUMNS[0]!r} (seconds)."
+    )
