@@ -24,6 +24,7 @@ from devicepipe.ecg import Beats, BeatScore, ecg_peaks, ecg_segment, evaluate_be
 from devicepipe.errors import DevicepipeError
 from devicepipe.interop import TransferLedger
 from devicepipe.io import Recording, check_output_dir, read_reference, read_series, staged_dir, write_npy
+from devicepipe.io.read import declares_sampling_rate
 from devicepipe.learn import LearnSettings, SeriesLearnSettings, check_before_start, score_rows, train_models
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
 from devicepipe.outputs import (
@@ -129,16 +130,22 @@ def _to_host(tensors: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
     return {name: t.detach().cpu().numpy() for name, t in tensors.items()}
 
 
+def _unknown_rate(source: str) -> DevicepipeError:
+    return DevicepipeError(
+        f"the sampling rate of {source} is unknown; pass --sampling-rate HZ (e.g. --sampling-rate 250)."
+    )
+
+
 def _read_and_cut(
     run: _Run, source: Any, channel: str | int | None, sampling_rate: float | None, method: str, mode: str
 ) -> tuple[Recording, torch.Tensor, Beats]:
     """Read one ECG channel (the first by default) onto the run's device, find its beats, cut them."""
+    if sampling_rate is None and declares_sampling_rate(source) is False:
+        raise _unknown_rate(Path(source).name)  # said before a long read, not after
     with run.stage("read"):
         rec = read_series(source, 0 if channel is None else channel, device=run.device, sampling_rate=sampling_rate)
     if rec.sampling_rate is None:
-        raise DevicepipeError(
-            f"the sampling rate of {rec.source} is unknown; pass --sampling-rate HZ (e.g. --sampling-rate 250)."
-        )
+        raise _unknown_rate(rec.source)
     run.note(f"finding beats in {rec.n_samples:,} samples at {rec.sampling_rate:g} Hz on {run.device}")
     with run.stage("detect"):
         peaks = ecg_peaks(rec.samples, rec.sampling_rate, method=method)

@@ -10,6 +10,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+import devicepipe
 from conftest import require_data
 from devicepipe.cli import app
 from devicepipe.ecg import evaluate_beats
@@ -273,6 +274,13 @@ def test_learning_bad_options_leave_no_complete_run(tmp_path, args, pattern):
     assert not (tmp_path / "r" / "summary.json").exists()
 
 
+def test_an_unknown_sampling_rate_is_said_before_reading(tmp_path):
+    (tmp_path / "g.csv").write_text("ecg\nnot a number\n")  # reading it would fail with another message
+    assert_user_error(run("beats", tmp_path / "g.csv", "--out", tmp_path / "o"), "sampling rate of g.csv is unknown")
+    assert_user_error(run("ecg", tmp_path / "g.csv", "--out", tmp_path / "o"), "sampling rate of g.csv is unknown")
+    assert not (tmp_path / "o").exists()
+
+
 def test_the_simulators_truth_is_a_reference_checked_before_reading(tmp_path):
     run("simulate", "ecg", "--duration", "2min", "--out", tmp_path / "e.csv")
     good = run(
@@ -362,3 +370,10 @@ def test_cli_asks_for_huge_pages_before_torch_loads(preset, expected):
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert proc.stdout.strip() == repr([expected])
+
+
+def test_version_flag_and_info():
+    result = run("--version")
+    assert result.exit_code == 0 and result.stdout.strip() == f"devicepipe {devicepipe.__version__}"
+    report = json.loads(run("info", "--json").stdout)
+    assert report["devicepipe"] == devicepipe.__version__

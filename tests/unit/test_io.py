@@ -19,6 +19,7 @@ from devicepipe.io import (
     write_npy,
     write_parquet,
 )
+from devicepipe.io.read import declares_sampling_rate
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 
 
@@ -346,3 +347,14 @@ def test_reference_beats_from_tables(tmp_path):
         read_reference(tmp_path / "frac.csv")
     with pytest.raises(ReadError, match="reference file not found"):
         read_reference(tmp_path / "missing.csv")
+
+
+def test_which_sources_declare_their_sampling_rate(tmp_path):
+    write_parquet({"ecg": np.zeros(10, dtype=np.float32)}, tmp_path / "rated.parquet", sampling_rate=250)
+    write_parquet({"ecg": np.zeros(10, dtype=np.float32)}, tmp_path / "plain.parquet")
+    write_csv({"ecg": np.zeros(10)}, tmp_path / "x.csv")
+    assert declares_sampling_rate(tmp_path / "rated.parquet") is True
+    assert declares_sampling_rate(tmp_path / "plain.parquet") is False
+    assert declares_sampling_rate(tmp_path / "x.csv") is False
+    assert declares_sampling_rate(str(tmp_path / "x.npy")) is False
+    assert declares_sampling_rate(np.zeros(10)) is None  # in memory: only reading tells

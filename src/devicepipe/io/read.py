@@ -24,7 +24,14 @@ from devicepipe.device import resolve_device
 from devicepipe.errors import ReadError
 from devicepipe.interop import library_of, to_torch
 from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names
-from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES, read_csv_table, read_frame, read_parquet_table
+from devicepipe.io.tables import (
+    CSV_DELIMITERS,
+    PARQUET_SUFFIXES,
+    parquet_sampling_rate,
+    read_csv_table,
+    read_frame,
+    read_parquet_table,
+)
 from devicepipe.io.timeline import (
     DUPLICATE_POLICIES,
     NAN_POLICIES,
@@ -36,7 +43,7 @@ from devicepipe.io.timeline import (
 )
 from devicepipe.io.wfdb import is_wfdb_record, read_wfdb
 
-__all__ = ["Recording", "read_series"]
+__all__ = ["Recording", "declares_sampling_rate", "read_series"]
 
 _NUMERIC_INTS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool)
 
@@ -214,6 +221,26 @@ def read_series(
         nan_policy=nan,
         source=raw.source,
     )
+
+
+def declares_sampling_rate(source: Any) -> bool | None:
+    """Whether a source says its sampling rate, found without reading its samples.
+
+    True for a WFDB record and a Parquet file that devicepipe wrote with one; False for
+    CSV/TSV and NPY files (and Parquet without it); None for in-memory objects and anything
+    else (only reading tells). A CSV read with a time column gets its rate from the times.
+    """
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    path = Path(source)
+    suffix = path.suffix.lower()
+    if is_wfdb_record(path):
+        return True
+    if suffix in CSV_DELIMITERS or suffix == ".npy":
+        return False
+    if suffix in PARQUET_SUFFIXES and path.is_file():
+        return parquet_sampling_rate(path) is not None
+    return None
 
 
 def _read_path(

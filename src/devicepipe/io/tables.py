@@ -26,6 +26,7 @@ __all__ = [
     "CSV_DELIMITERS",
     "PARQUET_SUFFIXES",
     "SAMPLING_RATE_KEY",
+    "parquet_sampling_rate",
     "read_csv_table",
     "read_frame",
     "read_parquet_table",
@@ -171,13 +172,25 @@ def read_parquet_table(path: Path, column: ColumnSpec, time_column: str | int | 
     names = list(schema.names)
     chosen, time_name = pick_columns(names, column, time_column, path.name)
     table = pq.read_table(path, columns=[*chosen, *([time_name] if time_name else [])])
-    rate = None
-    if schema.metadata and SAMPLING_RATE_KEY in schema.metadata:
-        rate = float(schema.metadata[SAMPLING_RATE_KEY])
+    rate = _rate_of(schema)
     times = None
     if time_name is not None:
         times = times_from_arrow(table.column(time_name), time_name, path.name)
     return RawSeries(stack_columns(table, chosen), chosen, [None] * len(chosen), rate, times, path.name)
+
+
+def _rate_of(schema: pa.Schema) -> float | None:
+    if schema.metadata and SAMPLING_RATE_KEY in schema.metadata:
+        return float(schema.metadata[SAMPLING_RATE_KEY])
+    return None
+
+
+def parquet_sampling_rate(path: Path) -> float | None:
+    """The sampling rate (Hz) stored in a Parquet file's metadata, read from its footer alone."""
+    try:
+        return _rate_of(pq.read_schema(path))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ReadError(f"read_series(): {path.name} is not a readable Parquet file ({exc}).") from None
 
 
 def times_from_arrow(col: pa.ChunkedArray, name: str, source: str) -> np.ndarray:
