@@ -27,7 +27,14 @@ os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from typer.core import TyperGroup
 
@@ -37,6 +44,7 @@ from devicepipe.bench.report import (
     SECTIONS,
     bench_devices,
     check_only,
+    format_ratio,
     load_result,
     markdown,
     run_benchmarks,
@@ -139,7 +147,11 @@ def _options(
 
 
 def _console() -> Console:
-    return Console(highlight=False)
+    """Rich output on a terminal; elsewhere (a log, CI, a pipe) whole lines, not wrapped at 80 columns."""
+    con = Console(highlight=False)
+    if con.is_terminal:
+        return con
+    return Console(highlight=False, soft_wrap=True, width=max(con.width, 160))
 
 
 def _choices(name: str, values: Any) -> type[StrEnum]:
@@ -325,9 +337,7 @@ def simulate_ecg_cmd(
     heart_rate: Annotated[float, typer.Option(help="Mean heart rate in beats per minute.", min=20, max=250)] = 70.0,
     noise: Annotated[float, typer.Option(help="White noise standard deviation in mV.", min=0)] = 0.02,
     wander: Annotated[float, typer.Option(help="Baseline wander amplitude in mV.", min=0)] = 0.15,
-    ectopic_rate: Annotated[
-        float, typer.Option(help="Share of premature ventricular beats (0 to 0.5).", min=0, max=0.49)
-    ] = 0.0,
+    ectopic_rate: Annotated[float, typer.Option(help="Share of premature ventricular beats.", min=0, max=0.49)] = 0.0,
     inverted: Annotated[bool, typer.Option("--inverted", help="Invert the polarity (negative QRS).")] = False,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same recording.")] = 0,
 ) -> None:
@@ -440,7 +450,8 @@ def beats(
     if result.score is not None:
         s = result.score
         con.print(
-            f"accuracy against {reference}: TP {s.tp}, FP {s.fp}, FN {s.fn}; sensitivity {s.sensitivity:.4f}, "
+            f"accuracy against {reference} ({s.tp + s.fn:,} reference beats scored; the first and last 0.5 s "
+            f"are not): TP {s.tp}, FP {s.fp}, FN {s.fn}; sensitivity {s.sensitivity:.4f}, "
             f"positive predictivity {s.ppv:.4f}, F1 {s.f1:.4f}"
         )
     con.print(f"wrote {', '.join(str(p) for p in result.files.values())}")
@@ -494,7 +505,7 @@ def interop(
     con.print(
         f"{handoff['source']} column -> torch on {handoff['device']}: host round trip {_ms(slow['median_s'])}, "
         f"zero-copy handoff {_ms(fast['median_s'])} (shares memory: {handoff['handoff_shares_memory']}), "
-        f"{handoff['speedup']:.0f}x"
+        f"{format_ratio(handoff['speedup'])}"
     )
 
 
@@ -532,12 +543,23 @@ ThreadsOpt = Annotated[
 
 @contextmanager
 def _epoch_bar(con: Console, epochs: int, label: str) -> Iterator[Callable[[int, float, float], None]]:
-    """A training progress bar, shown from the first finished epoch (so an early error prints alone)."""
+    """Training progress: a bar on a terminal, shown from the first finished epoch (so an early
+    error prints alone); elsewhere a plain line every twentieth of the epochs."""
+    if not con.is_terminal:
+        every = max(1, epochs // 20)
+
+        def line(epoch: int, train: float, val: float) -> None:
+            if epoch == 1 or epoch % every == 0 or epoch == epochs:
+                con.print(f"{label}: epoch {epoch} of at most {epochs}, loss {train:.4g} (val {val:.4g})")
+
+        yield line
+        return
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[loss]}"),
+        TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=con,
         transient=False,
@@ -577,11 +599,18 @@ def _print_training(con: Console, s: dict[str, Any]) -> None:
     )
 
 
+def _final_loss(s: dict[str, Any]) -> str:
+    losses = s["final_loss"]["train"]
+    if len(losses) == 1:
+        return f"final loss {losses[0]:.4g}"
+    return f"final loss {sum(losses) / len(losses):.4g} (mean of {len(losses)} members)"
+
+
 def _print_ecg(con: Console, s: dict[str, Any]) -> None:
     c = s["counts"]
     con.print(
         f"{c['beats_found']:,} beats found, {c['beats_kept']:,} modelled, {c['flagged']:,} flagged as anomalous "
-        f"(score above {s['threshold']:.4g}); final loss {s['final_loss']['train'][0]:.4g}"
+        f"(score above {s['threshold']:.4g}); {_final_loss(s)}"
     )
     _print_training(con, s)
     con.print("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in s["seconds"].items()))

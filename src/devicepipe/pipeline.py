@@ -402,7 +402,7 @@ def run_series(
     if rec.samples.ndim != 1:
         raise DevicepipeError(f"{rec.source} has {rec.n_channels} value columns; choose one with --column.")
     report = rec.time_report
-    run.note(f"read {rec.n_samples:,} rows; {report.summary()}")
+    run.note(f"read {report.summary()}; {rec.n_samples:,} time points after that")
     with run.stage("window"):
         wins = make_windows(rec.samples, rec.timestamps, window_s=window_s, step_s=report.step_s)
     if wins.values.shape[0] < MIN_WINDOWS_TO_TRAIN:

@@ -297,6 +297,12 @@ def test_the_simulators_truth_is_a_reference_checked_before_reading(tmp_path):
     assert good.exit_code == 0, good.output
     summary = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert summary["accuracy"]["f1"] == 1.0 and summary["accuracy"]["tp"] > 100
+    # the terminal says which beats were scored, and the count agrees with the truth file
+    line = [ln for ln in good.stdout.splitlines() if ln.startswith("accuracy against")][0]
+    scored = summary["accuracy"]["tp"] + summary["accuracy"]["fn"]
+    assert f"({scored:,} reference beats scored; the first and last 0.5 s are not)" in line
+    truth = np.loadtxt(tmp_path / "e.truth.csv", delimiter=",", skiprows=1, usecols=0)
+    assert scored == int(((truth >= 125) & (truth < 120 * 250 - 125)).sum())  # 0.5 s at 250 Hz either end
     bad = run(
         "beats", tmp_path / "e.csv", "--sampling-rate", 250, "--out", tmp_path / "c", "--reference", tmp_path / "e.csv"
     )  # the recording itself: no column of R peaks
@@ -377,3 +383,17 @@ def test_version_flag_and_info():
     assert result.exit_code == 0 and result.stdout.strip() == f"devicepipe {devicepipe.__version__}"
     report = json.loads(run("info", "--json").stdout)
     assert report["devicepipe"] == devicepipe.__version__
+
+
+def test_without_a_terminal_lines_are_whole_and_progress_is_plain(tmp_path):
+    run("simulate", "ecg", "--duration", "1min", "--out", tmp_path / "e.parquet")
+    result = run("ecg", tmp_path / "e.parquet", "--out", tmp_path / "r", "--epochs", "3", "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    progress = [ln for ln in lines if ln.startswith("training: epoch")]
+    assert [ln.split(",")[0] for ln in progress] == [f"training: epoch {e} of at most 3" for e in (1, 2, 3)]
+    # the result lines are not wrapped at 80 columns
+    trained = [ln for ln in lines if ln.startswith("trained 3 of at most 3 epochs")]
+    assert len(trained) == 1 and trained[0].endswith("(policy)") and len(trained[0]) > 80
+    outputs = [ln for ln in lines if ln.startswith("outputs in ")]
+    assert len(outputs) == 1 and outputs[0].endswith("training.png")

@@ -5,7 +5,7 @@ import torch
 from typer.testing import CliRunner
 
 from devicepipe.bench import timer as timer_module
-from devicepipe.bench.report import bench_devices, check_only, compare, markdown
+from devicepipe.bench.report import bench_devices, check_only, compare, format_ratio, markdown
 from devicepipe.bench.timer import measure
 from devicepipe.cli import app
 from devicepipe.errors import DevicepipeError
@@ -149,3 +149,7 @@ def test_every_benchmark_runs_in_quick_mode(tmp_path):
     assert report["machine"]["cpu"]["torch_threads"] >= 1 and report["threads"] >= 1
     for name in ("bench.md", "speedup.png", "bandwidth.png", "crossover.png"):
         assert (tmp_path / name).stat().st_size > 500
+
+
+def test_ratios_keep_the_digits_that_matter():
+    assert [format_ratio(x) for x in (0.37, 2.43, 37.2, 1234.0)] == ["0.37x", "2.4x", "37x", "1234x"]

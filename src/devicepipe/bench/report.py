@@ -27,7 +27,16 @@ from devicepipe.errors import DevicepipeError
 from devicepipe.io import atomic_path, write_json
 from devicepipe.plot import save_figure
 
-__all__ = ["SECTIONS", "bench_devices", "check_only", "compare", "load_result", "run_benchmarks", "write_report"]
+__all__ = [
+    "SECTIONS",
+    "bench_devices",
+    "check_only",
+    "compare",
+    "format_ratio",
+    "load_result",
+    "run_benchmarks",
+    "write_report",
+]
 
 SECTIONS = ("stages", "baselines", "micro", "crossover", "peers", "handoff")
 
@@ -169,6 +178,11 @@ def _ms(s: float | None) -> str:
     return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
 
 
+def format_ratio(x: float) -> str:
+    """A speed ratio with the digits that matter: 0.37x, 2.4x, 37x (never 0x for a slowdown)."""
+    return f"{x:.2g}x" if x < 10 else f"{x:.0f}x"
+
+
 def _table(title: str, columns: list[str], rows: list[list[Any]]) -> list[str]:
     """A Markdown section: a heading and a table, one line per row, then a blank line."""
     lines = [f"## {title}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
@@ -210,7 +224,7 @@ def markdown(result: dict[str, Any]) -> str:
             "The notebooks' way against ours (CPU, same run)",
             ["stage", "notebook way", "notebook", "ours", "ours faster by"],
             [
-                [r["stage"], r["notebook"], _ms(r["notebook_s"]), _ms(r["ours_s"]), f"{r['speedup']:.1f}x"]
+                [r["stage"], r["notebook"], _ms(r["notebook_s"]), _ms(r["ours_s"]), format_ratio(r["speedup"])]
                 for r in result["ratios"]
             ],
         )
@@ -232,7 +246,7 @@ def markdown(result: dict[str, Any]) -> str:
             "",
             f"{h['source']} column of {h['elements']:,} float32 on {h['device']}: host round trip "
             f"{_ms(h['naive_host_round_trip']['median_s'])}, handoff {_ms(h['zero_copy_handoff']['median_s'])} "
-            f"({h['speedup']:.0f}x; shares memory: {h['handoff_shares_memory']}).",
+            f"({format_ratio(h['speedup'])}; shares memory: {h['handoff_shares_memory']}).",
             "",
         ]
     micro = result.get("micro")
@@ -272,7 +286,8 @@ def markdown(result: dict[str, Any]) -> str:
                 [
                     f"epoch of {r['rows']:,} rows: DataLoader vs on-device",
                     r["device"],
-                    f"{_ms(r['dataloader']['median_s'])} vs {_ms(r['on_device']['median_s'])} ({r['speedup']:.0f}x)",
+                    f"{_ms(r['dataloader']['median_s'])} vs {_ms(r['on_device']['median_s'])}"
+                    f" ({format_ratio(r['speedup'])})",
                 ]
             )
         best: dict[tuple[str, str], float] = {}

@@ -59,7 +59,7 @@ class TimeReport:
 
     def summary(self) -> str:
         """One line describing the irregularities (or their absence)."""
-        parts = [f"{self.n_rows} rows from {self.start} to {self.end}, step {self.step_s:g} s"]
+        parts = [f"{self.n_rows:,} rows from {self.start} to {self.end}, step {self.step_s:g} s"]
         if not self.was_sorted:
             parts.append("was not sorted (sorted now)")
         if self.n_duplicates:
