@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import os
@@ -12,6 +13,21 @@ from typing import Any
 import torch
 
 from devicepipe.device import device_report
+
+#: Where the scripts write their results by default (committed).
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def parser(doc: str) -> argparse.ArgumentParser:
+    """An argument parser described by the script's first docstring line, with ``--out DIR``."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--out", type=Path, default=RESULTS, help="folder for NAME.json and NAME.md")
+    return p
+
+
+def table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    """A Markdown table's lines."""
+    return [f"| {' | '.join(header)} |", "|" + "---|" * len(header), *(f"| {' | '.join(map(str, r))} |" for r in rows)]
 
 
 def machine() -> dict[str, Any]:

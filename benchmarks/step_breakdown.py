@@ -8,13 +8,11 @@ median of many steps after a warm-up, the two optimizers interleaved in one proc
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
-from pathlib import Path
 
 import torch
-from results_io import machine, write_results  # beside this script
+from results_io import machine, parser, table, write_results  # beside this script
 
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
 
@@ -45,10 +43,9 @@ def _times(model: torch.nn.Module, x: torch.Tensor, fused: bool, steps: int) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
-    args = parser.parse_args(argv)
+    options = parser(__doc__)
+    options.add_argument("--steps", type=int, default=400)
+    args = options.parse_args(argv)
     torch.set_num_threads(1)
     rows = []
     for name, make, batch, width in CASES:
@@ -70,14 +67,14 @@ def main(argv: list[str] | None = None) -> int:
         f"One thread, median of {args.steps} steps per optimizer after a warm-up, interleaved; {result['cpu']};"
         f" torch {result['torch']}; {result['date'][:10]}. Produced by `python benchmarks/step_breakdown.py`.",
         "",
-        "| model | Adam | forward (ms) | backward (ms) | optimizer (ms) | whole step (ms) |",
-        "|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['case']} | {r['optimizer']} | {r['forward_ms']:.3f} | {r['backward_ms']:.3f} |"
-            f" {r['optimizer_ms']:.3f} | {r['step_ms']:.3f} |"
-        )
+    lines += table(
+        ["model", "Adam", "forward (ms)", "backward (ms)", "optimizer (ms)", "whole step (ms)"],
+        [
+            [r["case"], r["optimizer"], *(f"{r[f'{p}_ms']:.3f}" for p in ("forward", "backward", "optimizer", "step"))]
+            for r in rows
+        ],
+    )
     write_results(args.out, "step_breakdown", result, "\n".join(lines) + "\n")
     return 0
 

@@ -10,13 +10,11 @@ thread policy in ``devicepipe/threads.py`` decides on) beside the two times.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
-from pathlib import Path
 
 import torch
-from results_io import machine, write_results  # beside this script
+from results_io import machine, parser, table, write_results  # beside this script
 
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
 from devicepipe.threads import ONE_THREAD_BELOW_FLOPS, step_flops, usable_cores
@@ -53,10 +51,9 @@ def _step_times(model: torch.nn.Module, x: torch.Tensor, threads: int, steps: in
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
-    args = parser.parse_args(argv)
+    options = parser(__doc__)
+    options.add_argument("--steps", type=int, default=200)
+    args = options.parse_args(argv)
     cores = usable_cores()
     rows = []
     for name, make, batch, width in CASES:
@@ -110,16 +107,23 @@ def main(argv: list[str] | None = None) -> int:
         f" A 1024x1024 float32 matmul runs at {matmul_gflops:.1f} GFLOP/s on 1 thread here."
         " Produced by `python benchmarks/threads_crossover.py`.",
         "",
-        f"| model | batch | MFLOP/step | 1 thread (ms) | {cores} threads (ms) | speed-up of {cores}"
-        " | GFLOP/s, 1 thread |",
-        "|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['case']} | {r['batch']} | {r['step_flops'] / 1e6:.2f} | {r['median_s_1_thread'] * 1e3:.3f} |"
-            f" {r[f'median_s_{cores}_threads'] * 1e3:.3f} | {r['speedup_of_more_threads']:.2f} |"
-            f" {r['gflops_1_thread']:.2f} |"
-        )
+    lines += table(
+        ["model", "batch", "MFLOP/step", "1 thread (ms)", f"{cores} threads (ms)", f"speed-up of {cores}"]
+        + ["GFLOP/s, 1 thread"],
+        [
+            [
+                r["case"],
+                r["batch"],
+                f"{r['step_flops'] / 1e6:.2f}",
+                f"{r['median_s_1_thread'] * 1e3:.3f}",
+                f"{r[f'median_s_{cores}_threads'] * 1e3:.3f}",
+                f"{r['speedup_of_more_threads']:.2f}",
+                f"{r['gflops_1_thread']:.2f}",
+            ]
+            for r in rows
+        ],
+    )
     lines += ["", f"The policy uses one thread below {ONE_THREAD_BELOW_FLOPS / 1e6:g} MFLOP per step, all cores above."]
     write_results(args.out, "threads_crossover", result, "\n".join(lines) + "\n")
     return 0

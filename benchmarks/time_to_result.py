@@ -14,7 +14,6 @@ that process, and the stage breakdown, epochs and threads from its ``summary.jso
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -24,7 +23,7 @@ import time
 from pathlib import Path
 
 import torch
-from results_io import machine, write_results  # beside this script
+from results_io import machine, parser, table, write_results  # beside this script
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TARGETS_S = {"demo": 45.0, "ecg MIT-BIH 100": 30.0, "series AEP": 20.0}
@@ -52,11 +51,10 @@ def _run(args: list[str], out: Path | None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
-    parser.add_argument("--skip-large", action="store_true", help="leave out the 20 M-sample ECG")
-    args = parser.parse_args(argv)
+    options = parser(__doc__)
+    options.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    options.add_argument("--skip-large", action="store_true", help="leave out the 20 M-sample ECG")
+    args = options.parse_args(argv)
     rows: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -110,18 +108,24 @@ def main(argv: list[str] | None = None) -> int:
         f" {result['usable_cores']} cores); torch {torch.__version__}; {result['date'][:10]}."
         " Produced by `python benchmarks/time_to_result.py`; data in `time_to_result.json`.",
         "",
-        "| command | wall (s) | target (s) | peak memory (MiB) | epochs run / kept | threads | slowest stages (s) |",
-        "|---|---|---|---|---|---|---|",
     ]
+    cells = []
     for name, r in rows.items():
         stages = sorted((r.get("seconds") or {}).items(), key=lambda kv: -kv[1])[:3]
         e = r.get("epochs") or {}
-        epochs = f"{e['run'][0]} / {e['kept'][0]}" if e else "-"
-        threads = (r.get("threads") or {}).get("threads", "-")
-        lines.append(
-            f"| {name} | {r['wall_s']:.1f} | {TARGETS_S.get(name, '-')} | {r['peak_rss_mib']:.0f} | {epochs} |"
-            f" {threads} | {', '.join(f'{k} {v:.1f}' for k, v in stages)} |"
+        cells.append(
+            [
+                name,
+                f"{r['wall_s']:.1f}",
+                TARGETS_S.get(name, "-"),
+                f"{r['peak_rss_mib']:.0f}",
+                f"{e['run'][0]} / {e['kept'][0]}" if e else "-",
+                (r.get("threads") or {}).get("threads", "-"),
+                ", ".join(f"{k} {v:.1f}" for k, v in stages),
+            ]
         )
+    header = ["command", "wall (s)", "target (s)", "peak memory (MiB)", "epochs run / kept", "threads"]
+    lines += table([*header, "slowest stages (s)"], cells)
     write_results(args.out, "time_to_result", result, "\n".join(lines) + "\n")
     return 0
 
