@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import platform
 from pathlib import Path
 from typing import Any
@@ -32,11 +31,12 @@ def table(header: list[str], rows: list[list[Any]]) -> list[str]:
 
 def machine() -> dict[str, Any]:
     """Date, platform, CPU model, usable cores, torch version and its thread count."""
+    cpu = device_report()["cpu"]
     return {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "platform": platform.platform(),
-        "cpu": device_report()["cpu"]["model"],
-        "usable_cores": len(os.sched_getaffinity(0)),
+        "cpu": cpu["model"],
+        "usable_cores": cpu["usable_cores"],
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
     }

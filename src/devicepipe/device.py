@@ -185,6 +185,14 @@ def _library_records() -> list[dict[str, Any]]:
     return records
 
 
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the platform says)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def device_report() -> dict[str, Any]:
     """Everything ``devicepipe info`` shows, as a JSON-serialisable dict.
 
@@ -194,10 +202,6 @@ def device_report() -> dict[str, Any]:
     process, torch intra-op threads) and ``libraries`` (optional libraries: version and
     whether a small operation works).
     """
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        usable = os.cpu_count()
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
     return {
         "devicepipe": __version__,
@@ -209,7 +213,7 @@ def device_report() -> dict[str, Any]:
         "cpu": {
             "model": _cpu_model(),
             "logical_cores": os.cpu_count(),
-            "usable_cores": usable,
+            "usable_cores": usable_cores(),
             "torch_threads": torch.get_num_threads(),
         },
         "libraries": _library_records(),

@@ -20,7 +20,7 @@ from torch import nn
 from devicepipe.ensemble import fit_ensemble, save_ensemble
 from devicepipe.errors import DevicepipeError
 from devicepipe.score import Scores, score
-from devicepipe.threads import requested_threads
+from devicepipe.threads import check_thread_count, requested_threads
 from devicepipe.train import CHECKPOINT_NAME, fit, load_checkpoint, split_indices
 
 __all__ = [
@@ -80,8 +80,8 @@ class LearnSettings:
             raise DevicepipeError(f"validation fraction {self.val_fraction} must be within [0, 0.9).")
         if not 50 <= self.percentile < 100:
             raise DevicepipeError(f"anomaly percentile {self.percentile} must be within [50, 100).")
-        if self.threads is not None and self.threads < 1:
-            raise DevicepipeError(f"threads must be at least 1, got {self.threads}; use e.g. --threads 1.")
+        if self.threads is not None:
+            check_thread_count(self.threads)
         if self.resume and self.ensemble > 1:
             raise DevicepipeError("--resume works for single models; rerun the ensemble without --resume.")
 

@@ -16,6 +16,7 @@ import torch
 
 from devicepipe.ecg import Beats
 from devicepipe.io import Recording, write_csv, write_json, write_parquet
+from devicepipe.learn import ENSEMBLE_NAME
 from devicepipe.plot import (
     plot_beats_excerpt,
     plot_days,
@@ -26,6 +27,7 @@ from devicepipe.plot import (
     plot_training,
     save_figure,
 )
+from devicepipe.train import CHECKPOINT_NAME
 from devicepipe.windows import Windows
 
 __all__ = [
@@ -83,7 +85,7 @@ def write_scores(
     emb.update(score=host["scores"], flag=host["flags"], spread=host["spread"])
     files = {"embeddings.parquet": write_parquet(emb, out / "embeddings.parquet")}
     files["history.csv"] = write_history(histories, out / "history.csv")
-    for name in ("checkpoint.pt", "ensemble.pt"):
+    for name in (CHECKPOINT_NAME, ENSEMBLE_NAME):
         if (out / name).exists():
             files[name] = out / name
     return files
@@ -179,11 +181,11 @@ def series_figures(
     threshold: float,
     unit_name: str,
     pointwise: bool,
+    flagged: np.ndarray,
 ) -> dict[str, Path]:
-    """The ``series`` run's figures: training, latent, extremes and days (flagged windows drawn)."""
+    """The ``series`` run's figures: training, latent, extremes and days (the ``flagged`` windows,
+    indices from the highest score down, drawn)."""
     names = [str(s)[:10] for s in wins.starts]
-    order = np.argsort(host["scores"])[::-1]
-    flagged = np.array([i for i in order if host["flags"][i]], dtype=np.int64)
     unit = "MW" if "MW" in unit_name.upper() else "value"
     hours = np.arange(host["days"].shape[1]) * wins.step_s / 3600
     kind = "per-sample autoencoder" if pointwise else "autoencoder"

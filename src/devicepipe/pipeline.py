@@ -428,21 +428,13 @@ def run_series(
         recon = reconstruct(learned.models[0], rows).reshape(data.shape)
         raw_recon = scaler.inverse_transform(recon.reshape(-1)).reshape(recon.shape)
     with run.stage("transfer"):
-        host = scores.to_host() | _to_host(
-            {
-                "days": wins.values,
-                "recon": raw_recon,
-                "scaled": data,
-                "scaled_recon": recon,
-            }
-        )
+        host = scores.to_host() | _to_host({"days": wins.values, "recon": raw_recon})
+    flagged = np.array([i for i in np.argsort(host["scores"])[::-1] if host["flags"][i]], dtype=np.int64)
     with run.stage("write"):
         leading = {"start": wins.starts, "filled_slots": wins.filled}
         files = write_scores(run.out, leading, host, learned.histories)
-        files.update(
-            series_figures(run.out, wins, host, learned.histories, scores.threshold, rec.channels[0], pointwise)
-        )
-    flagged = [i for i in np.argsort(host["scores"])[::-1] if host["flags"][i]]
+        args = (host, learned.histories, scores.threshold, rec.channels[0], pointwise, flagged)
+        files.update(series_figures(run.out, wins, *args))
     summary = {
         **input_summary(source, rec, run.device, channel_key="column"),
         "window": window,

@@ -23,12 +23,14 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from devicepipe.device import usable_cores
 from devicepipe.errors import DevicepipeError
 
 __all__ = [
     "ONE_THREAD_BELOW_FLOPS",
     "THREADS_ENV",
     "ThreadChoice",
+    "check_thread_count",
     "choose_threads",
     "requested_threads",
     "step_flops",
@@ -38,8 +40,9 @@ __all__ = [
 #: Environment variable that fixes the thread count (an integer >= 1).
 THREADS_ENV = "DEVICEPIPE_THREADS"
 #: Training-step work (FLOP, forward and backward) below which one thread is used on a CPU. Measured
-#: on 2 idle cores: a second thread lost up to 31 MFLOP per step (0.67-0.96x) and won from 91 MFLOP
-#: (1.07x there, 1.2-1.6x from 365 MFLOP); under load it loses far more, so the borderline goes to one.
+#: in two runs on 2 idle cores (benchmarks/results/threads_crossover*.json): a second thread lost on
+#: steps up to 6 MFLOP in both, won 1.2-1.6x from 365 MFLOP, and between 12 and 91 MFLOP the runs
+#: disagreed (0.67-1.28x); under load it loses far more, so that band goes to one thread.
 ONE_THREAD_BELOW_FLOPS = 100e6
 
 
@@ -53,14 +56,6 @@ class ThreadChoice:
 
     def to_dict(self) -> dict[str, int | str | float | None]:
         return {"threads": self.threads, "reason": self.reason, "step_flops": self.step_flops}
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity where the platform says)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - platforms without affinity
-        return os.cpu_count() or 1
 
 
 def step_flops(model: nn.Module, batch: torch.Tensor) -> float:
@@ -79,13 +74,18 @@ def step_flops(model: nn.Module, batch: torch.Tensor) -> float:
     return float(counter.get_total_flops())
 
 
+def check_thread_count(threads: int) -> int:
+    """``threads`` when it is a usable count (>= 1), else a clear error."""
+    if threads < 1:
+        raise DevicepipeError(f"threads must be at least 1, got {threads}; use e.g. --threads 1.")
+    return threads
+
+
 def requested_threads(threads: int | None = None) -> tuple[int, str] | None:
     """The thread count asked for, and by what (``threads=`` first, then ``DEVICEPIPE_THREADS``),
     or None; a clear error for a value that is not a count."""
     if threads is not None:
-        if threads < 1:
-            raise DevicepipeError(f"threads must be at least 1, got {threads}; use e.g. --threads 1.")
-        return threads, "threads="
+        return check_thread_count(threads), "threads="
     env = os.environ.get(THREADS_ENV)
     if env is None or not env.strip():
         return None
