@@ -142,9 +142,9 @@ def plot_training(histories: list[dict[str, Any]], *, title: str = "Training") -
                 [h["val"][best - 1]],
                 "o",
                 color="tab:red",
-                label=f"kept: epoch {best}" + (" (each member's best)" if len(histories) > 1 else "")
-                if i < 1
-                else None,
+                label=None
+                if i
+                else (f"kept: epoch {best}" if len(histories) == 1 else "kept: each member's best epoch"),
             )
     ax.set_yscale("log")
     ax.set_xlabel("epoch")

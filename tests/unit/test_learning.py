@@ -8,6 +8,7 @@ from devicepipe.ecg import ecg_peaks, ecg_segment
 from devicepipe.ensemble import fit_ensemble
 from devicepipe.errors import DevicepipeError
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig, Model
+from devicepipe.plot import plot_training
 from devicepipe.score import anomaly_threshold, embed, reconstruction_error, score
 from devicepipe.signal.resample import resample_rows
 from devicepipe.simulate import simulate_ecg
@@ -203,3 +204,14 @@ def test_exact_epochs_disable_early_stopping():
     assert len(h.train) == 7 and h.best_epoch is None and not h.stopped_early
     with pytest.raises(DevicepipeError, match="val_fraction > 0"):
         fit(model, torch.rand(50, 4), epochs=7, val_fraction=0.0, patience=2)
+
+
+def test_training_figure_marks_the_kept_epochs():
+    one = {"train": [3.0, 2.0, 1.0, 1.1], "val": [3.0, 2.0, 1.2, 1.3], "seconds": [0.0] * 4, "best_epoch": 3}
+    two = {**one, "val": [3.0, 2.5, 1.5, 1.4], "best_epoch": 4}
+    ax = plot_training([one]).axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == "kept: epoch 3"
+    ax = plot_training([one, two]).axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == "kept: each member's best epoch"
+    dots = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    assert [(int(d.get_xdata()[0]), float(d.get_ydata()[0])) for d in dots] == [(3, 1.2), (4, 1.4)]
