@@ -37,6 +37,7 @@ _EXPORTS = {
     "ecg_segment": "devicepipe.ecg",
     "evaluate_beats": "devicepipe.ecg",
     "read_beat_annotations": "devicepipe.io",
+    "read_reference": "devicepipe.io",
 }
 
 __all__ = ["__version__", *_EXPORTS]

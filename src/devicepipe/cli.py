@@ -36,7 +36,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from devicepipe import __version__
 from devicepipe.bench.interop import handoff_comparison, installed_kinds, interop_matrix
@@ -53,7 +53,7 @@ from devicepipe.bench.report import (
 from devicepipe.bench.report import compare as compare_results
 from devicepipe.bench.stages import STAGES
 from devicepipe.device import device_report
-from devicepipe.ecg import ECG_PEAK_METHODS, SEGMENT_MODES
+from devicepipe.ecg import ECG_PEAK_METHODS, EDGE_S, MATCH_TOLERANCE_S, SEGMENT_MODES
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import DUPLICATE_POLICIES, NAN_POLICIES, check_output_dir, read_series
 from devicepipe.pipeline import (
@@ -74,7 +74,30 @@ from devicepipe.simulate import simulate_ecg, simulate_load, simulation_path, wr
 from devicepipe.units import parse_duration
 
 
-class _OneLineErrors(TyperGroup):
+class _PlainHelp:
+    """Help in the usual shape: flags without a value placeholder, required arguments as ``INPUT``.
+
+    Recent typer releases print ``<bool>`` beside every flag (as if it took a value) and
+    ``{input}`` in the usage line; an empty metavar and Click's upper-case name undo both.
+    """
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)  # type: ignore[misc]
+        for param in params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = super().collect_usage_pieces(ctx)  # type: ignore[misc]
+        return [p[1:-1].upper() if p.startswith("{") and p.endswith("}") else p for p in pieces]
+
+
+class _Command(_PlainHelp, TyperCommand):
+    """A subcommand with :class:`_PlainHelp`."""
+
+
+class _OneLineErrors(_PlainHelp, TyperGroup):
     """Turn usage errors and DevicepipeErrors into one line on stderr and exit status 2."""
 
     def main(
@@ -94,7 +117,7 @@ class _OneLineErrors(TyperGroup):
                 **extra,
             )
         except DevicepipeError as exc:
-            _fail(str(exc))
+            _fail(exc.cli_message)
         except Exception as exc:
             # click's UsageError/BadParameter (vendored by typer, so matched by shape)
             if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
@@ -204,7 +227,7 @@ def _columns(values: list[str] | None) -> list[str | int] | None:
     return [_maybe_int(v) for v in values]
 
 
-@app.command()
+@app.command(cls=_Command)
 def info(as_json: JsonOpt = False) -> None:
     """Show Python, PyTorch and its CUDA build, the GPUs, the CPU and which optional libraries work."""
     report = device_report()
@@ -280,7 +303,7 @@ def _print_summary(summary: dict[str, Any], con: Console) -> None:
         )
 
 
-@app.command("read")
+@app.command("read", cls=_Command)
 def read_cmd(
     input: Annotated[
         Path, typer.Argument(help="CSV, TSV, Parquet, NPY or WFDB record (.hea/.dat or the record name).")
@@ -327,7 +350,7 @@ def read_cmd(
 # ----------------------------------------------------------------------------- simulate
 
 
-@simulate_app.command("ecg")
+@simulate_app.command("ecg", cls=_Command)
 def simulate_ecg_cmd(
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Output file: .csv, .parquet or .npy. The truth goes to NAME.truth.csv.")
@@ -364,7 +387,7 @@ def simulate_ecg_cmd(
     con.print(f"truth: {truth} ({sim.r_peaks.numel():,} beats, {n_v} ventricular ectopic)")
 
 
-@simulate_app.command("load")
+@simulate_app.command("load", cls=_Command)
 def simulate_load_cmd(
     out: Annotated[
         Path,
@@ -395,7 +418,7 @@ def simulate_load_cmd(
 # ----------------------------------------------------------------------------- beats
 
 
-@app.command()
+@app.command(cls=_Command)
 def beats(
     input: Annotated[Path, typer.Argument(help="ECG: CSV, Parquet, NPY or WFDB record (e.g. mitdb/100).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for beats.parquet, beat_matrix.npy, figures.")],
@@ -409,7 +432,11 @@ def beats(
         "ricker"
     ],
     mode: Annotated[
-        SegmentMode, typer.Option(help="seed: peak-to-peak beats of 0.4-1.024 s, zero-padded; centered: fixed windows.")
+        SegmentMode,
+        typer.Option(
+            help="seed (the default here, the notebook's beat matrix): peak-to-peak beats of 0.4-1.024 s, "
+            "zero-padded; centered (the default of 'ecg', for learning): a fixed window around each R peak."
+        ),
     ] = SegmentMode[BEATS_MODE],
     reference: Annotated[
         Path | None,
@@ -450,9 +477,9 @@ def beats(
     if result.score is not None:
         s = result.score
         con.print(
-            f"accuracy against {reference} ({s.tp + s.fn:,} reference beats scored; the first and last 0.5 s "
-            f"are not): TP {s.tp}, FP {s.fp}, FN {s.fn}; sensitivity {s.sensitivity:.4f}, "
-            f"positive predictivity {s.ppv:.4f}, F1 {s.f1:.4f}"
+            f"accuracy against {reference}, inside the scoring window (all but the first and last {EDGE_S:g} s; "
+            f"{s.tp + s.fn:,} reference beats and {s.tp + s.fp:,} found beats in it; a match within "
+            f"{1000 * MATCH_TOLERANCE_S:.0f} ms): {s}"
         )
     con.print(f"wrote {', '.join(str(p) for p in result.files.values())}")
 
@@ -460,7 +487,7 @@ def beats(
 # ----------------------------------------------------------------------------- interop
 
 
-@app.command()
+@app.command(cls=_Command)
 def interop(
     size: Annotated[
         int, typer.Option(help="Elements of the float32 array converted (default 100 M = 400 MB).", min=1)
@@ -542,15 +569,19 @@ ThreadsOpt = Annotated[
 
 
 @contextmanager
-def _epoch_bar(con: Console, epochs: int, label: str) -> Iterator[Callable[[int, float, float], None]]:
+def _epoch_bar(
+    con: Console, epochs: int, label: str, *, exact: bool = False
+) -> Iterator[Callable[[int, float, float], None]]:
     """Training progress: a bar on a terminal, shown from the first finished epoch (so an early
-    error prints alone); elsewhere a plain line every twentieth of the epochs."""
+    error prints alone); elsewhere a plain line every twentieth of the epochs. ``exact``: training
+    runs all ``epochs`` (else it may stop earlier)."""
     if not con.is_terminal:
         every = max(1, epochs // 20)
+        of = "of" if exact else "of at most"
 
         def line(epoch: int, train: float, val: float) -> None:
             if epoch == 1 or epoch % every == 0 or epoch == epochs:
-                con.print(f"{label}: epoch {epoch} of at most {epochs}, loss {train:.4g} (val {val:.4g})")
+                con.print(f"{label}: epoch {epoch} {of} {epochs}, loss {train:.4g} (val {val:.4g})")
 
         yield line
         return
@@ -588,15 +619,23 @@ ECG_FIGURES = ["extremes.png", "latent.png", "generated.png", "training.png"]
 
 
 def _print_training(con: Console, s: dict[str, Any]) -> None:
-    """How long training ran, whose weights were kept, on how many threads."""
+    """How long training ran, whose weights were kept, on how many threads; and, in colour, the
+    warning when a model was still learning when training ended."""
     e, t = s["epochs"], s["threads"]
     runs, kept = sorted(set(e["run"])), sorted(set(e["kept"]))
-    stopped = "stopped when the validation loss no longer improved" if any(e["stopped_early"]) else "ran to the limit"
+    span = "-".join(map(str, runs[:: max(1, len(runs) - 1)]))
+    if s["settings"].get("epochs") is not None:
+        trained = f"trained {span} epochs (as asked)"
+    elif any(e["stopped_early"]):
+        trained = f"trained {span} of at most {e['limit']} epochs (stopped when the validation loss no longer improved)"
+    else:
+        trained = f"trained {span} of at most {e['limit']} epochs (ran to the limit)"
     con.print(
-        f"trained {'-'.join(map(str, runs[:: max(1, len(runs) - 1)]))} of at most {e['limit']} epochs ({stopped}); "
-        f"kept the weights of epoch {'-'.join(map(str, kept[:: max(1, len(kept) - 1)]))}; "
+        f"{trained}; kept the weights of epoch {'-'.join(map(str, kept[:: max(1, len(kept) - 1)]))}; "
         f"{t['threads']} CPU thread{'s' if t['threads'] > 1 else ''} ({t['reason']})"
     )
+    for warning in s.get("warnings", []):
+        con.print(f"[bold yellow]warning:[/bold yellow] {warning}")
 
 
 def _final_loss(s: dict[str, Any]) -> str:
@@ -609,14 +648,20 @@ def _final_loss(s: dict[str, Any]) -> str:
 def _print_ecg(con: Console, s: dict[str, Any]) -> None:
     c = s["counts"]
     con.print(
-        f"{c['beats_found']:,} beats found, {c['beats_kept']:,} modelled, {c['flagged']:,} flagged as anomalous "
-        f"(score above {s['threshold']:.4g}); {_final_loss(s)}"
+        f"{c['beats_found']:,} beats found, {c['beats_kept']:,} kept (their window lies inside the recording), "
+        f"{c['flagged']:,} flagged as anomalous (score above {s['threshold']:.4g}); {_final_loss(s)}"
     )
+    if "reference" in s:
+        labels = s["reference"]["labels"]
+        con.print(
+            f"flagged by reference label ({s['reference']['source']}): "
+            + ", ".join(f"{name} {v['flagged']:,} of {v['beats']:,}" for name, v in labels.items())
+        )
     _print_training(con, s)
     con.print("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in s["seconds"].items()))
 
 
-@app.command()
+@app.command(cls=_Command)
 def ecg(
     input: Annotated[Path, typer.Argument(help="ECG: CSV, Parquet, NPY or WFDB record (e.g. mitdb/100).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
@@ -633,12 +678,25 @@ def ecg(
     lr: LrOpt = ECG.lr,
     latent: Annotated[int, typer.Option(help="Latent dimensions of the VAE.", min=1, max=64)] = ECG.latent,
     ensemble: EnsembleOpt = ECG.ensemble,
-    mode: Annotated[SegmentMode, typer.Option(help="centered: windows around each R peak; seed: peak to peak.")] = (
-        SegmentMode[ECG_MODE]
-    ),
+    mode: Annotated[
+        SegmentMode,
+        typer.Option(
+            help="centered (the default here): a fixed window around each R peak, 0.25 s before to 0.45 s after, "
+            "so a premature beat is cut like any other; seed (the default of 'beats', the notebook's matrix): "
+            "peak to peak, zero-padded."
+        ),
+    ] = (SegmentMode[ECG_MODE]),
     width: Annotated[int, typer.Option(help="Samples per beat row (a power of two).", min=8)] = BEAT_WIDTH,
     seed: SeedOpt = ECG.seed,
     percentile: PercentileOpt = ECG.percentile,
+    reference: Annotated[
+        Path | None,
+        typer.Option(
+            help="Labelled reference beats, to see which labels get flagged: a WFDB annotation file (e.g. "
+            "mitdb/100.atr) or a CSV/Parquet with a 'sample' or 'time_s' column and a 'symbol' column, such as "
+            "simulate's NAME.truth.csv."
+        ),
+    ] = None,
     resume: ResumeOpt = False,
     tensorboard: TensorboardOpt = None,
     bf16: Bf16Opt = False,
@@ -661,7 +719,7 @@ def ecg(
     )
     con = _console()
     bar = "training" if ensemble == 1 else f"training {ensemble} members"
-    with _epoch_bar(con, settings.epoch_limit, bar) as update:
+    with _epoch_bar(con, settings.epoch_limit, bar, exact=epochs is not None) as update:
         result = run_ecg(
             input,
             out,
@@ -671,6 +729,7 @@ def ecg(
             device=device,
             mode=mode.value,
             width=width,
+            reference=reference,
             progress=con.print,
             epoch_progress=update,
         )
@@ -678,7 +737,7 @@ def ecg(
     _print_outputs(con, result, ECG_FIGURES)
 
 
-@app.command()
+@app.command(cls=_Command)
 def series(
     input: Annotated[Path, typer.Argument(help="A time-indexed load series: CSV or Parquet.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
@@ -719,7 +778,7 @@ def series(
         tensorboard=None if tensorboard is None else str(tensorboard),
     )
     con = _console()
-    with _epoch_bar(con, settings.epoch_limit, "training") as update:
+    with _epoch_bar(con, settings.epoch_limit, "training", exact=epochs is not None) as update:
         result = run_series(
             input,
             out,
@@ -748,7 +807,7 @@ def series(
     _print_outputs(con, result, ["days.png", "extremes.png", "latent.png", "training.png"])
 
 
-@app.command()
+@app.command(cls=_Command)
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the demo's files.")] = Path("demo-run"),
     device: DeviceOpt = "auto",
@@ -757,7 +816,7 @@ def demo(
 ) -> None:
     """Simulate a 30-minute ECG with a few ectopic beats and run the whole ecg pipeline on it."""
     con = _console()
-    with _epoch_bar(con, epochs or ECG.max_epochs, "training the VAE") as update:
+    with _epoch_bar(con, epochs or ECG.max_epochs, "training the VAE", exact=epochs is not None) as update:
         result = run_demo(out, device=device, epochs=epochs, threads=threads, progress=con.print, epoch_progress=update)
     _print_training(con, result.run.summary)
     con.print(
@@ -767,7 +826,7 @@ def demo(
     _print_outputs(con, result.run, ECG_FIGURES)
 
 
-@app.command()
+@app.command(cls=_Command)
 def bench(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Directory for bench.json, bench.md and charts.")

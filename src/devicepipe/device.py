@@ -73,7 +73,10 @@ def resolve_device(spec: str | torch.device | None = "auto") -> torch.device:
         raise DeviceError(f"unknown device {spec!r}; use {hint} (devices are 'auto', 'cpu', 'cuda' or 'cuda:N').")
     reason = cuda_unavailable_reason()
     if reason is not None:
-        raise DeviceError(f"device {spec!r} is not available: {reason}; use --device cpu or --device auto.")
+        problem = f"device {spec!r} is not available: {reason}"
+        raise DeviceError(
+            f"{problem}; use device='cpu' or device='auto'.", cli=f"{problem}; use --device cpu or --device auto."
+        )
     count = torch.cuda.device_count()
     index = int(match.group(1)) if match.group(1) is not None else torch.cuda.current_device()
     if index >= count:

@@ -44,19 +44,28 @@ from devicepipe.errors import DevicepipeError
 from devicepipe.signal.blocks import block_reduce, centred_window, row_median
 from devicepipe.signal.filters import centred_convolve, centred_convolve_at, convolve
 from devicepipe.signal.peaks import peak_mask, sliding_max, split_by_row
+from devicepipe.signal.resample import resample_rows
 from devicepipe.signal.segment import segment, segment_between
 from devicepipe.signal.wavelets import ricker
 
 __all__ = [
     "ECG_PEAK_METHODS",
+    "EDGE_S",
+    "MATCH_TOLERANCE_S",
     "SEGMENT_MODES",
     "BeatScore",
     "Beats",
     "ecg_peaks",
     "ecg_segment",
     "evaluate_beats",
+    "label_beats",
     "seed_gates",
 ]
+
+#: A detected beat matches a reference beat within this many seconds (ANSI/AAMI EC57's 150 ms).
+MATCH_TOLERANCE_S = 0.15
+#: Beats this close (s) to either end of a recording are not scored against a reference.
+EDGE_S = 0.5
 
 SEED_RATE_HZ = 250.0  # the notebook's recording (UCR "ECG one day") is sampled at 250 Hz
 
@@ -385,6 +394,10 @@ def ecg_segment(
 
     ``mode="centered"``: the window ``[peak - before_s, peak + after_s)`` around each R peak;
     beats whose window runs past either end of the recording are dropped (``kept`` says which).
+    Rows hold ``round(before_s * fs) + round(after_s * fs)`` samples (174 at 250 Hz), or, with
+    ``width``, are linearly resampled to ``width`` columns spanning the same 0.7 s (what a
+    :class:`~devicepipe.models.LightVAE` of that width takes); ``lengths`` and ``before`` stay in
+    samples of the recording.
 
     ``mode="seed"`` (the notebook's): from ``lead_s`` before one R peak to ``lead_s`` before the
     next (the notebook's gate sits 76 samples, 0.304 s, before the R peak at 250 Hz); beats
@@ -398,6 +411,8 @@ def ecg_segment(
     """
     if x.ndim != 1:
         raise DevicepipeError(f"ecg_segment(): x must have shape (time,), got {tuple(x.shape)}.")
+    if width is not None and width < 1:
+        raise DevicepipeError(f"ecg_segment(): width must be a positive number of samples, got {width}.")
     fs = float(sampling_rate)
     peaks = peaks.to(device=x.device, dtype=torch.int64)
     n = x.shape[-1]
@@ -406,6 +421,8 @@ def ecg_segment(
         kept = (peaks - before >= 0) & (peaks + after <= n)
         chosen = peaks[kept]
         matrix, _ = segment(x, chosen, before=before, after=after)
+        if width is not None:
+            matrix = resample_rows(matrix, width)
         lengths = torch.full_like(chosen, before + after)
         return Beats(matrix, lengths, chosen, chosen - before, kept, fs, mode, before)
     if mode == "seed":
@@ -449,6 +466,12 @@ class BeatScore:
     def __add__(self, other: BeatScore) -> BeatScore:
         return BeatScore(self.tp + other.tp, self.fp + other.fp, self.fn + other.fn)
 
+    def __str__(self) -> str:
+        return (
+            f"TP {self.tp:,}, FP {self.fp:,}, FN {self.fn:,}; sensitivity {self.sensitivity:.4f}, "
+            f"positive predictivity {self.ppv:.4f}, F1 {self.f1:.4f}"
+        )
+
     def to_dict(self) -> dict[str, float]:
         return {
             "tp": self.tp,
@@ -466,14 +489,53 @@ def _as_host_int(values: Any) -> np.ndarray:
     return np.sort(np.asarray(values, dtype=np.int64).reshape(-1))
 
 
+def label_beats(
+    reference: Any,
+    symbols: Any,
+    detected: Any,
+    sampling_rate: float,
+    *,
+    tolerance_s: float = MATCH_TOLERANCE_S,
+) -> np.ndarray:
+    """The reference label of each detected beat: that of the nearest reference beat within
+    ``tolerance_s``, or ``""`` where there is none.
+
+    Parameters
+    ----------
+    reference : sample indices of the reference beats, shape ``(n_ref,)``, any order.
+    symbols : their labels (``"N"``, ``"V"``, ...), shape ``(n_ref,)``.
+    detected : sample indices of the detected beats, shape ``(n,)``, in the order wanted back.
+
+    Returns
+    -------
+    str NumPy array of shape ``(n,)``, in the order of ``detected``.
+    """
+    ref = np.asarray(reference.detach().cpu() if isinstance(reference, torch.Tensor) else reference, dtype=np.int64)
+    det = np.asarray(detected.detach().cpu() if isinstance(detected, torch.Tensor) else detected, dtype=np.int64)
+    labels = np.asarray(symbols, dtype=str)
+    if ref.shape != labels.shape:
+        raise DevicepipeError(f"label_beats(): {ref.size} reference beats but {labels.size} labels.")
+    out = np.full(det.shape, "", dtype=labels.dtype if labels.size else "<U1")
+    if ref.size == 0 or det.size == 0:
+        return out
+    order = np.argsort(ref, kind="stable")
+    ref, labels = ref[order], labels[order]
+    right = np.clip(np.searchsorted(ref, det), 1, ref.size - 1) if ref.size > 1 else np.zeros_like(det)
+    left = np.maximum(right - 1, 0)
+    nearest = np.where(np.abs(ref[left] - det) <= np.abs(ref[right] - det), left, right)
+    close = np.abs(ref[nearest] - det) <= tolerance_s * float(sampling_rate)
+    out[close] = labels[nearest[close]]
+    return out
+
+
 def evaluate_beats(
     reference: Any,
     detected: Any,
     sampling_rate: float,
     *,
-    tolerance_s: float = 0.15,
+    tolerance_s: float = MATCH_TOLERANCE_S,
     n_samples: int | None = None,
-    edge_s: float = 0.5,
+    edge_s: float = EDGE_S,
 ) -> BeatScore:
     """Match detected beats to reference beats and count TP, FP and FN.
 

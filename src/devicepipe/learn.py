@@ -4,7 +4,8 @@
 checks itself once when made, and owns its defaults (:class:`SeriesLearnSettings` those of
 load series). :func:`train_models` trains one model (checkpointed after every epoch,
 resumable) or a vmap ensemble (saved atomically when done); :func:`score_rows` scores every
-row against the threshold taken from the training split.
+row against the threshold taken from the training split; :func:`convergence_warning` says
+when training ended while the model was still learning.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -28,6 +30,8 @@ __all__ = [
     "LearnSettings",
     "SeriesLearnSettings",
     "check_before_start",
+    "convergence_warning",
+    "recent_fall",
     "score_rows",
     "train_models",
 ]
@@ -36,6 +40,10 @@ __all__ = [
 ENSEMBLE_NAME = "ensemble.pt"
 
 EpochCallback = Callable[[int, float, float], None]
+
+#: Training that ends while its loss still falls by more than this share over its last epochs
+#: (see :func:`recent_fall`) has not converged: more epochs would still change the model.
+STILL_FALLING = 0.01
 
 
 @dataclass(frozen=True)
@@ -71,9 +79,8 @@ class LearnSettings:
         if not 0 <= self.min_improvement < 1:
             raise DevicepipeError(f"minimum improvement {self.min_improvement} must be within [0, 1), e.g. 1e-3.")
         if self.epochs is None and self.val_fraction == 0:
-            raise DevicepipeError(
-                "early stopping watches the validation loss: keep a validation fraction above 0, or pass --epochs N."
-            )
+            problem = "early stopping watches the validation loss: keep a validation fraction above 0"
+            raise DevicepipeError(f"{problem}, or pass epochs=N.", cli=f"{problem}, or pass --epochs N.")
         if not 0 < self.lr < 1:
             raise DevicepipeError(f"learning rate {self.lr} is out of range; use e.g. 1e-3.")
         if not 0 <= self.val_fraction < 0.9:
@@ -83,7 +90,10 @@ class LearnSettings:
         if self.threads is not None:
             check_thread_count(self.threads)
         if self.resume and self.ensemble > 1:
-            raise DevicepipeError("--resume works for single models; rerun the ensemble without --resume.")
+            raise DevicepipeError(
+                "resume works for single models; rerun the ensemble with resume=False.",
+                cli="--resume works for single models; rerun the ensemble without --resume.",
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -119,9 +129,8 @@ def check_before_start(out: Path, settings: LearnSettings) -> None:
     if not (out / CHECKPOINT_NAME).exists():
         raise DevicepipeError(f"nothing to resume: {out / CHECKPOINT_NAME} does not exist.")
     if settings.early_stopping and "early_stopping" not in load_checkpoint(out):
-        raise DevicepipeError(
-            f"the checkpoint in {out} was trained for an exact number of epochs; resume it with --epochs N."
-        )
+        problem = f"the checkpoint in {out} was trained for an exact number of epochs"
+        raise DevicepipeError(f"{problem}; resume it with epochs=N.", cli=f"{problem}; resume it with --epochs N.")
 
 
 def train_models(
@@ -181,3 +190,44 @@ def score_rows(models: list[nn.Module], data: torch.Tensor, settings: LearnSetti
     of the training split's scores (the split ``fit`` used, so validation rows do not set it)."""
     train_rows, _ = split_indices(data.shape[0], settings.val_fraction, settings.seed, data.device)
     return score(models, data, train_rows=train_rows, percentile=settings.percentile)
+
+
+def recent_fall(losses: list[float], *, share: float = 0.2, least: int = 3) -> float:
+    """How much the loss still fell at the end of training, relative to where it stood before.
+
+    With ``n`` epochs and a window of the last ``w = max(least, share * n)`` of them: ``(best
+    before the window - best in it) / best before``; 0 or less when the end brought nothing.
+    A run of fewer epochs than ``w + 1`` compares with its first epoch; one epoch alone
+    returns ``inf`` (nothing says it has learned).
+    """
+    values = np.asarray(losses, dtype=np.float64)
+    if values.size < 2:
+        return float("inf")
+    w = min(max(least, int(share * values.size)), values.size - 1)
+    before, after = float(np.min(values[:-w])), float(np.min(values[-w:]))
+    return (before - after) / abs(before) if before else 0.0
+
+
+def convergence_warning(histories: list[dict[str, Any]]) -> str | None:
+    """A sentence for the summary, the terminal and the figures when a model was still learning
+    when training ended (its validation loss, or the training loss without one, fell by more than
+    1 % over its last epochs, by :func:`recent_fall`); None when every model stopped by itself
+    or had levelled off."""
+    worst: tuple[float, int, int] | None = None
+    for h in histories:
+        if h.get("stopped_early"):
+            continue
+        val = [v for v in h.get("val", []) if np.isfinite(v)]
+        losses = val if len(val) == len(h["train"]) else h["train"]
+        fall = recent_fall(losses)
+        if fall > STILL_FALLING and (worst is None or fall > worst[0]):
+            window = min(max(3, int(0.2 * len(losses))), max(len(losses) - 1, 1))
+            worst = (fall, window, len(losses))
+    if worst is None:
+        return None
+    fall, window, n = worst
+    how = "after one epoch" if n < 2 else f"its loss still fell by {100 * fall:.0f} % over the last {window} epochs"
+    return (
+        f"not converged: training ended at epoch {n} while the model was still learning ({how}), "
+        "so its scores and flags are not yet reliable; train longer, or let training stop by itself"
+    )

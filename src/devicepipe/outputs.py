@@ -109,12 +109,26 @@ def _excerpt(rec: Recording, signal: np.ndarray, peaks: np.ndarray, reference: n
 
 
 def _learning_figures(
-    host: dict[str, np.ndarray], histories: Histories, threshold: float, training_title: str, latent_title: str
+    host: dict[str, np.ndarray],
+    histories: Histories,
+    threshold: float,
+    training_title: str,
+    latent_title: str,
+    warning: str | None,
 ) -> dict[str, Any]:
-    """``training.png`` (loss curves) and ``latent.png`` (codes coloured by score) of a learning run."""
+    """``training.png`` (loss curves) and ``latent.png`` (codes coloured by score, flagged rows
+    ringed, reference labels marked where ``host`` has ``truth``) of a learning run."""
     return {
-        "training.png": plot_training(histories, title=training_title),
-        "latent.png": plot_latent(host["emb"], scores=host["scores"], threshold=threshold, title=latent_title),
+        "training.png": plot_training(histories, title=training_title, warning=warning),
+        "latent.png": plot_latent(
+            host["emb"],
+            scores=host["scores"],
+            threshold=threshold,
+            flags=host["flags"],
+            truth=host.get("truth"),
+            title=latent_title,
+            warning=warning,
+        ),
     }
 
 
@@ -122,11 +136,10 @@ def beats_figures(
     out: Path, rec: Recording, signal: np.ndarray, peaks: np.ndarray, beats: Beats, reference: np.ndarray | None
 ) -> dict[str, Path]:
     """``excerpt.png`` (signal with detected and reference beats) and ``intervals.png`` (RR intervals)."""
-    lengths = np.diff(peaks)
     return {
         "excerpt.png": save_figure(_excerpt(rec, signal, peaks, reference), out / "excerpt.png"),
         "intervals.png": save_figure(
-            plot_intervals(lengths / rec.sampling_rate, lengths, keep_range=beats.length_range),
+            plot_intervals(np.diff(peaks), rec.sampling_rate, keep_range=beats.length_range),
             out / "intervals.png",
         ),
     }
@@ -140,13 +153,21 @@ def ecg_figures(
     histories: Histories,
     threshold: float,
     beat_rate: float,
+    warning: str | None = None,
 ) -> dict[str, Path]:
     """The ``ecg`` run's figures: training, latent, extremes, excerpt, generated (PNG and PDF).
 
-    ``beat_rate`` is the sampling rate of the (resampled) beat rows in Hz.
+    ``beat_rate`` is the sampling rate of the (resampled) beat rows in Hz; ``host["truth"]``,
+    when present, holds each beat's reference label; ``warning`` is written on the figures.
     """
     fs = rec.sampling_rate
     n = host["peaks"].size
+    truth = host.get("truth")
+
+    def name(i: int) -> str:
+        label = "" if truth is None else f", reference {truth[i] or 'none'}"
+        return f"t={host['peaks'][i] / fs:.1f} s{label}"
+
     figs = {
         **_learning_figures(
             host,
@@ -154,18 +175,30 @@ def ecg_figures(
             threshold,
             f"VAE training on {n:,} beats",
             f"Latent means of {n:,} beats, coloured by reconstruction error",
+            warning,
         ),
         "extremes.png": plot_extremes(
             host["extreme_rows"],
             host["extreme_recon"],
             host["scores"][host["extreme_idx"]],
             sampling_rate=beat_rate,
-            names=[f"t={host['peaks'][i] / fs:.1f} s" for i in host["extreme_idx"]],
-            title="Most and least anomalous beats (scaled) with their reconstructions",
+            names=[name(i) for i in host["extreme_idx"]],
+            title="Most and least anomalous beats with their reconstructions",
+            ylabel="standardised amplitude",
+            threshold=threshold,
+            warning=warning,
         ),
         "excerpt.png": _excerpt(rec, signal, host["all_peaks"]),
     }
-    gen = plot_generated(host["generated"], host["grid"], sampling_rate=beat_rate)
+    gen = plot_generated(
+        host["generated"],
+        host["grid"],
+        centre=host["centre"],
+        sampling_rate=beat_rate,
+        title="Beats generated across the latent space (left to right: the direction in which the beats' codes "
+        "spread most;\ntop to bottom: the next) with the typical beat in grey; panel titles: latent point",
+        warning=warning,
+    )
     files = {"generated.pdf": save_figure(gen, out / "generated.pdf")}
     figs["generated.png"] = gen
     for name, fig in figs.items():
@@ -182,6 +215,7 @@ def series_figures(
     unit_name: str,
     pointwise: bool,
     flagged: np.ndarray,
+    warning: str | None = None,
 ) -> dict[str, Path]:
     """The ``series`` run's figures: training, latent, extremes and days (the ``flagged`` windows,
     indices from the highest score down, drawn)."""
@@ -196,16 +230,20 @@ def series_figures(
             threshold,
             f"{kind} training on {len(names):,} windows",
             "Window codes, coloured by reconstruction error",
+            warning,
         ),
         "extremes.png": plot_extremes(
             host["days"],
             host["recon"],
             host["scores"],
             names=names,
-            title=f"Most and least anomalous windows ({unit}) with reconstructions",
+            title="Most and least anomalous windows with reconstructions",
             x=hours,
             xlabel="hours from the window's start",
+            ylabel=f"load ({unit})" if unit == "MW" else unit_name,
+            threshold=threshold,
+            warning=warning,
         ),
-        "days.png": plot_days(host["days"], flagged, names, unit=unit, hours=hours),
+        "days.png": plot_days(host["days"], flagged, names, unit=unit, hours=hours, scores=host["scores"]),
     }
     return {name: save_figure(fig, out / name) for name, fig in figs.items()}

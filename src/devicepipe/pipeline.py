@@ -16,16 +16,31 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 import torch
 
 from devicepipe.device import resolve_device
-from devicepipe.ecg import Beats, BeatScore, ecg_peaks, ecg_segment, evaluate_beats
+from devicepipe.ecg import (
+    EDGE_S,
+    MATCH_TOLERANCE_S,
+    Beats,
+    BeatScore,
+    ecg_peaks,
+    ecg_segment,
+    evaluate_beats,
+    label_beats,
+)
 from devicepipe.errors import DevicepipeError
 from devicepipe.interop import TransferLedger
 from devicepipe.io import Recording, check_output_dir, read_reference, read_series, staged_dir, write_npy
 from devicepipe.io.read import declares_sampling_rate
-from devicepipe.learn import LearnSettings, SeriesLearnSettings, check_before_start, score_rows, train_models
+from devicepipe.learn import (
+    LearnSettings,
+    SeriesLearnSettings,
+    check_before_start,
+    convergence_warning,
+    score_rows,
+    train_models,
+)
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
 from devicepipe.outputs import (
     beats_figures,
@@ -131,8 +146,10 @@ def _to_host(tensors: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
 
 
 def _unknown_rate(source: str) -> DevicepipeError:
+    problem = f"the sampling rate of {source} is unknown"
     return DevicepipeError(
-        f"the sampling rate of {source} is unknown; pass --sampling-rate HZ (e.g. --sampling-rate 250)."
+        f"{problem}; pass sampling_rate=HZ (e.g. sampling_rate=250).",
+        cli=f"{problem}; pass --sampling-rate HZ (e.g. --sampling-rate 250).",
     )
 
 
@@ -197,11 +214,10 @@ def run_beats(
             **input_summary(source, rec, run.device),
             "method": method,
             "segmentation": mode,
-            "n_beats": int(host["peaks"].size),
-            "n_kept": int(host["kept"].sum()),
+            "counts": {"beats_found": int(host["peaks"].size), "beats_kept": int(host["kept"].sum())},
             "beat_width": int(host["matrix"].shape[1]) if host["matrix"].ndim == 2 else 0,
             "seconds": run.timer.seconds,
-            "accuracy": None if score is None else score.to_dict(),
+            "accuracy": None if score is None else _accuracy(score, ref.source, fs, rec.n_samples),
             "transfers": run.timer.transfers(),
         }
         files["summary.json"] = write_summary(stage, summary, files)
@@ -220,6 +236,18 @@ def run_beats(
     )
 
 
+def _accuracy(score: BeatScore, source: str, fs: float, n_samples: int) -> dict[str, Any]:
+    """``summary.json``'s accuracy: the counts inside the scoring window, and that window."""
+    return {
+        "reference": source,
+        "scoring_window_s": [EDGE_S, n_samples / fs - EDGE_S],
+        "tolerance_s": MATCH_TOLERANCE_S,
+        "reference_beats_in_window": score.tp + score.fn,
+        "beats_found_in_window": score.tp + score.fp,
+        **score.to_dict(),
+    }
+
+
 # ----------------------------------------------------------------------------- learning pipelines
 
 
@@ -232,6 +260,7 @@ class _Learned:
     scores: Scores
     threads: ThreadChoice
     epoch_limit: int
+    warning: str | None  # set when a model was still learning when training ended
 
 
 def _learn(
@@ -254,7 +283,7 @@ def _learn(
             models, histories = train_models(make_model, data, settings, run.out, extra_state, epoch_progress)
         with run.stage("score"):
             scores = score_rows(models, data, settings)
-    return _Learned(models, histories, scores, threads, settings.epoch_limit)
+    return _Learned(models, histories, scores, threads, settings.epoch_limit, convergence_warning(histories))
 
 
 def _finish(run: _Run, summary: dict[str, Any], learned: _Learned, files: dict[str, Path]) -> LearnResult:
@@ -268,6 +297,8 @@ def _finish(run: _Run, summary: dict[str, Any], learned: _Learned, files: dict[s
             "stopped_early": [h["stopped_early"] for h in histories],
         },
         final_loss={"train": [h["train"][-1] for h in histories], "val": [h["val"][-1] for h in histories]},
+        converged=learned.warning is None,
+        warnings=[] if learned.warning is None else [learned.warning],
         seconds=run.timer.seconds,
         transfers=run.timer.transfers(),
         threads=learned.threads.to_dict(),
@@ -287,11 +318,17 @@ def run_ecg(
     mode: str = ECG_MODE,
     width: int = BEAT_WIDTH,
     method: str = PEAK_METHOD,
+    reference: str | Path | None = None,
     progress: Progress | None = None,
     epoch_progress: EpochProgress | None = None,
     count_transfers: bool = True,
 ) -> LearnResult:
     """Read an ECG, find and cut its beats, train a VAE (or a vmap ensemble), score, write, plot.
+
+    ``reference`` (a WFDB annotation file or a table of R peaks with labels, such as the
+    simulator's truth file) labels each beat by its nearest reference beat within 150 ms: the
+    labels go into ``embeddings.parquet`` (column ``reference``) and the figures, and
+    ``summary.json`` counts the beats and the flagged beats of each label.
 
     Beats are windows centred on each R peak by default (``mode="centered"``, 0.25 s before to
     0.45 s after): the notebook's peak-to-peak segmentation (``mode="seed"``) drops every
@@ -305,15 +342,25 @@ def run_ecg(
     """
     settings = settings or LearnSettings()
     vae = LightVAEConfig(width=width, latent=settings.latent)  # checked before anything is read or written
+    ref = None if reference is None else read_reference(reference)
+    if ref is not None and ref.symbols is None:
+        raise DevicepipeError(
+            f"reference {ref.source} has no beat labels; ecg needs labelled beats (a WFDB annotation file, "
+            "or a table with a 'symbol' column such as the simulator's truth file)."
+        )
     run = _start(out, device, count_transfers, progress)
     check_before_start(run.out, settings)
     rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode)
     with run.stage("segment"):
         matrix = resample_rows(beats.matrix, width)
     if matrix.shape[0] < MIN_BEATS_TO_TRAIN:
+        problem = (
+            f"only {matrix.shape[0]} beats were cut from {rec.source}; "
+            f"at least {MIN_BEATS_TO_TRAIN} are needed to train"
+        )
         raise DevicepipeError(
-            f"only {matrix.shape[0]} beats were cut from {rec.source}; at least {MIN_BEATS_TO_TRAIN} are needed "
-            "to train (is it an ECG? is --sampling-rate right?)."
+            f"{problem} (is it an ECG? is the sampling rate right?).",
+            cli=f"{problem} (is it an ECG? is --sampling-rate right?).",
         )
     with run.stage("scale"):
         scaler = StandardScaler().fit(matrix.reshape(-1))
@@ -329,6 +376,7 @@ def run_ecg(
     with run.stage("score"):
         grid = latent_grid(scores.embeddings, 5)
         generated = first.decode(grid).detach()
+        centre = first.decode(scores.embeddings.mean(0, keepdim=True)).detach()[0]
         order = torch.argsort(scores.scores)
         extreme_idx = torch.cat([order[-5:], order[:5]])  # the five highest scores, then the five lowest
         extreme_recon = reconstruct(first, data[extreme_idx])
@@ -340,6 +388,7 @@ def run_ecg(
                 "kept": beats.kept,
                 "grid": grid,
                 "generated": generated,
+                "centre": centre,
                 "extreme_idx": extreme_idx,
                 "extreme_recon": extreme_recon,
                 "extreme_rows": data[extreme_idx],
@@ -347,23 +396,51 @@ def run_ecg(
         )
         signal = rec.samples.cpu().numpy()
     fs = rec.sampling_rate
+    if ref is not None:
+        host["truth"] = label_beats(ref.samples_at(fs), ref.symbols, host["peaks"], fs)
     with run.stage("write"):
         files = {"beats.parquet": write_beats_table(host["all_peaks"], host["kept"], fs, run.out / "beats.parquet")}
         leading = {"peak": host["peaks"], "time_s": host["peaks"] / fs}
+        if ref is not None:
+            leading["reference"] = host["truth"]
         files.update(write_scores(run.out, leading, host, learned.histories))
         beat_rate = width / beats.window_s  # Hz of the resampled beat rows
-        files.update(ecg_figures(run.out, rec, signal, host, learned.histories, scores.threshold, beat_rate))
+        args = (host, learned.histories, scores.threshold, beat_rate, learned.warning)
+        files.update(ecg_figures(run.out, rec, signal, *args))
+    flagged = np.flatnonzero(host["flags"])
+    flagged = flagged[np.argsort(host["scores"][flagged])[::-1]]
     summary = {
         **input_summary(source, rec, run.device),
         "settings": {**settings.to_dict(), "mode": mode, "width": width, "method": method},
         "counts": {
             "beats_found": int(host["all_peaks"].size),
             "beats_kept": int(host["peaks"].size),
-            "flagged": int(host["flags"].sum()),
+            "flagged": int(flagged.size),
         },
         "threshold": scores.threshold,
+        "threshold_means": (
+            f"the {settings.percentile:g}th percentile of the training beats' scores; a score is the mean squared "
+            "reconstruction error of a beat standardised by the recording's mean and standard deviation "
+            "(units: squared standard deviations)"
+        ),
+        "flagged": [
+            {"peak": int(host["peaks"][i]), "time_s": float(host["peaks"][i] / fs), "score": float(host["scores"][i])}
+            | ({} if ref is None else {"reference": str(host["truth"][i])})
+            for i in flagged
+        ],
     }
+    if ref is not None:
+        summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
     return _finish(run, summary, learned, files)
+
+
+def _reference_counts(source: str, truth: np.ndarray, flags: np.ndarray) -> dict[str, Any]:
+    """Per reference label (``""``: no reference beat within 150 ms), the beats and the flagged beats."""
+    labels = {}
+    for value in sorted(set(truth.tolist())):
+        sel = truth == value
+        labels[value or "none"] = {"beats": int(sel.sum()), "flagged": int(flags[sel].sum())}
+    return {"source": source, "tolerance_s": MATCH_TOLERANCE_S, "labels": labels}
 
 
 def run_series(
@@ -394,13 +471,17 @@ def run_series(
     settings = settings or SeriesLearnSettings()
     window_s = parse_duration(window)
     if time_column is None:
-        raise DevicepipeError("a load series needs its time column: pass --time-column (e.g. Datetime).")
+        raise DevicepipeError(
+            "a load series needs its time column: pass time_column= (e.g. time_column='Datetime').",
+            cli="a load series needs its time column: pass --time-column (e.g. --time-column Datetime).",
+        )
     run = _start(out, device, count_transfers, progress)
     check_before_start(run.out, settings)
     with run.stage("read"):
         rec = read_series(source, column, device=run.device, time_column=time_column, duplicates="mean")
     if rec.samples.ndim != 1:
-        raise DevicepipeError(f"{rec.source} has {rec.n_channels} value columns; choose one with --column.")
+        problem = f"{rec.source} has {rec.n_channels} value columns"
+        raise DevicepipeError(f"{problem}; choose one with column=.", cli=f"{problem}; choose one with --column.")
     report = rec.time_report
     run.note(f"read {report.summary()}; {rec.n_samples:,} time points after that")
     with run.stage("window"):
@@ -433,7 +514,7 @@ def run_series(
     with run.stage("write"):
         leading = {"start": wins.starts, "filled_slots": wins.filled}
         files = write_scores(run.out, leading, host, learned.histories)
-        args = (host, learned.histories, scores.threshold, rec.channels[0], pointwise, flagged)
+        args = (host, learned.histories, scores.threshold, rec.channels[0], pointwise, flagged, learned.warning)
         files.update(series_figures(run.out, wins, *args))
     summary = {
         **input_summary(source, rec, run.device, channel_key="column"),
@@ -449,6 +530,11 @@ def run_series(
             "dropped": [str(d)[:19] for d in wins.dropped],
         },
         "threshold": scores.threshold,
+        "threshold_means": (
+            f"the {settings.percentile:g}th percentile of the training windows' scores; a score is the mean squared "
+            "reconstruction error of a window scaled to [0, 1] by the series' minimum and maximum "
+            "(units: squared fractions of that range)"
+        ),
         "flagged": [{"start": str(wins.starts[i])[:19], "score": float(host["scores"][i])} for i in flagged],
     }
     return _finish(run, summary, learned, files)
@@ -463,7 +549,7 @@ class DemoResult:
     truth: Path  # its R peaks and their symbols
     n_beats: int
     n_ectopic: int  # simulated ventricular ectopic beats
-    ectopic_flagged: int  # of those, how many the run flagged (a flagged beat within 20 ms)
+    ectopic_flagged: int  # of the ectopic beats labelled V by the truth file (within 150 ms), how many were flagged
 
 
 def run_demo(
@@ -485,8 +571,8 @@ def run_demo(
     path, truth = write_simulated_ecg(sim, out / "input" / "ecg.parquet")
     ectopic = sim.r_peaks.cpu().numpy()[sim.symbols == "V"]
     note(f"simulated {path} ({sim.r_peaks.numel():,} beats, {ectopic.size} ventricular ectopic; truth in {truth})")
-    result = run_ecg(path, out, settings=settings, device=device, progress=note, epoch_progress=epoch_progress)
-    table = pq.read_table(out / "embeddings.parquet", columns=["peak", "flag"])
-    flagged = table.column("peak").to_numpy()[table.column("flag").to_numpy()]
-    found = evaluate_beats(ectopic, flagged, sim.sampling_rate, tolerance_s=0.02, edge_s=0.0).tp
+    result = run_ecg(
+        path, out, settings=settings, device=device, reference=truth, progress=note, epoch_progress=epoch_progress
+    )
+    found = result.summary["reference"]["labels"].get("V", {}).get("flagged", 0)
     return DemoResult(result, path, truth, int(sim.r_peaks.numel()), int(ectopic.size), found)

@@ -11,11 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from devicepipe.io import atomic_path
 
 __all__ = [
+    "add_warning",
     "plot_beats_excerpt",
     "plot_days",
     "plot_extremes",
@@ -78,81 +81,105 @@ def plot_beats_excerpt(
     return fig
 
 
+def add_warning(fig: Figure, text: str | None) -> Figure:
+    """Write ``text`` (when given) in red across the bottom of ``fig``, e.g. that a model has not converged."""
+    if text:
+        fig.text(0.5, -0.01, text, ha="center", va="top", color="tab:red", fontsize=9, wrap=True)
+    return fig
+
+
+def _sample_bins(samples: np.ndarray, most: int = 100) -> np.ndarray:
+    """Histogram edges for integer sample counts: whole samples per bin, at most ``most`` bins,
+    edges halfway between integers (no bin narrower than one sample, so no empty comb teeth)."""
+    lo, hi = int(np.min(samples)), int(np.max(samples))
+    step = max(1, int(np.ceil((hi - lo + 1) / most)))
+    return np.arange(lo, hi + step + 1, step) - 0.5
+
+
 def plot_intervals(
-    rr_s: np.ndarray,
-    lengths: np.ndarray,
+    rr_samples: np.ndarray,
+    sampling_rate: float,
     *,
     keep_range: tuple[int, int] | None = None,
 ) -> Figure:
-    """Histograms of RR intervals (seconds) and beat lengths (samples, peak to next peak).
+    """Histograms of the intervals between consecutive R peaks, in seconds and in samples.
 
-    ``keep_range`` (samples) shades the lengths the seed's segmentation keeps.
+    ``rr_samples`` are whole samples (peak to next peak); bins are whole samples wide.
+    ``keep_range`` (samples) shades the beat lengths the seed's segmentation keeps.
     """
     fig = Figure(figsize=(11, 3.6))
     ax1, ax2 = fig.subplots(1, 2)
-    if rr_s.size:
-        ax1.hist(rr_s, bins=min(100, max(10, rr_s.size // 20)), color="tab:blue")
+    fs = float(sampling_rate)
+    if rr_samples.size:
+        edges = _sample_bins(rr_samples)
+        rr_s = rr_samples / fs
+        ax1.hist(rr_s, bins=edges / fs, color="tab:blue")
         hr = 60.0 / np.median(rr_s)
         ax1.axvline(np.median(rr_s), color="k", ls="--", lw=1, label=f"median {np.median(rr_s):.3f} s ({hr:.0f} bpm)")
         ax1.legend(fontsize=8)
+        ax2.hist(rr_samples, bins=edges, color="tab:orange")
     ax1.set_xlabel("RR interval (s)")
     ax1.set_ylabel("beats")
     ax1.set_title("RR intervals")
-    if lengths.size:
-        ax2.hist(lengths, bins=min(100, max(10, lengths.size // 20)), color="tab:orange")
     if keep_range is not None:
         lo, hi = keep_range
         ax2.axvspan(lo, hi, color="tab:green", alpha=0.12, label=f"kept by segmentation ({lo}-{hi})")
         ax2.legend(fontsize=8)
-    ax2.set_xlabel("beat length (samples)")
+    ax2.set_xlabel(f"beat length (samples at {fs:g} Hz)")
     ax2.set_ylabel("beats")
-    ax2.set_title("Beat lengths")
+    ax2.set_title("Beat lengths (peak to next peak)")
     fig.tight_layout()
     return fig
 
 
 def _project_2d(embeddings: np.ndarray) -> tuple[np.ndarray, tuple[str, str]]:
-    """The first two latent dimensions, or the first two principal components when there are more."""
+    """The first two latent dimensions, or the first two principal components when there are more.
+
+    An axis whose spread (standard deviation) is under a tenth of the other's says so in its
+    label, since the plot's own scaling hides it.
+    """
     if embeddings.shape[1] == 1:
         return np.column_stack([embeddings[:, 0], np.zeros(len(embeddings))]), ("z0", "")
     if embeddings.shape[1] == 2:
-        return embeddings, ("z0", "z1")
-    centred = embeddings - embeddings.mean(0)
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
-    return centred @ vt[:2].T, ("principal component 1", "principal component 2")
+        xy, names = embeddings, ["z0", "z1"]
+    else:
+        centred = embeddings - embeddings.mean(0)
+        _, _, vt = np.linalg.svd(centred, full_matrices=False)
+        xy, names = centred @ vt[:2].T, ["principal component 1", "principal component 2"]
+    spread = xy.std(0) if len(xy) else np.ones(2)
+    for j in range(2):
+        if spread[j] < 0.1 * spread[1 - j]:
+            names[j] += f" (spread {spread[j]:.2g}, {spread[1 - j] / spread[j]:.0f}x less than along {names[1 - j]})"
+    return xy, (names[0], names[1])
 
 
-def plot_training(histories: list[dict[str, Any]], *, title: str = "Training") -> Figure:
+def plot_training(histories: list[dict[str, Any]], *, title: str = "Training", warning: str | None = None) -> Figure:
     """Train and validation loss per epoch (one pair of lines per ensemble member), and, where
-    training stopped by itself, the epoch whose weights were kept (a dot on the validation line)."""
+    training stopped by itself, the epoch whose weights were kept (a dot on the validation line).
+    ``warning`` (e.g. not converged) is written under the plot."""
     fig = Figure(figsize=(7, 4))
     ax = fig.add_subplot()
+    members = len(histories)
+    each = f" (each of {members} members)" if members > 1 else ""
     for i, h in enumerate(histories):
         epochs = np.arange(1, len(h["train"]) + 1)
-        suffix = f" (member {i})" if len(histories) > 1 else ""
-        ax.plot(epochs, h["train"], color="tab:blue", alpha=0.8, label="train" + suffix if i < 1 else None)
+        ax.plot(epochs, h["train"], color="tab:blue", alpha=0.8, label="train" + each if i < 1 else None)
         if h.get("val") and np.isfinite(h["val"]).any():
             ax.plot(
-                epochs, h["val"], color="tab:orange", alpha=0.8, ls="--", label="validation" + suffix if i < 1 else None
+                epochs, h["val"], color="tab:orange", alpha=0.8, ls="--", label="validation" + each if i < 1 else None
             )
         best = h.get("best_epoch")
         if best:
-            ax.plot(
-                [best],
-                [h["val"][best - 1]],
-                "o",
-                color="tab:red",
-                label=None
-                if i
-                else (f"kept: epoch {best}" if len(histories) == 1 else "kept: each member's best epoch"),
-            )
+            kept = f"kept: epoch {best}" if members == 1 else "kept: each member's best epoch"
+            ax.plot([best], [h["val"][best - 1]], "o", color="tab:red", label=None if i else kept)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_yscale("log")
     ax.set_xlabel("epoch")
     ax.set_ylabel("loss per row (log scale)")
-    ax.set_title(title + (f", {len(histories)} members" if len(histories) > 1 else ""))
+    ax.set_title(title + (f", {members} members" if members > 1 else ""))
     ax.legend()
     ax.grid(alpha=0.3, which="both")
-    return fig
+    return add_warning(fig, warning)
 
 
 def plot_latent(
@@ -161,17 +188,25 @@ def plot_latent(
     scores: np.ndarray | None = None,
     labels: np.ndarray | None = None,
     threshold: float | None = None,
+    flags: np.ndarray | None = None,
+    truth: np.ndarray | None = None,
+    normal: str = "N",
     title: str = "Latent space",
+    warning: str | None = None,
 ) -> Figure:
-    """Scatter of the latent means, coloured by label when given, else by anomaly score."""
+    """Scatter of the latent means, coloured by label when given, else by anomaly score.
+
+    ``flags`` (bool, per row) rings the flagged rows in red; ``truth`` (str, per row: reference
+    labels, ``""`` for none) marks every row whose label is not ``normal`` with a black cross per
+    label, so a reader sees whether the flags fall on the known abnormal beats.
+    """
     xy, (xl, yl) = _project_2d(embeddings)
-    fig = Figure(figsize=(7, 6))
+    fig = Figure(figsize=(7.5, 6))
     ax = fig.add_subplot()
     if labels is not None:
         for value in sorted(set(labels.tolist())):
             sel = labels == value
             ax.scatter(xy[sel, 0], xy[sel, 1], s=6, alpha=0.6, label=f"{value} ({int(sel.sum())})")
-        ax.legend(title="label", markerscale=3)
     else:
         color = scores if scores is not None else np.zeros(len(xy))
         order = np.argsort(color)  # most anomalous drawn last, on top
@@ -179,39 +214,79 @@ def plot_latent(
         points = ax.scatter(xy[order, 0], xy[order, 1], c=color[order], s=6, cmap="viridis", vmax=vmax)
         bar = fig.colorbar(points, ax=ax)
         bar.set_label("reconstruction error" + (f" (threshold {threshold:.3g})" if threshold is not None else ""))
+    if flags is not None and flags.any():
+        ax.scatter(
+            xy[flags, 0],
+            xy[flags, 1],
+            s=40,
+            facecolors="none",
+            edgecolors="tab:red",
+            lw=1,
+            label=f"flagged ({int(flags.sum()):,})",
+        )
+    if truth is not None:
+        for marker, value in zip("x+1", sorted(set(truth.tolist()) - {normal, ""}), strict=False):
+            sel = truth == value
+            ax.scatter(
+                xy[sel, 0],
+                xy[sel, 1],
+                s=22,
+                marker=marker,
+                color="k",
+                lw=1,
+                label=f"reference {value} ({int(sel.sum()):,})",
+            )
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(markerscale=1.5 if labels is None else 3, fontsize=8)
     ax.set_xlabel(xl)
     ax.set_ylabel(yl)
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    return fig
+    return add_warning(fig, warning)
 
 
 def plot_generated(
     decoded: np.ndarray,
     latents: np.ndarray,
     *,
+    centre: np.ndarray | None = None,
     sampling_rate: float | None = None,
     title: str = "Beats generated from a grid of latent points",
+    warning: str | None = None,
 ) -> Figure:
-    """A grid of decoded samples (the notebook's 5 x 5 "fake heartbeats"), each titled by its latent point."""
+    """A grid of decoded samples (the notebook's 5 x 5 "fake heartbeats"), each titled by its latent point.
+
+    ``centre`` (the decoding of the embeddings' mean) is drawn in grey in every panel, so that how
+    each generated beat differs from the typical one shows even where the differences are small.
+    """
     n = int(np.ceil(np.sqrt(len(decoded))))
-    fig = Figure(figsize=(2.3 * n, 1.9 * n))
+    fig = Figure(figsize=(2.3 * n, 1.9 * n + 0.4))
     axes = fig.subplots(n, n, sharex=True, sharey=True, squeeze=False)
     t = np.arange(decoded.shape[1]) / sampling_rate if sampling_rate else np.arange(decoded.shape[1])
     for k, ax in enumerate(axes.flat):
         if k >= len(decoded):
             ax.axis("off")
             continue
-        ax.plot(t, decoded[k], lw=1, color="tab:blue")
+        if centre is not None:
+            ax.plot(t, centre, lw=1.6, color="0.75", label="typical (the codes' mean)")
+        ax.plot(t, decoded[k], lw=1, color="tab:blue", label="generated")
         ax.set_title("(" + ", ".join(f"{v:.2g}" for v in latents[k][:2]) + ")", fontsize=8)
         ax.tick_params(labelsize=7)
     for ax in axes[-1]:
         ax.set_xlabel("time (s)" if sampling_rate else "sample", fontsize=8)
     for ax in axes[:, 0]:
-        ax.set_ylabel("scaled", fontsize=8)
+        ax.set_ylabel("standardised", fontsize=8)
+    if centre is not None:
+        axes[0, 0].legend(fontsize=6, loc="upper left")
+    if len(decoded) == n * n and n > 1:
+        grid = decoded.reshape(n, n, -1)
+        across = np.abs(grid[:, -1] - grid[:, 0]).mean()  # left to right
+        down = np.abs(grid[-1] - grid[0]).mean()  # top to bottom
+        if down < 0.1 * across:
+            title += "\n(the rows hardly differ: the model varies its beats along one direction only)"
     fig.suptitle(title)
     fig.tight_layout()
-    return fig
+    return add_warning(fig, warning)
 
 
 def plot_extremes(
@@ -225,11 +300,18 @@ def plot_extremes(
     title: str = "Most and least anomalous segments",
     x: np.ndarray | None = None,
     xlabel: str | None = None,
+    ylabel: str | None = None,
+    threshold: float | None = None,
+    warning: str | None = None,
 ) -> Figure:
-    """The ``k`` highest- and ``k`` lowest-scoring rows with their reconstructions."""
+    """The ``k`` highest- and ``k`` lowest-scoring rows with their reconstructions.
+
+    Each panel's title gives the row's name (``names``: time, reference label ...), its score and,
+    with ``threshold``, whether it is flagged (score above the threshold).
+    """
     order = np.argsort(scores)
     picks = [("most anomalous", order[::-1][:k]), ("least anomalous", order[:k])]
-    fig = Figure(figsize=(2.8 * k, 5.2))
+    fig = Figure(figsize=(2.8 * k, 5.4))
     axes = fig.subplots(2, k, sharex=True, squeeze=False)
     if x is not None:
         t = x
@@ -245,14 +327,20 @@ def plot_extremes(
             ax.plot(t, rows[i], color="0.2", lw=1, label="data")
             ax.plot(t, recon[i], color="tab:red", lw=1, ls="--", label="reconstruction")
             name = names[i] if names is not None else f"#{i}"
-            ax.set_title(f"{label}\n{name}, score {scores[i]:.3g}", fontsize=8)
+            verdict = "" if threshold is None else (" (flagged)" if scores[i] > threshold else "")
+            ax.set_title(f"{label}\n{name}, score {scores[i]:.3g}{verdict}", fontsize=8)
             ax.tick_params(labelsize=7)
     axes[0, 0].legend(fontsize=7)
     for ax in axes[-1]:
         ax.set_xlabel(xlabel or ("time (s)" if sampling_rate else "sample"), fontsize=8)
+    if ylabel:
+        for ax in axes[:, 0]:
+            ax.set_ylabel(ylabel, fontsize=8)
+    if threshold is not None:
+        title += f"; flagged: score above {threshold:.3g}"
     fig.suptitle(title)
     fig.tight_layout()
-    return fig
+    return add_warning(fig, warning)
 
 
 def plot_days(
@@ -262,22 +350,33 @@ def plot_days(
     *,
     unit: str = "MW",
     hours: np.ndarray | None = None,
-    max_lines: int = 12,
+    scores: np.ndarray | None = None,
+    max_lines: int = 8,
 ) -> Figure:
-    """Anomalous days (one line each, the highest scores first) against the typical day (median, 10-90 % band)."""
+    """Anomalous days (one line each, the highest scores first) against the typical day (median, 10-90 % band).
+
+    At most ``max_lines`` days are drawn, each in its own colour of a qualitative palette (no two
+    alike), labelled with the date, its weekday and, given ``scores``, its score.
+    """
     hours = np.arange(days.shape[1]) * 24.0 / days.shape[1] if hours is None else hours
     fig = Figure(figsize=(10, 5))
     ax = fig.add_subplot()
     lo, med, hi = np.percentile(days, [10, 50, 90], axis=0)
     ax.fill_between(hours, lo, hi, color="0.85", label="10-90 % of all days")
     ax.plot(hours, med, color="k", lw=2.5, label="typical day (median)")
-    cmap = __import__("matplotlib").colormaps["tab20"]
+    palette = colormaps["tab10"]
     for j, i in enumerate(flagged[:max_lines]):
-        ax.plot(hours, days[i], lw=1.2, color=cmap(j % 20), label=dates[i])
+        label = dates[i]
+        weekday = np.datetime64(dates[i][:10], "D") if len(dates[i]) >= 10 and dates[i][4] == "-" else None
+        if weekday is not None:
+            label += " " + ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")[(weekday.astype(int) - 4) % 7]
+        if scores is not None:
+            label += f", score {scores[i]:.3g}"
+        ax.plot(hours, days[i], lw=1.4, color=palette(j % 10), label=label)
     ax.set_xlabel("hour of day")
     ax.set_ylabel(f"load ({unit})")
     shown = min(len(flagged), max_lines)
-    ax.set_title(f"Anomalous days ({len(flagged)} flagged, {shown} shown) against a typical day")
+    ax.set_title(f"Anomalous days ({len(flagged)} flagged, the {shown} highest scores shown) against a typical day")
     ax.set_xlim(hours[0], hours[-1])
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(alpha=0.3)

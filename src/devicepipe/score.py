@@ -7,18 +7,21 @@ grid of latent points spanning the embeddings (decoded into the generated-beat f
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from devicepipe.errors import DevicepipeError
+from devicepipe.models import model_rows
 
 __all__ = [
     "Scores",
     "anomaly_threshold",
     "embed",
     "group_scores",
+    "latent_axes",
     "latent_grid",
     "reconstruct",
     "reconstruction_error",
@@ -81,7 +84,7 @@ class Scores:
 
 def score(
     models: nn.Module | list[nn.Module],
-    x: torch.Tensor,
+    x: Any,
     *,
     train_rows: torch.Tensor | None = None,
     percentile: float = 99.0,
@@ -90,9 +93,11 @@ def score(
 
     The threshold is the ``percentile`` of the scores of ``train_rows`` (indices or a mask;
     all rows when None); rows scoring above it are flagged. Embeddings are the first
-    member's latent means.
+    member's latent means. ``x`` takes what :func:`devicepipe.train.fit` takes (a tensor on the
+    models' device, a ``Beats``, a NumPy array, ...).
     """
     members = models if isinstance(models, list) else [models]
+    x = model_rows(members[0], x, "score()")
     errors = torch.stack([reconstruction_error(m, x) for m in members])  # (members, n)
     mean = errors.mean(0)
     spread = errors.std(0, unbiased=False) if len(members) > 1 else torch.zeros_like(mean)
@@ -115,24 +120,41 @@ def group_scores(scores: Scores, group: int, percentile: float = 99.0) -> Scores
     return Scores(embeddings, per_group, spread, threshold, per_group > threshold)
 
 
+def latent_axes(embeddings: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The mean of the embeddings and their two principal directions (where the codes spread most).
+
+    ``embeddings`` has shape ``(rows, latent)`` with ``latent >= 2``; returns the mean
+    ``(latent,)`` and unit directions ``(2, latent)``, each signed so that its largest component
+    is positive (the same directions on every device).
+    """
+    e = embeddings.double()
+    mean = e.mean(0)
+    _, _, vh = torch.linalg.svd(e - mean, full_matrices=False)
+    axes = vh[:2]
+    sign = torch.sign(axes.gather(1, axes.abs().argmax(1, keepdim=True)))
+    return mean.to(embeddings.dtype), (axes * sign).to(embeddings.dtype)
+
+
 def latent_grid(embeddings: torch.Tensor, n: int) -> torch.Tensor:
-    """``n * n`` latent points spanning the embeddings' 2-98 % range in their first two dimensions.
+    """``n * n`` latent points on a grid along the two directions in which the embeddings spread most.
 
     ``embeddings`` has shape ``(rows, latent)``; returns ``(n * n, latent)`` on its device,
-    row-major with the top row at the highest second coordinate (as a figure shows it), the
-    other dimensions held at the embeddings' mean. With one latent dimension, ``n * n``
-    evenly spaced points.
+    centred on their mean and spanning the 2-98 % range of their projections on the first
+    principal direction (across a row) and the second (down the columns, top row highest), the
+    other directions held at the mean. Where a model leaves a latent dimension unused, the grid
+    still shows how the beats vary. With one latent dimension, ``n * n`` evenly spaced points.
     """
     latent = embeddings.shape[1]
-    lo = torch.quantile(embeddings[:, : min(2, latent)].float(), 0.02, dim=0)
-    hi = torch.quantile(embeddings[:, : min(2, latent)].float(), 0.98, dim=0)
     if latent == 1:
-        return torch.linspace(float(lo[0]), float(hi[0]), n * n, device=embeddings.device)[:, None]
-    axes = [torch.linspace(float(lo[i]), float(hi[i]), n, device=embeddings.device) for i in range(2)]
-    gy, gx = torch.meshgrid(axes[1].flip(0), axes[0], indexing="ij")  # top row = highest z1
-    grid = embeddings.mean(0, keepdim=True).repeat(n * n, 1)
-    grid[:, 0], grid[:, 1] = gx.reshape(-1), gy.reshape(-1)
-    return grid
+        lo, hi = torch.quantile(embeddings[:, 0].float(), torch.tensor([0.02, 0.98], device=embeddings.device))
+        return torch.linspace(float(lo), float(hi), n * n, device=embeddings.device)[:, None]
+    mean, axes = latent_axes(embeddings)
+    proj = ((embeddings - mean) @ axes.T).float()  # (rows, 2)
+    lo, hi = torch.quantile(proj, 0.02, dim=0), torch.quantile(proj, 0.98, dim=0)
+    across = torch.linspace(float(lo[0]), float(hi[0]), n, device=embeddings.device)
+    down = torch.linspace(float(lo[1]), float(hi[1]), n, device=embeddings.device).flip(0)
+    gy, gx = torch.meshgrid(down, across, indexing="ij")
+    return mean + gx.reshape(-1, 1).to(mean.dtype) * axes[0] + gy.reshape(-1, 1).to(mean.dtype) * axes[1]
 
 
 def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:

@@ -337,11 +337,13 @@ def simulation_path(path: str | Path, kind: str) -> Path:
     """``path`` as a Path when its suffix suits a simulated ``kind`` (``"ecg"`` or ``"load"``), else a clear error."""
     path = Path(path)
     if kind == "ecg" and path.suffix.lower() not in (".csv", ".parquet", ".npy"):
-        raise DevicepipeError(f"cannot write {path.name}: use a .csv, .parquet or .npy file name for --out.")
-    if kind == "load" and path.suffix.lower() not in (".csv", ".parquet"):
         raise DevicepipeError(
-            f"cannot write {path.name}: a load series has timestamps; use a .csv or .parquet file name for --out."
+            f"cannot write {path.name}: use a .csv, .parquet or .npy file name.",
+            cli=f"cannot write {path.name}: use a .csv, .parquet or .npy file name for --out.",
         )
+    if kind == "load" and path.suffix.lower() not in (".csv", ".parquet"):
+        problem = f"cannot write {path.name}: a load series has timestamps; use a .csv or .parquet file name"
+        raise DevicepipeError(f"{problem}.", cli=f"{problem} for --out.")
     return path
 
 

@@ -23,6 +23,7 @@ from torch import nn
 
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.write import write_torch
+from devicepipe.models import model_rows
 
 __all__ = ["EarlyStopping", "EpochNoise", "History", "adam", "epoch_noise", "fit", "load_checkpoint", "split_indices"]
 
@@ -174,7 +175,7 @@ def load_checkpoint(run_dir: str | Path, map_location: str | torch.device = "cpu
 
 def fit(
     model: nn.Module,
-    data: torch.Tensor,
+    data: Any,
     *,
     epochs: int = 20,
     batch_size: int = 256,
@@ -197,7 +198,8 @@ def fit(
     Parameters
     ----------
     model : a :class:`devicepipe.models.Model` (``losses(x, eps)``, ``noise_dim``).
-    data : Tensor of shape ``(n_rows, ...)`` on the model's device.
+    data : rows of shape ``(n_rows, model.row_width)``: a tensor on the model's device, a
+        :class:`devicepipe.ecg.Beats` (its ``matrix``), or anything ``to_torch`` takes.
     epochs, batch_size, lr, weight_decay : the usual; Adam.
     val_fraction : share of rows held out (seeded) for the validation loss.
     seed : makes the split, the batch orders and the noise reproducible.
@@ -216,12 +218,14 @@ def fit(
         then a maximum. None: exactly ``epochs`` epochs, the last weights kept.
     """
     device = next(model.parameters()).device
-    if data.device != device:
-        raise DevicepipeError(f"fit(): data is on {data.device} but the model on {device}; move one of them.")
+    data = model_rows(model, data, "fit()")
     if epochs < 1 or batch_size < 1:
         raise DevicepipeError(f"fit(): epochs and batch_size must be positive, got {epochs} and {batch_size}.")
     if bf16 and device.type != "cuda":
-        raise DevicepipeError("fit(): bf16 autocast is for CUDA devices; drop --bf16 on the CPU.")
+        raise DevicepipeError(
+            "fit(): bf16 autocast is for CUDA devices; use bf16=False on the CPU.",
+            cli="bf16 autocast is for CUDA devices; drop --bf16 on the CPU.",
+        )
     train_idx, val_idx = split_indices(data.shape[0], val_fraction, seed if split_seed is None else split_seed, device)
     train, val = data[train_idx], data[val_idx]
     stopper = None if patience is None else EarlyStopping(patience, min_improvement)
@@ -241,8 +245,8 @@ def fit(
         if stopper is not None:
             if "early_stopping" not in state:
                 raise DevicepipeError(
-                    "fit(): this checkpoint was trained for an exact number of epochs; resume it with --epochs N "
-                    "(epochs=N in Python)."
+                    "fit(): this checkpoint was trained for an exact number of epochs; resume it with patience=None.",
+                    cli="this checkpoint was trained for an exact number of epochs; resume it with --epochs N.",
                 )
             stopper.load_state_dict(state["early_stopping"])
             best_state = state["best_model"]
@@ -280,7 +284,8 @@ def fit(
             history.val.append(val_loss)
             history.seconds.append(time.perf_counter() - started)
             if not math.isfinite(train_loss):
-                raise DevicepipeError(f"training diverged at epoch {epoch + 1} (loss {train_loss}); lower --lr.")
+                problem = f"training diverged at epoch {epoch + 1} (loss {train_loss})"
+                raise DevicepipeError(f"{problem}; lower lr.", cli=f"{problem}; lower --lr.")
             if stopper is not None and stopper.improved(val_loss, epoch + 1):
                 best_state = copy.deepcopy(model.state_dict())
             if writer is not None:

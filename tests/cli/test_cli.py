@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import torch
+import wfdb
 from typer.testing import CliRunner
 
 import devicepipe
@@ -120,6 +121,25 @@ def test_module_entry_point():
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize("command", [[], ["beats"], ["ecg"], ["series"], ["read"], ["simulate", "ecg"], ["demo"]])
+def test_help_shows_flags_without_a_value_and_arguments_in_capitals(command):
+    result = run(*command, "--help")
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "--help" in text
+    assert "<bool>" not in text  # a flag takes no value, so help shows none
+    assert "{" not in text.split("\n", 3)[1]  # the usage line
+    usage = next(line for line in text.splitlines() if "Usage:" in line)
+    if command and command[0] in {"beats", "ecg", "series", "read"}:
+        assert usage.rstrip().endswith("INPUT"), usage
+
+
+def test_mode_help_says_why_the_defaults_differ():
+    for command, default in (("beats", "seed"), ("ecg", "centered")):
+        text = " ".join(run(command, "--help").stdout.replace("│", " ").split())
+        assert f"{default} (the default here" in text, text
+
+
 def test_beats_on_a_simulated_csv(tmp_path):
     src = tmp_path / "ecg.csv"
     assert run("simulate", "ecg", "--duration", "3min", "--ectopic-rate", 0.02, "--out", src).exit_code == 0
@@ -139,7 +159,8 @@ def test_beats_on_a_simulated_csv(tmp_path):
         data = (out / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["n_beats"] == table.num_rows and summary["sampling_rate_hz"] == 250
+    assert summary["counts"]["beats_found"] == table.num_rows and summary["sampling_rate_hz"] == 250
+    assert summary["counts"]["beats_kept"] == int(np.sum(table.column("kept").to_numpy()))
 
 
 def test_beats_with_reference_on_mitdb(tmp_path):
@@ -148,6 +169,15 @@ def test_beats_with_reference_on_mitdb(tmp_path):
     assert result.exit_code == 0, result.output
     assert "F1 1.0000" in result.stdout or "F1 0.99" in result.stdout
     assert not (tmp_path / "r" / "excerpt.png").exists()
+    # the counts inside the scoring window, in the terminal and summary.json alike, re-derived from the files
+    accuracy = json.loads((tmp_path / "r" / "summary.json").read_text())["accuracy"]
+    fs, n = 360.0, read_series(record).n_samples
+    ref = wfdb.rdann(str(record), "atr")
+    beat_symbols = set("NLRBAaJSVrFejnE/fQ?")
+    in_window = [s for s, sym in zip(ref.sample, ref.symbol, strict=True) if sym in beat_symbols and 180 <= s < n - 180]
+    assert accuracy["reference_beats_in_window"] == len(in_window) == accuracy["tp"] + accuracy["fn"]
+    assert accuracy["scoring_window_s"] == [0.5, n / fs - 0.5]
+    assert f"{len(in_window):,} reference beats" in " ".join(result.stdout.split())
 
 
 @pytest.mark.parametrize(
@@ -210,6 +240,37 @@ def test_ecg_end_to_end_small(tmp_path):
     assert len((out / "history.csv").read_text().splitlines()) == 6
 
 
+def test_ecg_reference_labels_every_beat_and_counts_the_flags_per_label(tmp_path):
+    src = tmp_path / "e.csv"
+    assert run("simulate", "ecg", "--duration", "4min", "--ectopic-rate", 0.05, "--out", src).exit_code == 0
+    truth = tmp_path / "e.truth.csv"
+    out = tmp_path / "run"
+    args = ["ecg", src, "--sampling-rate", 250, "--out", out, "--epochs", 3, "--device", "cpu", "--reference", truth]
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    emb = pq.read_table(out / "embeddings.parquet").to_pydict()
+    with open(truth, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    by_sample = {int(r["sample"]): r["symbol"] for r in rows}
+    # each beat's label is that of the true beat within 150 ms (37 samples at 250 Hz), found here by hand
+    for peak, label in zip(emb["peak"], emb["reference"], strict=True):
+        near = [sym for s, sym in by_sample.items() if abs(s - peak) <= 37]
+        assert label == (near[0] if near else "")
+    summary = json.loads((out / "summary.json").read_text())
+    labels = summary["reference"]["labels"]
+    assert sum(v["beats"] for v in labels.values()) == summary["counts"]["beats_kept"]
+    flags = np.array(emb["flag"])
+    for name, v in labels.items():
+        sel = np.array(emb["reference"]) == ("" if name == "none" else name)
+        assert v == {"beats": int(sel.sum()), "flagged": int(flags[sel].sum())}
+    assert f"V {labels['V']['flagged']} of {labels['V']['beats']}" in result.stdout
+    # a reference without labels is refused before the recording is read
+    (tmp_path / "peaks.csv").write_text("sample\n100\n")
+    refused = run("ecg", src, "--sampling-rate", 250, "--out", tmp_path / "r2", "--reference", tmp_path / "peaks.csv")
+    assert_user_error(refused, "has no beat labels")
+    assert not (tmp_path / "r2").exists()
+
+
 def test_ecg_ensemble_small(tmp_path):
     src = tmp_path / "e.parquet"
     run("simulate", "ecg", "--duration", "3min", "--out", src)
@@ -250,6 +311,15 @@ def test_demo_end_to_end(tmp_path):
     flagged = table.column("peak").to_numpy()[table.column("flag").to_numpy()]
     found = sum(bool(flagged.size) and int(np.abs(flagged - v).min()) <= 5 for v in ectopic)
     assert f"{found} of the {ectopic.size} simulated ventricular ectopic beats" in " ".join(result.stdout.split())
+    # what was printed as the result is in summary.json too, with the flagged beats and the threshold's meaning
+    summary = json.loads((tmp_path / "d" / "summary.json").read_text())
+    assert summary["reference"]["labels"]["V"] == {"beats": ectopic.size, "flagged": found}
+    assert sorted(f["peak"] for f in summary["flagged"]) == sorted(flagged.tolist())
+    assert all(f["score"] > summary["threshold"] for f in summary["flagged"])
+    assert "squared standard deviations" in summary["threshold_means"]
+    # three epochs have not converged: the summary and the terminal say so
+    assert summary["converged"] is False and "not converged" in summary["warnings"][0]
+    assert "warning: not converged" in " ".join(result.stdout.split())
 
 
 @pytest.mark.parametrize(
@@ -300,7 +370,7 @@ def test_the_simulators_truth_is_a_reference_checked_before_reading(tmp_path):
     # the terminal says which beats were scored, and the count agrees with the truth file
     line = [ln for ln in good.stdout.splitlines() if ln.startswith("accuracy against")][0]
     scored = summary["accuracy"]["tp"] + summary["accuracy"]["fn"]
-    assert f"({scored:,} reference beats scored; the first and last 0.5 s are not)" in line
+    assert f"{scored:,} reference beats and" in line and "all but the first and last 0.5 s" in line
     truth = np.loadtxt(tmp_path / "e.truth.csv", delimiter=",", skiprows=1, usecols=0)
     assert scored == int(((truth >= 125) & (truth < 120 * 250 - 125)).sum())  # 0.5 s at 250 Hz either end
     bad = run(
@@ -391,9 +461,11 @@ def test_without_a_terminal_lines_are_whole_and_progress_is_plain(tmp_path):
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     progress = [ln for ln in lines if ln.startswith("training: epoch")]
-    assert [ln.split(",")[0] for ln in progress] == [f"training: epoch {e} of at most 3" for e in (1, 2, 3)]
+    assert [ln.split(",")[0] for ln in progress] == [f"training: epoch {e} of 3" for e in (1, 2, 3)]
     # the result lines are not wrapped at 80 columns
-    trained = [ln for ln in lines if ln.startswith("trained 3 of at most 3 epochs")]
-    assert len(trained) == 1 and trained[0].endswith("(policy)") and len(trained[0]) > 80
+    trained = [ln for ln in lines if ln.startswith("trained 3 epochs (as asked)")]
+    assert len(trained) == 1 and trained[0].endswith("(policy)")
+    found = [ln for ln in lines if " beats found, " in ln]
+    assert len(found) == 1 and "final loss" in found[0] and len(found[0]) > 80
     outputs = [ln for ln in lines if ln.startswith("outputs in ")]
     assert len(outputs) == 1 and outputs[0].endswith("training.png")

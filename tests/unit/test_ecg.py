@@ -103,6 +103,22 @@ def test_segment_centered_against_a_loop(device):
         assert row.tolist() == list(range(p - 20, p + 30))
 
 
+def test_segment_centered_width_resamples_the_same_window(device):
+    # a straight line sampled at 100 Hz: resampled rows must stay on the line, spanning the same 0.5 s
+    x = torch.arange(1000, dtype=torch.float32, device=device)
+    peaks = torch.tensor([100, 500])
+    native = ecg_segment(x, peaks, 100, before_s=0.2, after_s=0.3)
+    wide = ecg_segment(x, peaks, 100, before_s=0.2, after_s=0.3, width=64)
+    assert wide.matrix.shape == (2, 64) and native.matrix.shape == (2, 50)
+    for row, p in zip(wide.matrix.cpu().numpy(), [100, 500], strict=True):
+        # sample centres of 64 cells over [p - 20, p + 30) (align_corners=False), clamped at the ends
+        centres = np.clip(p - 20 + (np.arange(64) + 0.5) * 50 / 64 - 0.5, p - 20, p + 29)
+        np.testing.assert_allclose(row, centres, atol=1e-3)
+    assert wide.before == native.before and wide.lengths.tolist() == native.lengths.tolist()
+    with pytest.raises(DevicepipeError, match="width must be a positive"):
+        ecg_segment(x, peaks, 100, width=0)
+
+
 def test_segment_seed_mode_against_a_loop(device):
     x = torch.arange(5000, dtype=torch.float32, device=device) + 1
     peaks = torch.tensor([100, 300, 350, 700, 1500, 1700])  # at 250 Hz: lengths 200, 50, 350, 800, 200

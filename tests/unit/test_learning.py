@@ -152,6 +152,57 @@ def test_fit_rejects_bad_settings():
         load_checkpoint("/nonexistent-run")
 
 
+def test_fit_and_score_take_beats_arrays_and_tensors_alike():
+    sim = simulate_ecg(120, 250, seed=1)
+    beats = ecg_segment(sim.signal, ecg_peaks(sim.signal, 250), 250, width=64)
+    results = []
+    for data in (beats, beats.matrix, beats.matrix.numpy()):
+        torch.manual_seed(0)
+        model = LightVAE(LightVAEConfig(width=64, latent=2))
+        history = fit(model, data, epochs=2, seed=0)
+        results.append((history.train, score(model, data).scores))
+    for train, scores in results[1:]:
+        assert train == results[0][0]
+        torch.testing.assert_close(scores, results[0][1])
+    ints = torch.randint(0, 3, (40, 64), generator=torch.Generator().manual_seed(0))  # integer rows become float
+    assert fit(LightVAE(LightVAEConfig(width=64)), ints, epochs=1).train[0] > 0
+
+
+def test_rows_of_the_wrong_width_or_device_get_a_fix():
+    model = LightVAE(LightVAEConfig(width=256))
+    with pytest.raises(DevicepipeError, match=r"takes rows of shape \(n, 256\), got \(10, 174\); resample"):
+        fit(model, torch.zeros(10, 174))
+    with pytest.raises(DevicepipeError, match=r"score\(\): the model takes rows"):
+        score(model, torch.zeros(10, 128))
+    if torch.cuda.is_available():
+        with pytest.raises(DevicepipeError, match="move one of them"):
+            fit(model, torch.zeros(10, 256, device="cuda"))
+
+
+def test_library_errors_name_python_arguments_not_cli_options(tmp_path, monkeypatch):
+    from devicepipe.device import resolve_device
+    from devicepipe.io import check_output_dir, read_series
+    from devicepipe.learn import LearnSettings
+    from devicepipe.simulate import simulation_path
+
+    (tmp_path / "nan.csv").write_text("x\n1\nnan\n2\n")
+    (tmp_path / "file").write_text("")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    mistakes = [
+        lambda: resolve_device("cuda"),
+        lambda: read_series(tmp_path / "nan.csv", sampling_rate=1),
+        lambda: LearnSettings(threads=0),
+        lambda: LearnSettings(ensemble=2, resume=True),
+        lambda: check_output_dir(tmp_path / "file"),
+        lambda: simulation_path("x.txt", "ecg"),
+    ]
+    for mistake in mistakes:
+        with pytest.raises(DevicepipeError) as info:
+            mistake()
+        assert "--" not in str(info.value), str(info.value)  # the library's own words
+        assert "--" in info.value.cli_message, info.value.cli_message  # the CLI's, for the same mistake
+
+
 def test_tensorboard_logging_or_a_clear_error(tmp_path):
     model = MLPAutoencoder(MLPAutoencoderConfig(input=4, hidden=4, latent=2))
     if importlib.util.find_spec("tensorboard") is None:

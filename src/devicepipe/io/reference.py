@@ -2,7 +2,9 @@
 
 A table (CSV, TSV or Parquet, such as the simulator's ``NAME.truth.csv``) names its R peaks
 in a column of sample indices (``sample``, ``samples``, ``peak``, ``r_peak``) or of times in
-seconds (``time_s``, ``time``, ``seconds``); sample indices win where both are present.
+seconds (``time_s``, ``time``, ``seconds``); sample indices win where both are present. A
+column of beat labels (``symbol``, ``label``, ``type``: ``N``, ``V``, ...) is read too, as WFDB
+annotations carry theirs.
 Times become samples once the recording's rate is known (:meth:`ReferenceBeats.samples_at`).
 """
 
@@ -21,11 +23,13 @@ from devicepipe.errors import ReadError
 from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES
 from devicepipe.io.wfdb import read_beat_annotations
 
-__all__ = ["SAMPLE_COLUMNS", "TIME_COLUMNS", "ReferenceBeats", "read_reference"]
+__all__ = ["SAMPLE_COLUMNS", "SYMBOL_COLUMNS", "TIME_COLUMNS", "ReferenceBeats", "read_reference"]
 
 #: Column names read as R-peak sample indices, and as R-peak times in seconds (any case).
 SAMPLE_COLUMNS = ("sample", "samples", "peak", "r_peak")
 TIME_COLUMNS = ("time_s", "time", "seconds")
+#: Column names read as beat labels (any case).
+SYMBOL_COLUMNS = ("symbol", "label", "type")
 
 
 @dataclass(frozen=True)
@@ -33,12 +37,15 @@ class ReferenceBeats:
     """Reference R peaks as sample indices, or as times in seconds until the rate is known.
 
     ``samples`` : int64 array of shape ``(n_beats,)``, sorted (None when given as times);
-    ``times_s`` : float64 array of shape ``(n_beats,)``, sorted (None when given as samples).
+    ``times_s`` : float64 array of shape ``(n_beats,)``, sorted (None when given as samples);
+    ``symbols`` : str array of shape ``(n_beats,)``, each beat's label (``"N"``, ``"V"``, ...),
+    in the same order (None when the reference has no labels).
     """
 
     samples: np.ndarray | None
     times_s: np.ndarray | None
     source: str
+    symbols: np.ndarray | None = None
 
     def samples_at(self, sampling_rate: float) -> np.ndarray:
         """The R peaks as int64 sample indices of a recording sampled at ``sampling_rate`` Hz."""
@@ -58,12 +65,22 @@ def _table(path: Path) -> pa.Table:
         raise ReadError(f"read_reference(): cannot read {path.name} as a table ({exc}).") from None
 
 
+def _symbols(table: pa.Table, by_name: dict[str, str], order: np.ndarray) -> np.ndarray | None:
+    """The table's beat labels (as text, in ``order``), or None when it has no label column."""
+    name = next((by_name[n] for n in SYMBOL_COLUMNS if n in by_name), None)
+    if name is None:
+        return None
+    labels = table.column(name).cast(pa.string()).fill_null("").to_numpy(zero_copy_only=False)
+    return np.asarray(labels, dtype=str)[order]
+
+
 def read_reference(path: str | os.PathLike[str]) -> ReferenceBeats:
     """Reference R peaks from a WFDB annotation file (``100.atr``, beats only) or a CSV/TSV/Parquet table."""
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in CSV_DELIMITERS and suffix not in PARQUET_SUFFIXES:
-        return ReferenceBeats(read_beat_annotations(p).samples, None, p.name)
+        annotations = read_beat_annotations(p)
+        return ReferenceBeats(annotations.samples, None, p.name, annotations.symbols.astype(str))
     if not p.exists():
         raise ReadError(f"read_reference(): reference file not found: {p}.")
     table = _table(p)
@@ -77,7 +94,9 @@ def read_reference(path: str | os.PathLike[str]) -> ReferenceBeats:
                 f"read_reference(): column {by_name[wanted]!r} of {p.name} must hold numbers without gaps; "
                 f"it holds {column.type} with {column.null_count} empty value(s)."
             )
-        values = np.sort(column.to_numpy())
+        order = np.argsort(column.to_numpy(), kind="stable")
+        values = column.to_numpy()[order]
+        symbols = _symbols(table, by_name, order)
         if values.size and values[0] < 0:
             raise ReadError(f"read_reference(): column {by_name[wanted]!r} of {p.name} has negative positions.")
         if as_samples:
@@ -86,8 +105,8 @@ def read_reference(path: str | os.PathLike[str]) -> ReferenceBeats:
                     f"read_reference(): column {by_name[wanted]!r} of {p.name} holds fractions, not sample indices; "
                     "name a column of seconds 'time_s'."
                 )
-            return ReferenceBeats(values.astype(np.int64), None, p.name)
-        return ReferenceBeats(None, values.astype(np.float64), p.name)
+            return ReferenceBeats(values.astype(np.int64), None, p.name, symbols)
+        return ReferenceBeats(None, values.astype(np.float64), p.name, symbols)
     raise ReadError(
         f"read_reference(): {p.name} has no column of R peaks; its columns are {table.column_names}. "
         f"Name one {SAMPLE_COLUMNS[0]!r} (sample indices) or {TIME_COLUMNS[0]!r} (seconds)."

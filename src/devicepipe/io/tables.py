@@ -123,7 +123,7 @@ def _explain_csv_error(
         ):
             return (
                 f"read_series(): time column {time_name!r} of {path.name} holds numbers, not times; "
-                "pass the timestamp column as the time column (e.g. --time-column Datetime)."
+                "pass the column of timestamps as the time column (e.g. Datetime)."
             )
     for name in chosen:
         col = table.column(name)

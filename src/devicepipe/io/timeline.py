@@ -161,9 +161,9 @@ def apply_nan_policy(
     any_nan = mask.any(0)
     if policy == "error":
         first = int(torch.nonzero(any_nan)[0])
+        problem = f"read_series(): {source} has {n_nan} NaN value(s), the first at sample {first}"
         raise ReadError(
-            f"read_series(): {source} has {n_nan} NaN value(s), the first at sample {first}; "
-            "pass nan='drop' or nan='interpolate' (CLI: --nan drop|interpolate)."
+            f"{problem}; pass nan='drop' or nan='interpolate'.", cli=f"{problem}; pass --nan drop or --nan interpolate."
         )
     if policy == "drop":
         keep = ~any_nan

@@ -42,11 +42,15 @@ def check_output_dir(out: str | os.PathLike[str]) -> Path:
     """``out`` as a Path, or a clear :class:`OutputError` when it names something that is not a directory."""
     final = Path(out)
     if final.exists() and not final.is_dir():
-        raise OutputError(f"output {final} exists and is not a directory; choose another --out.")
+        problem = f"output {final} exists and is not a directory"
+        raise OutputError(f"{problem}; choose another output directory.", cli=f"{problem}; choose another --out.")
     for parent in final.parents:
         if parent.exists():
             if not parent.is_dir():
-                raise OutputError(f"cannot create {final}: {parent} is a file; choose another --out.")
+                problem = f"cannot create {final}: {parent} is a file"
+                raise OutputError(
+                    f"{problem}; choose another output directory.", cli=f"{problem}; choose another --out."
+                )
             break
     return final
 

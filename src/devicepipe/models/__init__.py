@@ -2,7 +2,8 @@
 
 Every model satisfies :class:`Model`: ``encode(x) -> (mu, logvar or None)``,
 ``decode(z) -> x``, ``forward(x, eps=None) -> (recon, mu, logvar or None)``,
-``losses(x, eps=None) -> per-row loss``, ``config_dict()``, and ``noise_dim``, the width of
+``losses(x, eps=None) -> per-row loss``, ``config_dict()``, ``row_width`` (samples per row
+it takes), and ``noise_dim``, the width of
 the sampling noise ``eps`` its loss takes (the latent size for a VAE, None for a
 deterministic model). ``eps`` is passed in explicitly so that training is reproducible and
 a vmap ensemble can be compared with members trained one by one.
@@ -14,10 +15,12 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
+from devicepipe.errors import DevicepipeError
+from devicepipe.interop import to_torch
 from devicepipe.models.autoencoder import MLPAutoencoder, MLPAutoencoderConfig
 from devicepipe.models.vae import LightVAE, LightVAEConfig, Swish
 
-__all__ = ["LightVAE", "LightVAEConfig", "MLPAutoencoder", "MLPAutoencoderConfig", "Model", "Swish"]
+__all__ = ["LightVAE", "LightVAEConfig", "MLPAutoencoder", "MLPAutoencoderConfig", "Model", "Swish", "model_rows"]
 
 
 @runtime_checkable
@@ -25,6 +28,11 @@ class Model(Protocol):
     """What training, ensembles and scoring need of a model."""
 
     config: Any
+
+    @property
+    def row_width(self) -> int:
+        """Samples per row the model takes (rows are ``(batch, row_width)``)."""
+        ...
 
     @property
     def noise_dim(self) -> int | None:
@@ -38,3 +46,33 @@ class Model(Protocol):
     def losses(self, x: torch.Tensor, eps: torch.Tensor | None = None) -> torch.Tensor: ...
 
     def config_dict(self) -> dict[str, Any]: ...
+
+
+def model_rows(model: torch.nn.Module, data: Any, caller: str) -> torch.Tensor:
+    """``data`` as the rows ``model`` takes: a floating tensor ``(n, row_width)`` on its device.
+
+    ``data`` is a tensor already on the model's device, a :class:`devicepipe.ecg.Beats` (its
+    ``matrix``), or anything :func:`devicepipe.to_torch` takes (a NumPy array, a DataFrame, ...),
+    which is placed on the model's device. Integer rows become float32. ``caller`` names the
+    function in error messages.
+    """
+    rows = getattr(data, "matrix", data)
+    device = next(model.parameters()).device
+    if not isinstance(rows, torch.Tensor):
+        rows = to_torch(rows, device=device)
+    elif rows.device != device:
+        raise DevicepipeError(
+            f"{caller}: the rows are on {rows.device} but the model is on {device}; "
+            f"move one of them (rows.to({str(device)!r}) or model.to({str(rows.device)!r}))."
+        )
+    if not rows.is_floating_point():
+        rows = rows.float()
+    width = getattr(model, "row_width", None)
+    if rows.ndim != 2 or (width is not None and rows.shape[1] != width):
+        wanted = f"(n, {width})" if width is not None else "(n, samples)"
+        raise DevicepipeError(
+            f"{caller}: the model takes rows of shape {wanted}, got {tuple(rows.shape)}; resample the rows "
+            "to the model's width (ecg_segment(..., width=...) or devicepipe.signal.resample.resample_rows) "
+            "or build the model for theirs."
+        )
+    return rows

@@ -45,6 +45,11 @@ class MLPAutoencoder(nn.Module):
         """Deterministic: the loss takes no noise."""
         return None
 
+    @property
+    def row_width(self) -> int:
+        """Samples per row (window) the model takes: ``config.input``."""
+        return self.config.input
+
     def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, None]:
         """``x`` of shape ``(batch, input)`` -> code ``(batch, latent)`` (and no variance)."""
         return self.encoder(x.reshape(-1, self.config.input)), None

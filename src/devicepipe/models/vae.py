@@ -74,6 +74,11 @@ class LightVAE(nn.Module):
         """The VAE samples ``z = mu + eps * sigma`` with one noise value per latent dimension."""
         return self.config.latent
 
+    @property
+    def row_width(self) -> int:
+        """Samples per row the model takes: ``config.width``."""
+        return self.config.width
+
     def _down(self, x: torch.Tensor) -> torch.Tensor:
         channels = x.shape[1]
         return F.conv1d(x, self.smooth.expand(channels, 1, 3), stride=2, padding=1, groups=channels)

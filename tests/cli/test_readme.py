@@ -1,0 +1,138 @@
+"""Every code block of the README runs as written.
+
+The shell lines of "Commands" run one after another in a scratch directory that holds what the
+README says the reader has (``mitdb/100`` and ``AEP_hourly.csv``, from the shared data); the
+Python blocks then run there in order, in one namespace, as a reader pasting them into one
+session would. Left out, each for the reason given: the set-up commands (they create
+``.venv``; CI runs them from a fresh clone), a line that needs a GPU when there is none, and
+the PhysioNet download (the tests run offline on the shared copy of that record).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import require_data
+
+ROOT = Path(__file__).resolve().parents[2]
+BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
+
+pytestmark = pytest.mark.slow
+
+
+def readme_blocks() -> list[tuple[str, str]]:
+    """``(language, code)`` of every fenced block of the README, in order."""
+    return BLOCK.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+
+
+def why_not_run(language: str, code: str) -> str | None:
+    """Why a block is left out here (None: it runs)."""
+    if "pip install" in code:
+        return "installs into .venv; CI runs the set-up commands from a fresh clone"
+    if "dl_database" in code:
+        return "downloads from PhysioNet; the tests run offline on the shared copy of the record"
+    if language not in ("bash", "python"):
+        return f"not code ({language})"
+    return None
+
+
+def command_lines(code: str) -> list[str]:
+    """The commands of a shell block, comments dropped."""
+    lines = [line.split(" #", 1)[0].strip() for line in code.splitlines()]
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def needs_gpu(line: str) -> bool:
+    return bool(re.search(r"--device(=|\s+)cuda", line))
+
+
+@pytest.fixture(scope="module")
+def reader_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory holding what the README's examples read: mitdb/100 and AEP_hourly.csv."""
+    work = tmp_path_factory.mktemp("readme")
+    (work / "mitdb").symlink_to(require_data("mitdb"), target_is_directory=True)
+    (work / "AEP_hourly.csv").symlink_to(require_data("electricity/AEP_hourly.csv"))
+    return work
+
+
+@pytest.fixture(scope="module")
+def commands_run(reader_dir: Path) -> list[tuple[str, subprocess.CompletedProcess[str] | None]]:
+    """Run every command line of the README's shell blocks in order (None: a GPU line without a GPU)."""
+    ran = []
+    for language, code in readme_blocks():
+        if language != "bash" or why_not_run(language, code):
+            continue
+        for line in command_lines(code):
+            if needs_gpu(line) and not torch.cuda.is_available():
+                ran.append((line, None))
+                continue
+            words = shlex.split(line)
+            assert words[0] == "devicepipe", line
+            proc = subprocess.run(
+                [sys.executable, "-m", "devicepipe", *words[1:]],
+                cwd=reader_dir,
+                capture_output=True,
+                text=True,
+                env={**os.environ, "COLUMNS": "160"},
+            )
+            ran.append((line, proc))
+    return ran
+
+
+def test_the_readme_has_the_blocks_this_test_runs():
+    blocks = readme_blocks()
+    assert sum(lang == "bash" and not why_not_run(lang, code) for lang, code in blocks) >= 1
+    assert sum(lang == "python" and not why_not_run(lang, code) for lang, code in blocks) >= 4
+    # every block is either run or left out for a reason given above
+    assert {lang for lang, _ in blocks} <= {"bash", "python"}
+
+
+def test_every_readme_command_runs_as_written(commands_run):
+    assert len(commands_run) >= 10
+    failed = [
+        f"{line}\n  exit {proc.returncode}: {proc.stderr.strip()[-500:]}"
+        for line, proc in commands_run
+        if proc is not None and proc.returncode != 0
+    ]
+    assert not failed, "\n".join(failed)
+    by_line = {line: proc for line, proc in commands_run}
+    # what the commands' comments promise
+    beats_sim = next(p for line, p in by_line.items() if line.startswith("devicepipe beats ecg.csv"))
+    assert "F1" in beats_sim.stdout  # the simulator's truth file is accepted as a reference
+    beats_100 = next(p for line, p in by_line.items() if line.startswith("devicepipe beats mitdb/100"))
+    assert "F1 1.0000" in beats_100.stdout  # MIT-BIH 100, as the README states
+    skipped = [line for line, proc in commands_run if proc is None]
+    assert all(needs_gpu(line) for line in skipped)
+
+
+def test_every_readme_python_block_runs_as_written(commands_run, reader_dir, monkeypatch):
+    assert (reader_dir / "ecg.csv").exists(), "the Commands block makes ecg.csv"
+    monkeypatch.chdir(reader_dir)
+    namespace: dict[str, object] = {"__name__": "__readme__"}
+    ran = 0
+    for language, code in readme_blocks():
+        if language != "python" or why_not_run(language, code):
+            continue
+        try:
+            exec(compile(code, "README.md", "exec"), namespace)
+        except Exception as exc:
+            pytest.fail(f"README block failed with {type(exc).__name__}: {exc}\n{code}")
+        ran += 1
+    assert ran >= 4
+    # the numbers the snippets' comments state, checked independently of the printing
+    assert namespace["accuracy"].f1 == 1.0  # MIT-BIH 100 against its reference annotations
+    assert tuple(namespace["beats"].matrix.shape)[1] == 256
+    assert namespace["sim"].signal.shape[-1] == 3600 * 360
+    scores = namespace["scores"]
+    assert 0 < int(scores.flags.sum()) < 0.05 * scores.flags.numel()  # 99th percentile: about 1 % flagged
+    assert namespace["history"].best_epoch is not None
+    assert (reader_dir / "run-api" / "checkpoint.pt").exists()
+    assert namespace["ledger"].host_to_device == (1 if torch.cuda.is_available() else 0)

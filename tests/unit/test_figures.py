@@ -1,0 +1,125 @@
+"""Figures answer a user's question: checked on the artists they draw, against hand-built inputs."""
+
+import numpy as np
+import pytest
+import torch
+from matplotlib.colors import to_rgba
+
+from devicepipe.ecg import label_beats
+from devicepipe.learn import convergence_warning, recent_fall
+from devicepipe.plot import (
+    plot_days,
+    plot_extremes,
+    plot_generated,
+    plot_intervals,
+    plot_latent,
+    plot_training,
+)
+from devicepipe.score import latent_axes, latent_grid
+
+
+def test_interval_bins_are_whole_samples_so_no_comb_of_empty_bins():
+    rng = np.random.default_rng(0)
+    rr = rng.integers(250, 330, size=3000)  # every whole sample from 250 to 329 occurs
+    fig = plot_intervals(rr, 360.0)
+    for ax in fig.axes:
+        heights = np.array([p.get_height() for p in ax.patches])
+        widths = np.array([p.get_width() for p in ax.patches])
+        assert heights.sum() == rr.size  # every interval counted once
+        assert (heights > 0).all()  # no empty teeth between occupied bins
+    samples_ax = fig.axes[1]
+    assert min(p.get_width() for p in samples_ax.patches) >= 1  # no bin narrower than one sample
+    np.testing.assert_allclose(np.array([p.get_width() for p in fig.axes[0].patches]), widths / 360.0)
+
+
+def test_latent_grid_follows_the_directions_the_codes_spread_along():
+    rng = np.random.default_rng(1)
+    # codes spread along (1, 1)/sqrt(2) mostly and (1, -1)/sqrt(2) a little
+    main = rng.normal(size=(2000, 1)) * np.array([[1.0, 1.0]]) / np.sqrt(2)
+    minor = 0.1 * rng.normal(size=(2000, 1)) * np.array([[1.0, -1.0]]) / np.sqrt(2)
+    codes = torch.tensor(main + minor + np.array([3.0, -2.0]), dtype=torch.float32)
+    mean, axes = latent_axes(codes)
+    # against NumPy's SVD of the same codes (up to sign)
+    _, _, vt = np.linalg.svd(codes.numpy() - codes.numpy().mean(0), full_matrices=False)
+    np.testing.assert_allclose(np.abs(axes.numpy()), np.abs(vt[:2]), atol=1e-4)
+    np.testing.assert_allclose(mean.numpy(), [3.0, -2.0], atol=0.1)
+    grid = latent_grid(codes, 5).numpy().reshape(5, 5, 2)
+    across, down = grid[:, -1] - grid[:, 0], grid[-1] - grid[0]
+    assert np.allclose(np.abs(across[0]) / np.linalg.norm(across[0]), [0.7071, 0.7071], atol=0.01)
+    assert np.linalg.norm(across[0]) > 5 * np.linalg.norm(down[0])  # the grid is as long as the spread
+    # spanning the 2-98 % range of the projections on the first direction
+    proj = (codes.numpy() - mean.numpy()) @ axes.numpy()[0]
+    assert np.linalg.norm(across[0]) == pytest.approx(np.quantile(proj, 0.98) - np.quantile(proj, 0.02), rel=1e-3)
+
+
+def test_generated_grid_draws_the_typical_beat_and_says_when_rows_do_not_differ():
+    t = np.linspace(0, 1, 32)
+    base = np.sin(2 * np.pi * t)
+    decoded = np.stack([base * (1 + 0.5 * c) for _ in range(3) for c in range(3)])  # columns differ, rows do not
+    fig = plot_generated(decoded, np.zeros((9, 2)), centre=base)
+    assert all(len(ax.get_lines()) == 2 for ax in fig.axes)  # typical + generated in every panel
+    assert "rows hardly differ" in fig._suptitle.get_text()
+    varied = np.stack([base * (1 + 0.5 * r + 0.5 * c) for r in range(3) for c in range(3)])
+    assert "rows hardly differ" not in plot_generated(varied, np.zeros((9, 2)))._suptitle.get_text()
+
+
+def test_latent_figure_rings_flags_marks_reference_labels_and_names_a_narrow_axis():
+    rng = np.random.default_rng(2)
+    emb = np.column_stack([0.01 * rng.normal(size=300), rng.normal(size=300)])
+    flags = np.zeros(300, bool)
+    flags[:7] = True
+    truth = np.array(["N"] * 290 + ["V"] * 6 + ["A"] * 3 + [""])
+    fig = plot_latent(emb, scores=rng.random(300), flags=flags, truth=truth, threshold=0.9)
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["flagged (7)", "reference A (3)", "reference V (6)"]
+    ratio = emb[:, 1].std() / emb[:, 0].std()
+    assert ax.get_xlabel() == f"z0 (spread {emb[:, 0].std():.2g}, {ratio:.0f}x less than along z1)"
+    assert "less than" not in ax.get_ylabel()
+
+
+def test_extremes_name_the_threshold_the_units_and_the_flags():
+    rows = np.ones((6, 10)) * np.arange(6)[:, None]
+    scores = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 2.0])
+    fig = plot_extremes(rows, rows, scores, k=2, threshold=1.0, ylabel="load (MW)", names=list("abcdef"))
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[0].endswith("f, score 2 (flagged)") and "(flagged)" not in titles[1]
+    assert fig.axes[0].get_ylabel() == "load (MW)" and "score above 1" in fig._suptitle.get_text()
+
+
+def test_days_get_colours_no_two_alike():
+    days = np.vstack([np.ones((30, 24)), np.arange(12)[:, None] + np.zeros((12, 24))])
+    flagged = np.arange(30, 42)
+    dates = [f"2020-01-{d:02d}" for d in range(1, 31)] + [f"2020-02-{d:02d}" for d in range(1, 13)]
+    fig = plot_days(days, flagged, dates, scores=np.linspace(0, 1, 42))
+    lines = fig.axes[0].get_lines()[1:]  # after the typical day
+    colours = {to_rgba(line.get_color()) for line in lines}
+    assert len(lines) == 8 == len(colours)
+    assert lines[0].get_label() == "2020-02-01 Sat, score 0.732"  # 1 February 2020 was a Saturday
+
+
+def test_training_ticks_are_whole_epochs_and_the_warning_is_on_the_figure():
+    h = {"train": [3.0, 2.0, 1.0], "val": [3.0, 2.0, 1.2], "seconds": [0.0] * 3}
+    fig = plot_training([h, h], warning="not converged: ...")
+    ax = fig.axes[0]
+    ticks = [t for t in ax.get_xticks() if 1 <= t <= 3]
+    assert ticks and all(float(t).is_integer() for t in ticks)
+    assert [t.get_text() for t in fig.texts] == ["not converged: ..."]
+    assert ax.get_legend().get_texts()[0].get_text() == "train (each of 2 members)"
+
+
+def test_convergence_is_judged_on_the_last_epochs():
+    assert recent_fall([1.0, 0.5, 0.3, 0.2, 0.15]) == pytest.approx((0.5 - 0.15) / 0.5)
+    assert recent_fall([1.0, 0.5] + [0.3] * 20) == 0.0
+    falling = {"train": [1.0, 0.8, 0.6, 0.5, 0.4], "val": [1.0, 0.8, 0.6, 0.5, 0.4]}
+    level = {"train": [1.0] + [0.5] * 19, "val": [1.0] + [0.5] * 19}
+    assert "not converged" in convergence_warning([falling])
+    assert convergence_warning([level]) is None
+    assert convergence_warning([{**falling, "stopped_early": True}]) is None
+    assert "after one epoch" in convergence_warning([{"train": [1.0], "val": [1.0]}])
+
+
+def test_label_beats_takes_the_nearest_reference_within_the_tolerance():
+    labels = label_beats([300, 100, 200], ["A", "N", "V"], [95, 205, 250, 290, 1000, 0], 100, tolerance_s=0.1)
+    assert labels.tolist() == ["N", "V", "", "A", "", ""]
+    assert label_beats([], [], [5], 100).tolist() == [""]
