@@ -38,6 +38,8 @@ _EXPORTS = {
     "evaluate_beats": "devicepipe.ecg",
     "read_beat_annotations": "devicepipe.io",
     "read_reference": "devicepipe.io",
+    "hrv": "devicepipe.heart",
+    "HRV": "devicepipe.heart",
 }
 
 __all__ = ["__version__", *_EXPORTS]

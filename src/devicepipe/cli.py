@@ -71,7 +71,7 @@ from devicepipe.pipeline import (
     run_series,
 )
 from devicepipe.simulate import simulate_ecg, simulate_load, simulation_path, write_simulated_ecg, write_simulated_load
-from devicepipe.units import parse_duration
+from devicepipe.units import format_duration, parse_duration
 
 
 class _PlainHelp:
@@ -198,16 +198,6 @@ def _gib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
-def _human_seconds(s: float) -> str:
-    if s >= 86400:
-        return f"{s / 86400:.2f} d"
-    if s >= 3600:
-        return f"{s / 3600:.2f} h"
-    if s >= 60:
-        return f"{s / 60:.1f} min"
-    return f"{s:.2f} s"
-
-
 def _ms(seconds: float | None) -> str:
     if seconds is None:
         return "-"
@@ -279,7 +269,7 @@ def _print_summary(summary: dict[str, Any], con: Console) -> None:
     )
     con.print(
         f"sampling rate: {'unknown' if rate is None else f'{rate:g} Hz'}; "
-        f"duration: {'unknown' if dur is None else _human_seconds(dur)}"
+        f"duration: {'unknown' if dur is None else format_duration(dur)}"
     )
     if summary["n_nan"]:
         con.print(f"NaN values: {summary['n_nan']} ({summary['nan_policy']})")
@@ -381,7 +371,7 @@ def simulate_ecg_cmd(
     con = _console()
     n_v = int((sim.symbols == "V").sum())
     con.print(
-        f"wrote {out} ({sim.signal.numel():,} samples at {sampling_rate:g} Hz, {_human_seconds(sim.duration_s)}) "
+        f"wrote {out} ({sim.signal.numel():,} samples at {sampling_rate:g} Hz, {format_duration(sim.duration_s)}) "
         f"in {time.perf_counter() - started:.1f} s"
     )
     con.print(f"truth: {truth} ({sim.r_peaks.numel():,} beats, {n_v} ventricular ectopic)")
@@ -421,7 +411,12 @@ def simulate_load_cmd(
 @app.command(cls=_Command)
 def beats(
     input: Annotated[Path, typer.Argument(help="ECG: CSV, Parquet, NPY or WFDB record (e.g. mitdb/100).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Directory for beats.parquet, beat_matrix.npy, figures.")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", help="Directory for report.html, beats.parquet/.csv, RECORD.qrs, beat_matrix.npy, figures."
+        ),
+    ],
     channel: Annotated[
         str | None, typer.Option("--channel", "-c", help="Channel or column, by name or position. Default: the first.")
     ] = None,
@@ -466,7 +461,7 @@ def beats(
     hr = result.mean_heart_rate_bpm
     con.print(
         f"[bold]{result.source}[/bold] ({result.channel}, {result.sampling_rate:g} Hz, "
-        f"{_human_seconds(result.n_samples / result.sampling_rate)}) on {result.device}"
+        f"{format_duration(result.n_samples / result.sampling_rate)}) on {result.device}"
     )
     con.print(
         f"beats found: {result.peaks.size:,}; median heart rate: {'-' if hr is None else f'{hr:.0f} bpm'}; "
@@ -482,6 +477,8 @@ def beats(
             f"{1000 * MATCH_TOLERANCE_S:.0f} ms): {s}"
         )
     con.print(f"wrote {', '.join(str(p) for p in result.files.values())}")
+    if "report.html" in result.files:
+        con.print(f"open first: {result.files['report.html']}")
 
 
 # ----------------------------------------------------------------------------- interop
@@ -612,7 +609,7 @@ def _epoch_bar(
 def _print_outputs(con: Console, result: LearnResult, first: list[str]) -> None:
     files = result.files
     con.print(f"outputs in [bold]{result.out}[/bold]: {', '.join(sorted(p.name for p in files.values()))}")
-    con.print("open first: " + ", ".join(str(result.out / f) for f in first if f in files))
+    con.print("open first: " + ", ".join(str(result.out / f) for f in ["report.html", *first] if f in files))
 
 
 ECG_FIGURES = ["extremes.png", "latent.png", "generated.png", "training.png"]
@@ -829,7 +826,7 @@ def demo(
 @app.command(cls=_Command)
 def bench(
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Directory for bench.json, bench.md and charts.")
+        Path | None, typer.Option("--out", "-o", help="Directory for report.html, bench.json, bench.md and charts.")
     ] = None,
     device: Annotated[
         str | None,
@@ -881,6 +878,8 @@ def bench(
         files = write_report(result, out)
     con.print(markdown(result))
     con.print(f"wrote {', '.join(str(p) for p in files.values())}")
+    if "report.html" in files:
+        con.print(f"open first: {files['report.html']}")
 
 
 def _split(text: str | None) -> list[str] | None:

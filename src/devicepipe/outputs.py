@@ -15,13 +15,15 @@ import numpy as np
 import torch
 
 from devicepipe.ecg import Beats
-from devicepipe.io import Recording, write_csv, write_json, write_parquet
+from devicepipe.heart import hrv
+from devicepipe.io import Recording, write_beat_annotations, write_csv, write_json, write_parquet
 from devicepipe.learn import ENSEMBLE_NAME
 from devicepipe.plot import (
     plot_beats_excerpt,
     plot_days,
     plot_extremes,
     plot_generated,
+    plot_heart_rate,
     plot_intervals,
     plot_latent,
     plot_training,
@@ -35,7 +37,8 @@ __all__ = [
     "ecg_figures",
     "input_summary",
     "series_figures",
-    "write_beats_table",
+    "heart_rate_summary",
+    "write_beat_files",
     "write_history",
     "write_scores",
     "write_summary",
@@ -55,12 +58,44 @@ def input_summary(source: Any, rec: Recording, device: torch.device, *, channel_
     }
 
 
-def write_beats_table(peaks: np.ndarray, kept: np.ndarray, sampling_rate: float, path: Path) -> Path:
-    """``beats.parquet``: each R peak's sample, time (s), RR interval before it (s, NaN for the
-    first) and whether segmentation kept it; the sampling rate in the metadata."""
+def write_beat_files(
+    out: Path,
+    record: str,
+    peaks: np.ndarray,
+    kept: np.ndarray,
+    sampling_rate: float,
+    *,
+    scores: np.ndarray | None = None,
+    flags: np.ndarray | None = None,
+) -> dict[str, Path]:
+    """Every R peak found, in three forms: ``beats.parquet`` (the sampling rate in its metadata),
+    ``beats.csv``, and the WFDB annotation file ``<record>.qrs`` (see
+    :func:`devicepipe.io.write_beat_annotations`; none when no beat was found).
+
+    Columns: each peak's sample, time (s), the RR interval before it (s, NaN for the first),
+    whether segmentation kept it, and, for a learning run, its score (NaN where not kept) and
+    flag. ``peaks``, ``kept``, ``scores`` and ``flags`` have shape ``(n_peaks,)``.
+    """
     rr = np.diff(peaks, prepend=np.nan) / sampling_rate if peaks.size else np.zeros(0)
-    columns = {"peak": peaks, "time_s": peaks / sampling_rate, "rr_s": rr, "kept": kept}
-    return write_parquet(columns, path, sampling_rate=sampling_rate)
+    columns: dict[str, Any] = {"peak": peaks, "time_s": peaks / sampling_rate, "rr_s": rr, "kept": kept}
+    if scores is not None and flags is not None:
+        columns.update(score=scores, flagged=flags)
+    files = {
+        "beats.parquet": write_parquet(columns, out / "beats.parquet", sampling_rate=sampling_rate),
+        "beats.csv": write_csv(columns, out / "beats.csv"),
+    }
+    qrs = write_beat_annotations(out, record, peaks, sampling_rate, scores=scores, flags=flags)
+    if qrs is not None:
+        files[qrs.name] = qrs
+    return files
+
+
+def heart_rate_summary(peaks: torch.Tensor, sampling_rate: float) -> dict[str, Any] | None:
+    """``summary.json``'s heart rate and time-domain HRV (cleaned NN intervals; see
+    :mod:`devicepipe.heart`), or None with fewer than three beats."""
+    if peaks.numel() < 3:
+        return None
+    return {"nn_cleaning": "0.3-2 s, within 20 % of the neighbours' median", **hrv(peaks, sampling_rate).to_dict()}
 
 
 def write_history(histories: Histories, path: Path) -> Path:
@@ -138,6 +173,7 @@ def beats_figures(
     """``excerpt.png`` (signal with detected and reference beats) and ``intervals.png`` (RR intervals)."""
     return {
         "excerpt.png": save_figure(_excerpt(rec, signal, peaks, reference), out / "excerpt.png"),
+        "heart_rate.png": save_figure(plot_heart_rate(peaks, rec.sampling_rate), out / "heart_rate.png"),
         "intervals.png": save_figure(
             plot_intervals(np.diff(peaks), rec.sampling_rate, keep_range=beats.length_range),
             out / "intervals.png",
@@ -189,6 +225,7 @@ def ecg_figures(
             warning=warning,
         ),
         "excerpt.png": _excerpt(rec, signal, host["all_peaks"]),
+        "heart_rate.png": plot_heart_rate(host["all_peaks"], fs),
     }
     gen = plot_generated(
         host["generated"],

@@ -10,6 +10,7 @@ here, once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,12 +46,14 @@ from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoe
 from devicepipe.outputs import (
     beats_figures,
     ecg_figures,
+    heart_rate_summary,
     input_summary,
     series_figures,
-    write_beats_table,
+    write_beat_files,
     write_scores,
     write_summary,
 )
+from devicepipe.report import MAX_FLAGGED_ROWS, REPORT_NAME, FlaggedRows, write_report
 from devicepipe.scale import MinMaxScaler, StandardScaler
 from devicepipe.score import Scores, group_scores, latent_grid, reconstruct
 from devicepipe.signal.resample import resample_rows
@@ -202,12 +205,12 @@ def run_beats(
         host = _to_host({"peaks": peaks, "kept": beats.kept, "matrix": beats.matrix})
         signal = rec.samples.cpu().numpy() if figures else None
     score = None if ref is None else evaluate_beats(ref_samples, host["peaks"], fs, n_samples=rec.n_samples)
+    with run.stage("hrv"):
+        heart_rate = heart_rate_summary(peaks, fs)
     run.note(f"found {host['peaks'].size:,} beats, writing {run.out}")
     with run.stage("write"), staged_dir(run.out) as stage:
-        files = {
-            "beats.parquet": write_beats_table(host["peaks"], host["kept"], fs, stage / "beats.parquet"),
-            "beat_matrix.npy": write_npy(host["matrix"], stage / "beat_matrix.npy"),
-        }
+        files = write_beat_files(stage, _record_name(rec), host["peaks"], host["kept"], fs)
+        files["beat_matrix.npy"] = write_npy(host["matrix"], stage / "beat_matrix.npy")
         if signal is not None:
             files.update(beats_figures(stage, rec, signal, host["peaks"], beats, ref_samples))
         summary = {
@@ -216,10 +219,12 @@ def run_beats(
             "segmentation": mode,
             "counts": {"beats_found": int(host["peaks"].size), "beats_kept": int(host["kept"].sum())},
             "beat_width": int(host["matrix"].shape[1]) if host["matrix"].ndim == 2 else 0,
+            "heart_rate": heart_rate,
             "seconds": run.timer.seconds,
             "accuracy": None if score is None else _accuracy(score, ref.source, fs, rec.n_samples),
             "transfers": run.timer.transfers(),
         }
+        files[REPORT_NAME] = write_report(stage, "beats", summary, files)
         files["summary.json"] = write_summary(stage, summary, files)
     return BeatsResult(
         source=rec.source,
@@ -234,6 +239,14 @@ def run_beats(
         score=score,
         transfers=run.timer.transfers(),
     )
+
+
+def _record_name(rec: Recording) -> str:
+    """The record name of the run's WFDB annotation file: the input's name without its suffix,
+    in the letters, digits, ``-`` and ``_`` that WFDB record names allow."""
+    name = Path(rec.source).name if rec.source else ""
+    stem = Path(name).stem if Path(name).suffix else name
+    return re.sub(r"[^-\w]", "_", stem, flags=re.ASCII) or "recording"
 
 
 def _accuracy(score: BeatScore, source: str, fs: float, n_samples: int) -> dict[str, Any]:
@@ -286,8 +299,11 @@ def _learn(
     return _Learned(models, histories, scores, threads, settings.epoch_limit, convergence_warning(histories))
 
 
-def _finish(run: _Run, summary: dict[str, Any], learned: _Learned, files: dict[str, Path]) -> LearnResult:
-    """Complete a run's summary (final losses, seconds, transfers, files) and write it last."""
+def _finish(
+    run: _Run, summary: dict[str, Any], learned: _Learned, files: dict[str, Path], kind: str, flagged: FlaggedRows
+) -> LearnResult:
+    """Complete a run's summary (final losses, seconds, transfers, files), write the run's
+    ``report.html`` (a ``kind`` page), and ``summary.json`` last."""
     histories = learned.histories
     summary.update(
         epochs={
@@ -303,6 +319,7 @@ def _finish(run: _Run, summary: dict[str, Any], learned: _Learned, files: dict[s
         transfers=run.timer.transfers(),
         threads=learned.threads.to_dict(),
     )
+    files[REPORT_NAME] = write_report(run.out, kind, summary, files, flagged=flagged)
     files["summary.json"] = write_summary(run.out, summary, files)
     return LearnResult(run.out, summary, files)
 
@@ -380,6 +397,8 @@ def run_ecg(
         order = torch.argsort(scores.scores)
         extreme_idx = torch.cat([order[-5:], order[:5]])  # the five highest scores, then the five lowest
         extreme_recon = reconstruct(first, data[extreme_idx])
+        top_flagged = order.flip(0)[: int(scores.flags.sum())][:MAX_FLAGGED_ROWS]
+        typical = data.median(0).values
     with run.stage("transfer"):
         host = scores.to_host() | _to_host(
             {
@@ -392,14 +411,29 @@ def run_ecg(
                 "extreme_idx": extreme_idx,
                 "extreme_recon": extreme_recon,
                 "extreme_rows": data[extreme_idx],
+                "top_flagged": top_flagged,
+                "flagged_rows": data[top_flagged],
+                "typical": typical,
             }
         )
         signal = rec.samples.cpu().numpy()
     fs = rec.sampling_rate
+    with run.stage("hrv"):
+        heart_rate = heart_rate_summary(peaks, fs)
     if ref is not None:
         host["truth"] = label_beats(ref.samples_at(fs), ref.symbols, host["peaks"], fs)
     with run.stage("write"):
-        files = {"beats.parquet": write_beats_table(host["all_peaks"], host["kept"], fs, run.out / "beats.parquet")}
+        per_peak, flagged_peak = np.full(host["all_peaks"].size, np.nan), np.zeros(host["all_peaks"].size, bool)
+        per_peak[host["kept"]], flagged_peak[host["kept"]] = host["scores"], host["flags"]
+        files = write_beat_files(
+            run.out,
+            _record_name(rec),
+            host["all_peaks"],
+            host["kept"],
+            fs,
+            scores=per_peak,
+            flags=flagged_peak,
+        )
         leading = {"peak": host["peaks"], "time_s": host["peaks"] / fs}
         if ref is not None:
             leading["reference"] = host["truth"]
@@ -412,6 +446,7 @@ def run_ecg(
     summary = {
         **input_summary(source, rec, run.device),
         "settings": {**settings.to_dict(), "mode": mode, "width": width, "method": method},
+        "heart_rate": heart_rate,
         "counts": {
             "beats_found": int(host["all_peaks"].size),
             "beats_kept": int(host["peaks"].size),
@@ -431,7 +466,17 @@ def run_ecg(
     }
     if ref is not None:
         summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
-    return _finish(run, summary, learned, files)
+    top = host["top_flagged"]
+    page = FlaggedRows(
+        names=[f"{host['peaks'][i] / fs:,.1f} s" for i in top],
+        scores=host["scores"][top],
+        rows=host["flagged_rows"],
+        typical=host["typical"],
+        labels=None if ref is None else [str(host["truth"][i]) for i in top],
+        unit="standard deviations of the recording",
+        total=int(host["flags"].sum()),
+    )
+    return _finish(run, summary, learned, files, "ecg", page)
 
 
 def _reference_counts(source: str, truth: np.ndarray, flags: np.ndarray) -> dict[str, Any]:
@@ -537,7 +582,16 @@ def run_series(
         ),
         "flagged": [{"start": str(wins.starts[i])[:19], "score": float(host["scores"][i])} for i in flagged],
     }
-    return _finish(run, summary, learned, files)
+    top = flagged[:MAX_FLAGGED_ROWS]
+    page = FlaggedRows(
+        names=[str(wins.starts[i])[:10] for i in top],
+        scores=host["scores"][top],
+        rows=host["days"][top],
+        typical=np.median(host["days"], axis=0),
+        unit=rec.channels[0],
+        total=int(flagged.size),
+    )
+    return _finish(run, summary, learned, files, "series", page)
 
 
 @dataclass(frozen=True)

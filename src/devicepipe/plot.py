@@ -23,6 +23,7 @@ __all__ = [
     "plot_days",
     "plot_extremes",
     "plot_generated",
+    "plot_heart_rate",
     "plot_intervals",
     "plot_latent",
     "plot_training",
@@ -85,6 +86,35 @@ def add_warning(fig: Figure, text: str | None) -> Figure:
     """Write ``text`` (when given) in red across the bottom of ``fig``, e.g. that a model has not converged."""
     if text:
         fig.text(0.5, -0.01, text, ha="center", va="top", color="tab:red", fontsize=9, wrap=True)
+    return fig
+
+
+def plot_heart_rate(peaks: np.ndarray, sampling_rate: float, *, minute_s: float = 60.0) -> Figure:
+    """Heart rate over the recording: each beat's rate from the RR interval before it (dots) and
+    the median of each minute (line), in beats per minute against minutes.
+
+    ``peaks`` are sample indices, shape ``(n_peaks,)``, increasing.
+    """
+    fig = Figure(figsize=(11, 3.4))
+    ax = fig.add_subplot()
+    fs = float(sampling_rate)
+    if peaks.size >= 2:
+        t_min = peaks[1:] / fs / 60.0
+        bpm = 60.0 * fs / np.diff(peaks)
+        ax.plot(t_min, bpm, ".", ms=2, color="0.6", label="each beat (60 / RR)")
+        minute = np.floor(peaks[1:] / fs / minute_s).astype(np.int64)
+        edges = np.flatnonzero(np.diff(minute)) + 1
+        groups = np.split(np.arange(bpm.size), edges)
+        centres = [(minute[g[0]] + 0.5) * minute_s / 60.0 for g in groups]
+        medians = [float(np.median(bpm[g])) for g in groups]
+        ax.plot(centres, medians, "-", color="tab:red", lw=1.5, label="median of each minute")
+        lo, hi = np.percentile(bpm, [0.5, 99.5])
+        ax.set_ylim(max(0.0, lo - 10), hi + 10)  # a few wild intervals do not flatten the rest
+        ax.legend(fontsize=8, loc="upper right")
+    ax.set_xlabel("time (min)")
+    ax.set_ylabel("heart rate (bpm)")
+    ax.set_title("Heart rate over the recording")
+    ax.grid(alpha=0.3)
     return fig
 
 

@@ -6,7 +6,7 @@ import re
 
 from devicepipe.errors import DevicepipeError
 
-__all__ = ["parse_duration"]
+__all__ = ["format_duration", "parse_duration"]
 
 _UNITS_S = {"d": 86400.0, "h": 3600.0, "min": 60.0, "m": 60.0, "s": 1.0, "ms": 1e-3}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|min|d|h|m|s)")
@@ -32,3 +32,14 @@ def parse_duration(text: str | float) -> float:
     if not seconds > 0:
         raise DevicepipeError(f"duration {text!r} must be positive.")
     return seconds
+
+
+def format_duration(seconds: float) -> str:
+    """``seconds`` for a person: ``2.50 d``, ``1.25 h``, ``30.0 min`` or ``4.20 s``."""
+    if seconds >= 86400:
+        return f"{seconds / 86400:.2f} d"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.2f} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds:.2f} s"

@@ -134,5 +134,6 @@ def test_every_readme_python_block_runs_as_written(commands_run, reader_dir, mon
     scores = namespace["scores"]
     assert 0 < int(scores.flags.sum()) < 0.05 * scores.flags.numel()  # 99th percentile: about 1 % flagged
     assert namespace["history"].best_epoch is not None
+    assert 70 < float(namespace["h"].mean_hr_bpm) < 80  # MIT-BIH 100 beats at about 75 per minute
     assert (reader_dir / "run-api" / "checkpoint.pt").exists()
     assert namespace["ledger"].host_to_device == (1 if torch.cuda.is_available() else 0)

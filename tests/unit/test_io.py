@@ -358,3 +358,20 @@ def test_which_sources_declare_their_sampling_rate(tmp_path):
     assert declares_sampling_rate(tmp_path / "x.csv") is False
     assert declares_sampling_rate(str(tmp_path / "x.npy")) is False
     assert declares_sampling_rate(np.zeros(10)) is None  # in memory: only reading tells
+
+
+def test_beat_annotations_carry_scores_and_flags_and_read_back(tmp_path):
+    import wfdb
+
+    from devicepipe.io import write_beat_annotations
+
+    samples = np.array([100, 460, 830, 1200])
+    path = write_beat_annotations(
+        tmp_path, "rec_1", samples, 360.0, scores=np.array([0.1, 2.5, np.nan, 0.2]), flags=np.array([0, 1, 0, 0], bool)
+    )
+    assert path == tmp_path / "rec_1.qrs" and sorted(p.name for p in tmp_path.iterdir()) == ["rec_1.qrs"]
+    ann = wfdb.rdann(str(tmp_path / "rec_1"), "qrs")
+    np.testing.assert_array_equal(ann.sample, samples)
+    assert ann.symbol == ["N"] * 4 and list(ann.num) == [0, 1, 0, 0]
+    assert ann.aux_note == ["score 0.1", "flagged, score 2.5", "not scored", "score 0.2"]
+    assert write_beat_annotations(tmp_path, "empty", np.zeros(0, np.int64), 360.0) is None

@@ -15,7 +15,13 @@ from devicepipe.io.read import Recording, read_series
 from devicepipe.io.reference import ReferenceBeats, read_reference
 from devicepipe.io.tables import SAMPLING_RATE_KEY
 from devicepipe.io.timeline import DUPLICATE_POLICIES, NAN_POLICIES, TimeReport
-from devicepipe.io.wfdb import BEAT_SYMBOLS, BeatAnnotations, read_beat_annotations
+from devicepipe.io.wfdb import (
+    BEAT_SYMBOLS,
+    DETECTOR_EXTENSION,
+    BeatAnnotations,
+    read_beat_annotations,
+    write_beat_annotations,
+)
 from devicepipe.io.write import (
     atomic_path,
     check_output_dir,
@@ -31,10 +37,12 @@ __all__ = [  # by name, whatever the case
     "BEAT_SYMBOLS",
     "BeatAnnotations",
     "check_output_dir",
+    "DETECTOR_EXTENSION",
     "DUPLICATE_POLICIES",
     "NAN_POLICIES",
     "read_beat_annotations",
     "read_reference",
+    "write_beat_annotations",
     "read_series",
     "Recording",
     "ReferenceBeats",

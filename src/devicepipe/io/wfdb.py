@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,10 +15,21 @@ from devicepipe.errors import ReadError
 from devicepipe.interop import to_torch
 from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names
 
-__all__ = ["BEAT_SYMBOLS", "WFDB_SUFFIXES", "BeatAnnotations", "is_wfdb_record", "read_beat_annotations", "read_wfdb"]
+__all__ = [
+    "BEAT_SYMBOLS",
+    "DETECTOR_EXTENSION",
+    "WFDB_SUFFIXES",
+    "BeatAnnotations",
+    "is_wfdb_record",
+    "read_beat_annotations",
+    "read_wfdb",
+    "write_beat_annotations",
+]
 
 #: WFDB annotation symbols that mark a beat (the PhysioNet/EC57 convention).
 BEAT_SYMBOLS = frozenset("NLRBAaJSVrFejnE/fQ?")
+#: Extension of the beat annotations a run writes (``100.qrs``), as QRS detectors' files are named.
+DETECTOR_EXTENSION = "qrs"
 #: Suffixes that name a WFDB record (or one of its files).
 WFDB_SUFFIXES = frozenset({".hea", ".dat", ".atr"})
 
@@ -92,3 +105,55 @@ def read_beat_annotations(path: str | os.PathLike[str], extension: str | None = 
         symbols=symbols[is_beat][order],
         sampling_rate=float(ann.fs) if ann.fs else None,
     )
+
+
+def write_beat_annotations(
+    directory: str | os.PathLike[str],
+    record: str,
+    samples: np.ndarray,
+    sampling_rate: float,
+    *,
+    scores: np.ndarray | None = None,
+    flags: np.ndarray | None = None,
+    extension: str = DETECTOR_EXTENSION,
+) -> Path | None:
+    """Write beats as a WFDB annotation file ``directory/record.extension`` with ``wfdb.wrann``.
+
+    Every beat is ``N`` (a detected beat, type unknown). With ``scores``, each beat's anomaly
+    score is its ``aux_note`` (``score 0.0123``; ``not scored`` for NaN); with ``flags``, a flagged beat has ``num`` 1
+    and ``flagged`` in its note, others ``num`` 0. wfdb-python, the WFDB tools (``rdann``,
+    ``bxb -r RECORD -a atr qrs``) and PhysioNet's viewers read it. Written atomically.
+
+    ``samples`` are sample indices, shape ``(n_beats,)``, increasing. Returns the file, or None
+    when there are no beats (a WFDB annotation file cannot be empty).
+    """
+    out = Path(directory)
+    samples = np.asarray(samples, dtype=np.int64)
+    n = samples.size
+    if n == 0:
+        return None
+    notes = None
+    if scores is not None:
+        marked = np.zeros(n, bool) if flags is None else np.asarray(flags, bool)
+        notes = [
+            f"{'flagged, ' if f else ''}score {v:.4g}" if np.isfinite(v) else "not scored"
+            for v, f in zip(np.asarray(scores, dtype=np.float64), marked, strict=True)
+        ]
+    num = None if flags is None else np.asarray(flags, dtype=np.int64)
+    final = out / f"{record}.{extension}"
+    scratch = Path(tempfile.mkdtemp(prefix=".wrann-", dir=out))
+    try:
+        wfdb.wrann(
+            record,
+            extension,
+            samples,
+            symbol=["N"] * n,
+            num=num,
+            aux_note=notes,
+            fs=float(sampling_rate),
+            write_dir=str(scratch),
+        )
+        os.replace(scratch / final.name, final)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return final

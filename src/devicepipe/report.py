@@ -1,0 +1,326 @@
+"""``report.html``: one self-contained page per run that a person opens to see what happened.
+
+The page is rendered from a Jinja2 template (``templates/report.html.j2``, autoescaped, so a
+file or column name is shown as text whatever it holds) from the run's ``summary.json`` fields,
+its PNG figures (inlined as data URIs: the page opens from disk and links to nothing) and, for
+learning runs, the flagged rows drawn as small inline SVG beside a typical row. It is written
+atomically, before ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import numpy as np
+from markupsafe import Markup
+
+from devicepipe import __version__
+from devicepipe.io import atomic_path
+from devicepipe.units import format_duration
+
+__all__ = ["MAX_FLAGGED_ROWS", "REPORT_NAME", "FlaggedRows", "render_report", "write_report"]
+
+#: File name of the page in a run directory.
+REPORT_NAME = "report.html"
+#: The most flagged rows a page lists.
+MAX_FLAGGED_ROWS = 40
+
+# What each figure answers, in the order a page shows them.
+CAPTIONS = {
+    "extremes.png": "the most and least anomalous rows with the model's reconstructions; a flagged row "
+    "scores above the threshold, and the reconstruction shows what the model expected instead",
+    "days.png": "the flagged days with the highest scores against the typical day",
+    "latent.png": "every row's code; flagged rows ringed in red, reference labels marked where given",
+    "generated.png": "beats the model generates across its latent space, against the typical beat in grey",
+    "training.png": "loss per epoch; the dot marks the epoch whose weights were kept",
+    "heart_rate.png": "heart rate from each RR interval, and the median of each minute",
+    "excerpt.png": "ten seconds of the signal with the detected beats (and reference beats where given)",
+    "intervals.png": "how long the intervals between R peaks are, in seconds and in samples",
+    "speedup.png": "how many times faster each stage is on one side than on the other (above 1: the first "
+    "named is slower); hatched bars compare different work, as the note under the chart says",
+    "bandwidth.png": "copy bandwidth against the size of one copy: small copies pay a fixed cost",
+    "crossover.png": "time against input size on each device; from the crossover on, the GPU wins",
+}
+
+
+@dataclass(frozen=True)
+class FlaggedRows:
+    """The flagged rows a learning page lists, each drawn beside a typical row.
+
+    ``names``: a label per row (time or date); ``scores``: ``(n,)``; ``rows``: ``(n, width)``
+    host values as the model saw them; ``typical``: ``(width,)``; ``labels``: reference labels
+    per row or None; ``unit``: what the rows' values are in.
+    """
+
+    names: Sequence[str]
+    scores: np.ndarray
+    rows: np.ndarray
+    typical: np.ndarray
+    labels: Sequence[str] | None = None
+    unit: str = ""
+    total: int = 0
+
+
+@dataclass
+class _Section:
+    title: str
+    text: str = ""
+    table: dict[str, Any] | None = None
+    figures: list[dict[str, str]] = field(default_factory=list)
+    html: Markup | None = None
+
+
+def _sparkline(values: np.ndarray, typical: np.ndarray, width: int = 180, height: int = 46) -> Markup:
+    """An inline SVG of ``values`` (red) over ``typical`` (grey), on one vertical scale."""
+    both = np.concatenate([values, typical]).astype(np.float64)
+    both = both[np.isfinite(both)]
+    lo, hi = (float(both.min()), float(both.max())) if both.size else (0.0, 1.0)
+    span = hi - lo or 1.0
+
+    def points(v: np.ndarray) -> str:
+        x = np.linspace(1, width - 1, v.size)
+        y = height - 2 - (np.nan_to_num(v.astype(np.float64), nan=lo) - lo) / span * (height - 4)
+        return " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(x, y, strict=True))
+
+    return Markup(
+        f'<svg class="beat" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'xmlns="http://www.w3.org/2000/svg" role="img">'
+        f'<polyline fill="none" stroke="#b0b0b0" stroke-width="2" points="{points(typical)}"/>'
+        f'<polyline fill="none" stroke="#c0392b" stroke-width="1.2" points="{points(values)}"/></svg>'
+    )
+
+
+def _number(value: Any, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.{digits}g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    return str(value)
+
+
+def _figures(files: dict[str, Path], names: Sequence[str]) -> list[dict[str, str]]:
+    out = []
+    for name in names:
+        path = files.get(name)
+        if path is not None and Path(path).exists():
+            data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+            out.append({"name": name, "caption": CAPTIONS.get(name, ""), "data": data})
+    return out
+
+
+def _timing(summary: dict[str, Any]) -> _Section:
+    seconds = summary.get("seconds", {})
+    rows: list[list[Any]] = [[stage, round(float(s), 3)] for stage, s in seconds.items()]
+    rows.append(["total", round(float(sum(seconds.values())), 3)])
+    t = summary.get("transfers") or {}
+    text = ""
+    if t:
+        text = (
+            f"Host-to-device copies: {t.get('host_to_device', 0):,} ({t.get('host_to_device_bytes', 0):,} bytes); "
+            f"device-to-host: {t.get('device_to_host', 0):,} ({t.get('device_to_host_bytes', 0):,} bytes); "
+            f"counted in {t.get('counted_in', 'every stage')}."
+        )
+    return _Section("Seconds per stage and host-device transfers", text, {"header": ["stage", "seconds"], "rows": rows})
+
+
+def _heart_rate_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    h = summary.get("heart_rate")
+    if not h:
+        return []
+    return [
+        ("mean heart rate (bpm)", _number(h["mean_hr_bpm"], 3)),
+        ("SDNN (ms)", _number(h["sdnn_ms"], 3)),
+        ("RMSSD (ms)", _number(h["rmssd_ms"], 3)),
+        ("pNN50 (%)", _number(h["pnn50_pct"], 3)),
+        ("SDANN, 5 min (ms)", _number(h["sdann_ms"], 3)),
+        ("SDNN index, 5 min (ms)", _number(h["sdnn_index_ms"], 3)),
+        ("NN intervals used / excluded", f"{h['n_intervals']:,} / {h['n_implausible'] + h['n_ectopic']:,}"),
+    ]
+
+
+def _input_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    fs = summary.get("sampling_rate_hz")
+    n = summary.get("n_samples")
+    facts = [("device", str(summary.get("device", "-")))]
+    if fs and n:
+        rate = ("sampling rate (Hz)", _number(float(fs))) if fs >= 1 else ("time step", format_duration(1 / fs))
+        facts += [rate, ("length", format_duration(n / fs))]
+    return facts
+
+
+def _flagged_section(flagged: FlaggedRows, threshold: float) -> _Section:
+    header = ["#", "where", "score"] + (["reference"] if flagged.labels is not None else []) + ["row (red) and typical"]
+    rows = []
+    for i in range(len(flagged.names)):
+        row: list[Any] = [i + 1, flagged.names[i], round(float(flagged.scores[i]), 5)]
+        if flagged.labels is not None:
+            row.append(flagged.labels[i] or "none")
+        row.append(_sparkline(flagged.rows[i], flagged.typical))
+        rows.append(row)
+    shown = len(flagged.names)
+    text = (
+        f"{flagged.total:,} rows flagged (score above {threshold:.4g}); "
+        + (f"the {shown} highest scores are shown" if shown < flagged.total else "all are shown")
+        + (f"; rows in {flagged.unit}." if flagged.unit else ".")
+    )
+    return _Section("Flagged", text, {"header": header, "rows": rows})
+
+
+def _learning_facts(summary: dict[str, Any], what: str) -> list[tuple[str, str]]:
+    e = summary["epochs"]
+    facts = [
+        (f"{what} flagged as anomalous", _number(len(summary.get("flagged", [])))),
+        ("threshold (score)", _number(summary["threshold"])),
+        ("epochs trained", "-".join(str(v) for v in sorted(set(e["run"])))),
+        ("epoch kept", "-".join(str(v) for v in sorted(set(e["kept"])))),
+        ("converged", _number(summary.get("converged"))),
+    ]
+    return facts
+
+
+def render_report(
+    kind: str,
+    summary: dict[str, Any],
+    files: dict[str, Path],
+    *,
+    flagged: FlaggedRows | None = None,
+    extra_html: Markup | None = None,
+) -> str:
+    """The page of one run as HTML text.
+
+    ``kind`` is the command (``beats``, ``ecg``, ``series``, ``bench``); ``summary`` its
+    ``summary.json`` fields; ``files`` the run's files by name (its PNGs are inlined).
+    """
+    sections: list[_Section] = []
+    facts = _input_facts(summary) if kind != "bench" else []
+    source = summary.get("input", "")
+    if kind == "beats":
+        c = summary["counts"]
+        facts = [("beats found", _number(c["beats_found"])), ("beats kept", _number(c["beats_kept"]))] + facts
+        acc = summary.get("accuracy")
+        if acc:
+            facts += [
+                ("F1 against the reference", f"{acc['f1']:.4f}"),
+                ("sensitivity / positive predictivity", f"{acc['sensitivity']:.4f} / {acc['ppv']:.4f}"),
+            ]
+        facts += _heart_rate_facts(summary)
+        sections.append(_Section("Beats", figures=_figures(files, ["excerpt.png", "heart_rate.png", "intervals.png"])))
+        if acc:
+            sections.append(
+                _Section(
+                    "Accuracy against the reference",
+                    f"Reference {acc['reference']}; beats inside the scoring window "
+                    f"{acc['scoring_window_s'][0]:g}-{acc['scoring_window_s'][1]:.1f} s, matched within "
+                    f"{1000 * acc['tolerance_s']:.0f} ms.",
+                    {
+                        "header": ["reference beats", "beats found", "TP", "FP", "FN", "F1"],
+                        "rows": [
+                            [
+                                acc["reference_beats_in_window"],
+                                acc["beats_found_in_window"],
+                                acc["tp"],
+                                acc["fp"],
+                                acc["fn"],
+                                f"{acc['f1']:.4f}",
+                            ]
+                        ],
+                    },
+                )
+            )
+    elif kind == "ecg":
+        c = summary["counts"]
+        facts = [
+            ("beats found", _number(c["beats_found"])),
+            ("beats kept", _number(c["beats_kept"])),
+            *_learning_facts(summary, "beats"),
+            *facts,
+            *_heart_rate_facts(summary),
+        ]
+        ref = summary.get("reference")
+        if ref:
+            rows = [[name, v["beats"], v["flagged"]] for name, v in ref["labels"].items()]
+            sections.append(
+                _Section(
+                    "Flagged beats by reference label",
+                    f"Each beat takes the label of the reference beat within {1000 * ref['tolerance_s']:.0f} ms "
+                    f"({ref['source']}).",
+                    {"header": ["label", "beats", "flagged"], "rows": rows},
+                )
+            )
+        if flagged is not None:
+            sections.append(_flagged_section(flagged, summary["threshold"]))
+        sections.append(_Section("What the model learned", figures=_figures(files, ["extremes.png", "latent.png"])))
+        sections.append(_Section("Generated beats", figures=_figures(files, ["generated.png"])))
+        sections.append(_Section("Training", figures=_figures(files, ["training.png"])))
+        sections.append(_Section("Heart rate and beats", figures=_figures(files, ["heart_rate.png", "excerpt.png"])))
+    elif kind == "series":
+        w = summary["windows"]
+        facts = [
+            ("windows", _number(w["used"])),
+            ("window", str(summary.get("window", ""))),
+            *_learning_facts(summary, "windows"),
+            ("windows with gaps filled", _number(w["windows_with_filled_slots"])),
+            *facts,
+        ]
+        if flagged is not None:
+            sections.append(_flagged_section(flagged, summary["threshold"]))
+        sections.append(_Section("Anomalous windows", figures=_figures(files, ["days.png", "extremes.png"])))
+        sections.append(_Section("Codes and training", figures=_figures(files, ["latent.png", "training.png"])))
+    elif kind == "bench":
+        sections.append(_Section("Results", html=extra_html))
+        charts = sorted(name for name in files if name.endswith(".png"))
+        sections.append(_Section("Charts", figures=_figures(files, charts)))
+    else:
+        raise ValueError(f"render_report(): unknown kind {kind!r}")
+    if kind != "bench":
+        sections.append(_timing(summary))
+    title = f"devicepipe {kind}: {Path(str(source)).name or source}" if source else f"devicepipe {kind}"
+    subtitle = summary.get("subtitle") or (
+        f"{source}" + (f", channel {summary['channel']}" if summary.get("channel") is not None else "")
+    )
+    environment = jinja2.Environment(
+        loader=jinja2.FunctionLoader(_template), autoescape=True, undefined=jinja2.StrictUndefined
+    )
+    environment.filters["fmt"] = _number
+    return environment.get_template("report.html.j2").render(
+        title=title,
+        subtitle=subtitle,
+        warnings=summary.get("warnings", []),
+        facts=facts,
+        sections=sections,
+        version=__version__,
+        written=time.strftime("%Y-%m-%d %H:%M"),
+    )
+
+
+def _template(name: str) -> str:
+    return resources.files("devicepipe").joinpath("templates", name).read_text(encoding="utf-8")
+
+
+def write_report(
+    out: str | Path,
+    kind: str,
+    summary: dict[str, Any],
+    files: dict[str, Path],
+    *,
+    flagged: FlaggedRows | None = None,
+    extra_html: Markup | None = None,
+) -> Path:
+    """Render :func:`render_report` and write it to ``out/report.html`` atomically."""
+    path = Path(out) / REPORT_NAME
+    html = render_report(kind, summary, files, flagged=flagged, extra_html=extra_html)
+    with atomic_path(path) as tmp:
+        tmp.write_text(html, encoding="utf-8")
+    return path

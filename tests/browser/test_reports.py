@@ -1,0 +1,152 @@
+"""Every kind of report.html, opened in a real browser (headless Chromium).
+
+Each page is loaded from disk with two scripts added to a copy: one first in ``<head>`` that
+records every error, console error and alert the page causes, and one last that, once the page
+has loaded, writes what it saw (errors, each image's natural width, the page's text) into the
+DOM, which Chromium then dumps. A screenshot of each page is saved (to ``DEVICEPIPE_SCREENSHOTS``
+when set, else beside the test's files). Skipped without Chromium, failing instead when
+``DEVICEPIPE_REQUIRE_BROWSER=1`` (CI sets it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from devicepipe.pipeline import LearnSettings, SeriesLearnSettings, run_beats, run_ecg, run_series
+from devicepipe.simulate import simulate_ecg, simulate_load, write_simulated_ecg, write_simulated_load
+
+pytestmark = pytest.mark.browser
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+
+PROBE_HEAD = """<script>
+window.__problems = [];
+window.addEventListener(
+  "error", e => window.__problems.push("error: " + (e.message || e.target && e.target.src)), true
+);
+const __error = console.error;
+console.error = (...a) => { window.__problems.push("console: " + a.join(" ")); __error(...a); };
+window.alert = m => window.__problems.push("alert: " + m);
+</script>"""
+
+PROBE_END = """<script>
+window.addEventListener("load", () => {
+  const images = Array.from(document.images).map(i => ({alt: i.alt, width: i.naturalWidth, done: i.complete}));
+  const out = document.createElement("pre");
+  out.id = "probe";
+  out.style.display = "none";
+  out.textContent = JSON.stringify({problems: window.__problems, images: images, text: document.body.innerText});
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def chromium() -> str:
+    for name in BROWSERS:
+        path = shutil.which(name)
+        if path:
+            return path
+    message = "no Chromium found (apt-get install chromium)"
+    if os.environ.get("DEVICEPIPE_REQUIRE_BROWSER") == "1":
+        pytest.fail(message + " and DEVICEPIPE_REQUIRE_BROWSER=1")
+    pytest.skip(message)
+
+
+def open_in_browser(report: Path, shots: Path) -> dict:
+    """Load ``report`` in headless Chromium; return what the probe saw, and save a screenshot."""
+    browser = chromium()
+    html = report.read_text(encoding="utf-8")
+    assert html.count("<head>") == 1 and html.count("</body>") == 1
+    probed = report.with_name("probed-" + report.name)
+    probed.write_text(html.replace("<head>", "<head>" + PROBE_HEAD).replace("</body>", PROBE_END + "</body>"))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--virtual-time-budget=10000"]
+    # the probed copy: an alert() would otherwise block the browser; the probe itself is hidden
+    dom = subprocess.run(
+        [browser, *flags, "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    start = dom.index('<pre id="probe"')
+    start = dom.index(">", start) + 1
+    seen = json.loads(_unescape(dom[start : dom.index("</pre>", start)]))
+    shots.mkdir(parents=True, exist_ok=True)
+    shot = shots / f"{report.parent.name}.png"
+    subprocess.run(
+        [browser, *flags, "--window-size=1280,2400", f"--screenshot={shot}", probed.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    assert shot.stat().st_size > 10_000
+    return seen
+
+
+def _unescape(text: str) -> str:
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&")
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = os.environ.get("DEVICEPIPE_SCREENSHOTS")
+    return Path(where) if where else tmp_path_factory.mktemp("screenshots")
+
+
+def _check_page(seen: dict, numbers: list[str], images: int) -> None:
+    assert seen["problems"] == [], seen["problems"]
+    assert len(seen["images"]) >= images
+    assert all(i["done"] and i["width"] > 0 for i in seen["images"]), seen["images"]
+    text = " ".join(seen["text"].split())
+    for number in numbers:
+        assert number in text, (number, text[:2000])
+
+
+def test_beats_report_opens_cleanly_and_escapes_names(tmp_path, shots):
+    sim = simulate_ecg(180, 250, seed=3)
+    _, truth = write_simulated_ecg(sim, tmp_path / "sim.csv")
+    # a file name and a column name that would run as script if the page did not escape them
+    column = "<script>alert(1)</script>"
+    src = tmp_path / "<img src=x onerror=alert(2)>.csv"
+    samples = sim.signal.numpy()
+    src.write_text(column + "\n" + "\n".join(f"{v:.5f}" for v in samples) + "\n", encoding="utf-8")
+    result = run_beats(src, tmp_path / "beats", channel=column, sampling_rate=250, device="cpu", reference=truth)
+    seen = open_in_browser(tmp_path / "beats" / "report.html", shots)
+    summary = json.loads((tmp_path / "beats" / "summary.json").read_text())
+    found = f"{summary['counts']['beats_found']:,}"
+    _check_page(seen, [found, f"{result.score.f1:.4f}", src.name, f"channel {column}"], images=3)
+
+
+def test_ecg_report_lists_the_flagged_beats(tmp_path, shots):
+    sim = simulate_ecg(300, 250, seed=1, ectopic_rate=0.03)
+    src, truth = write_simulated_ecg(sim, tmp_path / "ecg.parquet")
+    result = run_ecg(src, tmp_path / "ecg", settings=LearnSettings(epochs=2), device="cpu", reference=truth)
+    seen = open_in_browser(tmp_path / "ecg" / "report.html", shots)
+    s = result.summary
+    flagged = len(s["flagged"])
+    warnings = [f"Warning: {w[:60]}" for w in s["warnings"]]
+    _check_page(seen, [f"{s['counts']['beats_found']:,}", f"{flagged} rows flagged", *warnings], images=6)
+    assert seen["text"].count("\nV\n") + seen["text"].count("\tV\t") > 0  # reference labels of flagged beats
+
+
+def test_series_report_opens_cleanly(tmp_path, shots):
+    load = simulate_load(120, seed=2)
+    src, _ = write_simulated_load(load, tmp_path / "load.csv")
+    result = run_series(
+        src, tmp_path / "series", column="load_MW", time_column="Datetime", settings=SeriesLearnSettings(epochs=5)
+    )
+    seen = open_in_browser(tmp_path / "series" / "report.html", shots)
+    _check_page(seen, [f"{result.summary['windows']['used']:,}", "windows flagged as anomalous"], images=4)
+
+
+def test_bench_report_shows_the_tables_and_charts(tmp_path, shots):
+    out = tmp_path / "bench"
+    args = ["bench", "--quick", "--only", "stages,baselines", "--device", "cpu", "--out", str(out)]
+    subprocess.run([sys.executable, "-m", "devicepipe", *args], check=True, capture_output=True, timeout=300)
+    result = json.loads((out / "bench.json").read_text())
+    seen = open_in_browser(out / "report.html", shots)
+    ratio = next(r for r in result["ratios"] if r["stage"] == "filter")
+    _check_page(seen, ["The notebooks' way against ours", f"{ratio['speedup']:.2g}x"], images=1)

@@ -1,0 +1,78 @@
+"""Heart rate and HRV: hand-computed values, cleaning by hand, batches equal to one by one."""
+
+import numpy as np
+import pytest
+import torch
+
+from devicepipe.errors import DevicepipeError
+from devicepipe.heart import hrv, nn_intervals
+
+
+def _peaks(intervals_samples):
+    return torch.tensor(np.concatenate([[100], 100 + np.cumsum(intervals_samples)]), dtype=torch.int64)
+
+
+def test_measures_by_hand(device):
+    fs = 100.0
+    rr = np.array([80, 82, 78, 90, 70, 85, 80])  # samples: 800, 820, ... ms
+    h = hrv(_peaks(rr).to(device), fs, clean=False)
+    ms = rr * 10.0
+    d = np.diff(ms)
+    assert float(h.mean_nn_ms) == pytest.approx(ms.mean())
+    assert float(h.mean_hr_bpm) == pytest.approx(60_000 / ms.mean())
+    assert float(h.sdnn_ms) == pytest.approx(ms.std(ddof=1))
+    assert float(h.rmssd_ms) == pytest.approx(np.sqrt(np.mean(d**2)))
+    # successive differences 20, -40, 120, -200, 150, -50 ms: three over 50 ms (exactly 50 is not), of 7 intervals
+    assert float(h.pnn50_pct) == pytest.approx(100 * 3 / 7)
+    assert h.mean_nn_ms.device.type == torch.device(device).type
+    assert np.isnan(float(h.sdann_ms))  # under three 5-minute segments
+
+
+def test_cleaning_excludes_ectopic_and_implausible_intervals_and_counts_them():
+    fs = 250.0
+    rr = np.full(40, 200)  # 0.8 s
+    rr[10], rr[11] = 120, 280  # a premature beat and its compensatory pause
+    rr[25] = 600  # 2.4 s: a missed beat, implausible
+    rr_ms, kept, implausible, ectopic = nn_intervals(_peaks(rr), fs)
+    assert implausible.nonzero().flatten().tolist() == [25]
+    assert ectopic.nonzero().flatten().tolist() == [10, 11]
+    assert (~kept).sum() == 3
+    h = hrv(_peaks(rr), fs)
+    assert (int(h.n_intervals), int(h.n_implausible), int(h.n_ectopic)) == (37, 1, 2)
+    assert float(h.sdnn_ms) == 0.0 and float(h.rmssd_ms) == 0.0  # what remains is perfectly regular
+    assert float(h.mean_nn_ms) == pytest.approx(800.0)
+    # without cleaning the same beats are far from regular
+    assert float(hrv(_peaks(rr), fs, clean=False).rmssd_ms) > 100
+
+
+def test_segments_give_sdann_and_the_sdnn_index():
+    fs = 100.0
+    # three 5-minute segments of steady rhythm at 0.8, 1.0 and 0.8 s, with a small alternation
+    parts = [np.tile([a - 2, a + 2], int(30_000 / (2 * a))) for a in (80, 100, 80)]
+    rr = np.concatenate(parts)
+    h = hrv(_peaks(rr), fs, clean=False)
+    ends = np.cumsum(rr)
+    segment = ends // 30_000
+    means = [rr[segment == k].mean() * 10 for k in range(3)]
+    sds = [rr[segment == k].std(ddof=1) * 10 for k in range(3)]
+    assert float(h.sdann_ms) == pytest.approx(np.std(means, ddof=1))
+    assert float(h.sdnn_index_ms) == pytest.approx(np.mean(sds))
+
+
+def test_a_batch_equals_each_recording_alone():
+    rng = np.random.default_rng(0)
+    recordings = [_peaks(rng.integers(180, 220, size=n)) for n in (50, 400, 1200)]
+    batch = hrv(recordings, 250.0)
+    for i, peaks in enumerate(recordings):
+        alone = hrv(peaks, 250.0)
+        for name, value in alone.__dict__.items():
+            torch.testing.assert_close(getattr(batch, name)[i], value, equal_nan=True)
+
+
+def test_bad_peaks_are_clear_errors():
+    with pytest.raises(DevicepipeError, match="strictly increasing"):
+        hrv(torch.tensor([10, 5, 20, 30]), 100.0)
+    with pytest.raises(DevicepipeError, match="at least three R peaks"):
+        hrv(torch.tensor([10, 50]), 100.0)
+    with pytest.raises(DevicepipeError, match="sampling_rate"):
+        hrv(torch.tensor([10, 50, 90]), 0)
