@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ from typing import Annotated, Any
 # An explicit THP_MEM_ALLOC_ENABLE=0 in the environment turns it off.
 os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 
+import torch
 import typer
 from rich.console import Console
 from rich.progress import (
@@ -118,7 +120,11 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
             )
         except DevicepipeError as exc:
             _fail(exc.cli_message)
+        except MemoryError as exc:
+            _fail(_out_of_memory(exc))
         except Exception as exc:
+            if _is_out_of_memory(exc):
+                _fail(_out_of_memory(exc))
             # click's UsageError/BadParameter (vendored by typer, so matched by shape)
             if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
                 ctx = getattr(exc, "ctx", None)
@@ -131,6 +137,30 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+_OOM = re.compile(r"out of memory|can't allocate memory|not enough memory|failed to allocate", re.IGNORECASE)
+_ASKED = re.compile(r"(?:tried to allocate|allocate) (\d[\d.,]*\s*(?:[KMGT]i?B|bytes))", re.IGNORECASE)
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or (
+        isinstance(exc, RuntimeError) and bool(_OOM.search(str(exc)))
+    )
+
+
+def _out_of_memory(exc: BaseException) -> str:
+    """One line for running out of memory: how much was asked for, and what to try."""
+    asked = _ASKED.search(str(exc))
+    size = ""
+    if asked:
+        amount = asked.group(1)
+        digits = amount.split()[0]
+        size = f" (asked for {int(digits):,} bytes)" if digits.isdigit() else f" (asked for {amount})"
+    gpu = isinstance(exc, torch.OutOfMemoryError) or "CUDA" in str(exc)
+    where = "the GPU" if gpu else "this machine"
+    fixes = "a shorter recording, a smaller --batch-size when training" + (", or --device cpu" if gpu else "")
+    return f"out of memory on {where}{size}: the data or the model does not fit; try {fixes}."
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -188,6 +218,20 @@ PeakMethod = _choices("PeakMethod", ECG_PEAK_METHODS)
 SegmentMode = _choices("SegmentMode", SEGMENT_MODES)
 
 DeviceOpt = Annotated[str, typer.Option("--device", "-d", help="auto, cpu, cuda or cuda:N.")]
+TimeFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="How the time column is written, in strptime codes (e.g. '%d/%m/%Y %H:%M' for day-first dates); "
+        "default: ISO 8601 and the common forms."
+    ),
+]
+NanOpt = Annotated[
+    NanPolicy,
+    typer.Option(
+        help="Non-finite samples (NaN, inf, numbers beyond float32): error (the default, naming the first), "
+        "drop their time points, or interpolate them."
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of a table.")]
 
 
@@ -272,7 +316,7 @@ def _print_summary(summary: dict[str, Any], con: Console) -> None:
         f"duration: {'unknown' if dur is None else format_duration(dur)}"
     )
     if summary["n_nan"]:
-        con.print(f"NaN values: {summary['n_nan']} ({summary['nan_policy']})")
+        con.print(f"non-finite values: {summary['n_nan']:,} ({summary['nan_policy']})")
     table = Table()
     for col in ("channel", "unit", "min", "max", "mean", "std"):
         table.add_column(col, justify="right" if col not in ("channel", "unit") else "left")
@@ -310,10 +354,15 @@ def read_cmd(
     time_column: Annotated[
         str | None, typer.Option(help="Column of timestamps: rows are sorted by it and gaps/duplicates reported.")
     ] = None,
+    time_format: TimeFormatOpt = None,
+    encoding: Annotated[
+        str | None,
+        typer.Option(help="Text encoding of a CSV, e.g. latin-1 (default: UTF-8, or UTF-16 by its mark)."),
+    ] = None,
     sampling_rate: Annotated[
         float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
     ] = None,
-    nan: Annotated[NanPolicy, typer.Option(help="What to do with NaN values.")] = NanPolicy["error"],
+    nan: NanOpt = NanPolicy["error"],
     duplicates: Annotated[
         DuplicatePolicy, typer.Option(help="With --time-column: rows sharing a timestamp.")
     ] = DuplicatePolicy["keep"],
@@ -327,6 +376,8 @@ def read_cmd(
         device=device,
         sampling_rate=sampling_rate,
         time_column=_maybe_int(time_column),
+        time_format=time_format,
+        encoding=encoding,
         nan=nan.value,
         duplicates=duplicates.value,
     )
@@ -441,7 +492,16 @@ def beats(
         ),
     ] = None,
     device: DeviceOpt = "auto",
+    nan: NanOpt = NanPolicy["error"],
     figures: Annotated[bool, typer.Option(help="Write excerpt.png and intervals.png.")] = True,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Refuse (exit 2, nothing written) when the beats say a setting is wrong: no beat in over a "
+            "minute, or a median heart rate outside 20-300 bpm.",
+        ),
+    ] = False,
 ) -> None:
     """Find the heartbeats of an ECG, cut them into a fixed-width matrix and plot them."""
     con = _console()
@@ -455,7 +515,9 @@ def beats(
             mode=mode.value,
             device=device,
             reference=reference,
+            nan=nan.value,
             figures=figures,
+            strict=strict,
             progress=lambda msg: status.update(msg),
         )
     hr = result.mean_heart_rate_bpm
@@ -477,6 +539,8 @@ def beats(
             f"{1000 * MATCH_TOLERANCE_S:.0f} ms): {s}"
         )
     con.print(f"wrote {', '.join(str(p) for p in result.files.values())}")
+    for warning in result.warnings:
+        _warn(con, warning)
     if "report.html" in result.files:
         con.print(f"open first: {result.files['report.html']}")
 
@@ -632,7 +696,13 @@ def _print_training(con: Console, s: dict[str, Any]) -> None:
         f"{t['threads']} CPU thread{'s' if t['threads'] > 1 else ''} ({t['reason']})"
     )
     for warning in s.get("warnings", []):
-        con.print(f"[bold yellow]warning:[/bold yellow] {warning}")
+        _warn(con, warning)
+
+
+def _warn(con: Console, warning: str) -> None:
+    """A warning on stderr (so that it shows even when the output is piped), in colour on a terminal."""
+    err = Console(stderr=True, highlight=False, soft_wrap=not con.is_terminal)
+    err.print(f"[bold yellow]warning:[/bold yellow] {warning}")
 
 
 def _final_loss(s: dict[str, Any]) -> str:
@@ -694,6 +764,7 @@ def ecg(
             "simulate's NAME.truth.csv."
         ),
     ] = None,
+    nan: NanOpt = NanPolicy["error"],
     resume: ResumeOpt = False,
     tensorboard: TensorboardOpt = None,
     bf16: Bf16Opt = False,
@@ -727,6 +798,7 @@ def ecg(
             mode=mode.value,
             width=width,
             reference=reference,
+            nan=nan.value,
             progress=con.print,
             epoch_progress=update,
         )
@@ -742,6 +814,7 @@ def series(
         str | None, typer.Option("--column", "-c", help="The value column (default: the only one).")
     ] = None,
     time_column: Annotated[str, typer.Option(help="The timestamp column.")] = "Datetime",
+    time_format: TimeFormatOpt = None,
     window: Annotated[str, typer.Option(help="Window length: 1d (days), 12h, 7d ...")] = SERIES_WINDOW,
     pointwise: Annotated[
         bool, typer.Option("--pointwise", help="The notebook's per-sample autoencoder (input size 1).")
@@ -756,6 +829,7 @@ def series(
     ensemble: EnsembleOpt = SERIES.ensemble,
     seed: SeedOpt = SERIES.seed,
     percentile: PercentileOpt = SERIES.percentile,
+    nan: NanOpt = NanPolicy["error"],
     resume: ResumeOpt = False,
     tensorboard: TensorboardOpt = None,
     threads: ThreadsOpt = None,
@@ -781,11 +855,13 @@ def series(
             out,
             column=_maybe_int(column),
             time_column=_maybe_int(time_column),
+            time_format=time_format,
             window=window,
             pointwise=pointwise,
             settings=settings,
             hidden=hidden,
             device=device,
+            nan=nan.value,
             progress=con.print,
             epoch_progress=update,
         )

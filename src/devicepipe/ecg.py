@@ -75,14 +75,25 @@ def _check_input(x: torch.Tensor, sampling_rate: float, where: str) -> torch.Ten
         raise DevicepipeError(f"{where}: expected a torch.Tensor, got {type(x).__name__}.")
     if x.ndim not in (1, 2):
         raise DevicepipeError(f"{where}: expected shape (time,) or (batch, time), got {tuple(x.shape)}.")
-    if not sampling_rate or not sampling_rate > 0:
-        raise DevicepipeError(f"{where}: sampling_rate must be a positive number of Hz, got {sampling_rate}.")
+    x = x.detach() if x.dtype.is_floating_point else x.detach().to(torch.float32)  # no autograd; integers as float
+    if not sampling_rate or not sampling_rate > 0 or not math.isfinite(sampling_rate):
+        raise DevicepipeError(f"{where}: sampling_rate must be a finite, positive number of Hz, got {sampling_rate}.")
+    if x.is_floating_point() and not bool(torch.isfinite(x.sum())) and not bool(torch.isfinite(x).all()):
+        # one NaN or inf would spread through the filter and erase every beat: refuse, never answer wrongly
+        bad = ~torch.isfinite(x)
+        first = int(torch.nonzero(bad.reshape(-1) if x.ndim == 1 else bad.any(0))[0])
+        raise DevicepipeError(
+            f"{where}: x holds {int(bad.sum()):,} non-finite value(s) (NaN or inf), the first at sample {first:,}; "
+            "drop or interpolate them first (read_series(..., nan='interpolate')).",
+            cli=f"the recording holds {int(bad.sum()):,} non-finite value(s) (NaN or inf), the first at sample "
+            f"{first:,}; pass --nan drop or --nan interpolate.",
+        )
     if x.shape[-1] < 2 * sampling_rate:
         raise DevicepipeError(
             f"{where}: the recording has {x.shape[-1]} samples, under 2 s at {sampling_rate:g} Hz; "
             "beat detection needs at least two seconds."
         )
-    return x if x.dtype.is_floating_point else x.to(torch.float32)
+    return x
 
 
 def _samples(seconds: float, sampling_rate: float, minimum: int = 1) -> int:
@@ -414,7 +425,7 @@ def ecg_segment(
     if width is not None and width < 1:
         raise DevicepipeError(f"ecg_segment(): width must be a positive number of samples, got {width}.")
     fs = float(sampling_rate)
-    peaks = peaks.to(device=x.device, dtype=torch.int64)
+    peaks = torch.as_tensor(peaks).to(device=x.device, dtype=torch.int64)
     n = x.shape[-1]
     if mode == "centered":
         before, after = _samples(before_s, fs, 0), _samples(after_s, fs, 0)
@@ -483,10 +494,19 @@ class BeatScore:
         }
 
 
-def _as_host_int(values: Any) -> np.ndarray:
+def _as_host_int(values: Any, what: str = "beats") -> np.ndarray:
+    """Sorted int64 sample indices; a clear error for positions that are not whole finite numbers."""
     if isinstance(values, torch.Tensor):
         values = values.detach().cpu().numpy()
-    return np.sort(np.asarray(values, dtype=np.int64).reshape(-1))
+    array = np.asarray(values).reshape(-1)
+    if array.dtype.kind == "f":
+        if not np.isfinite(array).all():
+            raise DevicepipeError(f"evaluate_beats(): the {what} hold NaN or infinite positions.")
+        if not np.equal(np.mod(array, 1), 0).all():
+            raise DevicepipeError(f"evaluate_beats(): the {what} must be sample indices (whole numbers).")
+    elif array.dtype.kind not in "iub":
+        raise DevicepipeError(f"evaluate_beats(): the {what} must be sample indices, got {array.dtype}.")
+    return np.sort(array.astype(np.int64))
 
 
 def label_beats(
@@ -549,7 +569,13 @@ def evaluate_beats(
     sampling_rate : Hz.
     """
     fs = float(sampling_rate)
-    ref, det = _as_host_int(reference), _as_host_int(detected)
+    if not (math.isfinite(fs) and fs > 0):
+        raise DevicepipeError(f"evaluate_beats(): sampling_rate must be a finite, positive number of Hz, got {fs}.")
+    if not (math.isfinite(tolerance_s) and tolerance_s >= 0 and math.isfinite(edge_s) and edge_s >= 0):
+        raise DevicepipeError(
+            f"evaluate_beats(): tolerance_s and edge_s must be finite and not negative, got {tolerance_s}, {edge_s}."
+        )
+    ref, det = _as_host_int(reference, "reference"), _as_host_int(detected, "detected")
     lo = edge_s * fs
     hi = np.inf if n_samples is None else n_samples - edge_s * fs
     ref = ref[(ref >= lo) & (ref < hi)]

@@ -24,7 +24,7 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.write import write_torch
-from devicepipe.train import EarlyStopping, History, adam, epoch_noise, split_indices
+from devicepipe.train import EarlyStopping, History, adam, check_finite_rows, diverged, epoch_noise, split_indices
 
 __all__ = ["Ensemble", "fit_ensemble", "member_seeds", "save_ensemble"]
 
@@ -81,6 +81,7 @@ def fit_ensemble(
     if members < 1:
         raise DevicepipeError(f"fit_ensemble(): members must be at least 1, got {members}.")
     device = data.device
+    check_finite_rows(data, "fit_ensemble()")
     seeds = member_seeds(seed, members)
     models = [make_model(s) for s in seeds]
     if any(next(m.parameters()).device != device for m in models):
@@ -133,6 +134,9 @@ def fit_ensemble(
                 else torch.full((members,), float("nan"), device=device)
             )
         elapsed = time.perf_counter() - started
+        bad = torch.nonzero(~torch.isfinite(totals)).flatten().tolist()
+        if bad:
+            raise diverged(epoch + 1, float(totals[bad[0]]) / n, member=bad[0])
         for i, h in enumerate(histories):
             h.train.append(float(totals[i]) / n)
             h.val.append(float(val_sum[i]) / max(1, val.shape[0]))

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from devicepipe.device import resolve_device
 from devicepipe.errors import DevicepipeError
 
 __all__ = [
@@ -213,7 +214,11 @@ def convert(obj: Any, *, device: torch.device | str | None = None, allow_copy: b
             f"to_torch(): cannot convert {type(obj).__module__}.{kind}; pass a NumPy, PyArrow, pandas, "
             "Polars, JAX, CuPy, cuDF or torch array, or an object with __dlpack__."
         )
-    if device is not None and tensor.device != torch.device(device):
+    if device is not None and (str(device) == "auto" or str(device).startswith("cuda")):
+        device = resolve_device(device)  # "auto", and a clear error for a GPU that is not there
+    elif device is not None:
+        device = torch.device(device)
+    if device is not None and tensor.device != device:
         copy.need(f"the data is on {tensor.device}, not {device}")
         tensor = tensor.to(device)
     return Conversion(tensor, copy.reason is not None, copy.reason)

@@ -119,18 +119,35 @@ class SeriesLearnSettings(LearnSettings):
     latent: int = 8
 
 
-def check_before_start(out: Path, settings: LearnSettings) -> None:
+def check_before_start(out: Path, settings: LearnSettings, identity: dict[str, Any] | None = None) -> None:
     """Fail before any work when the run cannot go through: a thread count asked for that is
-    not one, or ``settings.resume`` without a checkpoint in ``out``, or with one trained for an
-    exact number of epochs while these settings stop by themselves (it holds no stopping state)."""
+    not one, or ``settings.resume`` without a checkpoint in ``out``, with one trained for an
+    exact number of epochs while these settings stop by themselves (it holds no stopping state),
+    with one already past ``settings.epochs``, or with one of another run: ``identity`` (the
+    input's fingerprint and the settings a resumed run must keep) differs from the one saved."""
     requested_threads(settings.threads)
     if not settings.resume:
         return
     if not (out / CHECKPOINT_NAME).exists():
         raise DevicepipeError(f"nothing to resume: {out / CHECKPOINT_NAME} does not exist.")
-    if settings.early_stopping and "early_stopping" not in load_checkpoint(out):
+    checkpoint = load_checkpoint(out)
+    if settings.early_stopping and "early_stopping" not in checkpoint:
         problem = f"the checkpoint in {out} was trained for an exact number of epochs"
         raise DevicepipeError(f"{problem}; resume it with epochs=N.", cli=f"{problem}; resume it with --epochs N.")
+    done = int(checkpoint.get("epoch", 0))
+    if settings.epochs is not None and settings.epochs < done:
+        problem = f"the checkpoint in {out} has trained {done} epochs already, more than {settings.epochs}"
+        raise DevicepipeError(
+            f"{problem}; resume to more epochs (epochs > {done}).", cli=f"{problem}; pass --epochs above {done}."
+        )
+    saved = checkpoint.get("identity")
+    if identity is not None and saved is not None:
+        changed = [f"{k} {saved.get(k)!r} then, {v!r} now" for k, v in identity.items() if saved.get(k) != v]
+        if changed:
+            raise DevicepipeError(
+                f"cannot resume {out}: this is not the run it holds ({'; '.join(changed)}); resume with the same "
+                "input and settings, or start a new run directory."
+            )
 
 
 def train_models(

@@ -55,6 +55,7 @@ def input_summary(source: Any, rec: Recording, device: torch.device, *, channel_
         "device": str(device),
         "sampling_rate_hz": rec.sampling_rate,
         "n_samples": rec.n_samples,
+        "non_finite_values": {"count": rec.n_nan, "policy": rec.nan_policy},
     }
 
 

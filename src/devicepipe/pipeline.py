@@ -32,8 +32,17 @@ from devicepipe.ecg import (
 )
 from devicepipe.errors import DevicepipeError
 from devicepipe.interop import TransferLedger
-from devicepipe.io import Recording, check_output_dir, read_reference, read_series, staged_dir, write_npy
-from devicepipe.io.read import declares_sampling_rate
+from devicepipe.io import (
+    Recording,
+    ReferenceBeats,
+    check_output_dir,
+    read_reference,
+    read_series,
+    staged_dir,
+    sweep_leftovers,
+    write_npy,
+)
+from devicepipe.io.read import declares_sampling_rate, input_fingerprint
 from devicepipe.learn import (
     LearnSettings,
     SeriesLearnSettings,
@@ -70,6 +79,7 @@ __all__ = [
     "LearnSettings",
     "SeriesLearnSettings",
     "StageTimer",
+    "rate_warnings",
     "run_beats",
     "run_demo",
     "run_ecg",
@@ -106,6 +116,7 @@ class BeatsResult:
     files: dict[str, Path]
     score: BeatScore | None = None
     transfers: dict[str, Any] | None = None  # host-device copies counted (None when not counted)
+    warnings: tuple[str, ...] = ()  # what looks wrong with the settings (see rate_warnings)
 
     @property
     def mean_heart_rate_bpm(self) -> float | None:
@@ -139,8 +150,12 @@ class _Run:
 def _start(out: str | Path, device: str | torch.device, count_transfers: bool, progress: Progress | None) -> _Run:
     out = check_output_dir(out)
     dev = resolve_device(device)
+    note = progress or (lambda _msg: None)
+    removed = sweep_leftovers(out)  # of an earlier run into the same directory that was killed
+    if removed:
+        note(f"removed {len(removed)} file(s) an interrupted run left in {out}")
     ledger = TransferLedger() if count_transfers else None
-    return _Run(out, dev, StageTimer(dev, ledger), progress or (lambda _msg: None))
+    return _Run(out, dev, StageTimer(dev, ledger), note)
 
 
 def _to_host(tensors: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
@@ -157,13 +172,22 @@ def _unknown_rate(source: str) -> DevicepipeError:
 
 
 def _read_and_cut(
-    run: _Run, source: Any, channel: str | int | None, sampling_rate: float | None, method: str, mode: str
+    run: _Run,
+    source: Any,
+    channel: str | int | None,
+    sampling_rate: float | None,
+    method: str,
+    mode: str,
+    nan: str,
 ) -> tuple[Recording, torch.Tensor, Beats]:
-    """Read one ECG channel (the first by default) onto the run's device, find its beats, cut them."""
+    """Read one ECG channel (the first by default) onto the run's device, find its beats, cut them;
+    ``nan`` is the policy for non-finite samples (see :func:`devicepipe.io.read_series`)."""
     if sampling_rate is None and declares_sampling_rate(source) is False:
         raise _unknown_rate(Path(source).name)  # said before a long read, not after
     with run.stage("read"):
-        rec = read_series(source, 0 if channel is None else channel, device=run.device, sampling_rate=sampling_rate)
+        rec = read_series(
+            source, 0 if channel is None else channel, device=run.device, sampling_rate=sampling_rate, nan=nan
+        )
     if rec.sampling_rate is None:
         raise _unknown_rate(rec.source)
     run.note(f"finding beats in {rec.n_samples:,} samples at {rec.sampling_rate:g} Hz on {run.device}")
@@ -184,29 +208,38 @@ def run_beats(
     mode: str = BEATS_MODE,
     device: str | torch.device = "auto",
     reference: str | Path | None = None,
+    nan: str = "error",
     figures: bool = True,
+    strict: bool = False,
     progress: Progress | None = None,
     count_transfers: bool = True,
 ) -> BeatsResult:
     """Read an ECG, find its beats, cut them into a matrix and write everything to ``out``.
 
-    Writes ``beats.parquet`` (peak sample, time in seconds, RR interval in seconds, whether
-    segmentation kept it), ``beat_matrix.npy`` (``(n_kept, width)`` float32), ``summary.json``
-    and, with ``figures``, ``excerpt.png`` and ``intervals.png``. All or nothing: files appear
-    in ``out`` only once every one of them is complete. ``count_transfers`` counts host-device
-    copies in every stage (``summary.json``'s ``transfers``).
+    Writes ``report.html``, ``beats.parquet`` and ``beats.csv`` (peak sample, time in seconds,
+    RR interval in seconds, whether segmentation kept it), ``RECORD.qrs`` (WFDB annotations),
+    ``beat_matrix.npy`` (``(n_kept, width)`` float32), ``summary.json`` and, with ``figures``,
+    ``excerpt.png``, ``heart_rate.png`` and ``intervals.png``. All or nothing: files appear in
+    ``out`` only once every one of them is complete. ``count_transfers`` counts host-device
+    copies in every stage (``summary.json``'s ``transfers``). ``nan`` is the policy for
+    non-finite samples. What looks like a wrong setting (:func:`rate_warnings`) is in the
+    result's and the summary's ``warnings``; with ``strict`` it is an error, before anything is
+    written.
     """
     run = _start(out, device, count_transfers, progress)
     ref = None if reference is None else read_reference(reference)  # checked before the recording is read
-    rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode)
+    rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan)
     fs = rec.sampling_rate
-    ref_samples = None if ref is None else ref.samples_at(fs)
+    ref_samples = None if ref is None else _reference_in(ref, rec)
     with run.stage("transfer"):
         host = _to_host({"peaks": peaks, "kept": beats.kept, "matrix": beats.matrix})
         signal = rec.samples.cpu().numpy() if figures else None
     score = None if ref is None else evaluate_beats(ref_samples, host["peaks"], fs, n_samples=rec.n_samples)
     with run.stage("hrv"):
         heart_rate = heart_rate_summary(peaks, fs)
+    warnings = rate_warnings(host["peaks"], fs, rec.n_samples)
+    if strict and warnings:
+        raise DevicepipeError(f"{warnings[0]} (refused under strict; nothing was written).")
     run.note(f"found {host['peaks'].size:,} beats, writing {run.out}")
     with run.stage("write"), staged_dir(run.out) as stage:
         files = write_beat_files(stage, _record_name(rec), host["peaks"], host["kept"], fs)
@@ -223,6 +256,7 @@ def run_beats(
             "seconds": run.timer.seconds,
             "accuracy": None if score is None else _accuracy(score, ref.source, fs, rec.n_samples),
             "transfers": run.timer.transfers(),
+            "warnings": warnings,
         }
         files[REPORT_NAME] = write_report(stage, "beats", summary, files)
         files["summary.json"] = write_summary(stage, summary, files)
@@ -238,7 +272,34 @@ def run_beats(
         files={name: run.out / name for name in files},
         score=score,
         transfers=run.timer.transfers(),
+        warnings=tuple(warnings),
     )
+
+
+#: Heart rates a human ECG can show, in beats per minute; a median outside says the rate is wrong.
+PLAUSIBLE_BPM = (20.0, 300.0)
+
+
+def rate_warnings(peaks: np.ndarray, sampling_rate: float, n_samples: int) -> list[str]:
+    """What the beats found say about the settings: no beat in over a minute of recording, or a
+    median heart rate outside :data:`PLAUSIBLE_BPM`, both most often a wrong sampling rate (or
+    not an ECG). ``peaks`` are sample indices, shape ``(n_beats,)``."""
+    minutes = n_samples / sampling_rate / 60.0
+    if peaks.size < 2:
+        if minutes > 1.0:
+            return [
+                f"{peaks.size} beat(s) found in {minutes:.1f} minutes of recording: is it an ECG, and is the "
+                f"sampling rate of {sampling_rate:g} Hz right?"
+            ]
+        return []
+    bpm = 60.0 * sampling_rate / float(np.median(np.diff(peaks)))
+    lo, hi = PLAUSIBLE_BPM
+    if lo <= bpm <= hi:
+        return []
+    return [
+        f"the median heart rate is {bpm:.0f} bpm, outside {lo:.0f}-{hi:.0f} bpm: the sampling rate of "
+        f"{sampling_rate:g} Hz is most likely wrong (or the recording is not an ECG)"
+    ]
 
 
 def _record_name(rec: Recording) -> str:
@@ -247,6 +308,18 @@ def _record_name(rec: Recording) -> str:
     name = Path(rec.source).name if rec.source else ""
     stem = Path(name).stem if Path(name).suffix else name
     return re.sub(r"[^-\w]", "_", stem, flags=re.ASCII) or "recording"
+
+
+def _reference_in(ref: ReferenceBeats, rec: Recording) -> np.ndarray:
+    """The reference beats as sample indices of ``rec``; a clear error when they do not fit in it."""
+    samples = ref.samples_at(rec.sampling_rate)
+    if samples.size and int(samples[-1]) >= rec.n_samples:
+        raise DevicepipeError(
+            f"reference {ref.source} has beats past the end of {rec.source} (the last at sample "
+            f"{int(samples[-1]):,}; the recording has {rec.n_samples:,}): is it this recording's reference, "
+            "and is the sampling rate right?"
+        )
+    return samples
 
 
 def _accuracy(score: BeatScore, source: str, fs: float, n_samples: int) -> dict[str, Any]:
@@ -299,6 +372,14 @@ def _learn(
     return _Learned(models, histories, scores, threads, settings.epoch_limit, convergence_warning(histories))
 
 
+def _identity(source: Any, settings: LearnSettings, **choices: Any) -> dict[str, Any]:
+    """What a resumed run must share with the checkpointed one: the input (by content), the
+    training settings that shape the model and its data, and the pipeline's ``choices``."""
+    fingerprint = input_fingerprint(source)
+    kept = {k: getattr(settings, k) for k in ("seed", "batch_size", "lr", "latent", "ensemble", "weight_decay")}
+    return {"input": None if fingerprint is None else fingerprint[:16], **kept, **choices}
+
+
 def _finish(
     run: _Run, summary: dict[str, Any], learned: _Learned, files: dict[str, Path], kind: str, flagged: FlaggedRows
 ) -> LearnResult:
@@ -336,6 +417,7 @@ def run_ecg(
     width: int = BEAT_WIDTH,
     method: str = PEAK_METHOD,
     reference: str | Path | None = None,
+    nan: str = "error",
     progress: Progress | None = None,
     epoch_progress: EpochProgress | None = None,
     count_transfers: bool = True,
@@ -366,8 +448,11 @@ def run_ecg(
             "or a table with a 'symbol' column such as the simulator's truth file)."
         )
     run = _start(out, device, count_transfers, progress)
-    check_before_start(run.out, settings)
-    rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode)
+    identity = _identity(
+        source, settings, channel=channel, sampling_rate=sampling_rate, method=method, mode=mode, width=width, nan=nan
+    )
+    check_before_start(run.out, settings, identity)
+    rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan)
     with run.stage("segment"):
         matrix = resample_rows(beats.matrix, width)
     if matrix.shape[0] < MIN_BEATS_TO_TRAIN:
@@ -387,7 +472,7 @@ def run_ecg(
         torch.manual_seed(seed)
         return LightVAE(vae).to(run.device)
 
-    extra = {"scaler": scaler.state_dict()}
+    extra = {"scaler": scaler.state_dict(), "identity": identity}
     learned = _learn(run, make_model, data, settings, extra, epoch_progress, f"{data.shape[0]:,} beats")
     scores, first = learned.scores, learned.models[0]
     with run.stage("score"):
@@ -421,7 +506,7 @@ def run_ecg(
     with run.stage("hrv"):
         heart_rate = heart_rate_summary(peaks, fs)
     if ref is not None:
-        host["truth"] = label_beats(ref.samples_at(fs), ref.symbols, host["peaks"], fs)
+        host["truth"] = label_beats(_reference_in(ref, rec), ref.symbols, host["peaks"], fs)
     with run.stage("write"):
         per_peak, flagged_peak = np.full(host["all_peaks"].size, np.nan), np.zeros(host["all_peaks"].size, bool)
         per_peak[host["kept"]], flagged_peak[host["kept"]] = host["scores"], host["flags"]
@@ -494,11 +579,13 @@ def run_series(
     *,
     column: str | int | None = None,
     time_column: str | int | None = None,
+    time_format: str | None = None,
     window: str = SERIES_WINDOW,
     pointwise: bool = False,
     settings: LearnSettings | None = None,
     hidden: int = SERIES_HIDDEN,
     device: str | torch.device = "auto",
+    nan: str = "error",
     progress: Progress | None = None,
     epoch_progress: EpochProgress | None = None,
     count_transfers: bool = True,
@@ -521,9 +608,28 @@ def run_series(
             cli="a load series needs its time column: pass --time-column (e.g. --time-column Datetime).",
         )
     run = _start(out, device, count_transfers, progress)
-    check_before_start(run.out, settings)
+    identity = _identity(
+        source,
+        settings,
+        column=column,
+        time_column=time_column,
+        time_format=time_format,
+        window=window,
+        pointwise=pointwise,
+        hidden=hidden,
+        nan=nan,
+    )
+    check_before_start(run.out, settings, identity)
     with run.stage("read"):
-        rec = read_series(source, column, device=run.device, time_column=time_column, duplicates="mean")
+        rec = read_series(
+            source,
+            column,
+            device=run.device,
+            time_column=time_column,
+            time_format=time_format,
+            duplicates="mean",
+            nan=nan,
+        )
     if rec.samples.ndim != 1:
         problem = f"{rec.source} has {rec.n_channels} value columns"
         raise DevicepipeError(f"{problem}; choose one with column=.", cli=f"{problem}; choose one with --column.")
@@ -546,7 +652,7 @@ def run_series(
         cfg = MLPAutoencoderConfig(input=rows.shape[1], hidden=hidden, latent=settings.latent)
         return MLPAutoencoder(cfg).to(run.device)
 
-    extra = {"scaler": scaler.state_dict(), "window_s": window_s}
+    extra = {"scaler": scaler.state_dict(), "window_s": window_s, "identity": identity}
     what = f"{rows.shape[0]:,} {'samples' if pointwise else 'windows'} of {per} steps"
     learned = _learn(run, make_model, rows, settings, extra, epoch_progress, what)
     with run.stage("score"):

@@ -22,13 +22,13 @@ __all__ = ["MinMaxScaler", "StandardScaler"]
 def _as_2d(x: torch.Tensor, where: str) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise DevicepipeError(f"{where}: expected a torch.Tensor, got {type(x).__name__}.")
-    if x.ndim == 1:
-        return x.unsqueeze(1)
-    if x.ndim != 2:
+    if x.ndim not in (1, 2):
         raise DevicepipeError(f"{where}: expected shape (n_samples,) or (n_samples, n_features), got {tuple(x.shape)}.")
     if not x.dtype.is_floating_point:
-        raise DevicepipeError(f"{where}: expected a floating tensor, got {x.dtype}.")
-    return x
+        raise DevicepipeError(f"{where}: expected a floating tensor, got {x.dtype}; convert it, e.g. x.float().")
+    if x.numel() == 0:
+        raise DevicepipeError(f"{where}: the tensor is empty; there is nothing to scale.")
+    return x.unsqueeze(1) if x.ndim == 1 else x
 
 
 def _handle_zeros_in_scale(scale: torch.Tensor) -> torch.Tensor:

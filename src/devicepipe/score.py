@@ -15,6 +15,7 @@ from torch import nn
 
 from devicepipe.errors import DevicepipeError
 from devicepipe.models import model_rows
+from devicepipe.train import check_finite_rows
 
 __all__ = [
     "Scores",
@@ -98,6 +99,7 @@ def score(
     """
     members = models if isinstance(models, list) else [models]
     x = model_rows(members[0], x, "score()")
+    check_finite_rows(x, "score()")
     errors = torch.stack([reconstruction_error(m, x) for m in members])  # (members, n)
     mean = errors.mean(0)
     spread = errors.std(0, unbiased=False) if len(members) > 1 else torch.zeros_like(mean)

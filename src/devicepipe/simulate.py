@@ -12,6 +12,7 @@ thousand numbers per hour); the waveform is evaluated on the device in one vecto
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,9 +86,13 @@ class SimulatedECG:
         return self.signal.shape[-1] / self.sampling_rate
 
 
+#: The shortest ECG simulated, in seconds: a few beats at the slowest heart rate (20 bpm).
+MIN_ECG_S = 10.0
+
+
 def _check_positive(name: str, value: float) -> None:
-    if not value > 0:
-        raise DevicepipeError(f"simulate: {name} must be positive, got {value}.")
+    if not (value > 0 and math.isfinite(value)):
+        raise DevicepipeError(f"simulate: {name} must be a finite, positive number, got {value}.")
 
 
 def _beat_times(
@@ -162,6 +167,11 @@ def simulate_ecg(
     _check_positive("duration_s", duration_s)
     _check_positive("sampling_rate", sampling_rate)
     _check_positive("heart_rate_bpm", heart_rate_bpm)
+    if duration_s < MIN_ECG_S:
+        raise DevicepipeError(
+            f"simulate: an ECG of {duration_s:g} s holds no whole beat; simulate at least {MIN_ECG_S:g} s.",
+            cli=f"an ECG of {duration_s:g} s holds no whole beat; pass --duration of at least {MIN_ECG_S:g}s.",
+        )
     if not 20 <= heart_rate_bpm <= 250:
         raise DevicepipeError(f"simulate: heart_rate_bpm must be within 20-250, got {heart_rate_bpm}.")
     if not 0 <= ectopic_rate < 0.5:

@@ -25,7 +25,18 @@ from devicepipe.errors import DevicepipeError
 from devicepipe.io.write import write_torch
 from devicepipe.models import model_rows
 
-__all__ = ["EarlyStopping", "EpochNoise", "History", "adam", "epoch_noise", "fit", "load_checkpoint", "split_indices"]
+__all__ = [
+    "EarlyStopping",
+    "EpochNoise",
+    "History",
+    "adam",
+    "check_finite_rows",
+    "diverged",
+    "epoch_noise",
+    "fit",
+    "load_checkpoint",
+    "split_indices",
+]
 
 CHECKPOINT_NAME = "checkpoint.pt"
 
@@ -167,10 +178,33 @@ def load_checkpoint(run_dir: str | Path, map_location: str | torch.device = "cpu
             f"no checkpoint in {run_dir}: {CHECKPOINT_NAME} not found; resume a run directory "
             "written by 'devicepipe ecg' or 'devicepipe series'."
         )
-    try:
-        return torch.load(path, map_location=map_location, weights_only=False)
+    try:  # tensors and plain data only: a checkpoint from elsewhere must not run code
+        return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:
-        raise DevicepipeError(f"cannot read checkpoint {path} ({exc}).") from None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DevicepipeError(
+            f"cannot read checkpoint {path}: it holds more than tensors and plain data, or is damaged ({first})."
+        ) from None
+
+
+def check_finite_rows(data: torch.Tensor, caller: str) -> None:
+    """A clear error when training rows hold NaN or inf (training on them can only end in NaN)."""
+    if data.is_floating_point() and not bool(torch.isfinite(data.sum())) and not bool(torch.isfinite(data).all()):
+        bad = ~torch.isfinite(data)
+        first = int(torch.nonzero(bad.reshape(bad.shape[0], -1).any(1))[0])
+        raise DevicepipeError(
+            f"{caller}: the training rows hold {int(bad.sum()):,} non-finite value(s) (NaN or inf in the input), "
+            f"the first in row {first:,}; drop or interpolate them before training."
+        )
+
+
+def diverged(epoch: int, loss: float, member: int | None = None) -> DevicepipeError:
+    """The error for a training loss that became NaN or infinite on finite inputs: the step size."""
+    who = "" if member is None else f" (ensemble member {member})"
+    problem = f"training diverged at epoch {epoch}{who}: the loss became {loss} on finite inputs"
+    return DevicepipeError(
+        f"{problem}; lower the learning rate (lr).", cli=f"{problem}; lower the learning rate (--lr)."
+    )
 
 
 def fit(
@@ -219,6 +253,7 @@ def fit(
     """
     device = next(model.parameters()).device
     data = model_rows(model, data, "fit()")
+    check_finite_rows(data, "fit()")
     if epochs < 1 or batch_size < 1:
         raise DevicepipeError(f"fit(): epochs and batch_size must be positive, got {epochs} and {batch_size}.")
     if bf16 and device.type != "cuda":
@@ -284,8 +319,7 @@ def fit(
             history.val.append(val_loss)
             history.seconds.append(time.perf_counter() - started)
             if not math.isfinite(train_loss):
-                problem = f"training diverged at epoch {epoch + 1} (loss {train_loss})"
-                raise DevicepipeError(f"{problem}; lower lr.", cli=f"{problem}; lower --lr.")
+                raise diverged(epoch + 1, train_loss)
             if stopper is not None and stopper.improved(val_loss, epoch + 1):
                 best_state = copy.deepcopy(model.state_dict())
             if writer is not None:

@@ -60,6 +60,11 @@ def make_windows(
     series (and counted); one missing more is dropped (and listed); a window with no sample
     at all is neither. Works on ``values``' device.
     """
+    if not step_s > 0:
+        raise DevicepipeError(
+            "the series has no time step: its timestamps are all the same (after averaging duplicates, "
+            f"{values.shape[-1]} time point(s)); check the time column."
+        )
     per = int(round(window_s / step_s))
     if per < 2 or abs(per * step_s - window_s) > 1e-6 * window_s:
         raise DevicepipeError(f"the window ({window_s:g} s) must hold a whole number (>= 2) of {step_s:g}-s steps.")

@@ -18,3 +18,36 @@ def test_durations_read_as_a_person_writes_them():
 
     assert [format_duration(s) for s in (4.2, 1800, 4500, 216000)] == ["4.20 s", "30.0 min", "1.25 h", "2.50 d"]
     assert parse_duration(format_duration(4500).replace(" ", "")) == 4500
+
+
+def test_api_edges_end_in_a_value_or_a_clear_error():
+    import numpy as np
+    import pytest
+    import torch
+
+    import devicepipe as dp
+    from devicepipe.ecg import ecg_peaks, ecg_segment, evaluate_beats
+    from devicepipe.errors import DeviceError, DevicepipeError
+
+    with pytest.raises(DevicepipeError, match="expected a floating tensor, got torch.int64"):
+        dp.MinMaxScaler().fit(torch.arange(10))  # once answered zeros for every value
+    with pytest.raises(DevicepipeError, match="empty"):
+        dp.StandardScaler().fit(torch.zeros(0))
+    if not torch.cuda.is_available():
+        with pytest.raises(DeviceError, match="device='cpu'"):
+            dp.to_torch(np.zeros(3), device="cuda")
+    with pytest.raises(DevicepipeError, match="NaN or infinite positions"):
+        evaluate_beats([1.0, float("nan")], [1, 2], 100)
+    with pytest.raises(DevicepipeError, match="sampling_rate must be a finite, positive"):
+        evaluate_beats([1], [1], 0)
+    with pytest.raises(DevicepipeError, match="not negative"):
+        evaluate_beats([1], [1], 100, tolerance_s=-1)
+    sim = dp.simulate_ecg(30, 250, seed=0)
+    plain = ecg_peaks(sim.signal, 250)
+    # a tensor that requires grad, and integer samples, give the peaks of the same signal
+    assert torch.equal(ecg_peaks(sim.signal.clone().requires_grad_(True), 250), plain)
+    scaled = (sim.signal * 1000 + 2000).round()
+    assert torch.equal(ecg_peaks(scaled.to(torch.int32), 250), ecg_peaks(scaled, 250))
+    # peaks as a plain list cut the same rows as a tensor
+    as_list = ecg_segment(sim.signal, plain.tolist(), 250)
+    assert torch.equal(as_list.matrix, ecg_segment(sim.signal, plain, 250).matrix)

@@ -147,9 +147,9 @@ def test_time_column_sorts_and_reports(tmp_path):
 
 def test_time_format_and_bad_times(tmp_path):
     path = tmp_path / "t.csv"
-    path.write_text("Datetime,v\n10/1/2004 1:00,1\n10/1/2004 2:00,2\n")
+    path.write_text("Datetime,v\n10/12/2004 23:00,1\n10/13/2004 0:00,2\n")  # the 13: month first for sure
     rec = read_series(path, "v", time_column="Datetime")
-    assert str(rec.timestamps_numpy()[0]).startswith("2004-10-01T01:00")
+    assert str(rec.timestamps_numpy()[0]).startswith("2004-10-12T23:00")
     bad = tmp_path / "bad.csv"
     bad.write_text("Datetime,v\nyesterday,1\n")
     with pytest.raises(ReadError, match="time column 'Datetime'.*time_format="):
@@ -160,7 +160,9 @@ def test_nan_policies(tmp_path, device):
     x = np.array([1.0, np.nan, np.nan, 4.0, 5.0, np.nan], dtype=np.float32)
     path = tmp_path / "n.npy"
     np.save(path, x)
-    with pytest.raises(ReadError, match=r"3 NaN value\(s\), the first at sample 1.*nan='drop'"):
+    with pytest.raises(
+        ReadError, match=r"3 non-finite value\(s\) \(3 NaN or empty, 0 inf.*the first at sample 1.*nan='drop'"
+    ):
         read_series(path, device=device)
     dropped = read_series(path, nan="drop", device=device)
     np.testing.assert_array_equal(dropped.samples.cpu().numpy(), [1, 4, 5])
@@ -179,10 +181,10 @@ def test_nan_policies(tmp_path, device):
 @pytest.mark.parametrize(
     ("values", "n_nan"),
     [
-        ([3e38, 3e38, 1.0], 0),  # the sum overflows to inf: still no NaN
-        ([np.inf, -np.inf, 2.0], 0),  # the sum is NaN without any NaN sample
+        ([3e38, 3e38, 1.0], 0),  # the sum overflows to inf: still every value is finite
+        ([np.inf, -np.inf, 2.0], 2),  # infinities are non-finite samples too
         ([3e38, 3e38, np.nan], 1),
-        ([np.inf, np.nan, 2.0], 1),
+        ([np.inf, np.nan, 2.0], 2),
     ],
 )
 def test_nan_count_with_infinities_and_overflow(tmp_path, values, n_nan):
@@ -208,7 +210,7 @@ def test_nan_interpolation_uses_timestamps(tmp_path):
         ("a\n1\n2\nx7\n4\n", {}, r"non-numeric value 'x7' in column 'a' of .* at line 4"),
         ("", {}, "is empty"),
         ("a,b\n", {}, "has no samples"),
-        ("a\nnan\nnan\n", {}, "holds only NaN values"),
+        ("a\nnan\nnan\n", {}, "holds no finite value"),
         ("a\n1\n", {"nan": "zero"}, "nan='zero' is not a policy"),
         ("a\n1\n", {"column": "a", "channel": "a"}, "not both"),
     ],

@@ -57,7 +57,7 @@ def test_noise_level_is_as_asked():
 
 
 def test_simulate_errors():
-    with pytest.raises(DevicepipeError, match="duration_s must be positive"):
+    with pytest.raises(DevicepipeError, match="duration_s must be a finite, positive number"):
         simulate_ecg(0)
     with pytest.raises(DevicepipeError, match="ectopic_rate"):
         simulate_ecg(10, ectopic_rate=0.7)

@@ -12,6 +12,8 @@ torch) are taken in devicepipe's own layout, ``(time,)`` or ``(channels, time)``
 
 from __future__ import annotations
 
+import hashlib
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +45,7 @@ from devicepipe.io.timeline import (
 )
 from devicepipe.io.wfdb import is_wfdb_record, read_wfdb
 
-__all__ = ["Recording", "declares_sampling_rate", "read_series"]
+__all__ = ["Recording", "declares_sampling_rate", "input_fingerprint", "read_series"]
 
 _NUMERIC_INTS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool)
 
@@ -61,7 +63,7 @@ class Recording:
     timestamps : Tensor of shape ``(time,)``, int64 nanoseconds since the Unix epoch, on the
         same device as ``samples``; None for sources without a time column.
     time_report : how the time column looked before sorting (None without one).
-    n_nan : NaN values found in the source (before the NaN policy).
+    n_nan : non-finite values (NaN, inf, numbers beyond float32) found in the source, before the policy.
     nan_policy : the policy that handled them.
     source : a description of where the samples came from.
     """
@@ -144,6 +146,7 @@ def read_series(
     time_format: str | None = None,
     channel: ColumnSpec = None,
     header: bool | None = None,
+    encoding: str | None = None,
     nan: NanPolicy = "error",
     duplicates: DuplicatePolicy = "keep",
 ) -> Recording:
@@ -166,6 +169,8 @@ def read_series(
         common formats tried by default.
     channel : WFDB channel(s) by name or index (an alias of ``column``).
     header : whether a CSV's first line holds column names; None detects it.
+    encoding : a CSV's text encoding (e.g. ``"latin-1"``); None: UTF-16 when the file starts
+        with its byte-order mark, else UTF-8.
     nan : ``"error"`` (default: fail with the count and the first position), ``"drop"`` (drop
         the time points that have a NaN) or ``"interpolate"`` (linear, on the device).
     duplicates : with a time column, what to do with rows sharing a timestamp: ``"keep"``
@@ -186,10 +191,11 @@ def read_series(
         )
     if not dtype.is_floating_point:
         raise ReadError(f"read_series(): dtype must be a floating type, got {dtype}.")
+    _check_rate(sampling_rate, "sampling_rate")  # before any reading
     target = resolve_device(device)
 
     if isinstance(source, (str, os.PathLike)):
-        raw = _read_path(Path(source), column, time_column, time_format, header)
+        raw = _read_path(Path(source), column, time_column, time_format, header, encoding)
     else:
         raw = _read_object(source, column, time_column)
 
@@ -206,8 +212,7 @@ def read_series(
     rate = sampling_rate if sampling_rate is not None else raw.sampling_rate
     if rate is None and report is not None and report.step_s > 0:
         rate = 1.0 / report.step_s
-    if rate is not None and not rate > 0:
-        raise ReadError(f"read_series(): sampling_rate must be positive, got {rate}.")
+    _check_rate(rate, f"the sampling rate of {raw.source}")
     if samples.shape[0] == 1 and samples.ndim == 2:
         samples = samples[0]
     return Recording(
@@ -221,6 +226,46 @@ def read_series(
         nan_policy=nan,
         source=raw.source,
     )
+
+
+def _check_rate(rate: Any, what: str) -> None:
+    """A clear error unless ``rate`` is None or a finite, positive number of Hz."""
+    if rate is None:
+        return
+    try:
+        ok = math.isfinite(float(rate)) and float(rate) > 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        given = what == "sampling_rate"
+        raise ReadError(
+            f"read_series(): {what} must be a finite, positive number of Hz, got {rate!r}"
+            + ("." if given else "; pass the rate yourself (sampling_rate=)."),
+            cli=f"{'--sampling-rate' if given else what} must be a finite, positive number of Hz, got {rate!r}"
+            + ("." if given else "; pass --sampling-rate."),
+        )
+
+
+def input_fingerprint(source: Any) -> str | None:
+    """SHA-256 of the files a path names (a WFDB record: its header and signal file), to tell
+    later whether a run is given the same recording; None for in-memory sources."""
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    path = Path(source)
+    if is_wfdb_record(path):
+        base = path.with_suffix("") if path.suffix.lower() in (".hea", ".dat", ".atr") else path
+        files = [base.with_name(base.name + ext) for ext in (".hea", ".dat")]
+    else:
+        files = [path]
+    digest = hashlib.sha256()
+    found = False
+    for file in files:
+        if file.is_file():
+            found = True
+            with file.open("rb") as fh:
+                while chunk := fh.read(1 << 22):
+                    digest.update(chunk)
+    return digest.hexdigest() if found else None
 
 
 def declares_sampling_rate(source: Any) -> bool | None:
@@ -244,7 +289,12 @@ def declares_sampling_rate(source: Any) -> bool | None:
 
 
 def _read_path(
-    path: Path, column: ColumnSpec, time_column: str | int | None, time_format: str | None, header: bool | None
+    path: Path,
+    column: ColumnSpec,
+    time_column: str | int | None,
+    time_format: str | None,
+    header: bool | None,
+    encoding: str | None,
 ) -> RawSeries:
     suffix = path.suffix.lower()
     if is_wfdb_record(path):
@@ -254,7 +304,7 @@ def _read_path(
     if path.is_dir():
         raise ReadError(f"read_series(): {path} is a directory; pass a file.")
     if suffix in CSV_DELIMITERS:
-        return read_csv_table(path, column, time_column, time_format, header, CSV_DELIMITERS[suffix])
+        return read_csv_table(path, column, time_column, time_format, header, CSV_DELIMITERS[suffix], encoding)
     if suffix in PARQUET_SUFFIXES:
         return read_parquet_table(path, column, time_column)
     if suffix == ".npy":
@@ -270,7 +320,7 @@ def _read_path(
 def _read_npy(path: Path, column: ColumnSpec) -> RawSeries:
     try:
         arr = np.load(path, allow_pickle=False)
-    except ValueError as exc:
+    except (ValueError, OSError, EOFError) as exc:
         raise ReadError(f"read_series(): {path.name} is not a readable .npy array ({exc}).") from None
     return _from_array(arr, column, path.name)
 

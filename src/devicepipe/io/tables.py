@@ -8,6 +8,7 @@ does not parse is read again as text to name the first offending value and its l
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,103 @@ def _looks_numeric(fields: list[str]) -> bool:
     return True
 
 
+#: A header or first row with more fields than this is not a recording laid out as columns.
+MAX_COLUMNS = 10_000
+#: Bytes read to judge whether a file is text at all.
+_PROBE_BYTES = 1 << 16
+
+
+_SLASH_DATE = re.compile(r"^\s*(\d{1,2})/(\d{1,2})/(\d{4})(?:[ T](\d{1,2}):(\d{2})(:\d{2})?)?\s*$")
+
+
+def _slash_date_format(path: Path, read_opts: pacsv.ReadOptions, delimiter: str, time_name: str) -> str | None:
+    """The strptime format of a time column of ``dd/mm/yyyy`` or ``mm/dd/yyyy`` dates, decided
+    from the data: day first when some first field exceeds 12, month first when some second one
+    does; when neither does, the order cannot be told and a clear error asks for it. None when
+    the column holds no such dates (ISO 8601 and the other forms are tried as usual)."""
+    convert = pacsv.ConvertOptions(include_columns=[time_name], column_types={time_name: pa.string()})
+    try:
+        column = pacsv.read_csv(
+            path, read_options=read_opts, parse_options=pacsv.ParseOptions(delimiter=delimiter), convert_options=convert
+        ).column(time_name)
+    except (pa.ArrowInvalid, pa.ArrowKeyError):
+        return None  # the main read explains the problem
+    values = [v for v in column.drop_null().to_pylist() if v.strip()]
+    matches = [_SLASH_DATE.match(v) for v in values]
+    if not values or not all(matches):
+        return None
+    firsts = [int(m.group(1)) for m in matches if m]
+    seconds = [int(m.group(2)) for m in matches if m]
+    first = next(m for m in matches if m)
+    clock = "" if first.group(4) is None else (" %H:%M:%S" if first.group(6) else " %H:%M")
+    if max(firsts) > 12 and max(seconds) <= 12:
+        return "%d/%m/%Y" + clock
+    if max(seconds) > 12 and max(firsts) <= 12:
+        return "%m/%d/%Y" + clock
+    problem = (
+        f"read_series(): the dates of {time_name!r} in {path.name} (e.g. {values[0].strip()!r}) could be day first "
+        "or month first"
+    )
+    raise ReadError(
+        f"{problem}; say which with time_format='%d/%m/%Y{clock}' or '%m/%d/%Y{clock}'.",
+        cli=f"{problem}; say which with --time-format '%d/%m/%Y{clock}' or '%m/%d/%Y{clock}'.",
+    )
+
+
+def _looks_binary(probe: bytes) -> bool:
+    """Whether bytes look like binary data rather than text in a one-byte-based encoding: a NUL,
+    or more than 1 % control bytes other than tab, line feed and carriage return."""
+    if b"\x00" in probe:
+        return True
+    control = sum(probe.count(bytes([c])) for c in (*range(1, 9), 11, 12, *range(14, 32)))
+    return control > 0.01 * max(1, len(probe))
+
+
+def _first_row(path: Path, delimiter: str, encoding: str | None) -> tuple[list[str], str]:
+    """The first row of a delimited text file and the file's encoding: the one given, else UTF-16
+    when the file starts with its byte-order mark, else UTF-8 (a byte-order mark removed). A clear
+    error when the file is empty, binary, not in the encoding, or laid out as one wide row."""
+    source = path.name
+    with path.open("rb") as fh:
+        probe = fh.read(_PROBE_BYTES)
+    if encoding is None:
+        encoding = "utf-16" if probe.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8"
+    if encoding == "utf-8" and _looks_binary(probe):
+        raise ReadError(f"read_series(): {source} holds binary data, not a text table; is it the right file?")
+    try:
+        text = probe.decode(encoding, errors="strict" if encoding.lower().replace("-", "") == "utf8" else "replace")
+    except UnicodeDecodeError as exc:
+        if len(probe) - exc.start > 4:  # not merely a character cut at the end of the probe
+            problem = f"read_series(): {source} is not UTF-8 text (byte {exc.start:,} is {probe[exc.start]:#04x})"
+            raise ReadError(
+                f"{problem}; pass its encoding, e.g. encoding='latin-1'.",
+                cli=f"{problem}; pass its encoding, e.g. --encoding latin-1.",
+            ) from None
+        text = probe[: exc.start].decode("utf-8")
+    except LookupError:
+        raise ReadError(f"read_series(): unknown text encoding {encoding!r}; e.g. 'utf-8', 'latin-1'.") from None
+    if "\x00" in text:
+        raise ReadError(f"read_series(): {source} holds binary data, not a text table; is it the right file?")
+    if not text.strip():
+        raise ReadError(f"read_series(): {source} is empty; a CSV needs at least one row of numbers.")
+    lines = re.split(r"\r\n|\n|\r", text, maxsplit=1)  # the line endings Arrow's reader knows
+    line = lines[0]
+    if (len(lines) == 1 and len(probe) == _PROBE_BYTES) or line.count(delimiter) >= MAX_COLUMNS:
+        raise ReadError(
+            f"read_series(): the first line of {source} holds more than {MAX_COLUMNS:,} fields: a recording "
+            "belongs in columns, one sample per row; is the file transposed?"
+        )
+    try:
+        first = next(csv.reader([line.removeprefix("\ufeff")], delimiter=delimiter), None)
+    except csv.Error as exc:
+        raise ReadError(
+            f"read_series(): cannot read the first line of {source} as {delimiter!r}-separated ({exc})."
+        ) from None
+    if not first:
+        raise ReadError(f"read_series(): {source} is empty; a CSV needs at least one row of numbers.")
+    return first, encoding
+
+
 def read_csv_table(
     path: Path,
     column: ColumnSpec,
@@ -60,34 +158,58 @@ def read_csv_table(
     time_format: str | None,
     header: bool | None,
     delimiter: str,
+    encoding: str | None = None,
 ) -> RawSeries:
-    """The chosen columns of a delimited text file (``header=None`` detects a header line)."""
+    """The chosen columns of a delimited text file (``header=None`` detects a header line) in
+    ``encoding`` (None: UTF-16 by its byte-order mark, else UTF-8)."""
     source = path.name
-    with path.open(newline="", encoding="utf-8", errors="replace") as fh:
-        first = next(csv.reader(fh, delimiter=delimiter), None)
-    if not first:
-        raise ReadError(f"read_series(): {source} is empty; a CSV needs at least one row of numbers.")
+    first, encoding = _first_row(path, delimiter, encoding)
     if header is None:
         header = not _looks_numeric(first)
     names = [f.strip() for f in first] if header else [f"f{i}" for i in range(len(first))]
+    if header:
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ReadError(
+                f"read_series(): {source} names more than one column {repeated[0]!r}"
+                f"{' (an empty header cell)' if repeated[0] == '' else ''}; give every column its own name."
+            )
     chosen, time_name = pick_columns(names, column, time_column, source)
 
     types: dict[str, pa.DataType] = {n: pa.float32() for n in chosen}
     if time_name is not None:
         types[time_name] = pa.timestamp("ns")
+    read_opts = pacsv.ReadOptions(
+        column_names=names, skip_rows=1 if header else 0, autogenerate_column_names=False, encoding=encoding
+    )
+    if time_name is not None and time_format is None:
+        time_format = _slash_date_format(path, read_opts, delimiter, time_name)
     parsers = [time_format] if time_format else [pacsv.ISO8601, *_TIME_PARSERS]
-    read_opts = pacsv.ReadOptions(column_names=None if header else names, autogenerate_column_names=False)
     convert = pacsv.ConvertOptions(
         include_columns=[*chosen, *([time_name] if time_name else [])],
         column_types=types,
         timestamp_parsers=parsers,
     )
+    parse = pacsv.ParseOptions(delimiter=delimiter, ignore_empty_lines=False)  # never drop a row in silence
     try:
-        table = pacsv.read_csv(
-            path, read_options=read_opts, parse_options=pacsv.ParseOptions(delimiter=delimiter), convert_options=convert
-        )
-    except pa.ArrowInvalid as exc:
-        raise ReadError(_explain_csv_error(path, exc, chosen, time_name, names, header, delimiter)) from None
+        try:
+            table = pacsv.read_csv(path, read_options=read_opts, parse_options=parse, convert_options=convert)
+        except pa.ArrowInvalid as exc:
+            if time_name is None or time_format is not None or "timestamp" not in str(exc):
+                raise
+            # ISO 8601 times with a UTC offset (2020-01-01T00:00:00+02:00): read as instants, kept in UTC
+            types[time_name] = pa.timestamp("ns", tz="UTC")
+            convert.column_types = types
+            try:
+                table = pacsv.read_csv(path, read_options=read_opts, parse_options=parse, convert_options=convert)
+            except (pa.ArrowInvalid, pa.ArrowKeyError):
+                raise exc from None  # not offsets either: explain the first failure
+            table = table.set_column(
+                table.column_names.index(time_name), time_name, table.column(time_name).cast(pa.timestamp("ns"))
+            )
+    except (pa.ArrowInvalid, pa.ArrowKeyError) as exc:
+        message = _explain_csv_error(path, exc, chosen, time_name, names, header, delimiter, encoding)
+        raise ReadError(message, cli=message.replace("pass time_format=", "pass --time-format")) from None
     times = None
     if time_name is not None:
         col = table.column(time_name)
@@ -100,11 +222,18 @@ def read_csv_table(
 
 
 def _explain_csv_error(
-    path: Path, exc: Exception, chosen: list[str], time_name: str | None, names: list[str], header: bool, delimiter: str
+    path: Path,
+    exc: Exception,
+    chosen: list[str],
+    time_name: str | None,
+    names: list[str],
+    header: bool,
+    delimiter: str,
+    encoding: str,
 ) -> str:
     """Find the first offending value (its line number and text) for a one-line error."""
     message = str(exc)
-    read_opts = pacsv.ReadOptions(column_names=None if header else names)
+    read_opts = pacsv.ReadOptions(column_names=names, skip_rows=1 if header else 0, encoding=encoding)
     as_text = pacsv.ConvertOptions(
         include_columns=[*chosen, *([time_name] if time_name else [])],
         column_types={n: pa.string() for n in [*chosen, *([time_name] if time_name else [])]},
@@ -167,11 +296,17 @@ def read_parquet_table(path: Path, column: ColumnSpec, time_column: str | int | 
     """The chosen columns of a Parquet file, and the sampling rate devicepipe stored in its metadata."""
     try:
         schema = pq.read_schema(path)
-    except (pa.ArrowInvalid, OSError) as exc:
+    except (pa.ArrowException, OSError) as exc:
         raise ReadError(f"read_series(): {path.name} is not a readable Parquet file ({exc}).") from None
     names = list(schema.names)
     chosen, time_name = pick_columns(names, column, time_column, path.name)
-    table = pq.read_table(path, columns=[*chosen, *([time_name] if time_name else [])])
+    try:  # pages written with checksums (as devicepipe writes them) are verified
+        table = pq.read_table(
+            path, columns=[*chosen, *([time_name] if time_name else [])], page_checksum_verification=True
+        )
+    except (pa.ArrowException, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ReadError(f"read_series(): {path.name} is damaged or not a readable Parquet file ({first}).") from None
     rate = _rate_of(schema)
     times = None
     if time_name is not None:
@@ -180,9 +315,14 @@ def read_parquet_table(path: Path, column: ColumnSpec, time_column: str | int | 
 
 
 def _rate_of(schema: pa.Schema) -> float | None:
-    if schema.metadata and SAMPLING_RATE_KEY in schema.metadata:
+    """The sampling rate in a schema's metadata: None without one, NaN when it is not a number
+    (:func:`devicepipe.io.read_series` then asks for the rate, unless it is given)."""
+    if not (schema.metadata and SAMPLING_RATE_KEY in schema.metadata):
+        return None
+    try:
         return float(schema.metadata[SAMPLING_RATE_KEY])
-    return None
+    except ValueError:
+        return float("nan")
 
 
 def parquet_sampling_rate(path: Path) -> float | None:

@@ -144,35 +144,43 @@ def order_by_time(
 def apply_nan_policy(
     x: torch.Tensor, timestamps: torch.Tensor | None, policy: NanPolicy, source: str
 ) -> tuple[torch.Tensor, torch.Tensor | None, int]:
-    """Handle NaNs in ``x`` of shape ``(channels, time)`` on its device.
+    """Handle non-finite values (NaN, +-inf, and numbers beyond float32 that became inf) in ``x``
+    of shape ``(channels, time)`` on its device.
 
-    Returns ``(x, timestamps, n_nan)``: unchanged without NaN; with NaN, an error
-    (``"error"``), the time points holding any NaN dropped (``"drop"``), or the holes filled
-    by linear interpolation along the time column, or the sample index (``"interpolate"``).
+    Returns ``(x, timestamps, n_bad)``: unchanged when every value is finite; else an error
+    naming the count and the first position (``"error"``), the time points holding any
+    non-finite value dropped (``"drop"``), or those values filled by linear interpolation along
+    the time column, or the sample index (``"interpolate"``).
     """
-    if x.dtype.is_floating_point and bool(torch.isfinite(x.sum())):
-        return x, timestamps, 0  # a NaN makes the sum NaN: one read pass rules them out (overflow only costs time)
-    mask = torch.isnan(x)
-    n_nan = int(mask.sum())
-    if n_nan == 0:
+    if not x.dtype.is_floating_point:
         return x, timestamps, 0
-    if n_nan == x.numel():
-        raise ReadError(f"read_series(): {source} holds only NaN values; check the file and the column.")
-    any_nan = mask.any(0)
+    if bool(torch.isfinite(x.sum())):
+        return x, timestamps, 0  # NaN or inf makes the sum non-finite: one pass rules them out (overflow costs time)
+    mask = ~torch.isfinite(x)
+    n_bad = int(mask.sum())
+    if n_bad == 0:
+        return x, timestamps, 0
+    n_inf = int(torch.isinf(x).sum())
+    kinds = f"{n_bad - n_inf:,} NaN or empty, {n_inf:,} infinite or beyond float32's range"
+    what = f"{n_bad:,} non-finite value(s) ({kinds})"
+    if n_bad == x.numel():
+        raise ReadError(f"read_series(): {source} holds no finite value ({what}); check the file and the column.")
+    any_bad = mask.any(0)
     if policy == "error":
-        first = int(torch.nonzero(any_nan)[0])
-        problem = f"read_series(): {source} has {n_nan} NaN value(s), the first at sample {first}"
+        first = int(torch.nonzero(any_bad)[0])
+        problem = f"read_series(): {source} has {what}, the first at sample {first:,}"
         raise ReadError(
             f"{problem}; pass nan='drop' or nan='interpolate'.", cli=f"{problem}; pass --nan drop or --nan interpolate."
         )
     if policy == "drop":
-        keep = ~any_nan
-        return x[:, keep], None if timestamps is None else timestamps[keep], n_nan
+        keep = ~any_bad
+        return x[:, keep], None if timestamps is None else timestamps[keep], n_bad
     empty = mask.all(-1)
     if bool(empty.any()):
         raise ReadError(
-            f"read_series(): channel {int(torch.nonzero(empty)[0])} of {source} holds only NaN values; "
+            f"read_series(): channel {int(torch.nonzero(empty)[0])} of {source} holds no finite value; "
             "nothing to interpolate."
         )
+    x = x.masked_fill(mask, float("nan"))  # interpolation fills NaN; inf is filled the same way
     positions = None if timestamps is None else timestamps - timestamps[0]
-    return interpolate_nans(x, positions), timestamps, n_nan
+    return interpolate_nans(x, positions), timestamps, n_bad

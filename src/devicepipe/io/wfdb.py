@@ -98,6 +98,10 @@ def read_beat_annotations(path: str | os.PathLike[str], extension: str | None = 
     except Exception as exc:
         raise ReadError(f"read_beat_annotations(): cannot read {file} ({exc}).") from None
     symbols = np.asarray(ann.symbol)
+    if ann.sample.size and int(np.min(ann.sample)) < 0:
+        raise ReadError(
+            f"read_beat_annotations(): {file} is not a WFDB annotation file (it gives negative sample positions)."
+        )
     is_beat = np.isin(symbols, sorted(BEAT_SYMBOLS))
     order = np.argsort(ann.sample[is_beat], kind="stable")
     return BeatAnnotations(

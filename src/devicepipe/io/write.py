@@ -9,7 +9,9 @@ work starts (:class:`OutputError`).
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -30,6 +32,7 @@ __all__ = [
     "atomic_path",
     "check_output_dir",
     "staged_dir",
+    "sweep_leftovers",
     "write_csv",
     "write_json",
     "write_npy",
@@ -44,14 +47,17 @@ def check_output_dir(out: str | os.PathLike[str]) -> Path:
     if final.exists() and not final.is_dir():
         problem = f"output {final} exists and is not a directory"
         raise OutputError(f"{problem}; choose another output directory.", cli=f"{problem}; choose another --out.")
-    for parent in final.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                problem = f"cannot create {final}: {parent} is a file"
-                raise OutputError(
-                    f"{problem}; choose another output directory.", cli=f"{problem}; choose another --out."
-                )
-            break
+    nearest = final if final.exists() else next((p for p in final.parents if p.exists()), Path("."))
+    if not nearest.is_dir():
+        problem = f"cannot create {final}: {nearest} is a file"
+        raise OutputError(f"{problem}; choose another output directory.", cli=f"{problem}; choose another --out.")
+    try:  # can anything be created there? (a probe that leaves nothing behind)
+        os.rmdir(tempfile.mkdtemp(prefix=".devicepipe-probe-", dir=nearest))
+    except OSError as exc:
+        problem = f"cannot write in {nearest} ({exc.strerror or exc})"
+        raise OutputError(
+            f"{problem}; choose another output directory.", cli=f"{problem}; choose another --out."
+        ) from None
     return final
 
 
@@ -83,8 +89,15 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     file's owner-only ones), so colleagues can open a shared run.
     """
     final = Path(path)
-    check_output_dir(final.parent).mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    if final.is_dir():
+        problem = f"cannot write {final}: it is a directory"
+        raise OutputError(f"{problem}; give a file name.", cli=f"{problem}; give --out a file name.")
+    try:
+        check_output_dir(final.parent).mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    except OSError as exc:
+        problem = f"cannot write {final} ({exc.strerror or exc})"
+        raise OutputError(f"{problem}; choose another place.", cli=f"{problem}; choose another --out.") from None
     os.close(fd)
     try:
         yield Path(tmp)
@@ -94,6 +107,25 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def sweep_leftovers(out: str | os.PathLike[str]) -> list[Path]:
+    """Remove what an earlier run into ``out`` left when it was killed: temporary files of
+    :func:`atomic_path` inside ``out`` (``.NAME.*.tmp``) and staged directories of
+    :func:`staged_dir` beside it (``.OUT.*.partial``). Returns what was removed."""
+    final = Path(out)
+    removed = []
+    candidates = [*final.glob(".*.tmp")] if final.is_dir() else []
+    if final.parent.is_dir():
+        candidates += [p for p in final.parent.glob(f".{glob.escape(final.name)}.*.partial") if p.is_dir()]
+    for path in candidates:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        removed.append(path)
+    return removed
 
 
 @contextlib.contextmanager
@@ -156,7 +188,7 @@ def write_parquet(
         meta[SAMPLING_RATE_KEY] = repr(float(sampling_rate)).encode()
         table = table.replace_schema_metadata(meta)
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
+        pq.write_table(table, tmp, write_page_checksum=True)  # readers can tell a damaged page
     return Path(path)
 
 
@@ -177,10 +209,23 @@ def write_npy(array: Any, path: str | os.PathLike[str]) -> Path:
 
 
 def write_json(obj: Any, path: str | os.PathLike[str]) -> Path:
-    """Write a JSON document (indented, UTF-8), atomically."""
+    """Write a strict JSON document (indented, UTF-8), atomically: NaN and infinities, which JSON
+    cannot hold, are written as ``null``."""
+    text = json.dumps(_finite(obj), indent=2, default=lambda v: _finite(_json_default(v)), allow_nan=False)
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, default=_json_default) + "\n", encoding="utf-8")
+        tmp.write_text(text + "\n", encoding="utf-8")
     return Path(path)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float (also inside lists and dicts) replaced by None."""
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def write_torch(obj: Any, path: str | os.PathLike[str]) -> Path:

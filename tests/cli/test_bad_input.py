@@ -1,0 +1,369 @@
+"""Never wrong in silence: non-finite samples, impossible rates, settings the beats contradict,
+training that diverges, strict JSON, and fixes that name options that exist."""
+
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from typer.main import get_command
+from typer.testing import CliRunner
+
+from devicepipe.cli import app
+from devicepipe.ecg import ecg_peaks, evaluate_beats
+from devicepipe.errors import DevicepipeError
+from devicepipe.simulate import simulate_ecg, write_simulated_ecg
+
+runner = CliRunner()
+SRC = Path(__file__).resolve().parents[2] / "src" / "devicepipe"
+
+
+def run(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def one_line_error(result, *patterns):
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("devicepipe: error: "), result.stderr
+    for pattern in patterns:
+        assert pattern in lines[0], lines[0]
+
+
+@pytest.fixture
+def spoiled(tmp_path):
+    """A simulated 3-minute ECG as CSV with an inf, a value beyond float32 and a NaN written into it."""
+    sim = simulate_ecg(180, 250, seed=4)
+    _, truth = write_simulated_ecg(sim, tmp_path / "clean.csv")
+    lines = (tmp_path / "clean.csv").read_text().splitlines()
+    for row, text in ((1001, "inf"), (20001, "1e39"), (30001, "nan")):  # +1: the header
+        lines[row] = text
+    (tmp_path / "bad.csv").write_text("\n".join(lines) + "\n")
+    return tmp_path / "bad.csv", truth, sim
+
+
+def test_non_finite_samples_are_an_error_naming_count_and_first_position(spoiled, tmp_path):
+    bad, _, _ = spoiled
+    one_line_error(run("read", bad, "--sampling-rate", 250), "3 non-finite value(s)", "the first at sample 1,000")
+    result = run("beats", bad, "--sampling-rate", 250, "--out", tmp_path / "r")
+    one_line_error(result, "1 NaN or empty, 2 infinite", "--nan drop or --nan interpolate")
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("policy", ["interpolate", "drop"])
+def test_one_bad_sample_leaves_every_other_beat_found(spoiled, tmp_path, policy):
+    bad, truth, sim = spoiled
+    result = run("beats", bad, "--sampling-rate", 250, "--out", tmp_path / "r", "--nan", policy)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["non_finite_values"] == {"count": 3, "policy": policy}
+    peaks = np.loadtxt(tmp_path / "r" / "beats.csv", delimiter=",", skiprows=1, usecols=0)
+    score = evaluate_beats(sim.r_peaks.numpy(), peaks, 250, n_samples=sim.signal.numel())
+    assert score.f1 >= 0.99, score  # dropping three samples moves later beats by at most 3 samples
+
+
+def test_the_detector_refuses_non_finite_input_instead_of_finding_nothing():
+    x = simulate_ecg(60, 250, seed=0).signal.clone()
+    x[777] = float("nan")
+    with pytest.raises(DevicepipeError, match="1 non-finite value.*sample 777"):
+        ecg_peaks(x, 250)
+    with pytest.raises(DevicepipeError, match="finite, positive"):
+        ecg_peaks(x.nan_to_num(), float("inf"))
+
+
+@pytest.mark.parametrize("rate", ["inf", "nan", "0"])
+def test_an_impossible_sampling_rate_is_refused(tmp_path, rate):
+    (tmp_path / "x.csv").write_text("a\n1\n2\n3\n")
+    one_line_error(run("read", tmp_path / "x.csv", "--sampling-rate", rate), "--sampling-rate must be a finite")
+
+
+def test_a_wrong_sampling_rate_is_a_warning_and_strict_refuses(tmp_path):
+    sim = simulate_ecg(180, 250, seed=5)
+    src, _ = write_simulated_ecg(sim, tmp_path / "e.csv")
+    # the recording is 250 Hz: at 25 Hz it reads as 30 minutes in which no beat is found
+    rate, says = 25, "0 beat(s) found in 30.0 minutes"
+    result = run("beats", src, "--sampling-rate", rate, "--out", tmp_path / "r")
+    assert result.exit_code == 0, result.output
+    assert says in result.stderr and f"sampling rate of {rate} Hz" in result.stderr, result.stderr
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert len(summary["warnings"]) == 1 and says in summary["warnings"][0]
+    strict = run("beats", src, "--sampling-rate", rate, "--out", tmp_path / "s", "--strict")
+    one_line_error(strict, says, "nothing was written")
+    assert not (tmp_path / "s").exists()
+
+
+def test_heart_rates_no_heart_has_are_named():
+    from devicepipe.pipeline import rate_warnings
+
+    beats_every = np.arange(0, 600_000, 100)  # every 100 samples
+    assert rate_warnings(beats_every, 250, 600_000) == []  # 150 bpm
+    slow = rate_warnings(beats_every, 25, 600_000)  # 15 bpm
+    assert len(slow) == 1 and "median heart rate is 15 bpm" in slow[0] and "25 Hz is most likely wrong" in slow[0]
+    fast = rate_warnings(beats_every, 1000, 600_000)  # 600 bpm
+    assert "600 bpm" in fast[0]
+    assert rate_warnings(np.array([5]), 250, 250 * 30) == []  # half a minute without beats says little
+    assert "1 beat(s) found in 2.0 minutes" in rate_warnings(np.array([5]), 250, 250 * 120)[0]
+
+
+def test_summary_json_is_strict_json(tmp_path):
+    sim = simulate_ecg(120, 250, seed=6)  # two minutes: SDANN over 5-minute segments is undefined
+    src, _ = write_simulated_ecg(sim, tmp_path / "e.parquet")
+    assert run("beats", src, "--out", tmp_path / "r").exit_code == 0
+    text = (tmp_path / "r" / "summary.json").read_text()
+
+    def refuse(constant):
+        raise AssertionError(f"bare {constant} in summary.json")
+
+    summary = json.loads(text, parse_constant=refuse)
+    assert summary["heart_rate"]["sdann_ms"] is None
+
+
+def test_training_on_nan_or_with_a_step_too_large_says_which():
+    from devicepipe.ensemble import fit_ensemble
+    from devicepipe.models import MLPAutoencoder, MLPAutoencoderConfig
+
+    def make(seed):
+        torch.manual_seed(seed)
+        return MLPAutoencoder(MLPAutoencoderConfig(input=8, sigmoid_output=False))
+
+    x = torch.rand(200, 8, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(DevicepipeError, match=r"diverged at epoch \d+ \(ensemble member \d\).*lower the learning"):
+        fit_ensemble(make, x * 1000, members=3, epochs=5, lr=1e6)
+    x[3, 2] = float("nan")
+    with pytest.raises(DevicepipeError, match="non-finite value.*NaN or inf in the input.*row 3"):
+        fit_ensemble(make, x, members=2, epochs=2)
+
+
+def test_every_option_a_message_suggests_exists():
+    options = set()
+    group = get_command(app)
+
+    def collect(command):
+        for param in getattr(command, "params", []):
+            options.update(o for o in param.opts if o.startswith("--"))
+        for sub in getattr(command, "commands", {}).values():
+            collect(sub)
+
+    collect(group)
+    suggested = set()
+    for path in SRC.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        for message in re.findall(r'cli=(?:f?"[^"]*"\s*)+', text):
+            suggested.update(re.findall(r"(--[a-z][a-z0-9-]*)", message))
+    assert suggested, "no command-line fix found in the library's messages"
+    assert suggested <= options, suggested - options
+
+
+def test_day_and_month_order_is_taken_from_the_data_or_asked_for(tmp_path):
+    from devicepipe.io import read_series
+
+    def stamps(rec):
+        return rec.timestamps.numpy().view("datetime64[ns]").astype("datetime64[m]").astype(str).tolist()
+
+    certain = tmp_path / "dmy.csv"  # 13 can only be a day
+    certain.write_text("Datetime,load\n12/01/2020 23:00,5\n13/01/2020 00:00,6\n13/01/2020 01:00,7\n")
+    assert stamps(read_series(certain, "load", time_column="Datetime")) == [
+        "2020-01-12T23:00",
+        "2020-01-13T00:00",
+        "2020-01-13T01:00",
+    ]
+    ambiguous = tmp_path / "amb.csv"  # 01/02: the 1st of February or the 2nd of January?
+    ambiguous.write_text("Datetime,load\n01/02/2020 00:00,5\n01/02/2020 01:00,6\n01/02/2020 02:00,7\n")
+    args = ["read", ambiguous, "--time-column", "Datetime", "--column", "load"]
+    one_line_error(run(*args), "could be day first or month first", "--time-format '%d/%m/%Y %H:%M'")
+    assert run(*args, "--time-format", "%d/%m/%Y %H:%M").exit_code == 0
+    rec = read_series(ambiguous, "load", time_column="Datetime", time_format="%d/%m/%Y %H:%M")
+    assert stamps(rec)[0] == "2020-02-01T00:00"
+
+
+def test_iso_times_with_offsets_are_read_as_utc(tmp_path):
+    from devicepipe.io import read_series
+
+    src = tmp_path / "off.csv"
+    src.write_text(
+        "Datetime,v\n2020-01-01T00:00:00+02:00,1\n2020-01-01T01:00:00+02:00,2\n2020-01-01T02:30:00+01:00,3\n"
+    )
+    rec = read_series(src, "v", time_column="Datetime")
+    expected = np.array(["2019-12-31T22:00", "2019-12-31T23:00", "2020-01-01T01:30"], dtype="datetime64[ns]")
+    np.testing.assert_array_equal(rec.timestamps.numpy().view("datetime64[ns]"), expected)
+
+
+def test_what_a_killed_run_leaves_is_swept_by_the_next(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    out.mkdir()
+    # a run killed while writing a file and while staging a directory
+    script = (
+        "import os, signal\n"
+        "from devicepipe.io import atomic_path, staged_dir\n"
+        f"with staged_dir({str(out)!r}) as stage:\n"
+        "    (stage / 'beats.csv').write_text('half')\n"
+        f"    with atomic_path({str(out / 'summary.json')!r}) as tmp:\n"
+        "        tmp.write_text('{')\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=False)
+    left = [p.name for p in out.iterdir()] + [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+    assert any(n.endswith(".tmp") for n in left) and any(n.endswith(".partial") for n in left), left
+    sim = simulate_ecg(60, 250, seed=2)
+    src, _ = write_simulated_ecg(sim, tmp_path / "e.parquet")
+    result = run("beats", src, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+
+
+def test_a_blank_line_is_never_dropped_in_silence(tmp_path):
+    src = tmp_path / "blank.csv"
+    src.write_text("ecg\n1\n2\n\n3\n4\n")
+    one_line_error(run("read", src, "--sampling-rate", 1), "1 NaN or empty", "the first at sample 2")
+    from devicepipe.io import read_series
+
+    assert read_series(src, sampling_rate=1, nan="drop").samples.tolist() == [1, 2, 3, 4]
+
+
+def test_running_out_of_memory_is_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    # the CLI in a process whose address space may grow by only 400 MB once torch is loaded
+    script = (
+        "import re, resource, sys\n"
+        "import torch\n"
+        "from devicepipe.cli import main\n"
+        "vm = int(re.search(r'VmSize:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1)) * 1024\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (vm + 400 * 2**20, resource.RLIM_INFINITY))\n"
+        "sys.argv = ['devicepipe', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    args = ["simulate", "ecg", "--duration", "300h", "--sampling-rate", "1000", "--out", str(tmp_path / "big.csv")]
+    proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("devicepipe: error: out of memory on this machine (asked for ")
+    assert "--batch-size" in lines[0] and not list(tmp_path.iterdir())
+
+
+def test_a_reference_that_is_not_one_is_refused(tmp_path):
+    rng = np.random.default_rng(0)
+    (tmp_path / "rnd.atr").write_bytes(rng.integers(0, 256, 5000, dtype=np.uint8).tobytes())
+    sim = simulate_ecg(60, 250, seed=1)
+    src, _ = write_simulated_ecg(sim, tmp_path / "e.parquet")
+    one_line_error(run("beats", src, "--out", tmp_path / "r", "--reference", tmp_path / "rnd.atr"), "rnd.atr")
+    # a real reference of another, longer recording: its beats run past this one's end
+    long_sim = simulate_ecg(120, 250, seed=1)
+    _, long_truth = write_simulated_ecg(long_sim, tmp_path / "long.parquet")
+    one_line_error(run("beats", src, "--out", tmp_path / "r", "--reference", long_truth), "past the end of")
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "pattern"),
+    [
+        (b"a,a\n1,2\n3,4\n", [], "names more than one column 'a'"),
+        (b",x\n1,2\n,3\n", ["-c", "x"], None),  # an unnamed column beside the chosen one is fine ...
+        (b",,x\n1,2,3\n", ["-c", "x"], "more than one column '' (an empty header cell)"),  # ... two are not
+        (bytes(range(256)) * 40, [], "holds binary data"),
+        (b"ecg_\xe9\n1\n2\n", [], "is not UTF-8 text (byte 4 is 0xe9); pass its encoding, e.g. --encoding latin-1"),
+        (b"1.0," * 20_000 + b"1.0\n", [], "more than 10,000 fields"),
+        (b"ecg\r1\r2\r3\r", [], None),  # old Mac line endings
+    ],
+)
+def test_troublesome_csv_files_end_in_one_line(tmp_path, content, args, pattern):
+    src = tmp_path / "x.csv"
+    src.write_bytes(content)
+    result = run("read", src, "--sampling-rate", 100, *args)
+    if pattern is None:
+        assert result.exit_code == 0, result.output
+    else:
+        one_line_error(result, pattern)
+
+
+def test_text_encodings_are_read(tmp_path):
+    from devicepipe.io import read_series
+
+    values = [1.5, 2.5, -3.0]
+    text = "ecg\n" + "\n".join(map(str, values)) + "\n"
+    for i, data in enumerate([("\ufeff" + text).encode("utf-8"), text.encode("utf-16")]):  # a BOM; UTF-16
+        path = tmp_path / f"enc-{i}.csv"
+        path.write_bytes(data)
+        rec = read_series(path, sampling_rate=1)
+        assert rec.channels == ("ecg",) and rec.samples.tolist() == values
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(("décès\n" + "\n".join(map(str, values)) + "\n").encode("latin-1"))
+    rec = read_series(latin, sampling_rate=1, encoding="latin-1")
+    assert rec.channels == ("décès",) and rec.samples.tolist() == values
+
+
+def test_more_mistakes_end_in_one_line(tmp_path):
+    (tmp_path / "eq.csv").write_text("Datetime,v\n2020-01-01 00:00,1\n2020-01-01 00:00,2\n")
+    one_line_error(run("series", tmp_path / "eq.csv", "-c", "v", "--out", tmp_path / "r"), "has no time step")
+    one_line_error(run("simulate", "ecg", "--duration", "1ms", "--out", tmp_path / "s.csv"), "no whole beat")
+    one_line_error(run("simulate", "ecg", "--duration", "inf", "--out", tmp_path / "s.csv"), "cannot read duration")
+    (tmp_path / "dir.csv").mkdir()
+    one_line_error(run("simulate", "ecg", "--duration", "1min", "--out", tmp_path / "dir.csv"), "is a directory")
+    (tmp_path / "locked").mkdir(mode=0o500)
+    if not os.access(tmp_path / "locked", os.W_OK):  # root may write anywhere
+        one_line_error(run("beats", tmp_path / "eq.csv", "--out", tmp_path / "locked" / "r"), "cannot write in")
+    one_line_error(run("simulate", "ecg", "--duration", "1min", "--out", "/proc/devicepipe/s.csv"), "cannot write")
+    one_line_error(run("ecg", tmp_path / "eq.csv", "--out", "/proc/devicepipe/r"), "cannot write in /proc")
+
+
+class _Payload:
+    """Stands for code a foreign checkpoint could carry."""
+
+    def __reduce__(self):
+        return (print, ("this ran",))
+
+
+def test_a_checkpoint_that_would_run_code_is_refused(tmp_path, capfd):
+    from devicepipe.train import load_checkpoint
+
+    torch.save({"epoch": 3, "payload": _Payload()}, tmp_path / "checkpoint.pt")
+    with pytest.raises(DevicepipeError, match="cannot read checkpoint .* more than tensors and plain data"):
+        load_checkpoint(tmp_path)
+    assert "this ran" not in capfd.readouterr().out
+
+
+def test_resume_refuses_another_run(tmp_path):
+    for seed, name in ((0, "a.parquet"), (1, "b.parquet")):
+        write_simulated_ecg(simulate_ecg(90, 250, seed=seed), tmp_path / name)
+    out = tmp_path / "run"
+    first = run("ecg", tmp_path / "a.parquet", "--out", out, "--epochs", 3, "--device", "cpu")
+    assert first.exit_code == 0, first.output
+    before = (out / "checkpoint.pt").read_bytes()
+    again = ["ecg", tmp_path / "a.parquet", "--out", out, "--device", "cpu", "--resume"]
+    one_line_error(run(*again, "--epochs", 5, "--seed", 1), "this is not the run it holds (seed 0 then, 1 now)")
+    one_line_error(run(*again, "--epochs", 5, "--lr", 0.01), "lr 0.003 then, 0.01 now")
+    other = ["ecg", tmp_path / "b.parquet", *again[2:]]
+    one_line_error(run(*other, "--epochs", 5), "this is not the run it holds (input ")
+    one_line_error(run(*again, "--epochs", 2), "has trained 3 epochs already", "--epochs above 3")
+    assert (out / "checkpoint.pt").read_bytes() == before  # nothing was trained or written
+    assert run(*again, "--epochs", 5).exit_code == 0
+
+
+def test_a_parquet_rate_that_is_no_number_is_named(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"x": [1.0, 2.0, 3.0]}).replace_schema_metadata({b"devicepipe.sampling_rate": b"abc"})
+    pq.write_table(table, tmp_path / "m.parquet")
+    one_line_error(run("read", tmp_path / "m.parquet"), "sampling rate of m.parquet must be a finite", "nan")
+    assert "pass --sampling-rate" in run("read", tmp_path / "m.parquet").stderr
+    assert run("read", tmp_path / "m.parquet", "--sampling-rate", 100).exit_code == 0  # a rate given wins
+
+
+def test_a_damaged_parquet_page_is_an_error_not_garbage(tmp_path):
+    from devicepipe.io import read_series, write_parquet
+
+    path = write_parquet({"ecg": np.sin(np.arange(100_000) / 10).astype(np.float32)}, tmp_path / "e.parquet")
+    assert read_series(path, sampling_rate=250).n_samples == 100_000
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one byte inside the column's data pages
+    path.write_bytes(bytes(data))
+    one_line_error(run("read", path, "--sampling-rate", 250), "e.parquet is damaged", "CRC")
