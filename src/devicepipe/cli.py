@@ -218,6 +218,10 @@ PeakMethod = _choices("PeakMethod", ECG_PEAK_METHODS)
 SegmentMode = _choices("SegmentMode", SEGMENT_MODES)
 
 DeviceOpt = Annotated[str, typer.Option("--device", "-d", help="auto, cpu, cuda or cuda:N.")]
+EncodingOpt = Annotated[
+    str | None,
+    typer.Option(help="Text encoding of a CSV, e.g. latin-1 (default: UTF-8, or UTF-16 by its mark)."),
+]
 TimeFormatOpt = Annotated[
     str | None,
     typer.Option(
@@ -355,10 +359,7 @@ def read_cmd(
         str | None, typer.Option(help="Column of timestamps: rows are sorted by it and gaps/duplicates reported.")
     ] = None,
     time_format: TimeFormatOpt = None,
-    encoding: Annotated[
-        str | None,
-        typer.Option(help="Text encoding of a CSV, e.g. latin-1 (default: UTF-8, or UTF-16 by its mark)."),
-    ] = None,
+    encoding: EncodingOpt = None,
     sampling_rate: Annotated[
         float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
     ] = None,
@@ -493,6 +494,7 @@ def beats(
     ] = None,
     device: DeviceOpt = "auto",
     nan: NanOpt = NanPolicy["error"],
+    encoding: EncodingOpt = None,
     figures: Annotated[bool, typer.Option(help="Write excerpt.png and intervals.png.")] = True,
     strict: Annotated[
         bool,
@@ -516,6 +518,7 @@ def beats(
             device=device,
             reference=reference,
             nan=nan.value,
+            encoding=encoding,
             figures=figures,
             strict=strict,
             progress=lambda msg: status.update(msg),
@@ -765,6 +768,7 @@ def ecg(
         ),
     ] = None,
     nan: NanOpt = NanPolicy["error"],
+    encoding: EncodingOpt = None,
     resume: ResumeOpt = False,
     tensorboard: TensorboardOpt = None,
     bf16: Bf16Opt = False,
@@ -799,6 +803,7 @@ def ecg(
             width=width,
             reference=reference,
             nan=nan.value,
+            encoding=encoding,
             progress=con.print,
             epoch_progress=update,
         )
@@ -830,6 +835,7 @@ def series(
     seed: SeedOpt = SERIES.seed,
     percentile: PercentileOpt = SERIES.percentile,
     nan: NanOpt = NanPolicy["error"],
+    encoding: EncodingOpt = None,
     resume: ResumeOpt = False,
     tensorboard: TensorboardOpt = None,
     threads: ThreadsOpt = None,
@@ -862,6 +868,7 @@ def series(
             hidden=hidden,
             device=device,
             nan=nan.value,
+            encoding=encoding,
             progress=con.print,
             epoch_progress=update,
         )

@@ -179,14 +179,21 @@ def _read_and_cut(
     method: str,
     mode: str,
     nan: str,
+    encoding: str | None,
 ) -> tuple[Recording, torch.Tensor, Beats]:
     """Read one ECG channel (the first by default) onto the run's device, find its beats, cut them;
-    ``nan`` is the policy for non-finite samples (see :func:`devicepipe.io.read_series`)."""
+    ``nan`` (the policy for non-finite samples) and ``encoding`` (a CSV's) as
+    :func:`devicepipe.io.read_series` takes them."""
     if sampling_rate is None and declares_sampling_rate(source) is False:
         raise _unknown_rate(Path(source).name)  # said before a long read, not after
     with run.stage("read"):
         rec = read_series(
-            source, 0 if channel is None else channel, device=run.device, sampling_rate=sampling_rate, nan=nan
+            source,
+            0 if channel is None else channel,
+            device=run.device,
+            sampling_rate=sampling_rate,
+            nan=nan,
+            encoding=encoding,
         )
     if rec.sampling_rate is None:
         raise _unknown_rate(rec.source)
@@ -209,6 +216,7 @@ def run_beats(
     device: str | torch.device = "auto",
     reference: str | Path | None = None,
     nan: str = "error",
+    encoding: str | None = None,
     figures: bool = True,
     strict: bool = False,
     progress: Progress | None = None,
@@ -228,7 +236,7 @@ def run_beats(
     """
     run = _start(out, device, count_transfers, progress)
     ref = None if reference is None else read_reference(reference)  # checked before the recording is read
-    rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan)
+    rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan, encoding)
     fs = rec.sampling_rate
     ref_samples = None if ref is None else _reference_in(ref, rec)
     with run.stage("transfer"):
@@ -418,6 +426,7 @@ def run_ecg(
     method: str = PEAK_METHOD,
     reference: str | Path | None = None,
     nan: str = "error",
+    encoding: str | None = None,
     progress: Progress | None = None,
     epoch_progress: EpochProgress | None = None,
     count_transfers: bool = True,
@@ -452,7 +461,7 @@ def run_ecg(
         source, settings, channel=channel, sampling_rate=sampling_rate, method=method, mode=mode, width=width, nan=nan
     )
     check_before_start(run.out, settings, identity)
-    rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan)
+    rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan, encoding)
     with run.stage("segment"):
         matrix = resample_rows(beats.matrix, width)
     if matrix.shape[0] < MIN_BEATS_TO_TRAIN:
@@ -586,6 +595,7 @@ def run_series(
     hidden: int = SERIES_HIDDEN,
     device: str | torch.device = "auto",
     nan: str = "error",
+    encoding: str | None = None,
     progress: Progress | None = None,
     epoch_progress: EpochProgress | None = None,
     count_transfers: bool = True,
@@ -629,6 +639,7 @@ def run_series(
             time_format=time_format,
             duplicates="mean",
             nan=nan,
+            encoding=encoding,
         )
     if rec.samples.ndim != 1:
         problem = f"{rec.source} has {rec.n_channels} value columns"

@@ -367,3 +367,18 @@ def test_a_damaged_parquet_page_is_an_error_not_garbage(tmp_path):
     data[len(data) // 2] ^= 0xFF  # one byte inside the column's data pages
     path.write_bytes(bytes(data))
     one_line_error(run("read", path, "--sampling-rate", 250), "e.parquet is damaged", "CRC")
+
+
+@pytest.mark.parametrize("command", ["beats", "ecg"])
+def test_every_ecg_command_takes_the_encoding(tmp_path, command):
+    sim = simulate_ecg(60, 250, seed=3)
+    src = tmp_path / "latin.csv"
+    src.write_bytes(("ecg_\xe9\n" + "\n".join(f"{v:.5f}" for v in sim.signal.tolist()) + "\n").encode("latin-1"))
+    args = [command, src, "--sampling-rate", 250, "--out", tmp_path / "r"]
+    if command == "ecg":
+        args += ["--epochs", 1]
+    one_line_error(run(*args), "pass its encoding, e.g. --encoding latin-1")
+    result = run(*args, "--encoding", "latin-1")
+    assert result.exit_code == 0, result.output
+    peaks = np.loadtxt(tmp_path / "r" / "beats.csv", delimiter=",", skiprows=1, usecols=0)
+    assert evaluate_beats(sim.r_peaks.numpy(), peaks, 250, n_samples=sim.signal.numel()).f1 >= 0.99
