@@ -120,9 +120,7 @@ class BeatsResult:
 
     @property
     def mean_heart_rate_bpm(self) -> float | None:
-        if self.peaks.size < 2:
-            return None
-        return 60.0 * self.sampling_rate / float(np.median(np.diff(self.peaks)))
+        return median_heart_rate(self.peaks, self.sampling_rate)
 
 
 @dataclass(frozen=True)
@@ -288,6 +286,13 @@ def run_beats(
 PLAUSIBLE_BPM = (20.0, 300.0)
 
 
+def median_heart_rate(peaks: np.ndarray, sampling_rate: float) -> float | None:
+    """60 / the median RR interval, in beats per minute; None with fewer than two beats."""
+    if peaks.size < 2:
+        return None
+    return 60.0 * sampling_rate / float(np.median(np.diff(peaks)))
+
+
 def rate_warnings(peaks: np.ndarray, sampling_rate: float, n_samples: int) -> list[str]:
     """What the beats found say about the settings: no beat in over a minute of recording, or a
     median heart rate outside :data:`PLAUSIBLE_BPM`, both most often a wrong sampling rate (or
@@ -300,7 +305,7 @@ def rate_warnings(peaks: np.ndarray, sampling_rate: float, n_samples: int) -> li
                 f"sampling rate of {sampling_rate:g} Hz right?"
             ]
         return []
-    bpm = 60.0 * sampling_rate / float(np.median(np.diff(peaks)))
+    bpm = median_heart_rate(peaks, sampling_rate)
     lo, hi = PLAUSIBLE_BPM
     if lo <= bpm <= hi:
         return []
