@@ -382,3 +382,10 @@ def test_every_ecg_command_takes_the_encoding(tmp_path, command):
     assert result.exit_code == 0, result.output
     peaks = np.loadtxt(tmp_path / "r" / "beats.csv", delimiter=",", skiprows=1, usecols=0)
     assert evaluate_beats(sim.r_peaks.numpy(), peaks, 250, n_samples=sim.signal.numel()).f1 >= 0.99
+
+
+def test_a_time_format_that_does_not_fit_is_named(tmp_path):
+    src = tmp_path / "t.csv"
+    src.write_text("Datetime,v\n2020-01-01 00:00,1\n2020-01-01 01:00,2\n")
+    result = run("read", src, "--time-column", "Datetime", "--column", "v", "--time-format", "%d/%m/%Y")
+    one_line_error(result, "check --time-format '%d/%m/%Y'")

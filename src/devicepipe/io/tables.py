@@ -209,7 +209,14 @@ def read_csv_table(
             )
     except (pa.ArrowInvalid, pa.ArrowKeyError) as exc:
         message = _explain_csv_error(path, exc, chosen, time_name, names, header, delimiter, encoding)
-        raise ReadError(message, cli=message.replace("pass time_format=", "pass --time-format")) from None
+        if time_format is not None:  # the format given does not fit: say so, not to pass one
+            message = message.replace("pass time_format= (e.g.", f"check time_format={time_format!r} (e.g.")
+        raise ReadError(
+            message,
+            cli=message.replace("pass time_format=", "pass --time-format").replace(
+                "check time_format=", "check --time-format "
+            ),
+        ) from None
     times = None
     if time_name is not None:
         col = table.column(time_name)
