@@ -1,6 +1,6 @@
 """devicepipe: device-resident pipelines for long recordings.
 
-Read a recording (CSV, Parquet, NPY, WFDB) straight onto a device, keep it there through
+Read a recording (CSV, Parquet, NPY, WFDB, EDF) straight onto a device, keep it there through
 scaling, segmentation, training and scoring, and get the same answers on the CPU and a GPU.
 
 The public API is imported lazily, so ``import devicepipe`` stays cheap.
@@ -35,11 +35,18 @@ _EXPORTS = {
     "parse_duration": "devicepipe.units",
     "ecg_peaks": "devicepipe.ecg",
     "ecg_segment": "devicepipe.ecg",
+    "ecg_peaks_chunked": "devicepipe.ecg",
     "evaluate_beats": "devicepipe.ecg",
     "read_beat_annotations": "devicepipe.io",
     "read_reference": "devicepipe.io",
     "hrv": "devicepipe.heart",
     "HRV": "devicepipe.heart",
+    "run_beats": "devicepipe.pipeline",
+    "run_ecg": "devicepipe.pipeline",
+    "run_series": "devicepipe.pipeline",
+    "run_dataset": "devicepipe.datasets",
+    "find_recordings": "devicepipe.datasets",
+    "Engine": "devicepipe.datasets",
 }
 
 __all__ = ["__version__", *_EXPORTS]

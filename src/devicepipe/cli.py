@@ -9,6 +9,7 @@ and defaults come from the library (its policies, methods, modes and settings cl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -54,6 +55,7 @@ from devicepipe.bench.report import (
 )
 from devicepipe.bench.report import compare as compare_results
 from devicepipe.bench.stages import STAGES
+from devicepipe.datasets import INDEX_NAME, DatasetResult, Engine, is_dataset, run_dataset
 from devicepipe.device import device_report
 from devicepipe.ecg import ECG_PEAK_METHODS, EDGE_S, MATCH_TOLERANCE_S, SEGMENT_MODES
 from devicepipe.errors import DevicepipeError
@@ -64,6 +66,7 @@ from devicepipe.pipeline import (
     ECG_MODE,
     SERIES_HIDDEN,
     SERIES_WINDOW,
+    BeatsOptions,
     LearnResult,
     LearnSettings,
     SeriesLearnSettings,
@@ -73,7 +76,7 @@ from devicepipe.pipeline import (
     run_series,
 )
 from devicepipe.simulate import simulate_ecg, simulate_load, simulation_path, write_simulated_ecg, write_simulated_load
-from devicepipe.units import format_duration, parse_duration
+from devicepipe.units import format_duration, parse_bytes, parse_duration
 
 
 class _PlainHelp:
@@ -457,12 +460,156 @@ def simulate_load_cmd(
     con.print(f"truth: {truth} ({len(sim.anomaly_kinds)} anomalous days)")
 
 
+# ----------------------------------------------------------------------------- datasets
+
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="For a folder, glob or list of recordings: Dask worker processes of the local cluster started here "
+        "(default: one per core; the cores are divided among them), or 0 for a plain loop without Dask.",
+        min=0,
+    ),
+]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="For many recordings: the address of a running Dask scheduler (e.g. tcp://10.0.0.5:8786) to run on "
+        "instead of a local cluster; its workers must see the same paths."
+    ),
+]
+DevicesOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="For many recordings: one device per worker, comma-separated (e.g. cuda:0,cuda:1: one worker per GPU)."
+    ),
+]
+DATASET_INPUT = (
+    "; or many: a folder, a quoted glob ('data/**/*.hea') or a .txt file listing paths, each written to its own "
+    "run directory under --out with index.parquet"
+)
+
+
+def _engine(workers: int | None, scheduler: str | None, devices: str | None, device: str) -> Engine:
+    listed = tuple(d.strip() for d in (devices or "").split(",") if d.strip())
+    if devices is not None and not listed:
+        raise DevicepipeError("--devices names no device; give e.g. --devices cuda:0,cuda:1.")
+    if scheduler is not None and workers is not None:
+        raise DevicepipeError("--workers starts a local cluster and --scheduler uses another; pass one of them.")
+    return Engine(workers=workers, scheduler=scheduler, devices=listed or (device,))
+
+
+def _dataset_reference(reference: Path | None) -> str | None:
+    """In a dataset run, --reference is an annotation extension: every record's own file."""
+    if reference is None:
+        return None
+    text = str(reference)
+    if not re.fullmatch(r"\w+", text):
+        raise DevicepipeError(
+            f"--reference {text}: for many recordings give an annotation extension (e.g. --reference atr), "
+            "and each WFDB record is scored against its own RECORD.atr."
+        )
+    return text
+
+
+def _single_only(**given: Any) -> None:
+    """Options that only mean something for many recordings, refused for one."""
+    for name, value in given.items():
+        if value is not None:
+            raise DevicepipeError(f"--{name} is for many recordings (a folder, glob or list); drop it for one file.")
+
+
+def _run_dataset_cli(
+    kind: str,
+    input: Path,
+    out: Path,
+    options: dict[str, Any],
+    engine: Engine,
+    reference: Path | None,
+    resume: bool,
+) -> None:
+    """Run ``kind`` on every recording ``input`` names, with a progress bar; exit 1 when any failed."""
+    con = _console()
+    counts = {"ok": 0, "failed": 0}
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("[green]{task.fields[ok]} ok[/green] [red]{task.fields[failed]} failed[/red]"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=con,
+        disable=not con.is_terminal,
+    )
+    task = progress.add_task("recordings", total=None, ok=0, failed=0)
+
+    def start(total: int, to_run: int) -> None:
+        kept = f" ({total - to_run:,} complete from an earlier run)" if total != to_run else ""
+        con.print(f"{total:,} recordings in {input}{kept}")
+        progress.update(task, total=total)
+
+    def cluster(how: dict[str, Any]) -> None:
+        if how["kind"] == "loop":
+            con.print("running in this process, one recording after another (--workers 0)")
+            return
+        where = f"the Dask scheduler at {how['scheduler']}" if how["scheduler"] else "a local Dask cluster"
+        threads = f", {how['threads_per_worker']} torch thread(s) each" if how["threads_per_worker"] else ""
+        con.print(f"running on {where}: {how['workers']} worker(s){threads}")
+        if how["dashboard"]:
+            con.print(f"dashboard: {how['dashboard']}")
+
+    def rows(done: list[dict[str, Any]]) -> None:
+        for row in done:
+            counts[row["status"]] = counts.get(row["status"], 0) + 1
+            if row["status"] == "failed":
+                progress.console.print(f"[red]failed:[/red] {row['path']}: {row['error']}")
+        progress.update(task, advance=len(done), ok=counts["ok"], failed=counts["failed"])
+
+    with progress:
+        result = run_dataset(
+            input,
+            out,
+            kind=kind,
+            options=options,
+            engine=engine,
+            reference=_dataset_reference(reference),
+            resume=resume,
+            on_start=start,
+            on_rows=rows,
+            on_cluster=cluster,
+        )
+    _print_dataset(con, result)
+    if result.n_failed:
+        raise typer.Exit(1)
+
+
+def _print_dataset(con: Console, result: DatasetResult) -> None:
+    s = result.summary
+    if s.get("beats") is not None:
+        flagged = "" if s.get("flagged") is None else f", {s['flagged']:,} flagged"
+        con.print(
+            f"{s['beats']:,} beats found{flagged} in {format_duration(s['duration_s'])} of recordings; "
+            f"{s['seconds']['wall']:.1f} s wall"
+        )
+    acc = s.get("accuracy")
+    if acc:
+        con.print(
+            f"accuracy against each record's .{acc['reference']}, {acc['records_scored']} record(s) "
+            f"(a match within {1000 * MATCH_TOLERANCE_S:.0f} ms, all but the first and last {EDGE_S:g} s): "
+            f"sensitivity {acc['sensitivity']:.4f}, positive predictivity {acc['ppv']:.4f}, F1 {acc['f1']:.4f}"
+        )
+    kept = f" ({result.n_resumed:,} from an earlier run)" if result.n_resumed else ""
+    line = f"{result.n_ok:,} ok{kept}, {result.n_failed:,} failed: see {result.out / INDEX_NAME}"
+    con.print(f"[bold]{line}[/bold]" if not result.n_failed else f"[bold red]{line}[/bold red]")
+
+
 # ----------------------------------------------------------------------------- beats
 
 
 @app.command(cls=_Command)
 def beats(
-    input: Annotated[Path, typer.Argument(help="ECG: CSV, Parquet, NPY or WFDB record (e.g. mitdb/100).")],
+    input: Annotated[
+        Path, typer.Argument(help="ECG: CSV, Parquet, NPY or WFDB record (e.g. mitdb/100)" + DATASET_INPUT + ".")
+    ],
     out: Annotated[
         Path,
         typer.Option(
@@ -489,13 +636,14 @@ def beats(
         Path | None,
         typer.Option(
             help="Reference beats, to print the accuracy: a WFDB annotation file (e.g. mitdb/100.atr) or a "
-            "CSV/Parquet with a 'sample' (indices) or 'time_s' (seconds) column, such as simulate's NAME.truth.csv."
+            "CSV/Parquet with a 'sample' (indices) or 'time_s' (seconds) column, such as simulate's NAME.truth.csv; "
+            "for many recordings, an annotation extension (atr): each WFDB record's own RECORD.atr."
         ),
     ] = None,
     device: DeviceOpt = "auto",
     nan: NanOpt = NanPolicy["error"],
     encoding: EncodingOpt = None,
-    figures: Annotated[bool, typer.Option(help="Write excerpt.png and intervals.png.")] = True,
+    figures: Annotated[bool, typer.Option(help="Write excerpt.png, heart_rate.png and intervals.png.")] = True,
     strict: Annotated[
         bool,
         typer.Option(
@@ -504,8 +652,49 @@ def beats(
             "minute, or a median heart rate outside 20-300 bpm.",
         ),
     ] = False,
+    chunk: Annotated[
+        str | None,
+        typer.Option(
+            help="Read and detect the recording in chunks of this duration (e.g. 10min): memory stays flat "
+            "however long it is, and the beats are those of one piece."
+        ),
+    ] = None,
+    memory_budget: Annotated[
+        str | None,
+        typer.Option(
+            help="Detect in chunks by itself when one piece would need more memory than this (e.g. 2GB). "
+            "Default: a quarter of the device's free memory."
+        ),
+    ] = None,
+    workers: WorkersOpt = None,
+    scheduler: SchedulerOpt = None,
+    devices: DevicesOpt = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="For many recordings: skip those whose run directory is complete.")
+    ] = False,
 ) -> None:
-    """Find the heartbeats of an ECG, cut them into a fixed-width matrix and plot them."""
+    """Find the heartbeats of an ECG, cut them into a fixed-width matrix and plot them.
+
+    Given a folder, a glob or a list of recordings, runs each (on a Dask cluster) into its own
+    directory under --out, with index.parquet (one row per recording) and summary.json.
+    """
+    if is_dataset(input):
+        options = BeatsOptions(
+            channel=_maybe_int(channel),
+            sampling_rate=sampling_rate,
+            method=method.value,
+            mode=mode.value,
+            nan=nan.value,
+            encoding=encoding,
+            figures=figures,
+            strict=strict,
+            chunk=chunk,
+            memory_budget=None if memory_budget is None else parse_bytes(memory_budget),
+        )
+        engine = _engine(workers, scheduler, devices, device)
+        _run_dataset_cli("beats", input, out, dataclasses.asdict(options), engine, reference, resume)
+        return
+    _single_only(workers=workers, scheduler=scheduler, devices=devices, resume=resume or None)
     con = _console()
     with con.status("finding beats ...") as status:
         result = run_beats(
@@ -521,6 +710,8 @@ def beats(
             encoding=encoding,
             figures=figures,
             strict=strict,
+            chunk=chunk,
+            memory_budget=None if memory_budget is None else parse_bytes(memory_budget),
             progress=lambda msg: status.update(msg),
         )
     hr = result.mean_heart_rate_bpm
@@ -733,7 +924,9 @@ def _print_ecg(con: Console, s: dict[str, Any]) -> None:
 
 @app.command(cls=_Command)
 def ecg(
-    input: Annotated[Path, typer.Argument(help="ECG: CSV, Parquet, NPY or WFDB record (e.g. mitdb/100).")],
+    input: Annotated[
+        Path, typer.Argument(help="ECG: CSV, Parquet, NPY or WFDB record (e.g. mitdb/100)" + DATASET_INPUT + ".")
+    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
     device: DeviceOpt = "auto",
     channel: Annotated[
@@ -773,8 +966,16 @@ def ecg(
     tensorboard: TensorboardOpt = None,
     bf16: Bf16Opt = False,
     threads: ThreadsOpt = None,
+    workers: WorkersOpt = None,
+    scheduler: SchedulerOpt = None,
+    devices: DevicesOpt = None,
 ) -> None:
-    """Find the heartbeats of an ECG, train a convolutional VAE on them, score and plot every beat."""
+    """Find the heartbeats of an ECG, train a convolutional VAE on them, score and plot every beat.
+
+    Given a folder, a glob or a list of recordings, trains one model per recording, each in its
+    own directory under --out (on a Dask cluster), with index.parquet and summary.json;
+    --resume then also skips the recordings already complete.
+    """
     settings = LearnSettings(
         threads=threads,
         epochs=epochs,
@@ -789,6 +990,20 @@ def ecg(
         bf16=bf16,
         tensorboard=None if tensorboard is None else str(tensorboard),
     )
+    if is_dataset(input):
+        options = {
+            "settings": settings,
+            "channel": _maybe_int(channel),
+            "sampling_rate": sampling_rate,
+            "mode": mode.value,
+            "width": width,
+            "nan": nan.value,
+            "encoding": encoding,
+        }
+        engine = _engine(workers, scheduler, devices, device)
+        _run_dataset_cli("ecg", input, out, options, engine, reference, resume)
+        return
+    _single_only(workers=workers, scheduler=scheduler, devices=devices)
     con = _console()
     bar = "training" if ensemble == 1 else f"training {ensemble} members"
     with _epoch_bar(con, settings.epoch_limit, bar, exact=epochs is not None) as update:

@@ -18,7 +18,7 @@ import torch
 from devicepipe import __version__
 from devicepipe.errors import DeviceError
 
-__all__ = ["resolve_device", "device_report", "cuda_unavailable_reason", "synchronize"]
+__all__ = ["resolve_device", "device_report", "cuda_unavailable_reason", "free_memory", "synchronize"]
 
 _CUDA_SPEC = re.compile(r"^cuda(?::(\d+))?$")
 
@@ -105,6 +105,21 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def free_memory(device: torch.device) -> int:
+    """Bytes free for new data on ``device``: the GPU's free memory, or the host's available
+    memory (``MemAvailable``; where it cannot be read, 4 GiB)."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 4 * 2**30
 
 
 def _gpu_records() -> list[dict[str, Any]]:

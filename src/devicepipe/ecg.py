@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 import numpy as np
@@ -55,10 +55,14 @@ __all__ = [
     "SEGMENT_MODES",
     "BeatScore",
     "Beats",
+    "check_ecg",
     "ecg_peaks",
+    "ecg_peaks_chunked",
     "ecg_segment",
+    "ecg_segment_chunked",
     "evaluate_beats",
     "label_beats",
+    "segment_kept",
     "seed_gates",
 ]
 
@@ -67,7 +71,10 @@ MATCH_TOLERANCE_S = 0.15
 #: Beats this close (s) to either end of a recording are not scored against a reference.
 EDGE_S = 0.5
 
-SEED_RATE_HZ = 250.0  # the notebook's recording (UCR "ECG one day") is sampled at 250 Hz
+SEED_RATE_HZ = 250.0
+#: The response's median (the contrast's denominator) is judged on about this many of its samples,
+#: evenly spaced.
+SUBSAMPLE = 200_000  # the notebook's recording (UCR "ECG one day") is sampled at 250 Hz
 
 
 def _check_input(x: torch.Tensor, sampling_rate: float, where: str) -> torch.Tensor:
@@ -96,6 +103,13 @@ def _check_input(x: torch.Tensor, sampling_rate: float, where: str) -> torch.Ten
     return x
 
 
+def check_ecg(x: torch.Tensor, sampling_rate: float) -> None:
+    """The checks :func:`ecg_peaks` makes on its input (a tensor of shape ``(time,)`` or
+    ``(batch, time)``, finite, at least 2 s at ``sampling_rate`` Hz): a clear
+    :class:`DevicepipeError` for the first that fails, nothing otherwise."""
+    _check_input(x, sampling_rate, "ecg_peaks()")
+
+
 def _samples(seconds: float, sampling_rate: float, minimum: int = 1) -> int:
     return max(minimum, int(round(seconds * sampling_rate)))
 
@@ -103,112 +117,196 @@ def _samples(seconds: float, sampling_rate: float, minimum: int = 1) -> int:
 # ----------------------------------------------------------------------------- default method
 
 
-def _peaks_ricker(
-    x: torch.Tensor,
-    sampling_rate: float,
-    *,
-    sigma_s: float = 0.015,
-    refractory_s: float = 0.2,
-    block_s: float = 0.5,
-    envelope_s: float = 2.0,
-    level_s: float = 6.0,
-    threshold: float = 0.4,
-    global_floor: float = 0.1,
-    noise_factor: float = 3.0,
-    refine_s: float = 0.05,
-    close_s: float = 0.36,
-    close_ratio: float = 0.5,
-    min_contrast: float = 7.0,
-    polarity_ratio: float = 1.5,
+@dataclass(frozen=True)
+class _Ricker:
+    """The ``"ricker"`` detector's settings at one sampling rate, in samples, and its steps.
+
+    The steps are split so that a recording too long for memory is detected in chunks with
+    exactly the peaks of one call (:func:`ecg_peaks_chunked`): what needs the whole recording
+    (the block envelope and its median, the contrast, the polarity vote) is computed from small
+    per-block summaries and per-candidate values; everything else looks a fixed number of
+    samples either side (:attr:`reach`).
+    """
+
+    fs: float
+    sigma_s: float = 0.015
+    refractory_s: float = 0.2
+    block_s: float = 0.5
+    envelope_s: float = 2.0
+    level_s: float = 6.0
+    threshold: float = 0.4
+    global_floor: float = 0.1
+    noise_factor: float = 3.0
+    refine_s: float = 0.05
+    close_s: float = 0.36
+    close_ratio: float = 0.5
+    min_contrast: float = 7.0
+    polarity_ratio: float = 1.5
+    edge_s: float = 1.0  # the level the filter assumes past either end: the mean of this first/last stretch
+
+    @property
+    def block(self) -> int:
+        return _samples(self.block_s, self.fs)
+
+    @property
+    def sub(self) -> int:
+        return _samples(0.016, self.fs)
+
+    @property
+    def refractory(self) -> int:
+        return _samples(self.refractory_s, self.fs, 2)
+
+    def kernel(self, like: torch.Tensor) -> torch.Tensor:
+        width = self.sigma_s * self.fs
+        kernel = ricker(2 * math.ceil(4 * width) + 1, width, dtype=torch.float64)
+        return (kernel - kernel.mean()).to(device=like.device, dtype=like.dtype)  # zero-sum: blind to any offset
+
+    @property
+    def reach(self) -> int:
+        """Samples either side of a stretch that decide its candidates: the filter, the
+        refractory period, the sub-blocks and the refinement window."""
+        width = self.sigma_s * self.fs
+        return 2 * math.ceil(4 * width) + 1 + self.refractory + 2 * self.sub + _samples(self.refine_s, self.fs) + 2
+
+    @property
+    def alignment(self) -> int:
+        """Chunks start at multiples of this (blocks, sub-blocks and the convolution's 32-sample
+        rows then fall on the same samples as in one call)."""
+        return math.lcm(self.block, self.sub, 32)
+
+    def edge_means(self, head: torch.Tensor, tail: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The mean of the first and of the last ``edge_s`` of each row (``(batch, 1)`` each),
+        from ``head``/``tail``: at least that stretch from each end."""
+        m = min(_samples(self.edge_s, self.fs), head.shape[-1], tail.shape[-1])
+        return head[:, :m].mean(-1, keepdim=True), tail[:, tail.shape[-1] - m :].mean(-1, keepdim=True)
+
+    def feature(
+        self, x: torch.Tensor, kernel: torch.Tensor, head: torch.Tensor, tail: torch.Tensor, start: bool, end: bool
+    ) -> torch.Tensor:
+        """``|Ricker response|`` of ``x`` (``(batch, n)``), the signal taken to continue at the
+        level ``head`` before its start and ``tail`` after its end, where ``x`` reaches the
+        recording's ``start``/``end`` (elsewhere the outer samples are not used)."""
+        zero = torch.zeros_like(head)
+        return centred_convolve(x, head if start else zero, kernel, end_mean=tail if end else zero).abs_()
+
+    def summaries(self, feature: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-block maximum and mean of the feature, ``(batch, ceil(n / block))`` each."""
+        return block_reduce(feature, self.block, "max"), block_reduce(feature, self.block, "mean")
+
+    @staticmethod
+    def subsample_stride(n: int) -> int:
+        return max(1, n // SUBSAMPLE)  # the median of a subsample is enough
+
+    def thresholds(
+        self, block_max: torch.Tensor, block_mean: torch.Tensor, subsample: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The threshold and the local beat level of every block, from the block summaries of
+        the whole recording and a subsample of its feature (every :meth:`subsample_stride`-th).
+
+        The envelope: the strongest response within +-envelope_s/2, the weakest of those over
+        level_s; the threshold a fraction of it, never below a fraction of the recording's
+        typical QRS level (the envelope's median) nor a multiple of the local noise floor (the
+        mean response over the envelope window). A row whose typical QRS response does not stand
+        well above its median response holds no ECG (white noise gives a contrast near 4.6 at
+        any rate, real recordings 17 to 110): it gets an infinite threshold.
+        """
+        span = _samples(self.envelope_s / self.block_s, 1.0)
+        envelope = centred_window(block_max, span, "max")
+        level = centred_window(envelope, _samples(self.level_s / self.block_s, 1.0), "min")
+        noise = centred_window(block_mean, span, "mean")
+        typical = envelope.median(-1, keepdim=True).values
+        per_block = torch.maximum(self.threshold * level, self.global_floor * typical)
+        per_block = torch.maximum(per_block, self.noise_factor * noise)
+        per_block = torch.clamp(per_block, min=float(torch.finfo(block_max.dtype).tiny))
+        # contrast = typical / median(subsample) < min_contrast, that is, the (lower) median above
+        # typical / min_contrast: at most (k - 1) // 2 of the k samples at or below it. A count,
+        # not a median: the same answer (but at the boundary's last bit) in one pass, where a
+        # median per row of a (batch, time) input costs a selection each.
+        below = (subsample <= typical / self.min_contrast).sum(-1)
+        no_ecg = (below <= (subsample.shape[-1] - 1) // 2) | (typical.squeeze(-1) <= 0)
+        per_block[no_ecg] = torch.inf
+        return per_block, level
+
+    def candidates(
+        self,
+        x: torch.Tensor,
+        kernel: torch.Tensor,
+        feature: torch.Tensor,
+        per_block: torch.Tensor,
+        level: torch.Tensor,
+        means: tuple[torch.Tensor, torch.Tensor],
+        offset: int,
+        total: int,
+        core: tuple[int, int],
+    ) -> dict[str, torch.Tensor]:
+        """The candidates of ``x`` (samples ``offset ...`` of a recording of ``total``) whose
+        position lies in ``core`` (absolute samples): rows, absolute columns, the local beat
+        level, the feature's height, the response's sign and the refined (absolute) position."""
+        rows, cols = _coarse_peaks(feature, self.refractory, self.sub)
+        cols = cols + offset
+        inside = (cols >= core[0]) & (cols < core[1])
+        rows, cols = rows[inside], cols[inside]
+        blocks = cols // self.block
+        keep = feature[rows, cols - offset] > per_block[rows, blocks]
+        rows, cols, blocks = rows[keep], cols[keep], blocks[keep]
+        # the sign of the response with the level the filter assumed past the nearer end
+        head, tail = means
+        mean = torch.where((cols < total // 2)[:, None], head[rows], tail[rows])
+        sign = torch.sign(centred_convolve_at(x, mean, kernel, rows, cols - offset, per_candidate=True))
+        refined = _refined(x, sign, rows, cols - offset, _samples(self.refine_s, self.fs)) + offset
+        return {
+            "rows": rows,
+            "cols": cols,
+            "level": level[rows, blocks],
+            "height": feature[rows, cols - offset],
+            "sign": sign,
+            "refined": refined,
+        }
+
+    def select(self, c: dict[str, torch.Tensor], n_rows: int, total: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The peaks among all candidates of a recording (sorted by row, then column): the
+        T-wave rule, the polarity rule, then each at its refined position, without repeats."""
+        rows, cols, level, height, sign, refined = (
+            c[k] for k in ("rows", "cols", "level", "height", "sign", "refined")
+        )
+        if self.close_ratio > 0 and cols.numel() > 1:
+            weak = _weak_followers(rows, cols, height, level, _samples(self.close_s, self.fs), self.close_ratio)
+            rows, cols, level, height, sign, refined = (v[~weak] for v in (rows, cols, level, height, sign, refined))
+        if self.polarity_ratio > 0 and cols.numel():
+            # each row's dominant polarity is the majority sign of its candidates' filtered response
+            dominant = torch.sign(torch.zeros(n_rows, device=sign.device, dtype=sign.dtype).index_add_(0, rows, sign))
+            typical = row_median(level, rows, n_rows)  # the recording's usual beat level
+            keep = (sign == dominant[rows]) | (height >= self.polarity_ratio * typical[rows])
+            rows, refined = rows[keep], refined[keep]
+        key = torch.unique(rows * total + refined)  # two candidates may settle on one sample
+        return key // total, key % total
+
+
+def _peaks_ricker(x: torch.Tensor, sampling_rate: float, **options: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """R peaks of each row of ``x`` (shape ``(batch, time)``): their rows and columns, sorted."""
+    r = _Ricker(float(sampling_rate), **options)
+    n = x.shape[-1]
+    means, kernel = r.edge_means(x, x), r.kernel(x)
+    feature = r.feature(x, kernel, *means, start=True, end=True)
+    per_block, level = r.thresholds(*r.summaries(feature), feature[..., :: r.subsample_stride(n)])
+    cands = r.candidates(x, kernel, feature, per_block, level, means, 0, n, (0, n))
+    return r.select(cands, x.shape[0], n)
+
+
+def _weak_followers(
+    rows: torch.Tensor, cols: torch.Tensor, height: torch.Tensor, level: torch.Tensor, reach: int, ratio: float
 ) -> torch.Tensor:
-    """R peaks of each row of ``x`` (shape ``(batch, time)``) as a bool mask of the same shape."""
-    fs = float(sampling_rate)
-    width = sigma_s * fs
-    kernel = ricker(2 * math.ceil(4 * width) + 1, width, dtype=torch.float64)
-    kernel = (kernel - kernel.mean()).to(device=x.device, dtype=x.dtype)  # zero-sum: blind to any offset
-    mean = x.mean(-1, keepdim=True)
-    feature = centred_convolve(x, mean, kernel).abs_()  # |Ricker response of x - mean|, one buffer
-    options = dict(
-        refractory_s=refractory_s,
-        block_s=block_s,
-        envelope_s=envelope_s,
-        level_s=level_s,
-        threshold=threshold,
-        global_floor=global_floor,
-        noise_factor=noise_factor,
-        min_contrast=min_contrast,
-    )
-    rows, cols, level = _threshold_peaks(feature, fs, **options)
-    if close_ratio > 0:
-        rows, cols, level = _drop_weak_followers(feature, rows, cols, level, _samples(close_s, fs), close_ratio)
-    sign = torch.sign(centred_convolve_at(x, mean, kernel, rows, cols))
-    if polarity_ratio > 0 and cols.numel():
-        # each row's dominant polarity is the majority sign of its candidates' filtered response
-        dominant = torch.sign(torch.zeros(x.shape[0], device=x.device, dtype=x.dtype).index_add_(0, rows, sign))
-        typical = row_median(level, rows, x.shape[0])  # the recording's usual beat level
-        keep = (sign == dominant[rows]) | (feature[rows, cols] >= polarity_ratio * typical[rows])
-        rows, cols, sign = rows[keep], cols[keep], sign[keep]
-    return _refine(x, sign, rows, cols, _samples(refine_s, fs))
-
-
-def _drop_weak_followers(
-    feature: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, level: torch.Tensor, reach: int, ratio: float
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Drop a candidate that follows another within ``reach`` samples at under ``ratio`` of the
+    """Which candidates follow another within ``reach`` samples at under ``ratio`` of the
     smaller of that one's height and the local beat ``level`` (so a normal beat after a tall
     ectopic one stays).
 
     The T-wave rule of Pan and Tompkins (IEEE TBME 32(3), 1985): a weak deflection shortly
     after a beat is more likely its T wave, or noise, than a new beat.
     """
-    if cols.numel() < 2:
-        return rows, cols, level
     close = (rows[1:] == rows[:-1]) & (cols[1:] - cols[:-1] <= reach)
-    height = feature[rows, cols]
-    weak = close & (height[1:] < ratio * torch.minimum(height[:-1], level[1:]))
-    keep = torch.ones_like(cols, dtype=torch.bool)
-    keep[1:] = ~weak
-    return rows[keep], cols[keep], level[keep]
-
-
-def _threshold_peaks(
-    feature: torch.Tensor,
-    fs: float,
-    *,
-    refractory_s: float,
-    block_s: float,
-    envelope_s: float,
-    level_s: float,
-    threshold: float,
-    global_floor: float,
-    noise_factor: float,
-    min_contrast: float,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Candidates of a non-negative ``(batch, time)`` feature above its adaptive threshold.
-
-    Returns the candidates' rows and columns (sorted) and the local beat level at each.
-    """
-    # envelope in blocks: the strongest response within +-envelope_s/2, the weakest of those over level_s
-    block = _samples(block_s, fs)
-    block_max = block_reduce(feature, block, "max")
-    envelope = centred_window(block_max, _samples(envelope_s / block_s, 1.0), "max")
-    level = centred_window(envelope, _samples(level_s / block_s, 1.0), "min")
-    # noise floor: the mean response over the envelope window
-    noise = centred_window(block_reduce(feature, block, "mean"), _samples(envelope_s / block_s, 1.0), "mean")
-    typical = envelope.median(-1, keepdim=True).values
-    per_block = torch.maximum(threshold * level, global_floor * typical)
-    per_block = torch.maximum(per_block, noise_factor * noise)
-    per_block = torch.clamp(per_block, min=float(torch.finfo(feature.dtype).tiny))
-    # a row whose typical QRS response does not stand well above its median response holds no ECG:
-    # white noise gives a contrast near 4.6 at any rate, real recordings 17 to 110
-    stride = max(1, feature.shape[-1] // 200_000)  # the median of a subsample is enough
-    contrast = typical.squeeze(-1) / feature[..., ::stride].median(-1).values.clamp(min=torch.finfo(feature.dtype).tiny)
-    per_block[contrast < min_contrast] = torch.inf
-    rows, cols = _coarse_peaks(feature, _samples(refractory_s, fs, 2), _samples(0.016, fs))
-    blocks = cols // block
-    keep = feature[rows, cols] > per_block[rows, blocks]
-    rows, cols, blocks = rows[keep], cols[keep], blocks[keep]
-    return rows, cols, level[rows, blocks]
+    weak = torch.zeros_like(cols, dtype=torch.bool)
+    weak[1:] = close & (height[1:] < ratio * torch.minimum(height[:-1], level[1:]))
+    return weak
 
 
 def _coarse_peaks(feature: torch.Tensor, min_distance: int, sub: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -228,23 +326,18 @@ def _coarse_peaks(feature: torch.Tensor, min_distance: int, sub: int) -> tuple[t
     return rows, blocks * sub + inside
 
 
-def _refine(
+def _refined(
     x: torch.Tensor, polarity: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, reach: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Move each candidate to the extremum of ``x`` within ``reach`` samples, in the filter's
-    ``polarity`` (+1 or -1 per candidate).
-
-    Returns the refined peaks' rows and columns, sorted, without repeats.
-    """
+) -> torch.Tensor:
+    """Each candidate moved to the extremum of ``x`` within ``reach`` samples, in the filter's
+    ``polarity`` (+1 or -1 per candidate): the new columns, ``(n,)``."""
     if rows.numel() == 0:
-        return rows, cols
+        return cols
     n = x.shape[-1]
     idx = (cols[:, None] + torch.arange(-reach, reach + 1, device=x.device)).clamp(0, n - 1)
     window = x[rows[:, None], idx]
     centred = (window - window.mean(-1, keepdim=True)) * polarity[:, None]
-    refined = idx.gather(1, centred.argmax(-1, keepdim=True)).squeeze(1)
-    key = torch.unique(rows * n + refined)  # two candidates may settle on one sample
-    return key // n, key % n
+    return idx.gather(1, centred.argmax(-1, keepdim=True)).squeeze(1)
 
 
 # ----------------------------------------------------------------------------- the seed's method
@@ -304,6 +397,14 @@ ECG_PEAK_METHODS: dict[str, Callable[..., tuple[torch.Tensor, torch.Tensor]]] = 
 }
 
 
+def _options_of(method: str) -> list[str]:
+    """The keyword settings a peak method accepts."""
+    if method == "ricker":
+        return [f.name for f in fields(_Ricker) if f.name != "fs"]
+    find = ECG_PEAK_METHODS[method]
+    return [p.name for p in inspect.signature(find).parameters.values() if p.kind is p.KEYWORD_ONLY]
+
+
 def ecg_peaks(
     x: torch.Tensor, sampling_rate: float, *, method: str = "ricker", **options: Any
 ) -> torch.Tensor | list[torch.Tensor]:
@@ -327,7 +428,7 @@ def ecg_peaks(
     if method not in ECG_PEAK_METHODS:
         raise DevicepipeError(f"ecg_peaks(): unknown method {method!r}; choose one of {sorted(ECG_PEAK_METHODS)}.")
     find = ECG_PEAK_METHODS[method]
-    accepted = [p.name for p in inspect.signature(find).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    accepted = _options_of(method)
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise DevicepipeError(
@@ -336,6 +437,100 @@ def ecg_peaks(
     rows, cols = find(x.reshape(-1, x.shape[-1]), float(sampling_rate), **options)
     per_row = split_by_row(rows, cols, 1 if x.ndim == 1 else x.shape[0])
     return per_row[0] if x.ndim == 1 else per_row
+
+
+def ecg_peaks_chunked(
+    read: Callable[[int, int], torch.Tensor],
+    n_samples: int,
+    sampling_rate: float,
+    *,
+    chunk: int,
+    progress: Callable[[int, int], None] | None = None,
+    **options: Any,
+) -> torch.Tensor:
+    """The R peaks of a recording too long for memory, read a chunk at a time: exactly the
+    peaks :func:`ecg_peaks` (``method="ricker"``) finds in one call on the whole recording.
+
+    Two passes. The first filters each chunk and keeps per-block summaries of the response (its
+    maximum and mean every ``block_s``, and a sparse subsample): from these come the
+    thresholds, which depend on the whole recording. The second finds each chunk's candidates
+    and their refined positions; the T-wave and polarity rules, which compare candidates across
+    the recording, then run on the candidates of all chunks. Chunks are read with a halo of
+    samples either side (what decides a candidate: the filter, the refractory period, the
+    refinement window), and start at multiples of the blocks, so each sample is computed as in
+    one call.
+
+    Parameters
+    ----------
+    read : ``read(start, stop)`` returns samples ``[start, stop)`` of the recording as a tensor
+        of shape ``(stop - start,)``, on the device to work on.
+    n_samples : the recording's length.
+    sampling_rate : Hz.
+    chunk : samples per chunk (rounded up to a multiple of the block alignment); the memory
+        needed is a few times ``chunk`` samples, whatever the recording's length.
+    progress : called with ``(samples done, 2 * n_samples)`` after each chunk of each pass.
+    options : the ``"ricker"`` method's settings, as :func:`ecg_peaks` takes them.
+
+    Returns
+    -------
+    int64 Tensor of shape ``(n_peaks,)``, sorted, on the device ``read`` returns.
+    """
+    unknown = sorted(set(options) - set(_options_of("ricker")))
+    if unknown:
+        raise DevicepipeError(
+            f"ecg_peaks_chunked(): no option {unknown[0]!r}; the options are {_options_of('ricker')}."
+        )
+    if n_samples < 2 * sampling_rate:
+        return ecg_peaks(read(0, n_samples), sampling_rate, **options)
+    r = _Ricker(float(sampling_rate), **options)
+    step = r.alignment
+    chunk = max(step, -(-int(chunk) // step) * step)
+    halo = -(-r.reach // step) * step
+    edge = min(n_samples, _samples(r.edge_s, r.fs))
+    means = r.edge_means(_checked(read(0, edge), sampling_rate, 0)[None], read(n_samples - edge, n_samples)[None])
+    stride = r.subsample_stride(n_samples)
+    spans = [(c0, min(n_samples, c0 + chunk)) for c0 in range(0, n_samples, chunk)]
+    done = 0
+
+    def pieces() -> Any:
+        nonlocal done
+        for c0, c1 in spans:
+            a, b = max(0, c0 - halo), min(n_samples, c1 + halo)
+            x = _checked(read(a, b), sampling_rate, a)[None]
+            feature = r.feature(x, r.kernel(x), *means, start=a == 0, end=b == n_samples)
+            yield x, feature, a, c0, c1
+            done += c1 - c0
+            if progress is not None:
+                progress(done, 2 * n_samples)
+
+    maxima, averages, subsample = [], [], []
+    for _, feature, a, c0, c1 in pieces():  # pass 1: the block summaries of the whole recording
+        core = feature[:, c0 - a : c1 - a]
+        block_max, block_mean = r.summaries(core)
+        maxima.append(block_max)
+        averages.append(block_mean)
+        subsample.append(core[:, (-c0) % stride :: stride])
+    per_block, level = r.thresholds(torch.cat(maxima, -1), torch.cat(averages, -1), torch.cat(subsample, -1))
+    found = [
+        r.candidates(x, r.kernel(x), feature, per_block, level, means, a, n_samples, (c0, c1))
+        for x, feature, a, c0, c1 in pieces()  # pass 2: candidates, then the rules across chunks
+    ]
+    candidates = {key: torch.cat([f[key] for f in found]) for key in found[0]}
+    return r.select(candidates, 1, n_samples)[1]
+
+
+def _checked(x: torch.Tensor, sampling_rate: float, offset: int) -> torch.Tensor:
+    """One chunk as the detector takes it; a non-finite sample is named by its place in the recording."""
+    if x.ndim != 1:
+        raise DevicepipeError(f"ecg_peaks_chunked(): read() must return shape (time,), got {tuple(x.shape)}.")
+    x = x.detach() if x.dtype.is_floating_point else x.detach().to(torch.float32)
+    if not bool(torch.isfinite(x).all()):
+        first = offset + int(torch.nonzero(~torch.isfinite(x))[0])
+        raise DevicepipeError(
+            f"the recording holds a non-finite value (NaN or inf) at sample {first:,}; chunked detection needs "
+            "finite samples (interpolate them first, or detect in one piece with nan='interpolate')."
+        )
+    return x
 
 
 # ----------------------------------------------------------------------------- segmentation
@@ -427,9 +622,11 @@ def ecg_segment(
     fs = float(sampling_rate)
     peaks = torch.as_tensor(peaks).to(device=x.device, dtype=torch.int64)
     n = x.shape[-1]
+    geometry = dict(before_s=before_s, after_s=after_s, lead_s=lead_s, lower_s=lower_s, upper_s=upper_s)
+    if mode in SEGMENT_MODES:
+        kept, lengths = _kept(peaks, n, fs, mode, **geometry)
     if mode == "centered":
         before, after = _samples(before_s, fs, 0), _samples(after_s, fs, 0)
-        kept = (peaks - before >= 0) & (peaks + after <= n)
         chosen = peaks[kept]
         matrix, _ = segment(x, chosen, before=before, after=after)
         if width is not None:
@@ -441,13 +638,93 @@ def ecg_segment(
         lower, upper = _samples(lower_s, fs), _samples(upper_s, fs)
         width = width or upper
         starts = peaks - lead
-        lengths = torch.diff(starts, append=starts.new_full((1,), -1)) if peaks.numel() else starts
-        kept = (lengths >= lower) & (lengths <= upper) & (starts >= 0)
-        if kept.numel():
-            kept[-1] = False
         matrix, _ = segment_between(x, starts[kept], lengths[kept], width=width)
         return Beats(matrix, lengths[kept], peaks[kept], starts[kept], kept, fs, mode, lead, (lower, upper))
     raise DevicepipeError(f"ecg_segment(): unknown mode {mode!r}; use one of {list(SEGMENT_MODES)}.")
+
+
+def _kept(
+    peaks: torch.Tensor,
+    n_samples: int,
+    fs: float,
+    mode: str,
+    *,
+    before_s: float = 0.25,
+    after_s: float = 0.45,
+    lead_s: float = 0.304,
+    lower_s: float = 0.4,
+    upper_s: float = 1.024,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Which ``peaks`` :func:`ecg_segment` cuts into a row (from the peaks alone), and the
+    length of each peak's beat in samples (``"seed"``: to the next beat's start)."""
+    if mode == "centered":
+        before, after = _samples(before_s, fs, 0), _samples(after_s, fs, 0)
+        return (peaks - before >= 0) & (peaks + after <= n_samples), torch.full_like(peaks, before + after)
+    lead = _samples(lead_s, fs, 0)
+    lower, upper = _samples(lower_s, fs), _samples(upper_s, fs)
+    starts = peaks - lead
+    lengths = torch.diff(starts, append=starts.new_full((1,), -1)) if peaks.numel() else starts
+    kept = (lengths >= lower) & (lengths <= upper) & (starts >= 0)
+    if kept.numel():
+        kept[-1] = False  # the last beat has no end
+    return kept, lengths
+
+
+def segment_kept(
+    peaks: torch.Tensor, n_samples: int, sampling_rate: float, *, mode: str = "centered", **geometry: float
+) -> torch.Tensor:
+    """The ``kept`` mask of :func:`ecg_segment` (which of ``peaks`` make a row of its matrix),
+    from the peaks and the recording's length alone: bool Tensor of shape ``(n_peaks,)``."""
+    if mode not in SEGMENT_MODES:
+        raise DevicepipeError(f"segment_kept(): unknown mode {mode!r}; use one of {list(SEGMENT_MODES)}.")
+    return _kept(torch.as_tensor(peaks, dtype=torch.int64), n_samples, float(sampling_rate), mode, **geometry)[0]
+
+
+def ecg_segment_chunked(
+    read: Callable[[int, int], torch.Tensor],
+    n_samples: int,
+    peaks: torch.Tensor,
+    sampling_rate: float,
+    *,
+    chunk: int,
+    mode: Literal["centered", "seed"] = "centered",
+    **options: Any,
+) -> Iterator[tuple[torch.Tensor, Beats]]:
+    """:func:`ecg_segment` of a recording read a chunk at a time (``read(start, stop)`` as for
+    :func:`ecg_peaks_chunked`): yields, chunk by chunk, the peaks of the recording that fall in
+    it (a bool mask over ``peaks``) and their :class:`Beats`, whose rows, stacked in order, are
+    the matrix of one call on the whole recording; ``kept`` and the positions are the
+    recording's. Each chunk is cut with a halo longer than any beat, so a beat across a chunk
+    border is cut whole."""
+    fs = float(sampling_rate)
+    peaks = torch.as_tensor(peaks, dtype=torch.int64)
+    halo = 2 * max(
+        _samples(options.get("upper_s", 1.024), fs),
+        _samples(options.get("before_s", 0.25) + options.get("after_s", 0.45), fs),
+    )
+    chunk = max(1, int(chunk))
+    for c0 in range(0, n_samples, chunk):
+        c1 = min(n_samples, c0 + chunk)
+        a, b = max(0, c0 - halo), min(n_samples, c1 + halo)
+        near = (peaks >= a) & (peaks < b)
+        local = peaks[near].to(peaks.device) - a
+        beats = ecg_segment(read(a, b), local, fs, mode=mode, **options)
+        core = (local + a >= c0) & (local + a < c1)  # over the peaks near the chunk
+        keep_rows = core[beats.kept]
+        chunk_beats = Beats(
+            beats.matrix[keep_rows],
+            beats.lengths[keep_rows],
+            beats.peaks[keep_rows] + a,
+            beats.starts[keep_rows] + a,
+            beats.kept[core],
+            fs,
+            beats.mode,
+            beats.before,
+            beats.length_range,
+        )
+        mask = torch.zeros_like(peaks, dtype=torch.bool)
+        mask[near] = core.to(mask.device)
+        yield mask, chunk_beats
 
 
 # ----------------------------------------------------------------------------- evaluation

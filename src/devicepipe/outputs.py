@@ -134,6 +134,8 @@ def write_summary(out: Path, summary: dict[str, Any], files: dict[str, Path]) ->
 
 
 def _excerpt(rec: Recording, signal: np.ndarray, peaks: np.ndarray, reference: np.ndarray | None = None) -> Any:
+    """Ten seconds of ``signal`` (``rec``'s samples, which start at ``rec.start_sample`` of the
+    recording) with the beats marked."""
     return plot_beats_excerpt(
         signal,
         rec.sampling_rate,
@@ -141,6 +143,8 @@ def _excerpt(rec: Recording, signal: np.ndarray, peaks: np.ndarray, reference: n
         reference=reference,
         unit=rec.units[0],
         title=f"{rec.source} ({rec.channels[0]}): detected beats",
+        offset=rec.start_sample,
+        start_s=0.0 if rec.start_sample else None,
     )
 
 
@@ -169,9 +173,15 @@ def _learning_figures(
 
 
 def beats_figures(
-    out: Path, rec: Recording, signal: np.ndarray, peaks: np.ndarray, beats: Beats, reference: np.ndarray | None
+    out: Path,
+    rec: Recording,
+    signal: np.ndarray,
+    peaks: np.ndarray,
+    beats: Beats,
+    reference: np.ndarray | None,
 ) -> dict[str, Path]:
-    """``excerpt.png`` (signal with detected and reference beats) and ``intervals.png`` (RR intervals)."""
+    """``excerpt.png`` (signal with detected and reference beats: ``rec`` may hold only a part of
+    the recording, from ``rec.start_sample``), ``heart_rate.png`` and ``intervals.png`` (RR intervals)."""
     return {
         "excerpt.png": save_figure(_excerpt(rec, signal, peaks, reference), out / "excerpt.png"),
         "heart_rate.png": save_figure(plot_heart_rate(peaks, rec.sampling_rate), out / "heart_rate.png"),

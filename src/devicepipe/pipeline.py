@@ -11,7 +11,7 @@ here, once.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,16 +19,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.device import resolve_device
+from devicepipe.device import free_memory, resolve_device
 from devicepipe.ecg import (
     EDGE_S,
     MATCH_TOLERANCE_S,
     Beats,
     BeatScore,
+    check_ecg,
     ecg_peaks,
+    ecg_peaks_chunked,
     ecg_segment,
+    ecg_segment_chunked,
     evaluate_beats,
     label_beats,
+    segment_kept,
 )
 from devicepipe.errors import DevicepipeError
 from devicepipe.interop import TransferLedger
@@ -42,7 +46,8 @@ from devicepipe.io import (
     sweep_leftovers,
     write_npy,
 )
-from devicepipe.io.read import declares_sampling_rate, input_fingerprint
+from devicepipe.io.chunks import chunk_reader, recording_length
+from devicepipe.io.read import declares_sampling_rate, header_sampling_rate, input_fingerprint
 from devicepipe.learn import (
     LearnSettings,
     SeriesLearnSettings,
@@ -73,6 +78,7 @@ from devicepipe.units import parse_duration
 from devicepipe.windows import make_windows
 
 __all__ = [
+    "BeatsOptions",
     "BeatsResult",
     "DemoResult",
     "LearnResult",
@@ -81,6 +87,7 @@ __all__ = [
     "StageTimer",
     "rate_warnings",
     "run_beats",
+    "run_beats_many",
     "run_demo",
     "run_ecg",
     "run_series",
@@ -169,19 +176,16 @@ def _unknown_rate(source: str) -> DevicepipeError:
     )
 
 
-def _read_and_cut(
+def _read_ecg(
     run: _Run,
     source: Any,
     channel: str | int | None,
     sampling_rate: float | None,
-    method: str,
-    mode: str,
     nan: str,
     encoding: str | None,
-) -> tuple[Recording, torch.Tensor, Beats]:
-    """Read one ECG channel (the first by default) onto the run's device, find its beats, cut them;
-    ``nan`` (the policy for non-finite samples) and ``encoding`` (a CSV's) as
-    :func:`devicepipe.io.read_series` takes them."""
+) -> Recording:
+    """Read one ECG channel (the first by default) onto the run's device; ``nan`` (the policy for
+    non-finite samples) and ``encoding`` (a CSV's) as :func:`devicepipe.io.read_series` takes them."""
     if sampling_rate is None and declares_sampling_rate(source) is False:
         raise _unknown_rate(Path(source).name)  # said before a long read, not after
     with run.stage("read"):
@@ -195,12 +199,44 @@ def _read_and_cut(
         )
     if rec.sampling_rate is None:
         raise _unknown_rate(rec.source)
+    return rec
+
+
+def _read_and_cut(
+    run: _Run,
+    source: Any,
+    channel: str | int | None,
+    sampling_rate: float | None,
+    method: str,
+    mode: str,
+    nan: str,
+    encoding: str | None,
+) -> tuple[Recording, torch.Tensor, Beats]:
+    """Read one ECG channel onto the run's device (:func:`_read_ecg`), find its beats, cut them."""
+    rec = _read_ecg(run, source, channel, sampling_rate, nan, encoding)
     run.note(f"finding beats in {rec.n_samples:,} samples at {rec.sampling_rate:g} Hz on {run.device}")
     with run.stage("detect"):
         peaks = ecg_peaks(rec.samples, rec.sampling_rate, method=method)
     with run.stage("segment"):
         beats = ecg_segment(rec.samples, peaks, rec.sampling_rate, mode=mode)
     return rec, peaks, beats
+
+
+@dataclass(frozen=True)
+class BeatsOptions:
+    """The settings of :func:`run_beats` other than its input and output (see there)."""
+
+    channel: str | int | None = None
+    sampling_rate: float | None = None
+    method: str = PEAK_METHOD
+    mode: str = BEATS_MODE
+    nan: str = "error"
+    encoding: str | None = None
+    figures: bool = True
+    strict: bool = False
+    count_transfers: bool = True
+    chunk: int | str | None = None  # detect in chunks of this many samples (or a duration, "10min")
+    memory_budget: int | None = None  # bytes; None: a quarter of the device's free memory
 
 
 def run_beats(
@@ -219,6 +255,8 @@ def run_beats(
     strict: bool = False,
     progress: Progress | None = None,
     count_transfers: bool = True,
+    chunk: int | str | None = None,
+    memory_budget: int | None = None,
 ) -> BeatsResult:
     """Read an ECG, find its beats, cut them into a matrix and write everything to ``out``.
 
@@ -231,54 +269,303 @@ def run_beats(
     non-finite samples. What looks like a wrong setting (:func:`rate_warnings`) is in the
     result's and the summary's ``warnings``; with ``strict`` it is an error, before anything is
     written.
+
+    A recording too long for memory is read and detected in chunks of ``chunk`` samples (or a
+    duration such as ``"10min"``): the same peaks and beat matrix as in one piece (see
+    :func:`~devicepipe.ecg.ecg_peaks_chunked`), with memory flat in the recording's length.
+    Chunking also starts by itself for a file whose detection would need more than
+    ``memory_budget`` bytes (default: a quarter of the device's free memory).
     """
+    opts = BeatsOptions(
+        channel, sampling_rate, method, mode, nan, encoding, figures, strict, count_transfers, chunk, memory_budget
+    )
     run = _start(out, device, count_transfers, progress)
     ref = None if reference is None else read_reference(reference)  # checked before the recording is read
-    rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan, encoding)
+    size = _chunk_size(source, opts, run.device)
+    if size is not None:
+        return _run_beats_chunked(run, source, ref, opts, size)
+    rec = _read_ecg(run, source, channel, sampling_rate, nan, encoding)
+    run.note(f"finding beats in {rec.n_samples:,} samples at {rec.sampling_rate:g} Hz on {run.device}")
+    with run.stage("detect"):
+        peaks = ecg_peaks(rec.samples, rec.sampling_rate, method=method)
+    return _finish_beats(run, source, rec, peaks, ref, opts)
+
+
+def run_beats_many(
+    sources: Sequence[Any],
+    outs: Sequence[str | Path],
+    *,
+    options: BeatsOptions | None = None,
+    references: Sequence[str | Path | None] | None = None,
+    device: str | torch.device = "auto",
+) -> list[BeatsResult | DevicepipeError]:
+    """:func:`run_beats` on many recordings, ``sources[i]`` written to ``outs[i]``, with the beats of
+    equal-length recordings at one rate found in one batched :func:`~devicepipe.ecg.ecg_peaks` call
+    (a ``(batch, time)`` pass costs about what one recording does, so ten thousand 10-s ECGs are
+    not ten thousand small calls). The peaks are those of one call per recording (the detector
+    treats each row on its own).
+
+    Returns, per recording, its result, or the :class:`DevicepipeError` that stopped it (a bad
+    recording does not stop the others; nothing is written for it). Errors that are not a user's
+    mistake (a bug, running out of memory) are raised.
+    """
+    opts = options or BeatsOptions()
+    refs = list(references) if references is not None else [None] * len(sources)
+    if not len(sources) == len(outs) == len(refs):
+        raise DevicepipeError("run_beats_many(): sources, outs and references must have the same length.")
+    dev = resolve_device(device)
+    results: list[BeatsResult | DevicepipeError | None] = [None] * len(sources)
+    ready: dict[int, tuple[_Run, Recording, ReferenceBeats | None]] = {}
+    for i, (source, out) in enumerate(zip(sources, outs, strict=True)):
+        try:
+            run = _start(out, dev, opts.count_transfers, None)
+            ref = None if refs[i] is None else read_reference(refs[i])
+            rec = _read_ecg(run, source, opts.channel, opts.sampling_rate, opts.nan, opts.encoding)
+            _check_ecg_input(rec)
+            ready[i] = (run, rec, ref)
+        except DevicepipeError as exc:
+            results[i] = exc
+    groups: dict[tuple[int, float, torch.dtype], list[int]] = {}
+    for i, (_, rec, _) in ready.items():
+        groups.setdefault((rec.n_samples, rec.sampling_rate, rec.samples.dtype), []).append(i)
+    for (_, fs, _), members in groups.items():
+        runs = [ready[i][0] for i in members]
+        stacked = torch.stack([ready[i][1].samples for i in members]) if len(members) > 1 else None
+        started = runs[0].timer.seconds.get("detect", 0.0)
+        with runs[0].stage("detect"):
+            if stacked is None:
+                found = [ecg_peaks(ready[members[0]][1].samples, fs, method=opts.method)]
+            else:
+                found = ecg_peaks(stacked, fs, method=opts.method)
+        share = (runs[0].timer.seconds["detect"] - started) / len(members)  # each its share of the call
+        for i, run, peaks in zip(members, runs, found, strict=True):
+            run.timer.seconds["detect"] = share
+            _, rec, ref = ready[i]
+            try:
+                results[i] = _finish_beats(run, sources[i], rec, peaks, ref, opts)
+            except DevicepipeError as exc:
+                results[i] = exc
+    return [r if r is not None else DevicepipeError("not run") for r in results]
+
+
+#: Bytes of memory per sample that detecting and cutting beats in one piece needs (float32,
+#: measured: benchmarks/results/long_recordings.json): the signal, the filter response, the
+#: segmentation's indices and the host copies.
+BYTES_PER_SAMPLE = 24
+#: Samples per chunk when chunking starts by itself: 10 minutes at 250 Hz.
+AUTO_CHUNK_SAMPLES = 150_000
+
+
+def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | None:
+    """Samples per chunk for this recording, or None to detect it in one piece."""
+    if opts.chunk is None and not isinstance(source, (str, Path)):
+        return None
+    if opts.chunk is not None:
+        if not isinstance(source, (str, Path)):
+            raise DevicepipeError("chunk= needs a recording file (chunks are read from it), not an in-memory array.")
+        if opts.method != "ricker":
+            raise DevicepipeError(
+                f"detection in chunks is made for method='ricker', not {opts.method!r}.",
+                cli=f"--chunk is made for --method ricker, not {opts.method}.",
+            )
+        if isinstance(opts.chunk, str):
+            rate = opts.sampling_rate or header_sampling_rate(Path(source), opts.channel)
+            if rate is None:
+                raise _unknown_rate(Path(source).name)
+            return max(1, int(round(parse_duration(opts.chunk) * rate)))
+        if opts.chunk < 1:
+            raise DevicepipeError(f"chunk must be a positive number of samples, got {opts.chunk}.")
+        return int(opts.chunk)
+    if opts.method != "ricker" or opts.nan != "error":
+        return None
+    try:
+        n = recording_length(source, opts.channel)
+    except DevicepipeError:
+        return None  # read in one piece, which says what is wrong with it
+    budget = opts.memory_budget if opts.memory_budget is not None else free_memory(device) // 4
+    return AUTO_CHUNK_SAMPLES if n * BYTES_PER_SAMPLE > budget else None
+
+
+def _run_beats_chunked(
+    run: _Run, source: Any, ref: ReferenceBeats | None, opts: BeatsOptions, size: int
+) -> BeatsResult:
+    """:func:`run_beats` with the recording read, detected and cut ``size`` samples at a time
+    (memory flat in its length); the beat matrix goes straight to its file."""
+    if opts.nan != "error":
+        raise DevicepipeError(
+            f"nan={opts.nan!r} needs the whole recording in memory; detect it in one piece (no chunk=).",
+            cli=f"--nan {opts.nan} needs the whole recording in memory; drop --chunk (and --memory-budget).",
+        )
+    read, n, fs = chunk_reader(
+        source, opts.channel, sampling_rate=opts.sampling_rate, device=run.device, encoding=opts.encoding
+    )
+    run.note(f"finding beats in {n:,} samples at {fs:g} Hz on {run.device}, {size:,} samples at a time")
+    with run.stage("detect"):
+        peaks = ecg_peaks_chunked(
+            read, n, fs, chunk=size, progress=lambda done, total: run.note(f"finding beats: {100 * done / total:.0f} %")
+        )
+    with run.stage("transfer"):
+        host_peaks = peaks.cpu().numpy()
+    with run.stage("read"):  # ten seconds for the excerpt (and the channel's name and unit)
+        first = _excerpt_start(host_peaks, n, fs)
+        rec = read_series(
+            source, 0 if opts.channel is None else opts.channel, device=run.device, sampling_rate=fs,
+            start=first, stop=min(n, first + int(round(10 * fs))), encoding=opts.encoding,
+        )  # fmt: skip
+    checked = _check_beats(run, rec, n, peaks, host_peaks, ref, opts)
+    kept = segment_kept(peaks, n, fs, mode=opts.mode).cpu().numpy()
+    with run.stage("write"), staged_dir(run.out) as stage:
+        matrix, row, cut = None, 0, None
+        with run.stage("segment"):
+            for _, part in ecg_segment_chunked(read, n, peaks, fs, chunk=size, mode=opts.mode):
+                rows = part.matrix.cpu().numpy()
+                if matrix is None:
+                    shape = (int(kept.sum()), rows.shape[1])
+                    matrix = np.lib.format.open_memmap(stage / "beat_matrix.npy", "w+", np.float32, shape)
+                    cut = part
+                matrix[row : row + rows.shape[0]] = rows
+                row += rows.shape[0]
+            matrix.flush()
+        files = {"beat_matrix.npy": stage / "beat_matrix.npy"}
+        signal = rec.samples.cpu().numpy() if opts.figures else None
+        chunking = {"samples_per_chunk": size, "chunks": -(-n // size), "seconds_per_chunk": size / fs}
+        files.update(
+            _write_beats(stage, run, source, rec, signal, kept, cut, checked, opts, n_samples=n, chunked=chunking)
+        )
+    beats = Beats(
+        torch.from_numpy(np.load(run.out / "beat_matrix.npy", mmap_mode="c")),  # on disk, not in memory
+        cut.lengths.new_empty(0), peaks.new_empty(0), peaks.new_empty(0), torch.from_numpy(kept),
+        fs, cut.mode, cut.before, cut.length_range,
+    )  # fmt: skip
+    return _beats_result(run, rec, n, host_peaks, beats, files, checked)
+
+
+def _excerpt_start(peaks: np.ndarray, n_samples: int, fs: float) -> int:
+    """Where the excerpt figure starts: half a second before the first beat after the first 5 %."""
+    later = peaks[peaks >= 0.05 * n_samples]
+    first = int(later[0]) if later.size else 0
+    return max(0, min(n_samples - int(round(10 * fs)), first - int(0.5 * fs)))
+
+
+def _check_ecg_input(rec: Recording) -> None:
+    """The checks :func:`ecg_peaks` makes, made on one recording before it joins a batch (so one
+    bad recording is refused alone, not with its batch)."""
+    if rec.samples.ndim != 1:
+        raise DevicepipeError(f"{rec.source}: expected one channel, got shape {tuple(rec.samples.shape)}.")
+    check_ecg(rec.samples, rec.sampling_rate)
+
+
+def _finish_beats(
+    run: _Run, source: Any, rec: Recording, peaks: torch.Tensor, ref: ReferenceBeats | None, opts: BeatsOptions
+) -> BeatsResult:
+    """Cut the beats at ``peaks``, copy the results back and write the run directory."""
     fs = rec.sampling_rate
-    ref_samples = None if ref is None else _reference_in(ref, rec)
+    with run.stage("segment"):
+        beats = ecg_segment(rec.samples, peaks, fs, mode=opts.mode)
     with run.stage("transfer"):
         host = _to_host({"peaks": peaks, "kept": beats.kept, "matrix": beats.matrix})
-        signal = rec.samples.cpu().numpy() if figures else None
-    score = None if ref is None else evaluate_beats(ref_samples, host["peaks"], fs, n_samples=rec.n_samples)
+        signal = rec.samples.cpu().numpy() if opts.figures else None
+    checked = _check_beats(run, rec, rec.n_samples, peaks, host["peaks"], ref, opts)
+    with run.stage("write"), staged_dir(run.out) as stage:
+        files = {"beat_matrix.npy": write_npy(host["matrix"], stage / "beat_matrix.npy")}
+        files.update(_write_beats(stage, run, source, rec, signal, host["kept"], beats, checked, opts))
+    return _beats_result(run, rec, rec.n_samples, host["peaks"], beats, files, checked)
+
+
+@dataclass(frozen=True)
+class _CheckedBeats:
+    """What a beats run knows once its beats are found: the reference beats, the accuracy,
+    heart rate and HRV, and the warnings."""
+
+    host_peaks: np.ndarray
+    reference: np.ndarray | None
+    score: BeatScore | None
+    accuracy: dict[str, Any] | None
+    heart_rate: dict[str, Any] | None
+    warnings: list[str]
+
+
+def _check_beats(
+    run: _Run,
+    rec: Recording,
+    n_samples: int,
+    peaks: torch.Tensor,
+    host_peaks: np.ndarray,
+    ref: ReferenceBeats | None,
+    opts: BeatsOptions,
+) -> _CheckedBeats:
+    """Score the beats against the reference, their heart rate and HRV, and what they say about
+    the settings (an error under ``strict``, before anything is written)."""
+    fs = rec.sampling_rate
+    ref_samples = None if ref is None else _reference_in(ref, rec, n_samples)
+    score = None if ref is None else evaluate_beats(ref_samples, host_peaks, fs, n_samples=n_samples)
     with run.stage("hrv"):
         heart_rate = heart_rate_summary(peaks, fs)
-    warnings = rate_warnings(host["peaks"], fs, rec.n_samples)
-    if strict and warnings:
+    warnings = rate_warnings(host_peaks, fs, n_samples)
+    if opts.strict and warnings:
         raise DevicepipeError(f"{warnings[0]} (refused under strict; nothing was written).")
-    run.note(f"found {host['peaks'].size:,} beats, writing {run.out}")
-    with run.stage("write"), staged_dir(run.out) as stage:
-        files = write_beat_files(stage, _record_name(rec), host["peaks"], host["kept"], fs)
-        files["beat_matrix.npy"] = write_npy(host["matrix"], stage / "beat_matrix.npy")
-        if signal is not None:
-            files.update(beats_figures(stage, rec, signal, host["peaks"], beats, ref_samples))
-        summary = {
-            **input_summary(source, rec, run.device),
-            "method": method,
-            "segmentation": mode,
-            "counts": {"beats_found": int(host["peaks"].size), "beats_kept": int(host["kept"].sum())},
-            "beat_width": int(host["matrix"].shape[1]) if host["matrix"].ndim == 2 else 0,
-            "heart_rate": heart_rate,
-            "seconds": run.timer.seconds,
-            "accuracy": None if score is None else _accuracy(score, ref.source, fs, rec.n_samples),
-            "transfers": run.timer.transfers(),
-            "warnings": warnings,
-        }
-        files[REPORT_NAME] = write_report(stage, "beats", summary, files)
-        files["summary.json"] = write_summary(stage, summary, files)
+    accuracy = None if score is None else _accuracy(score, ref.source, fs, n_samples)
+    return _CheckedBeats(host_peaks, ref_samples, score, accuracy, heart_rate, warnings)
+
+
+def _write_beats(
+    stage: Path,
+    run: _Run,
+    source: Any,
+    rec: Recording,
+    signal: np.ndarray | None,
+    kept: np.ndarray,
+    beats: Beats,
+    checked: _CheckedBeats,
+    opts: BeatsOptions,
+    **more: Any,
+) -> dict[str, Path]:
+    """Every file of a beats run but the matrix, ``summary.json`` last (``more``: its extra fields)."""
+    fs, peaks = rec.sampling_rate, checked.host_peaks
+    run.note(f"found {peaks.size:,} beats, writing {run.out}")
+    files = write_beat_files(stage, _record_name(rec), peaks, kept, fs)
+    if signal is not None:
+        files.update(beats_figures(stage, rec, signal, peaks, beats, checked.reference))
+    summary = {
+        **input_summary(source, rec, run.device),
+        "method": opts.method,
+        "segmentation": opts.mode,
+        "counts": {"beats_found": int(peaks.size), "beats_kept": int(kept.sum())},
+        "beat_width": int(beats.matrix.shape[1]) if beats.matrix.ndim == 2 else 0,
+        "heart_rate": checked.heart_rate,
+        "seconds": run.timer.seconds,
+        "accuracy": checked.accuracy,
+        "transfers": run.timer.transfers(),
+        "warnings": checked.warnings,
+        **more,
+    }
+    files[REPORT_NAME] = write_report(stage, "beats", summary, files)
+    files["summary.json"] = write_summary(stage, summary, files)
+    return files
+
+
+def _beats_result(
+    run: _Run,
+    rec: Recording,
+    n_samples: int,
+    peaks: np.ndarray,
+    beats: Beats,
+    files: dict[str, Path],
+    checked: _CheckedBeats,
+) -> BeatsResult:
     return BeatsResult(
         source=rec.source,
         device=run.device,
-        sampling_rate=fs,
-        n_samples=rec.n_samples,
+        sampling_rate=rec.sampling_rate,
+        n_samples=n_samples,
         channel=rec.channels[0],
-        peaks=host["peaks"],
+        peaks=peaks,
         beats=beats,
         seconds=run.timer.seconds,
         files={name: run.out / name for name in files},
-        score=score,
+        score=checked.score,
         transfers=run.timer.transfers(),
-        warnings=tuple(warnings),
+        warnings=tuple(checked.warnings),
     )
 
 
@@ -323,13 +610,15 @@ def _record_name(rec: Recording) -> str:
     return re.sub(r"[^-\w]", "_", stem, flags=re.ASCII) or "recording"
 
 
-def _reference_in(ref: ReferenceBeats, rec: Recording) -> np.ndarray:
-    """The reference beats as sample indices of ``rec``; a clear error when they do not fit in it."""
+def _reference_in(ref: ReferenceBeats, rec: Recording, n_samples: int | None = None) -> np.ndarray:
+    """The reference beats as sample indices of ``rec`` (of ``n_samples``, when ``rec`` holds only
+    a part); a clear error when they do not fit in it."""
     samples = ref.samples_at(rec.sampling_rate)
-    if samples.size and int(samples[-1]) >= rec.n_samples:
+    n = rec.n_samples if n_samples is None else n_samples
+    if samples.size and int(samples[-1]) >= n:
         raise DevicepipeError(
             f"reference {ref.source} has beats past the end of {rec.source} (the last at sample "
-            f"{int(samples[-1]):,}; the recording has {rec.n_samples:,}): is it this recording's reference, "
+            f"{int(samples[-1]):,}; the recording has {n:,}): is it this recording's reference, "
             "and is the sampling rate right?"
         )
     return samples

@@ -49,11 +49,16 @@ def plot_beats_excerpt(
     reference: np.ndarray | None = None,
     unit: str | None = "mV",
     title: str = "ECG excerpt with detected beats",
+    offset: int = 0,
 ) -> Figure:
     """The signal over ``length_s`` seconds with detected R peaks (and reference beats) marked.
 
-    ``signal`` has shape ``(time,)``; ``peaks`` and ``reference`` are sample indices.
+    ``signal`` has shape ``(time,)`` and holds the recording from sample ``offset`` on (a part
+    read on its own); ``peaks`` and ``reference`` are sample indices of the recording;
+    ``start_s`` counts from ``offset``.
     """
+    peaks = peaks - offset
+    reference = None if reference is None else reference - offset
     n = signal.shape[0]
     span = int(min(n, round(length_s * sampling_rate)))
     if start_s is None:  # start just before the first detected beat after the first 5 %
@@ -63,16 +68,24 @@ def plot_beats_excerpt(
     else:
         start = max(0, min(n - span, int(round(start_s * sampling_rate))))
     stop = start + span
-    t = np.arange(start, stop) / sampling_rate
+    t = np.arange(start + offset, stop + offset) / sampling_rate
     fig = Figure(figsize=(11, 3.4))
     ax = fig.add_subplot()
     ax.plot(t, signal[start:stop], lw=0.8, color="0.25", label="signal")
     shown = peaks[(peaks >= start) & (peaks < stop)]
-    ax.plot(shown / sampling_rate, signal[shown], "v", color="tab:red", ms=7, label=f"detected ({shown.size})")
+    ax.plot(
+        (shown + offset) / sampling_rate, signal[shown], "v", color="tab:red", ms=7, label=f"detected ({shown.size})"
+    )
     if reference is not None:
         ref = reference[(reference >= start) & (reference < stop)]
         ax.plot(
-            ref / sampling_rate, signal[ref], "o", mfc="none", color="tab:green", ms=10, label=f"reference ({ref.size})"
+            (ref + offset) / sampling_rate,
+            signal[ref],
+            "o",
+            mfc="none",
+            color="tab:green",
+            ms=10,
+            label=f"reference ({ref.size})",
         )
     ax.set_xlabel("time (s)")
     ax.set_ylabel(f"amplitude ({unit})" if unit else "amplitude")

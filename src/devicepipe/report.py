@@ -10,6 +10,7 @@ atomically, before ``summary.json``.
 from __future__ import annotations
 
 import base64
+import functools
 import math
 import time
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ from devicepipe import __version__
 from devicepipe.io import atomic_path
 from devicepipe.units import format_duration
 
-__all__ = ["MAX_FLAGGED_ROWS", "REPORT_NAME", "FlaggedRows", "render_report", "write_report"]
+__all__ = ["MAX_FLAGGED_ROWS", "REPORT_NAME", "FlaggedRows", "dataset_table", "render_report", "write_report"]
 
 #: File name of the page in a run directory.
 REPORT_NAME = "report.html"
@@ -204,7 +205,7 @@ def render_report(
     ``summary.json`` fields; ``files`` the run's files by name (its PNGs are inlined).
     """
     sections: list[_Section] = []
-    facts = _input_facts(summary) if kind != "bench" else []
+    facts = _input_facts(summary) if kind not in ("bench", "dataset") else []
     source = summary.get("input", "")
     if kind == "beats":
         c = summary["counts"]
@@ -278,31 +279,141 @@ def render_report(
             sections.append(_flagged_section(flagged, summary["threshold"]))
         sections.append(_Section("Anomalous windows", figures=_figures(files, ["days.png", "extremes.png"])))
         sections.append(_Section("Codes and training", figures=_figures(files, ["latent.png", "training.png"])))
+    elif kind == "dataset":
+        facts = _dataset_facts(summary)
+        acc = summary.get("accuracy")
+        if acc:
+            sections.append(
+                _Section(
+                    "Accuracy against the references",
+                    f"Each WFDB record against its own .{acc['reference']} file, {acc['records_scored']} record(s); "
+                    "the counts of every record added up.",
+                    {
+                        "header": ["TP", "FP", "FN", "sensitivity", "positive predictivity", "F1"],
+                        "rows": [[acc["tp"], acc["fp"], acc["fn"], acc["sensitivity"], acc["ppv"], acc["f1"]]],
+                    },
+                )
+            )
+        sections.append(
+            _Section(
+                "Recordings",
+                "Failures first; click a column's name to sort by it, a recording's name to open its own report.",
+                html=extra_html,
+            )
+        )
     elif kind == "bench":
         sections.append(_Section("Results", html=extra_html))
         charts = sorted(name for name in files if name.endswith(".png"))
         sections.append(_Section("Charts", figures=_figures(files, charts)))
     else:
         raise ValueError(f"render_report(): unknown kind {kind!r}")
-    if kind != "bench":
+    if kind not in ("bench", "dataset"):
         sections.append(_timing(summary))
     title = f"devicepipe {kind}: {Path(str(source)).name or source}" if source else f"devicepipe {kind}"
     subtitle = summary.get("subtitle") or (
         f"{source}" + (f", channel {summary['channel']}" if summary.get("channel") is not None else "")
     )
+    return (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            title=title,
+            subtitle=subtitle,
+            warnings=summary.get("warnings", []),
+            facts=facts,
+            sections=sections,
+            version=__version__,
+            written=time.strftime("%Y-%m-%d %H:%M"),
+        )
+    )
+
+
+def _dataset_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    engine = summary["engine"]
+    facts = [
+        ("recordings", _number(summary["recordings"])),
+        ("ok", _number(summary["ok"])),
+        ("failed", _number(summary["failed"])),
+        ("from an earlier run", _number(summary["resumed"])),
+    ]
+    if summary.get("beats") is not None:
+        facts.append(("beats found", _number(summary["beats"])))
+    if summary.get("flagged") is not None:
+        facts.append(("beats flagged", _number(summary["flagged"])))
+    if summary.get("accuracy"):
+        facts.append(("F1 against the references", f"{summary['accuracy']['f1']:.4f}"))
+    facts += [
+        ("recorded time", format_duration(summary["duration_s"])),
+        ("wall time", format_duration(summary["seconds"]["wall"])),
+        (
+            "engine",
+            "one process, no Dask" if engine["kind"] == "loop" else f"{engine['kind']}, {engine['workers']} workers",
+        ),
+    ]
+    return facts
+
+
+#: Columns of the recordings table of a dataset page: (index column, heading).
+DATASET_COLUMNS = (
+    ("status", "status"),
+    ("beats", "beats"),
+    ("kept", "kept"),
+    ("flagged", "flagged"),
+    ("tp", "TP"),
+    ("fp", "FP"),
+    ("fn", "FN"),
+    ("duration_s", "seconds recorded"),
+    ("seconds", "seconds to run"),
+    ("worker", "worker"),
+    ("error", "error or warnings"),
+)
+
+_SORTABLE = Markup(
+    """<script>
+document.querySelectorAll("table.sortable th").forEach((th, col) => th.addEventListener("click", () => {
+  const body = th.closest("table").tBodies[0];
+  const up = th.dataset.order !== "up";
+  th.dataset.order = up ? "up" : "down";
+  const key = tr => tr.cells[col].dataset.key ?? tr.cells[col].textContent;
+  const rows = Array.from(body.rows).sort((a, b) => {
+    const x = key(a), y = key(b), nx = parseFloat(x), ny = parseFloat(y);
+    const c = !isNaN(nx) && !isNaN(ny) ? nx - ny : x.localeCompare(y);
+    return up ? c : -c;
+  });
+  rows.forEach(r => body.appendChild(r));
+}));
+</script>"""
+)
+
+
+def dataset_table(rows: Sequence[dict[str, Any]], link: str = REPORT_NAME) -> Markup:
+    """The recordings of a dataset run as a sortable HTML table, failures first, each name
+    linking to ``RUN/report.html`` (relative, so the folder can be moved)."""
+    ordered = sorted(rows, key=lambda r: r["status"] != "failed")
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    env.filters["fmt"] = _number
+    template = env.from_string(
+        """<table class="sortable"><thead><tr><th>recording</th>
+{%- for _, head in columns %}<th>{{ head }}</th>{% endfor %}</tr></thead><tbody>
+{%- for r in rows %}<tr{% if r.status == "failed" %} style="background:#fdecec"{% endif %}>
+<td>{% if r.status == "ok" %}<a href="{{ r.run }}/{{ link }}">{{ r.run }}</a>{% else %}{{ r.run }}{% endif %}</td>
+{%- for key, _ in columns %}{% set v = r[key] if key != "error" else (r.error or r.warnings or "") %}
+{%- if v is number and v is not boolean %}<td class="num" data-key="{{ v }}">{{ v|fmt }}</td>
+{%- elif v is none %}<td data-key="-1"></td>{% else %}<td>{{ v }}</td>{% endif %}{% endfor %}</tr>
+{%- endfor %}</tbody></table>"""
+    )
+    return Markup(template.render(rows=ordered, columns=DATASET_COLUMNS, link=link)) + _SORTABLE
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    """The Jinja2 environment of the pages, made once: it compiles the template on first use
+    and keeps it (compiling takes longer than rendering a page)."""
     environment = jinja2.Environment(
         loader=jinja2.FunctionLoader(_template), autoescape=True, undefined=jinja2.StrictUndefined
     )
     environment.filters["fmt"] = _number
-    return environment.get_template("report.html.j2").render(
-        title=title,
-        subtitle=subtitle,
-        warnings=summary.get("warnings", []),
-        facts=facts,
-        sections=sections,
-        version=__version__,
-        written=time.strftime("%Y-%m-%d %H:%M"),
-    )
+    return environment
 
 
 def _template(name: str) -> str:

@@ -6,7 +6,7 @@ import re
 
 from devicepipe.errors import DevicepipeError
 
-__all__ = ["format_duration", "parse_duration"]
+__all__ = ["format_duration", "parse_bytes", "parse_duration"]
 
 _UNITS_S = {"d": 86400.0, "h": 3600.0, "min": 60.0, "m": 60.0, "s": 1.0, "ms": 1e-3}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|min|d|h|m|s)")
@@ -43,3 +43,30 @@ def format_duration(seconds: float) -> str:
     if seconds >= 60:
         return f"{seconds / 60:.1f} min"
     return f"{seconds:.2f} s"
+
+
+_BYTES = {
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+
+
+def parse_bytes(text: str | int) -> int:
+    """Bytes in a size such as ``"2GB"``, ``"512MiB"`` or ``"1.5 GiB"`` (an int is taken as bytes)."""
+    if isinstance(text, int):
+        value = text
+    else:
+        match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?i?b)\s*", text.lower())
+        if not match:
+            raise DevicepipeError(f"cannot read size {text!r}; write e.g. '2GB', '512MiB' or '1.5GiB'.")
+        value = int(float(match.group(1)) * _BYTES[match.group(2)])
+    if value <= 0:
+        raise DevicepipeError(f"size {text!r} must be positive.")
+    return value

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from devicepipe.datasets import Engine, run_dataset
 from devicepipe.pipeline import LearnSettings, SeriesLearnSettings, run_beats, run_ecg, run_series
 from devicepipe.simulate import simulate_ecg, simulate_load, write_simulated_ecg, write_simulated_load
 
@@ -150,3 +152,37 @@ def test_bench_report_shows_the_tables_and_charts(tmp_path, shots):
     seen = open_in_browser(out / "report.html", shots)
     ratio = next(r for r in result["ratios"] if r["stage"] == "filter")
     _check_page(seen, ["The notebooks' way against ours", f"{ratio['speedup']:.2g}x"], images=1)
+
+
+def test_dataset_report_lists_failures_first_links_each_run_and_sorts(tmp_path, shots):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i, rate in enumerate((250, 360, 500)):
+        write_simulated_ecg(
+            simulate_ecg(20 + 10 * i, rate, heart_rate_bpm=55 + 20 * i, seed=i), folder / f"r{i}.parquet"
+        )
+    (folder / "broken.csv").write_text("not,an,ecg\n")
+    result = run_dataset(folder, tmp_path / "set", options={"figures": False}, engine=Engine(workers=0))
+    page = tmp_path / "set" / "report.html"
+    html = page.read_text(encoding="utf-8")
+    links = re.findall(r'href="([^"]+)"', html)
+    assert sorted(links) == [f"r{i}/report.html" for i in range(3)]
+    assert all((page.parent / link).is_file() for link in links)
+    # click "beats" twice (ascending, then descending) before the probe reads the page
+    click = (
+        '<script>window.addEventListener("DOMContentLoaded", () => { const th = '
+        'Array.from(document.querySelectorAll("th")).find(t => t.textContent === "beats"); th.click(); th.click(); });'
+        "</script>"
+    )
+    page.write_text(html.replace("</body>", click + "</body>"), encoding="utf-8")
+    seen = open_in_browser(page, shots)
+    beats = [f"{r['beats']:,}" for r in result.rows if r["beats"] is not None]
+    _check_page(seen, ["1 of 4 recordings failed", "broken", *beats], images=0)
+    text = seen["text"]
+    table = text[text.index("error or warnings") :]
+    order = [table.index(f"r{i}\t") for i in range(3)]
+    found = {r["run"]: r["beats"] for r in result.rows}
+    by_beats = sorted(range(3), key=lambda i: -found[f"r{i}"])
+    assert by_beats != [0, 1, 2]  # the order sorting must change
+    assert sorted(order) == [order[i] for i in by_beats]  # rows now in descending beats
+    assert table.index("broken") > max(order)  # the failure (no beats) after them

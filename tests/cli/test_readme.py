@@ -56,9 +56,10 @@ def needs_gpu(line: str) -> bool:
 
 @pytest.fixture(scope="module")
 def reader_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory holding what the README's examples read: mitdb/100 and AEP_hourly.csv."""
+    """A directory holding what the README's examples read: mitdb/100, cpsc2019/ and AEP_hourly.csv."""
     work = tmp_path_factory.mktemp("readme")
     (work / "mitdb").symlink_to(require_data("mitdb"), target_is_directory=True)
+    (work / "cpsc2019").symlink_to(require_data("cpsc2019"), target_is_directory=True)
     (work / "AEP_hourly.csv").symlink_to(require_data("electricity/AEP_hourly.csv"))
     return work
 

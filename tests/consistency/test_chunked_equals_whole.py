@@ -1,11 +1,17 @@
-"""Work split into chunks gives the answer of the whole: streaming scaler fits."""
+"""Work split into chunks gives the answer of the whole: streaming scaler fits, beat detection in chunks."""
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import require_data
+from devicepipe.ecg import ecg_peaks, ecg_peaks_chunked
+from devicepipe.io import read_series
+from devicepipe.io.chunks import chunk_reader, iter_chunks, recording_length
 from devicepipe.scale import MinMaxScaler, StandardScaler
+from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 
 
 @settings(max_examples=40, deadline=None)
@@ -22,3 +28,63 @@ def test_any_chunking_gives_the_whole_fit(sizes, seed):
     for part in torch.split(x, sizes):
         mm_chunked.partial_fit(part)
     torch.testing.assert_close(mm_chunked.min_, mm_whole.min_)
+
+
+# ----------------------------------------------------------------------------- beat detection in chunks
+
+
+def _chunked(x, fs, chunk):
+    return ecg_peaks_chunked(lambda a, b: x[a:b], x.shape[-1], fs, chunk=chunk)
+
+
+def test_chunks_of_mitdb_100_give_the_peaks_of_one_call(device):
+    rec = read_series(require_data("mitdb/100"), "MLII", device=device)
+    whole = ecg_peaks(rec.samples, rec.sampling_rate)
+    assert whole.numel() > 2200
+    # the smallest chunk (one block alignment, 4 s at 360 Hz) cuts through a beat every few seconds
+    for chunk in (1, 5_000, 33_333, 200_000):
+        assert torch.equal(_chunked(rec.samples, rec.sampling_rate, chunk), whole), chunk
+
+
+def test_chunks_of_every_shared_cpsc_record_give_the_peaks_of_one_call():
+    records = sorted(require_data("cpsc2021").glob("*.hea")) + sorted(require_data("cpsc2019").glob("*.hea"))
+    assert len(records) >= 34
+    for path in records:
+        rec = read_series(path, 0)
+        whole = ecg_peaks(rec.samples, rec.sampling_rate)
+        for chunk in (1, 3_000, 7_777):
+            assert torch.equal(_chunked(rec.samples, rec.sampling_rate, chunk), whole), (path.name, chunk)
+
+
+@pytest.mark.slow
+def test_a_simulated_24_hour_ecg_in_10_minute_chunks_from_disk(tmp_path):
+    sim = simulate_ecg(24 * 3600, 250, seed=5, ectopic_rate=0.01, noise_mV=0.05)
+    path, _ = write_simulated_ecg(sim, tmp_path / "day.npy")
+    whole = ecg_peaks(sim.signal, 250)
+    read, n, fs = chunk_reader(path, sampling_rate=250)
+    assert (n, fs) == (sim.signal.numel(), 250.0)
+    got = ecg_peaks_chunked(read, n, fs, chunk=10 * 60 * 250)
+    assert whole.numel() > 90_000 and torch.equal(got, whole)
+
+
+def test_a_signal_that_is_no_ecg_stays_without_beats_in_chunks():
+    noise = torch.randn(250 * 120, generator=torch.Generator().manual_seed(0))
+    assert ecg_peaks(noise, 250).numel() == 0 and _chunked(noise, 250, 4000).numel() == 0
+
+
+def test_chunks_tile_the_recording_and_carry_their_halo(tmp_path):
+    sim = simulate_ecg(100, 200, seed=0)
+    path, _ = write_simulated_ecg(sim, tmp_path / "x.parquet")
+    assert recording_length(path) == 20_000
+    chunks = list(iter_chunks(path, chunk_s=30, halo_s=2))
+    assert [(c.core_start, c.core_stop) for c in chunks] == [(0, 6000), (6000, 12000), (12000, 18000), (18000, 20000)]
+    assert [(c.start, c.stop) for c in chunks] == [(0, 6400), (5600, 12400), (11600, 18400), (17600, 20000)]
+    torch.testing.assert_close(torch.cat([c.core for c in chunks]), sim.signal, rtol=0, atol=0)
+    torch.testing.assert_close(chunks[1].samples, sim.signal[5600:12400], rtol=0, atol=0)
+
+
+def test_a_non_finite_sample_is_named_by_its_place_in_the_recording():
+    x = simulate_ecg(60, 250, seed=0).signal.clone()
+    x[12_345] = float("nan")
+    with pytest.raises(ValueError, match="sample 12,345"):
+        _chunked(x, 250, 4000)

@@ -25,6 +25,7 @@ import torch
 from devicepipe.device import resolve_device
 from devicepipe.errors import ReadError
 from devicepipe.interop import library_of, to_torch
+from devicepipe.io.edf import EDF_SUFFIXES, edf_header, read_edf
 from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names
 from devicepipe.io.tables import (
     CSV_DELIMITERS,
@@ -43,9 +44,18 @@ from devicepipe.io.timeline import (
     apply_nan_policy,
     order_by_time,
 )
-from devicepipe.io.wfdb import is_wfdb_record, read_wfdb
+from devicepipe.io.wfdb import is_wfdb_record, read_wfdb, wfdb_sampling_rate
+from devicepipe.units import parse_duration
 
-__all__ = ["Recording", "declares_sampling_rate", "input_fingerprint", "read_series"]
+__all__ = [
+    "Recording",
+    "Span",
+    "declares_sampling_rate",
+    "header_sampling_rate",
+    "input_fingerprint",
+    "read_series",
+    "recording_files",
+]
 
 _NUMERIC_INTS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool)
 
@@ -77,6 +87,7 @@ class Recording:
     n_nan: int = 0
     nan_policy: str = "error"
     source: str = ""
+    start_sample: int = 0  # where these samples begin in the source (read_series(start=...))
 
     @property
     def device(self) -> torch.device:
@@ -149,6 +160,8 @@ def read_series(
     encoding: str | None = None,
     nan: NanPolicy = "error",
     duplicates: DuplicatePolicy = "keep",
+    start: int | str | None = None,
+    stop: int | str | None = None,
 ) -> Recording:
     """Read a recording onto ``device``.
 
@@ -175,6 +188,10 @@ def read_series(
         the time points that have a NaN) or ``"interpolate"`` (linear, on the device).
     duplicates : with a time column, what to do with rows sharing a timestamp: ``"keep"``
         (report only), ``"first"``, ``"mean"`` or ``"error"``.
+    start, stop : read only samples ``[start, stop)``: sample indices (int), or durations from
+        the beginning (``"2h"``, ``"10min"``; the rate must be known before reading: WFDB, EDF,
+        devicepipe's Parquet, or ``sampling_rate=``). Only that part is read where the format
+        allows (WFDB, EDF, NPY by memory map, Parquet by row group, CSV by streaming).
 
     Returns
     -------
@@ -194,10 +211,21 @@ def read_series(
     _check_rate(sampling_rate, "sampling_rate")  # before any reading
     target = resolve_device(device)
 
+    span = _span(source, column, start, stop, sampling_rate)
     if isinstance(source, (str, os.PathLike)):
-        raw = _read_path(Path(source), column, time_column, time_format, header, encoding)
+        raw = _read_path(Path(source), column, time_column, time_format, header, encoding, span)
     else:
         raw = _read_object(source, column, time_column)
+        raw = RawSeries(
+            raw.values[:, span.start : span.stop],
+            raw.names,
+            raw.units,
+            raw.sampling_rate,
+            None if raw.times is None else raw.times[span.start : span.stop],
+            raw.source,
+        )
+    if span.start and raw.n_time == 0:
+        raise ReadError(f"read_series(): start={start!r} is at or past the end of {raw.source}.")
 
     values, times, report = raw.values, raw.times, None
     if raw.n_time == 0:
@@ -225,7 +253,62 @@ def read_series(
         n_nan=n_nan,
         nan_policy=nan,
         source=raw.source,
+        start_sample=span.start,
     )
+
+
+@dataclass(frozen=True)
+class Span:
+    """Samples ``[start, stop)`` of a recording (``stop`` None: to the end)."""
+
+    start: int = 0
+    stop: int | None = None
+
+
+def _span(source: Any, column: ColumnSpec, start: Any, stop: Any, sampling_rate: float | None) -> Span:
+    """``start``/``stop`` as sample indices; durations need the rate before reading."""
+    if start is None and stop is None:
+        return Span()
+    rate = sampling_rate
+    needs_rate = isinstance(start, str) or isinstance(stop, str)
+    if needs_rate and rate is None and isinstance(source, (str, os.PathLike)):
+        rate = header_sampling_rate(Path(source), column)
+    bounds = []
+    for name, value in (("start", start), ("stop", stop)):
+        if value is None:
+            bounds.append(None)
+        elif isinstance(value, str):
+            if rate is None:
+                raise ReadError(
+                    f"read_series(): {name}={value!r} is a duration, and the rate is not known before reading; "
+                    f"pass sampling_rate=, or {name} as a sample index."
+                )
+            bounds.append(int(round(parse_duration(value) * rate)))
+        elif isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0:
+            bounds.append(int(value))
+        else:
+            raise ReadError(
+                f"read_series(): {name} must be a sample index (>= 0) or a duration like '10min', got {value!r}."
+            )
+    first, last = bounds[0] or 0, bounds[1]
+    if last is not None and last <= first:
+        raise ReadError(f"read_series(): stop={stop!r} must come after start={start!r}.")
+    return Span(first, last)
+
+
+def header_sampling_rate(path: Path, column: ColumnSpec = None) -> float | None:
+    """The sampling rate a file's header states (WFDB, EDF, devicepipe's Parquet), read without its samples."""
+    suffix = path.suffix.lower()
+    if is_wfdb_record(path):
+        return wfdb_sampling_rate(path)
+    if suffix in EDF_SUFFIXES:
+        head = edf_header(path)
+        wanted = column_list(column)
+        idx = [0] if wanted is None else resolve_names(wanted, head["labels"], "signal", path.name)
+        return head["rates"][idx[0]]
+    if suffix in PARQUET_SUFFIXES and path.is_file():
+        return parquet_sampling_rate(path)
+    return None
 
 
 def _check_rate(rate: Any, what: str) -> None:
@@ -246,17 +329,21 @@ def _check_rate(rate: Any, what: str) -> None:
         )
 
 
+def recording_files(path: Path) -> list[Path]:
+    """The files that hold the recording ``path`` names: a WFDB record's header and signal
+    file, else the file itself (whether or not they exist)."""
+    if is_wfdb_record(path):
+        base = path.with_suffix("") if path.suffix.lower() in (".hea", ".dat", ".atr") else path
+        return [base.with_name(base.name + ext) for ext in (".hea", ".dat")]
+    return [path]
+
+
 def input_fingerprint(source: Any) -> str | None:
     """SHA-256 of the files a path names (a WFDB record: its header and signal file), to tell
     later whether a run is given the same recording; None for in-memory sources."""
     if not isinstance(source, (str, os.PathLike)):
         return None
-    path = Path(source)
-    if is_wfdb_record(path):
-        base = path.with_suffix("") if path.suffix.lower() in (".hea", ".dat", ".atr") else path
-        files = [base.with_name(base.name + ext) for ext in (".hea", ".dat")]
-    else:
-        files = [path]
+    files = recording_files(Path(source))
     digest = hashlib.sha256()
     found = False
     for file in files:
@@ -279,7 +366,7 @@ def declares_sampling_rate(source: Any) -> bool | None:
         return None
     path = Path(source)
     suffix = path.suffix.lower()
-    if is_wfdb_record(path):
+    if is_wfdb_record(path) or suffix in EDF_SUFFIXES:
         return True
     if suffix in CSV_DELIMITERS or suffix == ".npy":
         return False
@@ -295,33 +382,43 @@ def _read_path(
     time_format: str | None,
     header: bool | None,
     encoding: str | None,
+    span: Span,
 ) -> RawSeries:
     suffix = path.suffix.lower()
     if is_wfdb_record(path):
-        return read_wfdb(path, column)
+        return read_wfdb(path, column, span.start, span.stop)
     if not path.exists():
         raise ReadError(f"read_series(): file not found: {path}.")
     if path.is_dir():
         raise ReadError(f"read_series(): {path} is a directory; pass a file.")
     if suffix in CSV_DELIMITERS:
-        return read_csv_table(path, column, time_column, time_format, header, CSV_DELIMITERS[suffix], encoding)
+        delimiter = CSV_DELIMITERS[suffix]
+        return read_csv_table(
+            path, column, time_column, time_format, header, delimiter, encoding, span.start, span.stop
+        )
     if suffix in PARQUET_SUFFIXES:
-        return read_parquet_table(path, column, time_column)
+        return read_parquet_table(path, column, time_column, span.start, span.stop)
+    if suffix in EDF_SUFFIXES:
+        if time_column is not None:
+            raise ReadError(f"read_series(): {path.name} is an EDF file; its times come from its rate, not a column.")
+        return read_edf(path, column, span.start, span.stop)
     if suffix == ".npy":
         if time_column is not None:
             raise ReadError(f"read_series(): {path.name} is an array file and has no time column.")
-        return _read_npy(path, column)
+        return _read_npy(path, column, span)
     raise ReadError(
         f"read_series(): unknown format {suffix or '(no extension)'!r} of {path.name}; "
-        "use .csv, .tsv, .parquet, .npy or a WFDB record (.hea/.dat)."
+        "use .csv, .tsv, .parquet, .npy, .edf, .bdf or a WFDB record (.hea/.dat)."
     )
 
 
-def _read_npy(path: Path, column: ColumnSpec) -> RawSeries:
+def _read_npy(path: Path, column: ColumnSpec, span: Span = Span()) -> RawSeries:
     try:
-        arr = np.load(path, allow_pickle=False)
+        arr = np.load(path, allow_pickle=False, mmap_mode="r" if span != Span() else None)
     except (ValueError, OSError, EOFError) as exc:
         raise ReadError(f"read_series(): {path.name} is not a readable .npy array ({exc}).") from None
+    if span != Span():  # only the part asked for leaves the disk
+        arr = np.array(arr[..., span.start : span.stop])
     return _from_array(arr, column, path.name)
 
 

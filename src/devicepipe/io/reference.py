@@ -1,4 +1,4 @@
-"""Reference beats to score a detector against: WFDB annotations, or a table of R-peak positions.
+"""Reference beats to score a detector against: WFDB or EDF+ annotations, or a table of R-peak positions.
 
 A table (CSV, TSV or Parquet, such as the simulator's ``NAME.truth.csv``) names its R peaks
 in a column of sample indices (``sample``, ``samples``, ``peak``, ``r_peak``) or of times in
@@ -20,8 +20,9 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from devicepipe.errors import ReadError
+from devicepipe.io.edf import EDF_SUFFIXES, read_edf_annotations
 from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES
-from devicepipe.io.wfdb import read_beat_annotations
+from devicepipe.io.wfdb import BEAT_SYMBOLS, read_beat_annotations
 
 __all__ = ["SAMPLE_COLUMNS", "SYMBOL_COLUMNS", "TIME_COLUMNS", "ReferenceBeats", "read_reference"]
 
@@ -78,6 +79,15 @@ def read_reference(path: str | os.PathLike[str]) -> ReferenceBeats:
     """Reference R peaks from a WFDB annotation file (``100.atr``, beats only) or a CSV/TSV/Parquet table."""
     p = Path(path)
     suffix = p.suffix.lower()
+    if suffix in EDF_SUFFIXES:
+        onsets, texts = read_edf_annotations(p)
+        beat = np.isin(np.char.strip(texts), sorted(BEAT_SYMBOLS))
+        if not beat.any():
+            raise ReadError(
+                f"read_reference(): {p.name} holds no beat annotations (EDF+ annotations labelled with a beat "
+                f"symbol: {', '.join(sorted(BEAT_SYMBOLS)[:6])}, ...); it has {onsets.size} other annotation(s)."
+            )
+        return ReferenceBeats(None, onsets[beat], p.name, np.char.strip(texts[beat]))
     if suffix not in CSV_DELIMITERS and suffix not in PARQUET_SUFFIXES:
         annotations = read_beat_annotations(p)
         return ReferenceBeats(annotations.samples, None, p.name, annotations.symbols.astype(str))

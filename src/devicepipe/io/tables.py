@@ -159,9 +159,12 @@ def read_csv_table(
     header: bool | None,
     delimiter: str,
     encoding: str | None = None,
+    start: int = 0,
+    stop: int | None = None,
 ) -> RawSeries:
     """The chosen columns of a delimited text file (``header=None`` detects a header line) in
-    ``encoding`` (None: UTF-16 by its byte-order mark, else UTF-8)."""
+    ``encoding`` (None: UTF-16 by its byte-order mark, else UTF-8); data rows ``[start, stop)``
+    only (skipped rows are not parsed; reading stops after ``stop``)."""
     source = path.name
     first, encoding = _first_row(path, delimiter, encoding)
     if header is None:
@@ -182,6 +185,8 @@ def read_csv_table(
     read_opts = pacsv.ReadOptions(
         column_names=names, skip_rows=1 if header else 0, autogenerate_column_names=False, encoding=encoding
     )
+    if start or stop is not None:
+        read_opts.skip_rows_after_names = start
     if time_name is not None and time_format is None:
         time_format = _slash_date_format(path, read_opts, delimiter, time_name)
     parsers = [time_format] if time_format else [pacsv.ISO8601, *_TIME_PARSERS]
@@ -193,7 +198,7 @@ def read_csv_table(
     parse = pacsv.ParseOptions(delimiter=delimiter, ignore_empty_lines=False)  # never drop a row in silence
     try:
         try:
-            table = pacsv.read_csv(path, read_options=read_opts, parse_options=parse, convert_options=convert)
+            table = _read_rows(path, read_opts, parse, convert, None if stop is None else stop - start)
         except pa.ArrowInvalid as exc:
             if time_name is None or time_format is not None or "timestamp" not in str(exc):
                 raise
@@ -201,7 +206,7 @@ def read_csv_table(
             types[time_name] = pa.timestamp("ns", tz="UTC")
             convert.column_types = types
             try:
-                table = pacsv.read_csv(path, read_options=read_opts, parse_options=parse, convert_options=convert)
+                table = _read_rows(path, read_opts, parse, convert, None if stop is None else stop - start)
             except (pa.ArrowInvalid, pa.ArrowKeyError):
                 raise exc from None  # not offsets either: explain the first failure
             table = table.set_column(
@@ -279,6 +284,27 @@ def _explain_csv_error(
     return f"read_series(): cannot parse {path.name}: {message}."
 
 
+def _read_rows(
+    path: Path,
+    read_opts: pacsv.ReadOptions,
+    parse: pacsv.ParseOptions,
+    convert: pacsv.ConvertOptions,
+    rows: int | None,
+) -> pa.Table:
+    """The whole CSV, or its first ``rows`` rows by PyArrow's streaming reader (the rest unread)."""
+    if rows is None:
+        return pacsv.read_csv(path, read_options=read_opts, parse_options=parse, convert_options=convert)
+    batches, have = [], 0
+    with pacsv.open_csv(path, read_options=read_opts, parse_options=parse, convert_options=convert) as reader:
+        schema = reader.schema
+        for batch in reader:
+            batches.append(batch)
+            have += batch.num_rows
+            if have >= rows:
+                break
+    return pa.Table.from_batches(batches, schema=schema).slice(0, rows)
+
+
 def stack_columns(table: pa.Table, chosen: list[str]) -> torch.Tensor:
     """Columns of a table as a ``(channels, time)`` float tensor, nulls as NaN (one column: no copy)."""
     rows = []
@@ -299,8 +325,11 @@ def stack_columns(table: pa.Table, chosen: list[str]) -> torch.Tensor:
     return torch.stack([r.to(dtype) for r in rows])
 
 
-def read_parquet_table(path: Path, column: ColumnSpec, time_column: str | int | None) -> RawSeries:
-    """The chosen columns of a Parquet file, and the sampling rate devicepipe stored in its metadata."""
+def read_parquet_table(
+    path: Path, column: ColumnSpec, time_column: str | int | None, start: int = 0, stop: int | None = None
+) -> RawSeries:
+    """The chosen columns of a Parquet file, and the sampling rate devicepipe stored in its
+    metadata; rows ``[start, stop)`` only (only the row groups that hold them are read)."""
     try:
         schema = pq.read_schema(path)
     except (pa.ArrowException, OSError) as exc:
@@ -308,9 +337,11 @@ def read_parquet_table(path: Path, column: ColumnSpec, time_column: str | int | 
     names = list(schema.names)
     chosen, time_name = pick_columns(names, column, time_column, path.name)
     try:  # pages written with checksums (as devicepipe writes them) are verified
-        table = pq.read_table(
-            path, columns=[*chosen, *([time_name] if time_name else [])], page_checksum_verification=True
-        )
+        columns = [*chosen, *([time_name] if time_name else [])]
+        if start or stop is not None:
+            table = _row_range(path, columns, start, stop)
+        else:
+            table = pq.read_table(path, columns=columns, page_checksum_verification=True)
     except (pa.ArrowException, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ReadError(f"read_series(): {path.name} is damaged or not a readable Parquet file ({first}).") from None
@@ -319,6 +350,19 @@ def read_parquet_table(path: Path, column: ColumnSpec, time_column: str | int | 
     if time_name is not None:
         times = times_from_arrow(table.column(time_name), time_name, path.name)
     return RawSeries(stack_columns(table, chosen), chosen, [None] * len(chosen), rate, times, path.name)
+
+
+def _row_range(path: Path, columns: list[str], start: int, stop: int | None) -> pa.Table:
+    """Rows ``[start, stop)`` of some columns, reading only the row groups that hold them."""
+    with pq.ParquetFile(path, page_checksum_verification=True) as f:
+        meta = f.metadata
+        ends = np.cumsum([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+        stop = int(ends[-1]) if stop is None or not len(ends) else min(stop, int(ends[-1]))
+        groups = [i for i in range(len(ends)) if ends[i] > start and ends[i] - meta.row_group(i).num_rows < stop]
+        if not groups:
+            return pa.table({c: pa.array([], f.schema_arrow.field(c).type) for c in columns})
+        first = int(ends[groups[0]] - meta.row_group(groups[0]).num_rows)
+        return f.read_row_groups(groups, columns=columns).slice(start - first, stop - start)
 
 
 def _rate_of(schema: pa.Schema) -> float | None:

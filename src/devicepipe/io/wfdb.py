@@ -16,6 +16,7 @@ from devicepipe.interop import to_torch
 from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names
 
 __all__ = [
+    "wfdb_sampling_rate",
     "BEAT_SYMBOLS",
     "DETECTOR_EXTENSION",
     "WFDB_SUFFIXES",
@@ -43,8 +44,17 @@ def is_wfdb_record(path: Path) -> bool:
     return path.suffix.lower() in WFDB_SUFFIXES or (not path.exists() and path.with_name(path.name + ".hea").exists())
 
 
-def read_wfdb(path: Path, column: ColumnSpec) -> RawSeries:
-    """The chosen channels (default: all) of a WFDB record, in physical units, with its rate."""
+def wfdb_sampling_rate(path: Path) -> float | None:
+    """The sampling rate in a WFDB record's header (None where the header cannot be read)."""
+    try:
+        return float(wfdb.rdheader(str(_record_base(path))).fs)
+    except Exception:  # noqa: BLE001 - read_wfdb says what is wrong with it
+        return None
+
+
+def read_wfdb(path: Path, column: ColumnSpec, start: int = 0, stop: int | None = None) -> RawSeries:
+    """The chosen channels (default: all) of a WFDB record, in physical units, with its rate;
+    samples ``[start, stop)`` only."""
     base = _record_base(path)
     if not base.with_name(base.name + ".hea").exists():
         raise ReadError(f"read_series(): WFDB header not found: {base}.hea.")
@@ -56,7 +66,11 @@ def read_wfdb(path: Path, column: ColumnSpec) -> RawSeries:
     wanted = column_list(column)
     idx = list(range(len(names))) if wanted is None else resolve_names(wanted, names, "channel", base.name)
     try:
-        rec = wfdb.rdrecord(str(base), channels=idx, return_res=32)
+        length = int(head.sig_len or 0)
+        if start >= length > 0:
+            raise ReadError(f"read_series(): start={start} is past the end of {base.name} ({length:,} samples).")
+        end = None if stop is None or (length and stop >= length) else stop
+        rec = wfdb.rdrecord(str(base), channels=idx, return_res=32, sampfrom=start, sampto=end)
     except Exception as exc:
         raise ReadError(f"read_series(): cannot read WFDB record {base} ({exc}).") from None
     values = to_torch(np.ascontiguousarray(rec.p_signal.T))

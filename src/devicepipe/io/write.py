@@ -93,7 +93,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         problem = f"cannot write {final}: it is a directory"
         raise OutputError(f"{problem}; give a file name.", cli=f"{problem}; give --out a file name.")
     try:
-        check_output_dir(final.parent).mkdir(parents=True, exist_ok=True)
+        if not final.parent.is_dir():  # (an existing directory: mkstemp itself says when it cannot write there)
+            check_output_dir(final.parent).mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
     except OSError as exc:
         problem = f"cannot write {final} ({exc.strerror or exc})"

@@ -83,37 +83,57 @@ def convolve(
     return out.reshape(*lead, out.shape[-1])
 
 
-def centred_convolve(x: torch.Tensor, mean: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
+def centred_convolve(
+    x: torch.Tensor, mean: torch.Tensor, kernel: torch.Tensor, *, end_mean: torch.Tensor | None = None
+) -> torch.Tensor:
     """``convolve(x - mean, kernel, mode="same")`` for a zero-sum ``kernel``, without the subtraction.
 
-    ``x`` has shape ``(batch, time)``, ``mean`` ``(batch, 1)``. Where the kernel lies wholly on
-    the signal the mean cancels; only the ``taps - 1`` samples at either end, where part of
-    the kernel hangs past the signal, are corrected. Saves a full-length copy of ``x``.
+    ``x`` has shape ``(batch, time)``, ``mean`` ``(batch, 1)``: the level the signal is taken to
+    continue at past its ends (``end_mean``, when given, past its end, ``mean`` before its
+    start). Where the kernel lies wholly on the signal the level cancels; only the
+    ``taps - 1`` samples at either end, where part of the kernel hangs past the signal, are
+    corrected. Saves a full-length copy of ``x``.
     """
     n, k = x.shape[-1], kernel.numel()
+    end_mean = mean if end_mean is None else end_mean
     filtered = convolve(x, kernel, mode="same")
-    # the sum of the taps that lie on the signal, at each output sample near the ends
-    coverage = convolve(torch.ones(min(n, 2 * k), dtype=x.dtype, device=x.device), kernel, mode="same")
-    if n <= 2 * k:  # short: the ends meet, correct everything once
-        filtered -= mean * coverage
+    if n <= 2 * k:  # short: the ends meet; add each sample's taps past the start and past the end
+        idx = torch.arange(n, device=x.device)[:, None] + (k - 1) // 2 - torch.arange(k, device=x.device)
+        taps_before = torch.where(idx < 0, kernel, kernel.new_zeros(())).sum(-1)
+        taps_after = torch.where(idx >= n, kernel, kernel.new_zeros(())).sum(-1)
+        filtered += mean * taps_before + end_mean * taps_after
     else:
-        filtered[:, :k] -= mean * coverage[:k]
-        filtered[:, n - k :] -= mean * coverage[k:]
+        # the sum of the taps that lie on the signal, at each of the k output samples at either end:
+        # output i takes taps j with 0 <= i + (k - 1) // 2 - j < n
+        ends = torch.cumsum(kernel, 0)
+        lead = (k - 1) // 2
+        head = ends[(torch.arange(k, device=x.device) + lead).clamp(max=k - 1)]
+        below = torch.arange(n - k, n, device=x.device) + lead - n  # the last tap index off the end
+        tail = ends[-1] - torch.where(below >= 0, ends[below.clamp(min=0)], kernel.new_zeros(()))
+        filtered[:, :k] -= mean * head
+        filtered[:, n - k :] -= end_mean * tail
     return filtered
 
 
 def centred_convolve_at(
-    x: torch.Tensor, mean: torch.Tensor, kernel: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor
+    x: torch.Tensor,
+    mean: torch.Tensor,
+    kernel: torch.Tensor,
+    rows: torch.Tensor,
+    cols: torch.Tensor,
+    *,
+    per_candidate: bool = False,
 ) -> torch.Tensor:
     """``convolve(x - mean, kernel, mode="same")[rows, cols]``, computed at just those samples.
 
-    ``x`` ``(batch, time)``, ``mean`` ``(batch, 1)``, ``rows`` and ``cols`` int64 ``(n,)``;
-    returns ``(n,)``.
+    ``x`` ``(batch, time)``, ``mean`` ``(batch, 1)`` (or ``(n, 1)``, one per sample asked for,
+    with ``per_candidate``), ``rows`` and ``cols`` int64 ``(n,)``; returns ``(n,)``.
     """
     n, k = x.shape[-1], kernel.numel()
     idx = cols[:, None] + (k - 1) // 2 - torch.arange(k, device=x.device)  # out[i] = sum_j x[i + start - j] h[j]
     inside = (idx >= 0) & (idx < n)
-    taps = torch.where(inside, x[rows[:, None], idx.clamp(0, n - 1)] - mean[rows], x.new_zeros(()))
+    level = mean if per_candidate else mean[rows]
+    taps = torch.where(inside, x[rows[:, None], idx.clamp(0, n - 1)] - level, x.new_zeros(()))
     return taps @ kernel
 
 

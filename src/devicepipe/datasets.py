@@ -1,0 +1,594 @@
+"""Many recordings: a folder, a glob or a list file, each recording run as one recording is, on Dask.
+
+:func:`find_recordings` turns what the user named into a :class:`Dataset` (the recordings, the
+folder their run directories mirror). :func:`run_dataset` runs a per-recording pipeline
+(``"beats"``: :func:`~devicepipe.pipeline.run_beats_many`, ``"ecg"``:
+:func:`~devicepipe.pipeline.run_ecg`) over it and writes the dataset directory::
+
+    OUT/<recording's path under the root, without suffix>/   one run directory per recording
+    OUT/index.parquet                                        one row per recording (INDEX_COLUMNS)
+    OUT/summary.json                                         written last
+
+The engine is Dask distributed: by default a local cluster of worker processes started in
+this process (``workers=N``, the cores divided among them for torch's threads); with
+``scheduler=ADDRESS`` a running Dask cluster (its workers must see the same paths); with
+``workers=0`` a plain loop in this process, no Dask at all. A recording that fails never
+stops the others: its row holds the error's one line. Every row is made from the run's own
+``summary.json``, so a run that ``resume`` finds complete (its ``summary.json`` exists) gives
+the row an uninterrupted run would.
+
+Recordings are handed to workers in tasks: short ones several to a task, so that equal-length
+recordings at one rate are detected in one batched ``(batch, time)`` call; a task holds at most
+:data:`TASK_BYTES` of input files, and there are at least :data:`TASKS_PER_WORKER` tasks per
+worker where there are enough recordings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import importlib.util
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from devicepipe.device import resolve_device, usable_cores
+from devicepipe.errors import DevicepipeError
+from devicepipe.io import check_output_dir, write_json, write_parquet
+from devicepipe.io.read import recording_files
+from devicepipe.report import REPORT_NAME, dataset_table, write_report
+from devicepipe.threads import using_threads
+
+__all__ = [
+    "INDEX_COLUMNS",
+    "INDEX_NAME",
+    "KINDS",
+    "LIST_SUFFIXES",
+    "RECORDING_SUFFIXES",
+    "TASKS_PER_WORKER",
+    "TASK_BYTES",
+    "Dataset",
+    "DatasetResult",
+    "Engine",
+    "find_recordings",
+    "is_dataset",
+    "run_dataset",
+    "run_recordings",
+]
+
+#: File suffixes taken as recordings in a folder or a glob (a WFDB record by its ``.hea``).
+RECORDING_SUFFIXES = (".hea", ".csv", ".tsv", ".parquet", ".pq", ".npy", ".edf", ".bdf")
+#: Suffixes of a text file that lists recordings, one path a line.
+LIST_SUFFIXES = (".txt", ".lst", ".list")
+#: Files that sit beside recordings and are not recordings: ``simulate``'s ground truth.
+SIDECAR_ENDINGS = (".truth.csv",)
+#: The per-recording table of a dataset directory.
+INDEX_NAME = "index.parquet"
+#: Input bytes of one task at most (recordings larger than this get a task of their own).
+TASK_BYTES = 64 * 2**20
+#: Tasks per worker to aim for, so that an uneven mix of recordings still keeps every worker busy.
+TASKS_PER_WORKER = 4
+#: Per-recording pipelines that run on a dataset.
+KINDS = ("beats", "ecg")
+
+INDEX_COLUMNS = pa.schema(
+    [
+        ("path", pa.string()),  # the recording, as given or found
+        ("run", pa.string()),  # its run directory, relative to the dataset directory
+        ("status", pa.string()),  # "ok" or "failed"
+        ("error", pa.string()),  # the one line that says why (failed only)
+        ("resumed", pa.bool_()),  # complete before this run started (its outputs were kept)
+        ("sampling_rate_hz", pa.float64()),
+        ("duration_s", pa.float64()),
+        ("beats", pa.int64()),  # R peaks found
+        ("kept", pa.int64()),  # beats kept by segmentation
+        ("flagged", pa.int64()),  # beats flagged as anomalous (ecg only)
+        ("tp", pa.int64()),  # with a reference: matches, false and missed detections in its scoring window
+        ("fp", pa.int64()),
+        ("fn", pa.int64()),
+        ("warnings", pa.string()),  # what the beats say about the settings, joined by "; "
+        ("seconds", pa.float64()),  # the run's own stages, added up
+        ("device", pa.string()),
+        ("worker", pa.string()),  # which Dask worker ran it ("local" without Dask)
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Recordings to run, and the folder their run directories are named relative to."""
+
+    paths: tuple[Path, ...]
+    root: Path
+    spec: str  # what the user named: a folder, a glob or a list file
+
+    def run_names(self) -> list[str]:
+        """Each recording's run directory, relative to the dataset directory: its path under
+        :attr:`root` without the suffix (with the suffix, ``_csv``, where two would collide)."""
+        plain = [_relative(p, self.root).with_suffix("").as_posix() for p in self.paths]
+        counts: dict[str, int] = {}
+        for name in plain:
+            counts[name] = counts.get(name, 0) + 1
+        names = [
+            name if counts[name] == 1 else f"{name}_{p.suffix.lstrip('.').lower()}"
+            for name, p in zip(plain, self.paths, strict=True)
+        ]
+        seen: set[str] = set()
+        for i, name in enumerate(names):  # still equal (same names in unrelated folders): number them
+            names[i] = name if name not in seen else f"{name}_{i}"
+            seen.add(names[i])
+        return names
+
+
+def _relative(path: Path, root: Path) -> Path:
+    try:
+        return path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return Path(path.name)
+
+
+def is_dataset(spec: str | os.PathLike[str]) -> bool:
+    """Whether ``spec`` names many recordings: a folder, a list file (``.txt``, ``.lst``,
+    ``.list``) or a glob pattern that matches no file of its own name."""
+    path = Path(spec)
+    if path.is_dir():
+        return True
+    if path.is_file():
+        return path.suffix.lower() in LIST_SUFFIXES
+    return glob.has_magic(str(spec))
+
+
+def _is_recording(path: Path) -> bool:
+    name = path.name.lower()
+    return (
+        path.is_file()
+        and not name.startswith(".")
+        and path.suffix.lower() in RECORDING_SUFFIXES
+        and not name.endswith(SIDECAR_ENDINGS)
+    )
+
+
+def _wfdb_header(path: Path) -> Path:
+    """A WFDB record's ``.dat`` named in a glob stands for its ``.hea`` (one record, one entry)."""
+    if path.suffix.lower() == ".dat" and path.with_suffix(".hea").is_file():
+        return path.with_suffix(".hea")
+    return path
+
+
+def find_recordings(spec: str | os.PathLike[str], *, exclude: str | os.PathLike[str] | None = None) -> Dataset:
+    """The recordings ``spec`` names, in a stable order.
+
+    - a folder: every recording file under it, at any depth (:data:`RECORDING_SUFFIXES`; WFDB
+      records by their ``.hea``; hidden files and ``simulate``'s ``*.truth.csv`` left out);
+    - a glob (``'data/**/*.hea'``, quoted so the shell leaves it): the recording files it
+      matches (a ``.dat`` counts as its record);
+    - a list file: one path per line, relative to the list file's folder, ``#`` comments and
+      blank lines ignored; every path is kept (a missing one fails on its own row).
+
+    ``exclude``: a folder whose contents are never taken (the output directory, when it lies
+    inside the input folder). A clear :class:`DevicepipeError` when nothing is found.
+    """
+    text = str(spec)
+    path = Path(spec)
+    skip = None if exclude is None else Path(exclude).resolve()
+
+    def outside(p: Path) -> bool:
+        return skip is None or not p.resolve().is_relative_to(skip)
+
+    if path.is_dir():
+        root = path
+        paths = sorted(p for p in path.rglob("*") if _is_recording(p) and outside(p))
+        where = f"folder {path}"
+    elif path.is_file() and path.suffix.lower() in LIST_SUFFIXES:
+        root = path.parent
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            problem = f"cannot read the list of recordings {path} ({exc})"
+            raise DevicepipeError(f"{problem}; give a UTF-8 text file.") from None
+        entries = [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
+        paths = [p if p.is_absolute() else root / p for p in map(Path, entries)]
+        where = f"list {path}"
+    elif glob.has_magic(text):
+        found = {_wfdb_header(Path(p)) for p in glob.glob(text, recursive=True)}
+        paths = sorted(p for p in found if _is_recording(p) and outside(p))
+        root = Path(os.path.commonpath([p.parent for p in paths])) if paths else Path(".")
+        where = f"pattern {text!r}"
+    else:
+        raise DevicepipeError(f"{spec} is neither a folder, a list file ({', '.join(LIST_SUFFIXES)}) nor a pattern.")
+    if not paths:
+        raise DevicepipeError(
+            f"no recordings found in {where}; recordings are files ending in {', '.join(RECORDING_SUFFIXES)}."
+        )
+    return Dataset(tuple(paths), root, text)
+
+
+# ----------------------------------------------------------------------------- one task: a few recordings
+
+
+@dataclass(frozen=True)
+class _Item:
+    path: str
+    out: str
+    run: str
+    reference: str | None
+
+
+def _error_line(exc: BaseException) -> str:
+    """An exception as one line: a user mistake's own message, anything else with its type."""
+    if isinstance(exc, DevicepipeError):
+        message = exc.cli_message
+    else:
+        message = f"{type(exc).__name__}: {exc}"
+    return " ".join(message.split()) or type(exc).__name__
+
+
+def _row(item: _Item, worker: str, resumed: bool) -> dict[str, Any]:
+    """The index row of a complete run directory, from its ``summary.json``."""
+    summary = json.loads((Path(item.out) / "summary.json").read_text(encoding="utf-8"))
+    counts = summary.get("counts", {})
+    accuracy = summary.get("accuracy") or {}
+    rate, n = summary.get("sampling_rate_hz"), summary.get("n_samples")
+    return {
+        "path": item.path,
+        "run": item.run,
+        "status": "ok",
+        "error": None,
+        "resumed": resumed,
+        "sampling_rate_hz": rate,
+        "duration_s": None if not rate or n is None else n / rate,
+        "beats": counts.get("beats_found"),
+        "kept": counts.get("beats_kept"),
+        "flagged": counts.get("flagged"),
+        "tp": accuracy.get("tp"),
+        "fp": accuracy.get("fp"),
+        "fn": accuracy.get("fn"),
+        "warnings": "; ".join(summary.get("warnings") or []) or None,
+        "seconds": float(sum(summary.get("seconds", {}).values())),
+        "device": summary.get("device"),
+        "worker": worker,
+    }
+
+
+def _failed(item: _Item, worker: str, message: str) -> dict[str, Any]:
+    row = dict.fromkeys(INDEX_COLUMNS.names)
+    row.update(path=item.path, run=item.run, status="failed", error=message, resumed=False, worker=worker)
+    return row
+
+
+def _worker_name() -> str:
+    with contextlib.suppress(ImportError, ValueError):
+        from distributed import get_worker
+
+        return str(get_worker().name)
+    return "local"
+
+
+def _task(
+    kind: str, items: Sequence[_Item], options: dict[str, Any], devices: Sequence[str], threads: int | None
+) -> list[dict[str, Any]]:
+    """Run ``kind`` on ``items`` (in a Dask worker or in this process); one index row each."""
+    worker = _worker_name()
+    device = devices[int(worker) % len(devices)] if worker.isdigit() else devices[0]
+    with using_threads(threads) if threads else contextlib.nullcontext():
+        outcomes = _run_kind(kind, items, options, device)
+    return [
+        _row(item, worker, False) if outcome is None else _failed(item, worker, _error_line(outcome))
+        for item, outcome in zip(items, outcomes, strict=True)
+    ]
+
+
+def _run_kind(kind: str, items: Sequence[_Item], options: dict[str, Any], device: str) -> list[BaseException | None]:
+    """Run the pipeline on each item: None where it succeeded, else the exception that stopped it."""
+    from devicepipe import pipeline  # the pipelines import this module's users, not the reverse
+
+    if kind == "beats":
+        opts = pipeline.BeatsOptions(**options)
+        try:
+            results = pipeline.run_beats_many(
+                [i.path for i in items], [i.out for i in items], options=opts,
+                references=[i.reference for i in items], device=device,
+            )  # fmt: skip
+            return [r if isinstance(r, BaseException) else None for r in results]
+        except Exception:  # something not a user's mistake: one at a time, so only its recording fails
+            if len(items) == 1:
+                raise
+            return [out for item in items for out in _run_kind(kind, [item], options, device)]
+    outcomes: list[BaseException | None] = []
+    for item in items:
+        try:
+            pipeline.run_ecg(item.path, item.out, device=device, reference=item.reference, **options)
+            outcomes.append(None)
+        except Exception as exc:  # noqa: BLE001 - a bad recording never stops the batch
+            outcomes.append(exc)
+    return outcomes
+
+
+def _plan(items: Sequence[_Item], workers: int) -> list[list[_Item]]:
+    """Consecutive items in tasks of at most :data:`TASK_BYTES` of input, and enough tasks for
+    :data:`TASKS_PER_WORKER` per worker."""
+    if not items:
+        return []
+    per_task = max(1, math.ceil(len(items) / max(1, workers * TASKS_PER_WORKER)))
+    tasks: list[list[_Item]] = []
+    current: list[_Item] = []
+    size = 0
+    for item in items:
+        nbytes = sum(f.stat().st_size for f in recording_files(Path(item.path)) if f.is_file())
+        if current and (len(current) >= per_task or size + nbytes > TASK_BYTES):
+            tasks.append(current)
+            current, size = [], 0
+        current.append(item)
+        size += nbytes
+    tasks.append(current)
+    return tasks
+
+
+# ----------------------------------------------------------------------------- the engine
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Where the recordings run: ``workers=0`` in this process, else on Dask (a local cluster of
+    ``workers`` processes, or the cluster at ``scheduler``); ``devices``: one per worker, in turn."""
+
+    workers: int | None = None  # None: one per usable core (local cluster)
+    scheduler: str | None = None
+    devices: tuple[str, ...] = ("auto",)
+
+    def describe(self, n_workers: int, threads: int | None, dashboard: str | None) -> dict[str, Any]:
+        kind = "loop" if self.workers == 0 else ("dask (scheduler)" if self.scheduler else "dask (local cluster)")
+        return {
+            "kind": kind,
+            "workers": n_workers,
+            "threads_per_worker": threads,
+            "scheduler": self.scheduler,
+            "dashboard": dashboard,
+            "devices": list(self.devices),
+        }
+
+
+@dataclass
+class DatasetResult:
+    """What :func:`run_dataset` wrote: the dataset directory, its index rows and summary."""
+
+    out: Path
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_ok(self) -> int:
+        return sum(r["status"] == "ok" for r in self.rows)
+
+    @property
+    def n_failed(self) -> int:
+        return sum(r["status"] == "failed" for r in self.rows)
+
+    @property
+    def n_resumed(self) -> int:
+        return sum(bool(r["resumed"]) for r in self.rows)
+
+
+@contextlib.contextmanager
+def _client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any]:
+    """A Dask client: of the cluster at ``engine.scheduler``, or of a local cluster started here."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise DevicepipeError(
+            "Dask distributed is not installed; pip install 'dask[distributed]', or run without it (workers=0).",
+            cli="Dask distributed is not installed; pip install 'dask[distributed]', or pass --workers 0.",
+        ) from None
+    if engine.scheduler:
+        try:
+            client = Client(engine.scheduler, timeout="10s")
+        except (OSError, TimeoutError) as exc:
+            raise DevicepipeError(
+                f"cannot reach the Dask scheduler at {engine.scheduler} ({exc}); check the address and that it runs."
+            ) from None
+        with client:
+            yield client
+        return
+    dashboard = ":0" if importlib.util.find_spec("bokeh") is not None else None  # the dashboard needs bokeh
+    env = {"OMP_NUM_THREADS": str(threads or 1), "MKL_NUM_THREADS": str(threads or 1)}
+    with (
+        LocalCluster(
+            n_workers=n_workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=dashboard,
+            silence_logs=logging.ERROR,
+            env=env,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+def _n_workers(engine: Engine) -> int:
+    if engine.workers is None:
+        return max(1, len(engine.devices) if engine.devices != ("auto",) else usable_cores())
+    if engine.workers < 0:
+        problem = f"must be 0 or more, got {engine.workers}"
+        raise DevicepipeError(f"workers {problem}.", cli=f"--workers {problem}.")
+    return engine.workers
+
+
+def run_recordings(
+    kind: str,
+    items: Sequence[_Item],
+    options: dict[str, Any],
+    engine: Engine,
+    *,
+    on_rows: Callable[[list[dict[str, Any]]], None] | None = None,
+    on_cluster: Callable[[dict[str, Any]], None] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run ``kind`` on ``items`` with ``engine``; the index rows (in any order) and how it ran."""
+    n_workers = _n_workers(engine)
+    local = engine.scheduler is None
+    threads = max(1, usable_cores() // max(1, n_workers)) if local else None
+    tell = on_rows or (lambda _rows: None)
+    rows: list[dict[str, Any]] = []
+    if n_workers == 0 and local:
+        how = engine.describe(0, threads, None)
+        if on_cluster:
+            on_cluster(how)
+        for task in _plan(items, 1):
+            done = _task(kind, task, options, engine.devices, threads)
+            rows += done
+            tell(done)
+        return rows, how
+    with _client(engine, n_workers, threads) as client:
+        info = client.scheduler_info()
+        how = engine.describe(len(info.get("workers", {})) or n_workers, threads, client.dashboard_link or None)
+        if on_cluster:
+            on_cluster(how)
+        from distributed import as_completed
+
+        tasks = _plan(items, max(1, how["workers"]))
+        futures = {
+            client.submit(_task, kind, task, options, engine.devices, threads, pure=False): task for task in tasks
+        }
+        for future in as_completed(futures):
+            task = futures[future]
+            try:
+                done = future.result()
+            except Exception as exc:  # noqa: BLE001 - a worker lost (killed, out of memory): its recordings fail
+                done = [_failed(item, "?", _error_line(exc)) for item in task]
+            rows += done
+            tell(done)
+    return rows, how
+
+
+def _complete(out: Path) -> bool:
+    return (out / "summary.json").is_file()
+
+
+def run_dataset(
+    spec: str | os.PathLike[str] | Dataset,
+    out: str | os.PathLike[str],
+    *,
+    kind: str = "beats",
+    options: dict[str, Any] | None = None,
+    engine: Engine | None = None,
+    reference: str | None = None,
+    resume: bool = False,
+    on_start: Callable[[int, int], None] | None = None,
+    on_rows: Callable[[list[dict[str, Any]]], None] | None = None,
+    on_cluster: Callable[[dict[str, Any]], None] | None = None,
+) -> DatasetResult:
+    """Run the per-recording pipeline ``kind`` (one of :data:`KINDS`) on every recording of
+    ``spec`` (see :func:`find_recordings`) and write the dataset directory ``out``.
+
+    ``options``: the pipeline's keyword settings (for ``"beats"``, the fields of
+    :class:`~devicepipe.pipeline.BeatsOptions`; for ``"ecg"``, :func:`~devicepipe.pipeline.run_ecg`'s).
+    ``reference``: an annotation extension (``"atr"``): each WFDB record is scored against its
+    own ``RECORD.atr`` where there is one. ``resume``: recordings whose run directory is complete
+    are not run again (their rows come from their ``summary.json``). ``on_start(total, to_run)``,
+    ``on_rows(rows)`` and ``on_cluster(engine)`` report progress.
+
+    Returns the :class:`DatasetResult`; failures are in its rows, not raised.
+    """
+    if kind not in KINDS:
+        raise DevicepipeError(f"run_dataset(): kind={kind!r} is not one of {list(KINDS)}.")
+    out = check_output_dir(out)
+    dataset = spec if isinstance(spec, Dataset) else find_recordings(spec, exclude=out)
+    engine = engine or Engine()
+    for device in engine.devices:
+        resolve_device(device)  # a device that is not there: said now, not once per recording
+    started = time.perf_counter()
+    items = [
+        _Item(str(p), str(out / name), name, _reference_of(p, reference))
+        for p, name in zip(dataset.paths, dataset.run_names(), strict=True)
+    ]
+    kept = [item for item in items if resume and _complete(Path(item.out))]
+    todo = [item for item in items if not (resume and _complete(Path(item.out)))]
+    if on_start:
+        on_start(len(items), len(todo))
+    rows = [_row(item, "", True) for item in kept]
+    if kept and on_rows:
+        on_rows(rows)
+    fresh, how = run_recordings(kind, todo, options or {}, engine, on_rows=on_rows, on_cluster=on_cluster)
+    order = {item.path: i for i, item in enumerate(items)}
+    rows = sorted(rows + fresh, key=lambda r: order[r["path"]])
+    out.mkdir(parents=True, exist_ok=True)
+    write_parquet(pa.Table.from_pylist(rows, schema=INDEX_COLUMNS), out / INDEX_NAME)
+    result = DatasetResult(out, rows)
+    result.summary = _summary(dataset, kind, options or {}, how, rows, time.perf_counter() - started, reference)
+    result.summary["files"].append(REPORT_NAME)
+    page = {
+        **result.summary,
+        "subtitle": f"devicepipe {kind} on every recording of {dataset.spec}",
+        "warnings": [f"{result.n_failed:,} of {len(rows):,} recordings failed; they are listed first below."]
+        if result.n_failed
+        else [],
+    }
+    write_report(out, "dataset", page, {}, extra_html=dataset_table(rows))
+    write_json(result.summary, out / "summary.json")
+    return result
+
+
+def _reference_of(path: Path, extension: str | None) -> str | None:
+    """``RECORD.<extension>`` beside a WFDB record, where there is one."""
+    if extension is None or path.suffix.lower() != ".hea":
+        return None
+    candidate = path.with_suffix(f".{extension}")
+    return str(candidate) if candidate.is_file() else None
+
+
+def _summary(
+    dataset: Dataset,
+    kind: str,
+    options: dict[str, Any],
+    how: dict[str, Any],
+    rows: list[dict[str, Any]],
+    seconds: float,
+    reference: str | None,
+) -> dict[str, Any]:
+    ok = [r for r in rows if r["status"] == "ok"]
+    failed = [r for r in rows if r["status"] == "failed"]
+
+    def total(key: str) -> int | None:
+        values = [r[key] for r in ok if r[key] is not None]
+        return int(sum(values)) if values else None
+
+    tp, fp, fn = total("tp"), total("fp"), total("fn")
+    accuracy = None
+    if tp is not None:
+        se = tp / (tp + fn) if tp + fn else 0.0
+        ppv = tp / (tp + fp) if tp + fp else 0.0
+        accuracy = {
+            "reference": reference,
+            "records_scored": sum(r["tp"] is not None for r in ok),
+            "tp": tp,
+            "fp": fp,
+            "fn": fn,
+            "sensitivity": se,
+            "ppv": ppv,
+            "f1": 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0,
+        }
+    return {
+        "input": dataset.spec,
+        "kind": kind,
+        "recordings": len(rows),
+        "ok": len(ok),
+        "failed": len(failed),
+        "resumed": sum(bool(r["resumed"]) for r in rows),
+        "beats": total("beats"),
+        "flagged": total("flagged"),
+        "duration_s": float(sum(r["duration_s"] or 0.0 for r in ok)),
+        "accuracy": accuracy,
+        "seconds": {"wall": seconds, "recordings": float(sum(r["seconds"] or 0.0 for r in ok))},
+        "engine": how,
+        "settings": {k: (asdict(v) if hasattr(v, "__dataclass_fields__") else v) for k, v in options.items()},
+        "failures": [{"path": r["path"], "error": r["error"]} for r in failed[:50]],
+        "files": [INDEX_NAME],
+    }

@@ -1,0 +1,138 @@
+"""Recordings longer than memory: their length without reading them, and their samples a chunk at a time.
+
+:func:`recording_length` reads only headers and footers (WFDB, EDF, Parquet, NPY; a CSV is
+counted by streaming it once). :func:`iter_chunks` yields consecutive chunks with a halo of
+samples either side, each read with :func:`~devicepipe.io.read_series`'s ``start``/``stop``
+(only that part leaves the disk where the format allows).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+import torch
+import wfdb
+
+from devicepipe.errors import ReadError
+from devicepipe.io.edf import EDF_SUFFIXES, edf_header
+from devicepipe.io.raw import ColumnSpec, column_list, resolve_names
+from devicepipe.io.read import header_sampling_rate, read_series
+from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES
+from devicepipe.io.wfdb import is_wfdb_record
+
+__all__ = ["Chunk", "chunk_reader", "iter_chunks", "recording_length"]
+
+
+def recording_length(source: str | os.PathLike[str], column: ColumnSpec = None) -> int:
+    """Samples in a recording file, from its header where it has one (a CSV is streamed once)."""
+    path = Path(source)
+    suffix = path.suffix.lower()
+    try:
+        if is_wfdb_record(path):
+            base = path.with_suffix("") if suffix in (".hea", ".dat", ".atr") else path
+            return int(wfdb.rdheader(str(base)).sig_len)
+        if suffix in EDF_SUFFIXES:
+            head = edf_header(path)
+            wanted = column_list(column)
+            idx = list(range(len(head["labels"]))) if wanted is None else resolve_names(
+                wanted, head["labels"], "signal", path.name
+            )  # fmt: skip
+            return min(head["lengths"][i] for i in idx)
+        if suffix in PARQUET_SUFFIXES:
+            return int(pq.ParquetFile(path).metadata.num_rows)
+        if suffix == ".npy":
+            return int(np.load(path, mmap_mode="r", allow_pickle=False).shape[-1])
+    except ReadError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any reader's failure, as one line
+        raise ReadError(f"cannot read the length of {path.name} ({exc}).") from None
+    if suffix in CSV_DELIMITERS:
+        import pyarrow.csv as pacsv
+
+        rows = 0
+        with pacsv.open_csv(path) as reader:
+            for batch in reader:
+                rows += batch.num_rows
+        return rows
+    raise ReadError(f"cannot read {path.name} in chunks; use a WFDB record, EDF, Parquet, NPY or CSV file.")
+
+
+def chunk_reader(
+    source: str | os.PathLike[str],
+    column: ColumnSpec = None,
+    *,
+    sampling_rate: float | None = None,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype = torch.float32,
+    encoding: str | None = None,
+) -> tuple[Callable[[int, int], torch.Tensor], int, float]:
+    """``read(start, stop)`` (samples ``[start, stop)`` of one channel as a ``(time,)`` tensor on
+    ``device``), the recording's length and its rate (Hz): what
+    :func:`devicepipe.ecg.ecg_peaks_chunked` takes."""
+    rate = sampling_rate or header_sampling_rate(Path(source), column)
+    if rate is None:
+        raise ReadError(
+            f"the sampling rate of {Path(source).name} is unknown; pass sampling_rate=HZ.",
+            cli=f"the sampling rate of {Path(source).name} is unknown; pass --sampling-rate HZ.",
+        )
+    n = recording_length(source, column)
+    chosen = 0 if column is None else column
+
+    def read(start: int, stop: int) -> torch.Tensor:
+        rec = read_series(
+            source, chosen, start=start, stop=stop, sampling_rate=rate, device=device, dtype=dtype, encoding=encoding
+        )
+        return rec.samples
+
+    return read, n, float(rate)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Samples ``[start, stop)`` of a recording (``samples``: shape ``(time,)`` or ``(channels,
+    time)``), whose own part is ``[core_start, core_stop)``; the rest is halo from its neighbours."""
+
+    samples: torch.Tensor
+    start: int
+    stop: int
+    core_start: int
+    core_stop: int
+    sampling_rate: float
+
+    @property
+    def core(self) -> torch.Tensor:
+        """The chunk's own samples, without the halo."""
+        return self.samples[..., self.core_start - self.start : self.core_stop - self.start]
+
+
+def iter_chunks(
+    source: str | os.PathLike[str],
+    *,
+    chunk_s: float,
+    halo_s: float = 0.0,
+    column: ColumnSpec = None,
+    sampling_rate: float | None = None,
+    device: str | torch.device = "cpu",
+    **read_options: Any,
+) -> Iterator[Chunk]:
+    """Consecutive chunks of ``chunk_s`` seconds of a recording file, each with ``halo_s``
+    seconds of its neighbours either side (cut at the recording's ends); the cores tile the
+    recording exactly. ``read_options`` go to :func:`~devicepipe.io.read_series`."""
+    if not chunk_s > 0 or not halo_s >= 0:
+        raise ReadError(f"iter_chunks(): chunk_s must be positive and halo_s not negative, got {chunk_s}, {halo_s}.")
+    rate = sampling_rate or header_sampling_rate(Path(source), column)
+    if rate is None:
+        raise ReadError(f"iter_chunks(): the sampling rate of {Path(source).name} is unknown; pass sampling_rate=.")
+    n = recording_length(source, column)
+    size, halo = max(1, round(chunk_s * rate)), round(halo_s * rate)
+    for c0 in range(0, n, size):
+        c1 = min(n, c0 + size)
+        a, b = max(0, c0 - halo), min(n, c1 + halo)
+        rec = read_series(source, column, start=a, stop=b, sampling_rate=rate, device=device, **read_options)
+        yield Chunk(rec.samples, a, b, c0, c1, float(rate))

@@ -1,0 +1,220 @@
+"""Many recordings in one command: folders, globs and lists on a real Dask cluster, failures that
+do not stop the batch, resume after a real kill, and batched detection equal to one call each."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from conftest import require_data
+from devicepipe.cli import app
+from devicepipe.datasets import INDEX_NAME, Dataset, Engine, find_recordings, is_dataset, run_dataset
+from devicepipe.ecg import ecg_peaks
+from devicepipe.errors import DevicepipeError
+from devicepipe.io import read_series
+from devicepipe.pipeline import BeatsOptions, run_beats, run_beats_many
+from devicepipe.simulate import simulate_ecg, write_simulated_ecg
+
+runner = CliRunner()
+# columns that say how a run went, not what it found
+HOW = ["seconds", "worker", "resumed"]
+
+
+def make_folder(root: Path, n: int = 8, bad_at: int | None = None) -> list[Path]:
+    """``n`` simulated ECGs as Parquet (rate in the metadata): 10-s recordings at 250 Hz (which
+    batch together), a 12-s one at 500 Hz and a 15-s one; a text file posing as a CSV at ``bad_at``."""
+    root.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i in range(n):
+        name = root / f"rec{i:03d}.parquet"
+        if i == bad_at:
+            name = root / f"rec{i:03d}.csv"
+            name.write_text("this is not,an ecg\nhello,world\n")
+        else:
+            duration, rate = (12.0, 500.0) if i % 4 == 1 else (15.0, 250.0) if i % 4 == 3 else (10.0, 250.0)
+            sim = simulate_ecg(duration, rate, heart_rate_bpm=60 + 3 * i, seed=i)
+            write_simulated_ecg(sim, name)
+        paths.append(name)
+    return paths
+
+
+def index(out: Path):
+    return pq.read_table(out / INDEX_NAME).to_pandas()
+
+
+def test_folder_glob_and_list_name_the_same_recordings(tmp_path):
+    paths = make_folder(tmp_path / "in", 4)
+    (tmp_path / "in" / "sub").mkdir()
+    write_simulated_ecg(simulate_ecg(10.0, 250.0, seed=9), tmp_path / "in" / "sub" / "deep.parquet")
+    (tmp_path / "in" / ".hidden.csv").write_text("1\n2\n")
+    folder = find_recordings(tmp_path / "in")
+    # the simulator's *.truth.csv beside each recording and hidden files are not recordings
+    assert [p.name for p in folder.paths] == [p.name for p in paths] + ["deep.parquet"]
+    assert folder.run_names()[-1] == "sub/deep"
+    pattern = find_recordings(str(tmp_path / "in" / "**" / "*.parquet"))
+    assert [p.name for p in pattern.paths] == [p.name for p in folder.paths]
+    listing = tmp_path / "in" / "list.txt"
+    listing.write_text("# two of them\nrec001.parquet\n\nsub/deep.parquet\n")
+    listed = find_recordings(listing)
+    assert [p.name for p in listed.paths] == ["rec001.parquet", "deep.parquet"]
+    assert is_dataset(tmp_path / "in") and is_dataset(listing) and is_dataset(str(tmp_path / "*.parquet"))
+    assert not is_dataset(paths[0])
+    with pytest.raises(DevicepipeError, match="no recordings found"):
+        find_recordings(str(tmp_path / "nothing" / "*.hea"))
+
+
+def test_run_names_stay_apart_when_names_collide(tmp_path):
+    a, b = tmp_path / "x.csv", tmp_path / "x.parquet"
+    names = Dataset((a, b), tmp_path, "x").run_names()
+    assert names == ["x_csv", "x_parquet"]
+
+
+def test_wfdb_records_by_their_header(data_dir):
+    folder = require_data("cpsc2019")
+    found = find_recordings(folder)
+    headers = sorted(folder.glob("*.hea"))
+    assert [p.name for p in found.paths] == [p.name for p in headers]  # .dat and .atr are not counted again
+
+
+def test_batched_detection_equals_one_call_per_recording(tmp_path):
+    paths = make_folder(tmp_path / "in", 8)
+    outs = [tmp_path / "out" / p.stem for p in paths]
+    results = run_beats_many(paths, outs, options=BeatsOptions(figures=False), device="cpu")
+    for path, result in zip(paths, results, strict=True):
+        rec = read_series(path)
+        alone = ecg_peaks(rec.samples, rec.sampling_rate).numpy()
+        np.testing.assert_array_equal(result.peaks, alone)
+        single = run_beats(path, tmp_path / "single" / path.stem, figures=False, device="cpu")
+        assert (result.files["beats.parquet"].read_bytes()) == single.files["beats.parquet"].read_bytes()
+
+
+def test_a_bad_recording_fails_alone_and_the_command_exits_1(tmp_path):
+    make_folder(tmp_path / "in", 6, bad_at=2)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["beats", str(tmp_path / "in"), "--out", str(out), "--workers", "0", "--no-figures"])
+    assert result.exit_code == 1, result.output
+    assert "5 ok, 1 failed: see" in result.stdout
+    rows = index(out)
+    assert list(rows.status) == ["ok", "ok", "failed", "ok", "ok", "ok"]
+    bad = rows.iloc[2]
+    assert bad.path.endswith("rec002.csv") and "\n" not in bad.error and len(bad.error) > 10
+    assert not (out / "rec002").exists()  # nothing half-written for it
+    for row in rows[rows.status == "ok"].itertuples():
+        assert (out / row.run / "summary.json").is_file() and row.beats > 5
+    summary = (out / "summary.json").read_text()
+    assert '"failed": 1' in summary and "rec002.csv" in summary
+
+
+def test_a_local_cluster_of_two_processes_equals_the_plain_loop(tmp_path):
+    make_folder(tmp_path / "in", 8)
+    run_dataset(tmp_path / "in", tmp_path / "loop", options={"figures": False}, engine=Engine(workers=0))
+    dask = run_dataset(tmp_path / "in", tmp_path / "dask", options={"figures": False}, engine=Engine(workers=2))
+    assert dask.summary["engine"]["kind"] == "dask (local cluster)" and dask.summary["engine"]["workers"] == 2
+    a, b = index(tmp_path / "loop"), index(tmp_path / "dask")
+    assert set(b.worker) == {"0", "1"}  # both worker processes ran recordings
+    keep = [c for c in a.columns if c not in HOW]
+    assert a[keep].equals(b[keep])
+    for run in a.run:
+        for name in ("beats.parquet", "beat_matrix.npy"):
+            assert (tmp_path / "loop" / run / name).read_bytes() == (tmp_path / "dask" / run / name).read_bytes()
+
+
+def test_devices_one_per_worker(tmp_path):
+    make_folder(tmp_path / "in", 4)
+    result = run_dataset(
+        tmp_path / "in", tmp_path / "out", options={"figures": False}, engine=Engine(devices=("cpu", "cpu"))
+    )
+    assert result.summary["engine"]["workers"] == 2 and result.n_ok == 4
+
+
+@pytest.mark.slow
+def test_resume_after_a_real_kill_equals_an_uninterrupted_run(tmp_path):
+    make_folder(tmp_path / "in", 40)
+    base = [sys.executable, "-m", "devicepipe", "beats", str(tmp_path / "in"), "--no-figures", "--workers", "2"]
+    whole = subprocess.run([*base, "--out", str(tmp_path / "whole")], capture_output=True, text=True)
+    assert whole.returncode == 0, whole.stderr
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([*base, "--out", str(out)], start_new_session=True, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(list(out.glob("*/summary.json"))) < 8 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)  # the command and its Dask workers, at once
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    done = len(list(out.glob("*/summary.json")))
+    assert 8 <= done < 40 and not (out / INDEX_NAME).exists()
+    resumed = subprocess.run([*base, "--out", str(out), "--resume"], capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"({done} complete from an earlier run)" in resumed.stdout
+    a, b = index(tmp_path / "whole"), index(out)
+    assert int(b.resumed.sum()) == done
+    keep = [c for c in a.columns if c not in HOW]
+    assert a[keep].equals(b[keep])
+    for run in a.run:
+        for name in ("beats.parquet", "beat_matrix.npy", f"{run}.qrs"):
+            assert (tmp_path / "whole" / run / name).read_bytes() == (out / run / name).read_bytes()
+    assert not list(out.glob(".*partial")) and not list(out.glob("*/.*.tmp"))
+
+
+def test_cpsc2019_folder_with_references(tmp_path):
+    folder = require_data("cpsc2019")
+    out = tmp_path / "out"
+    args = ["beats", str(folder), "--out", str(out), "--workers", "0", "--no-figures", "--reference", "atr"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    rows = index(out)
+    assert len(rows) == 25 and (rows.status == "ok").all()
+    # the dataset's accuracy is the sum of the records' own, each scored as one run would be
+    single = run_beats(folder / "data_00014.hea", tmp_path / "one", reference=folder / "data_00014.atr", figures=False)
+    first = rows[rows.run == "data_00014"].iloc[0]
+    assert (first.tp, first.fp, first.fn) == (single.score.tp, single.score.fp, single.score.fn)
+    assert "F1 0.9" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--workers", "2"], "--workers is for many recordings"),
+        (["--resume"], "--resume is for many recordings"),
+    ],
+)
+def test_dataset_options_on_one_recording_are_refused(tmp_path, args, message):
+    path = make_folder(tmp_path / "in", 1)[0]
+    result = runner.invoke(app, ["beats", str(path), "--out", str(tmp_path / "o"), *args])
+    assert result.exit_code == 2 and message in result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_reference_file_for_many_recordings_is_refused(tmp_path):
+    make_folder(tmp_path / "in", 2)
+    result = runner.invoke(
+        app, ["beats", str(tmp_path / "in"), "--out", str(tmp_path / "o"), "--reference", "a/b.atr", "--workers", "0"]
+    )
+    assert result.exit_code == 2 and "annotation extension" in result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_ecg_on_a_folder_trains_one_model_per_recording(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i in range(2):
+        write_simulated_ecg(simulate_ecg(90.0, 250.0, seed=i, ectopic_rate=0.05), folder / f"p{i}.parquet")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["ecg", str(folder), "--out", str(out), "--workers", "0", "--epochs", "2"])
+    assert result.exit_code == 0, result.output
+    rows = index(out)
+    assert list(rows.status) == ["ok", "ok"]
+    for row in rows.itertuples():
+        assert (out / row.run / "model.pt").is_file() or list((out / row.run).glob("*.pt"))
+        summary = (out / row.run / "summary.json").read_text()
+        assert f'"flagged": {row.flagged}' in summary and row.beats > 80
+    assert "2 ok, 0 failed" in result.stdout

@@ -1,0 +1,82 @@
+"""Recordings longer than memory on the command line: --chunk and --memory-budget give the outputs
+of one piece, byte for byte; EDF input with its own EDF+ annotations as the reference."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyedflib
+import pytest
+import wfdb
+from typer.testing import CliRunner
+
+from conftest import require_data
+from devicepipe.cli import app
+
+runner = CliRunner()
+SAME = ("beats.parquet", "beats.csv", "beat_matrix.npy", "100.qrs")
+
+
+def beats(*args):
+    return runner.invoke(app, ["beats", *map(str, args)])
+
+
+@pytest.mark.parametrize("mode", ["seed", "centered"])
+def test_chunks_write_the_files_of_one_piece(tmp_path, mode):
+    record = require_data("mitdb/100")
+    whole = beats(record, "--out", tmp_path / "whole", "--mode", mode, "--no-figures")
+    chunked = beats(record, "--out", tmp_path / "chunked", "--mode", mode, "--no-figures", "--chunk", "2min")
+    assert whole.exit_code == 0 and chunked.exit_code == 0, chunked.output
+    for name in SAME:
+        assert (tmp_path / "whole" / name).read_bytes() == (tmp_path / "chunked" / name).read_bytes(), name
+    summary = json.loads((tmp_path / "chunked" / "summary.json").read_text())
+    assert summary["chunked"]["chunks"] == 16 and summary["n_samples"] == 650_000
+    assert "chunked" not in json.loads((tmp_path / "whole" / "summary.json").read_text())
+
+
+def test_a_small_memory_budget_switches_chunking_on(tmp_path):
+    record = require_data("mitdb/100")
+    result = beats(record, "--out", tmp_path / "o", "--memory-budget", "1MB", "--no-figures")
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["chunked"]["samples_per_chunk"] > 0 and summary["counts"]["beats_found"] == 2273
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--chunk", "5min", "--nan", "drop"], "needs the whole recording in memory"),
+        (["--chunk", "5"], "has no unit"),
+        (["--chunk", "5min", "--method", "seed"], "--chunk is made for --method ricker"),
+        (["--memory-budget", "lots"], "cannot read size"),
+    ],
+)
+def test_bad_chunk_settings_are_one_line(tmp_path, args, message):
+    result = beats(require_data("mitdb/100"), "--out", tmp_path / "o", *args)
+    assert result.exit_code == 2 and message in result.stderr and result.stderr.count("\n") == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_edf_holter_with_its_own_annotations_as_the_reference(tmp_path):
+    base = require_data("mitdb/100")
+    rec, ann = wfdb.rdrecord(str(base)), wfdb.rdann(str(base), "atr")
+    path = tmp_path / "holter.edf"
+    writer = pyedflib.EdfWriter(str(path), 2, file_type=pyedflib.FILETYPE_EDFPLUS)
+    writer.setSignalHeaders(
+        [
+            {"label": name, "dimension": "mV", "sample_frequency": 360, "physical_min": -5.0,
+             "physical_max": 5.0, "digital_min": -32768, "digital_max": 32767}
+            for name in rec.sig_name
+        ]
+    )  # fmt: skip
+    writer.set_number_of_annotation_signals(3)
+    writer.writeSamples([np.ascontiguousarray(s) for s in rec.p_signal.T])
+    for sample, symbol in zip(ann.sample, ann.symbol, strict=True):
+        writer.writeAnnotation(sample / 360, -1, symbol)
+    writer.close()
+    result = beats(path, "--out", tmp_path / "o", "--reference", path, "--chunk", "10min", "--no-figures")
+    assert result.exit_code == 0, result.output
+    accuracy = json.loads((tmp_path / "o" / "summary.json").read_text())["accuracy"]
+    assert (accuracy["tp"], accuracy["fp"], accuracy["fn"]) == (2271, 0, 0)
+    assert (tmp_path / "o" / "holter.qrs").is_file()

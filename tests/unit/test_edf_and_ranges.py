@@ -1,0 +1,157 @@
+"""EDF/EDF+/BDF input through pyedflib, and reading part of a recording (start/stop) in every format."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pyedflib
+import pytest
+import torch
+import wfdb
+from typer.testing import CliRunner
+
+from conftest import require_data
+from devicepipe.cli import app
+from devicepipe.errors import DevicepipeError
+from devicepipe.io import SAMPLING_RATE_KEY, read_reference, read_series
+
+runner = CliRunner()
+
+
+def write_edf(path, signals, rate, labels=None, annotations=(), bdf=False, physical=(-5.0, 5.0)):
+    """An EDF+ (or BDF+) file written by pyedflib itself, the library's own writer as the oracle."""
+    kind = pyedflib.FILETYPE_BDFPLUS if bdf else pyedflib.FILETYPE_EDFPLUS
+    digital = (-(2**23), 2**23 - 1) if bdf else (-32768, 32767)
+    labels = labels or [f"ECG{i}" for i in range(len(signals))]
+    rates = rate if isinstance(rate, (list, tuple)) else [rate] * len(signals)
+    writer = pyedflib.EdfWriter(str(path), len(signals), file_type=kind)
+    writer.setSignalHeaders(
+        [
+            {
+                "label": label,
+                "dimension": "mV",
+                "sample_frequency": r,
+                "physical_min": physical[0],
+                "physical_max": physical[1],
+                "digital_min": digital[0],
+                "digital_max": digital[1],
+            }
+            for label, r in zip(labels, rates, strict=True)
+        ]
+    )
+    writer.set_number_of_annotation_signals(3)
+    writer.writeSamples([np.ascontiguousarray(s, dtype=np.float64) for s in signals])
+    for onset, text in annotations:
+        writer.writeAnnotation(onset, -1, text)
+    writer.close()
+    return path
+
+
+def test_mitdb_100_round_trips_through_edf_within_its_resolution(tmp_path):
+    base = require_data("mitdb/100")
+    rec = wfdb.rdrecord(str(base))
+    ann = wfdb.rdann(str(base), "atr")
+    path = write_edf(
+        tmp_path / "100.edf",
+        rec.p_signal.T,
+        rec.fs,
+        labels=rec.sig_name,
+        annotations=[(s / rec.fs, sym) for s, sym in zip(ann.sample, ann.symbol, strict=True)],
+    )
+    edf = read_series(path, "MLII", dtype=torch.float64)
+    whole = read_series(base, "MLII", dtype=torch.float64)
+    assert edf.sampling_rate == 360.0 and edf.channels == ("MLII",) and edf.units == ("mV",)
+    step = 10.0 / 65535  # one digital step of the file's -5..5 mV range in 16 bits
+    # EDF holds whole data records (1 s here): the last one is padded past the recording's end
+    assert edf.n_samples == -(-whole.n_samples // 360) * 360
+    diff = (edf.samples[: whole.n_samples] - whole.samples).abs().max().item()
+    assert diff <= step, diff
+    ref = read_reference(path)  # EDF+ annotations with beat symbols are reference beats
+    beats = np.isin(ann.symbol, list("NLRBAaJSVrFejnE/fQ?"))
+    np.testing.assert_array_equal(ref.samples_at(360.0), ann.sample[beats])
+    np.testing.assert_array_equal(ref.symbols, np.asarray(ann.symbol)[beats])
+
+
+def test_bdf_and_channel_choice(tmp_path):
+    t = np.arange(2000) / 200
+    path = write_edf(tmp_path / "x.bdf", [np.sin(t), np.cos(t)], 200, labels=["I", "II"], bdf=True)
+    rec = read_series(path, "II", dtype=torch.float64)
+    step = 10.0 / (2**24 - 1)
+    assert rec.channels == ("II",) and abs(rec.samples - torch.from_numpy(np.cos(t))).max() <= step
+
+
+def test_signals_at_different_rates_must_be_chosen_one_rate(tmp_path):
+    path = write_edf(tmp_path / "mixed.edf", [np.zeros(2500), np.zeros(250)], [250, 25], labels=["ECG", "ACC"])
+    with pytest.raises(DevicepipeError, match="different rates .*ECG at 250 Hz, ACC at 25 Hz"):
+        read_series(path)
+    assert read_series(path, "ACC").sampling_rate == 25.0
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
+def test_a_damaged_edf_is_one_line_and_exit_2(tmp_path, damage):
+    path = write_edf(tmp_path / "ok.edf", [np.sin(np.arange(5000) / 40)], 250)
+    data = path.read_bytes()
+    bad = tmp_path / f"{damage}.edf"
+    bad.write_bytes(
+        {"truncated": data[: len(data) // 2], "garbage": b"0       " + bytes(range(256)) * 4, "empty": b""}[damage]
+    )
+    with pytest.raises(DevicepipeError, match="not a readable EDF/BDF file"):
+        read_series(bad)
+    result = runner.invoke(app, ["beats", str(bad), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "not a readable EDF/BDF file" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+# ----------------------------------------------------------------------------- start / stop
+
+
+@pytest.fixture
+def signal():
+    return np.sin(np.arange(10_000) / 17.0).astype(np.float32) + np.arange(10_000, dtype=np.float32) * 1e-4
+
+
+def _files(tmp_path, x):
+    """The same samples in every format that supports a partial read."""
+    csv = tmp_path / "x.csv"
+    csv.write_text("ecg\n" + "\n".join(repr(float(v)) for v in x) + "\n")
+    parquet = tmp_path / "x.parquet"  # many row groups, so that a range spans several
+    table = pa.table({"ecg": x}).replace_schema_metadata({SAMPLING_RATE_KEY: "250"})
+    pq.write_table(table, parquet, row_group_size=700)
+    npy = tmp_path / "x.npy"
+    np.save(npy, x)
+    edf = write_edf(tmp_path / "x.edf", [x], 250, physical=(-2.0, 3.0))
+    wfdb.wrsamp("rec", fs=250, units=["mV"], sig_name=["ecg"], p_signal=x[:, None].astype(np.float64),
+                write_dir=str(tmp_path), fmt=["32"], adc_gain=[1e6], baseline=[0])  # fmt: skip
+    return {"csv": csv, "parquet": parquet, "npy": npy, "edf": edf, "wfdb": tmp_path / "rec"}
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet", "npy", "edf", "wfdb"])
+@pytest.mark.parametrize(("start", "stop"), [(0, 1), (699, 701), (1234, 9000), (9990, None), (5000, 10**9)])
+def test_a_range_equals_the_slice_of_the_whole(tmp_path, signal, kind, start, stop):
+    path = _files(tmp_path, signal)[kind]
+    whole = read_series(path, sampling_rate=250)
+    part = read_series(path, sampling_rate=250, start=start, stop=stop)
+    assert part.start_sample == start
+    torch.testing.assert_close(part.samples, whole.samples[start:stop], rtol=0, atol=0)
+
+
+def test_a_range_in_durations_needs_the_rate_before_reading(tmp_path, signal):
+    files = _files(tmp_path, signal)
+    part = read_series(files["wfdb"], start="2s", stop="3s")  # the header says 250 Hz
+    assert (part.start_sample, part.n_samples) == (500, 250)
+    assert read_series(files["parquet"], start="10s").start_sample == 2500  # devicepipe's metadata
+    with pytest.raises(DevicepipeError, match="rate is not known before reading"):
+        read_series(files["csv"], start="2s")
+    assert read_series(files["csv"], start="2s", sampling_rate=100).start_sample == 200
+
+
+@pytest.mark.parametrize(
+    ("start", "stop", "message"),
+    [(-1, None, "sample index"), (5, 5, "must come after"), (20_000, None, "past the end"), ("x", None, "duration")],
+)
+def test_bad_ranges_are_refused(tmp_path, signal, start, stop, message):
+    path = _files(tmp_path, signal)["npy"]
+    with pytest.raises(DevicepipeError, match=message):
+        read_series(path, sampling_rate=250, start=start, stop=stop)
