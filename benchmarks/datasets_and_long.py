@@ -184,15 +184,26 @@ def part_batch(quick: bool) -> dict:
 # ----------------------------------------------------------------------------- memory
 
 
-def _peak_rss(cmd: list[str]) -> tuple[float, int]:
-    """Seconds and peak resident bytes of one child process."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - started
-    if status != 0:
+# runs the command line in this child and, at its exit, writes the child's own peak resident memory
+_MEASURED = (
+    "import atexit, resource, runpy, sys\n"
+    "out = sys.argv.pop(1)\n"
+    "atexit.register(lambda: open(out, 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))\n"
+    "sys.argv[0] = 'devicepipe'\n"
+    "runpy.run_module('devicepipe', run_name='__main__')\n"
+)
+
+
+def _peak_rss(args: list[str]) -> tuple[float, int]:
+    """Seconds and peak resident bytes of ``devicepipe ARGS`` in a process of its own (-1: it failed)."""
+    with tempfile.NamedTemporaryFile(suffix=".rss") as fh:
+        started = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", _MEASURED, fh.name, *args], capture_output=True)
+        elapsed = time.perf_counter() - started
+        text = Path(fh.name).read_text().strip()
+    if proc.returncode != 0 or not text:
         return elapsed, -1
-    return elapsed, usage.ru_maxrss * 1024
+    return elapsed, int(text) * 1024
 
 
 def write_long(path: Path, hours: float, rate: float = 250.0) -> int:
@@ -209,6 +220,34 @@ def write_long(path: Path, hours: float, rate: float = 250.0) -> int:
     return n
 
 
+def _throughput(path: Path, repeats: int = 5) -> dict:
+    """Reading and detecting in this process (no outputs): the whole file in one call against
+    chunks of 10 minutes and of 1 hour, interleaved."""
+    from devicepipe.ecg import ecg_peaks, ecg_peaks_chunked
+    from devicepipe.io.chunks import chunk_reader
+
+    read, n, fs = chunk_reader(path, sampling_rate=250)
+    ways = {
+        "whole: np.load + ecg_peaks": lambda: ecg_peaks(torch.from_numpy(np.load(path)), fs),
+        "chunks of 10 min": lambda: ecg_peaks_chunked(read, n, fs, chunk=int(600 * fs)),
+        "chunks of 1 h": lambda: ecg_peaks_chunked(read, n, fs, chunk=int(3600 * fs)),
+    }
+    for way in ways.values():
+        way()
+    seconds: dict[str, list[float]] = {k: [] for k in ways}
+    for _ in range(repeats):
+        for name, way in ways.items():
+            seconds[name].append(_median_time(way, 1)[0])
+    whole = statistics.median(seconds["whole: np.load + ecg_peaks"])
+    return {
+        "hours": 24.0,
+        "how": "in-process read + detect, medians of interleaved repeats",
+        "seconds": seconds,
+        "chunked_throughput_vs_whole": {k: whole / statistics.median(v) for k, v in seconds.items()},
+        "threads": torch.get_num_threads(),
+    }
+
+
 def part_memory(quick: bool) -> dict:
     hours = [1.0, 6.0] if quick else [1.0, 24.0, 168.0]
     rows = []
@@ -216,11 +255,17 @@ def part_memory(quick: bool) -> dict:
         for h in hours:
             path = Path(tmp) / f"ecg_{h:g}h.npy"
             n = write_long(path, h)
-            for how, extra in (("whole", []), ("chunked 10 min", ["--chunk", "10min"])):
+            if h == 24.0:
+                rows.append(_throughput(path))
+            for how, extra in (
+                ("whole", []),
+                ("chunked 10 min", ["--chunk", "10min"]),
+                ("chunked 1 h", ["--chunk", "1h"]),
+            ):
                 out = Path(tmp) / "out"
-                cmd = [sys.executable, "-m", "devicepipe", "beats", str(path), "--sampling-rate", "250",
-                       "--no-figures", "--out", str(out), "--device", "cpu", *extra]  # fmt: skip
-                seconds, rss = _peak_rss(cmd)
+                args = ["beats", str(path), "--sampling-rate", "250", "--no-figures", "--out", str(out),
+                        "--device", "cpu", *extra]  # fmt: skip
+                seconds, rss = _peak_rss(args)
                 summary = json.loads((out / "summary.json").read_text()) if rss > 0 else {}
                 rows.append(
                     {

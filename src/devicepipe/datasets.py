@@ -381,6 +381,7 @@ class DatasetResult:
 def _client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any]:
     """A Dask client: of the cluster at ``engine.scheduler``, or of a local cluster started here."""
     try:
+        import dask
         from distributed import Client, LocalCluster
     except ImportError:
         raise DevicepipeError(
@@ -400,6 +401,7 @@ def _client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any
     dashboard = ":0" if importlib.util.find_spec("bokeh") is not None else None  # the dashboard needs bokeh
     env = {"OMP_NUM_THREADS": str(threads or 1), "MKL_NUM_THREADS": str(threads or 1)}
     with (
+        dask.config.set({"distributed.worker.multiprocessing-method": _start_method()}),
         LocalCluster(
             n_workers=n_workers,
             threads_per_worker=1,
@@ -411,6 +413,23 @@ def _client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any
         Client(cluster) as client,
     ):
         yield client
+
+
+def _start_method() -> str:
+    """How the local cluster starts its workers: from a fork server that has imported torch and
+    the pipelines once (each spawned worker would import them again: seconds per worker, which
+    a folder of short recordings notices), where the platform has one."""
+    import multiprocessing
+
+    import dask
+    from distributed.utils import get_mp_context
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return "spawn"
+    with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
+        context = get_mp_context()  # Dask's own preload list first, then ours in its place
+    context.set_forkserver_preload(["distributed", "torch", "devicepipe.pipeline"])
+    return "forkserver"
 
 
 def _n_workers(engine: Engine) -> int:

@@ -232,36 +232,35 @@ class _Ricker:
         x: torch.Tensor,
         kernel: torch.Tensor,
         feature: torch.Tensor,
-        per_block: torch.Tensor,
-        level: torch.Tensor,
         means: tuple[torch.Tensor, torch.Tensor],
         offset: int,
         total: int,
         core: tuple[int, int],
     ) -> dict[str, torch.Tensor]:
         """The candidates of ``x`` (samples ``offset ...`` of a recording of ``total``) whose
-        position lies in ``core`` (absolute samples): rows, absolute columns, the local beat
-        level, the feature's height, the response's sign and the refined (absolute) position."""
+        position lies in ``core`` (absolute samples), before any threshold: rows, absolute
+        columns, the feature's height, the response's sign and the refined (absolute) position.
+        Nothing here depends on the rest of the recording (see :meth:`accept`)."""
         rows, cols = _coarse_peaks(feature, self.refractory, self.sub)
         cols = cols + offset
         inside = (cols >= core[0]) & (cols < core[1])
         rows, cols = rows[inside], cols[inside]
-        blocks = cols // self.block
-        keep = feature[rows, cols - offset] > per_block[rows, blocks]
-        rows, cols, blocks = rows[keep], cols[keep], blocks[keep]
         # the sign of the response with the level the filter assumed past the nearer end
         head, tail = means
         mean = torch.where((cols < total // 2)[:, None], head[rows], tail[rows])
         sign = torch.sign(centred_convolve_at(x, mean, kernel, rows, cols - offset, per_candidate=True))
         refined = _refined(x, sign, rows, cols - offset, _samples(self.refine_s, self.fs)) + offset
-        return {
-            "rows": rows,
-            "cols": cols,
-            "level": level[rows, blocks],
-            "height": feature[rows, cols - offset],
-            "sign": sign,
-            "refined": refined,
-        }
+        return {"rows": rows, "cols": cols, "height": feature[rows, cols - offset], "sign": sign, "refined": refined}
+
+    def accept(
+        self, c: dict[str, torch.Tensor], per_block: torch.Tensor, level: torch.Tensor
+    ) -> dict[str, torch.Tensor]:
+        """The candidates above their block's threshold, with the local beat level at each."""
+        blocks = c["cols"] // self.block
+        keep = c["height"] > per_block[c["rows"], blocks]
+        kept = {key: value[keep] for key, value in c.items()}
+        kept["level"] = level[kept["rows"], blocks[keep]]
+        return kept
 
     def select(self, c: dict[str, torch.Tensor], n_rows: int, total: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The peaks among all candidates of a recording (sorted by row, then column): the
@@ -289,7 +288,7 @@ def _peaks_ricker(x: torch.Tensor, sampling_rate: float, **options: float) -> tu
     means, kernel = r.edge_means(x, x), r.kernel(x)
     feature = r.feature(x, kernel, *means, start=True, end=True)
     per_block, level = r.thresholds(*r.summaries(feature), feature[..., :: r.subsample_stride(n)])
-    cands = r.candidates(x, kernel, feature, per_block, level, means, 0, n, (0, n))
+    cands = r.accept(r.candidates(x, kernel, feature, means, 0, n, (0, n)), per_block, level)
     return r.select(cands, x.shape[0], n)
 
 
@@ -451,11 +450,12 @@ def ecg_peaks_chunked(
     """The R peaks of a recording too long for memory, read a chunk at a time: exactly the
     peaks :func:`ecg_peaks` (``method="ricker"``) finds in one call on the whole recording.
 
-    Two passes. The first filters each chunk and keeps per-block summaries of the response (its
-    maximum and mean every ``block_s``, and a sparse subsample): from these come the
-    thresholds, which depend on the whole recording. The second finds each chunk's candidates
-    and their refined positions; the T-wave and polarity rules, which compare candidates across
-    the recording, then run on the candidates of all chunks. Chunks are read with a halo of
+    One pass: each chunk is filtered, and gives per-block summaries of the response (its maximum
+    and mean every ``block_s``, and a sparse subsample) and its candidates (local maxima, with
+    their height, sign and refined position), both small next to the signal. The thresholds,
+    which depend on the whole recording, come from the summaries of all chunks; then the
+    candidates above them go through the T-wave and polarity rules, which compare candidates
+    across the recording. Chunks are read with a halo of
     samples either side (what decides a candidate: the filter, the refractory period, the
     refinement window), and start at multiples of the blocks, so each sample is computed as in
     one call.
@@ -468,7 +468,7 @@ def ecg_peaks_chunked(
     sampling_rate : Hz.
     chunk : samples per chunk (rounded up to a multiple of the block alignment); the memory
         needed is a few times ``chunk`` samples, whatever the recording's length.
-    progress : called with ``(samples done, 2 * n_samples)`` after each chunk of each pass.
+    progress : called with ``(samples done, n_samples)`` after each chunk.
     options : the ``"ricker"`` method's settings, as :func:`ecg_peaks` takes them.
 
     Returns
@@ -489,33 +489,23 @@ def ecg_peaks_chunked(
     edge = min(n_samples, _samples(r.edge_s, r.fs))
     means = r.edge_means(_checked(read(0, edge), sampling_rate, 0)[None], read(n_samples - edge, n_samples)[None])
     stride = r.subsample_stride(n_samples)
-    spans = [(c0, min(n_samples, c0 + chunk)) for c0 in range(0, n_samples, chunk)]
-    done = 0
-
-    def pieces() -> Any:
-        nonlocal done
-        for c0, c1 in spans:
-            a, b = max(0, c0 - halo), min(n_samples, c1 + halo)
-            x = _checked(read(a, b), sampling_rate, a)[None]
-            feature = r.feature(x, r.kernel(x), *means, start=a == 0, end=b == n_samples)
-            yield x, feature, a, c0, c1
-            done += c1 - c0
-            if progress is not None:
-                progress(done, 2 * n_samples)
-
-    maxima, averages, subsample = [], [], []
-    for _, feature, a, c0, c1 in pieces():  # pass 1: the block summaries of the whole recording
+    maxima, averages, subsample, found = [], [], [], []
+    for c0 in range(0, n_samples, chunk):
+        c1 = min(n_samples, c0 + chunk)
+        a, b = max(0, c0 - halo), min(n_samples, c1 + halo)
+        x = _checked(read(a, b), sampling_rate, a)[None]
+        kernel = r.kernel(x)
+        feature = r.feature(x, kernel, *means, start=a == 0, end=b == n_samples)
         core = feature[:, c0 - a : c1 - a]
-        block_max, block_mean = r.summaries(core)
+        block_max, block_mean = r.summaries(core)  # for the thresholds, which need the whole recording
         maxima.append(block_max)
         averages.append(block_mean)
-        subsample.append(core[:, (-c0) % stride :: stride])
+        subsample.append(core[:, (-c0) % stride :: stride].clone())  # a copy: a view would keep the chunk alive
+        found.append(r.candidates(x, kernel, feature, means, a, n_samples, (c0, c1)))
+        if progress is not None:
+            progress(c1, n_samples)
     per_block, level = r.thresholds(torch.cat(maxima, -1), torch.cat(averages, -1), torch.cat(subsample, -1))
-    found = [
-        r.candidates(x, r.kernel(x), feature, per_block, level, means, a, n_samples, (c0, c1))
-        for x, feature, a, c0, c1 in pieces()  # pass 2: candidates, then the rules across chunks
-    ]
-    candidates = {key: torch.cat([f[key] for f in found]) for key in found[0]}
+    candidates = r.accept({key: torch.cat([f[key] for f in found]) for key in found[0]}, per_block, level)
     return r.select(candidates, 1, n_samples)[1]
 
 

@@ -148,8 +148,8 @@ class _Run:
     timer: StageTimer
     note: Progress
 
-    def stage(self, name: str) -> Any:
-        return self.timer.stage(name)
+    def stage(self, name: str, *, count: bool = True) -> Any:
+        return self.timer.stage(name, count=count)
 
 
 def _start(out: str | Path, device: str | torch.device, count_transfers: bool, progress: Progress | None) -> _Run:
@@ -348,12 +348,14 @@ def run_beats_many(
     return [r if r is not None else DevicepipeError("not run") for r in results]
 
 
-#: Bytes of memory per sample that detecting and cutting beats in one piece needs (float32,
-#: measured: benchmarks/results/long_recordings.json): the signal, the filter response, the
-#: segmentation's indices and the host copies.
-BYTES_PER_SAMPLE = 24
-#: Samples per chunk when chunking starts by itself: 10 minutes at 250 Hz.
-AUTO_CHUNK_SAMPLES = 150_000
+#: Bytes of memory per sample that detecting and cutting beats in one piece needs (float32;
+#: measured about 10: 2.1 GB peak for 151 M samples, benchmarks/results/datasets_long.json,
+#: "memory"): the signal, the filter response, the beat matrix and the host copies.
+BYTES_PER_SAMPLE = 12
+#: Samples per chunk when chunking starts by itself (2.3 h at 250 Hz, about 100 MB of working
+#: memory): per-chunk costs vanish at this size, so chunks detect as fast as one piece
+#: (benchmarks/results/datasets_long.json, "memory").
+AUTO_CHUNK_SAMPLES = 2**21
 
 
 def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | None:
@@ -400,7 +402,8 @@ def _run_beats_chunked(
         source, opts.channel, sampling_rate=opts.sampling_rate, device=run.device, encoding=opts.encoding
     )
     run.note(f"finding beats in {n:,} samples at {fs:g} Hz on {run.device}, {size:,} samples at a time")
-    with run.stage("detect"):
+    read = run.timer.counted(read)  # chunks cross to the device in read() alone: count there, not every operator
+    with run.stage("detect", count=False):
         peaks = ecg_peaks_chunked(
             read, n, fs, chunk=size, progress=lambda done, total: run.note(f"finding beats: {100 * done / total:.0f} %")
         )
@@ -414,18 +417,17 @@ def _run_beats_chunked(
         )  # fmt: skip
     checked = _check_beats(run, rec, n, peaks, host_peaks, ref, opts)
     kept = segment_kept(peaks, n, fs, mode=opts.mode).cpu().numpy()
-    with run.stage("write"), staged_dir(run.out) as stage:
-        matrix, row, cut = None, 0, None
-        with run.stage("segment"):
+    with run.stage("write"), staged_dir(run.out) as stage, (stage / "beat_matrix.npy").open("wb") as fh:
+        cut = None
+        with run.stage("segment", count=False):  # each chunk's rows appended to the file as they are cut
             for _, part in ecg_segment_chunked(read, n, peaks, fs, chunk=size, mode=opts.mode):
-                rows = part.matrix.cpu().numpy()
-                if matrix is None:
-                    shape = (int(kept.sum()), rows.shape[1])
-                    matrix = np.lib.format.open_memmap(stage / "beat_matrix.npy", "w+", np.float32, shape)
+                rows = part.matrix.cpu().numpy().astype(np.float32, copy=False)
+                if cut is None:
+                    header = {"descr": "<f4", "fortran_order": False, "shape": (int(kept.sum()), rows.shape[1])}
+                    np.lib.format.write_array_header_1_0(fh, header)
                     cut = part
-                matrix[row : row + rows.shape[0]] = rows
-                row += rows.shape[0]
-            matrix.flush()
+                fh.write(np.ascontiguousarray(rows).tobytes())
+        fh.flush()
         files = {"beat_matrix.npy": stage / "beat_matrix.npy"}
         signal = rec.samples.cpu().numpy() if opts.figures else None
         chunking = {"samples_per_chunk": size, "chunks": -(-n // size), "seconds_per_chunk": size / fs}

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -35,15 +36,28 @@ class StageTimer:
     seconds: dict[str, float] = field(default_factory=dict)
 
     @contextlib.contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        """Time the block as stage ``name`` (synchronising the device before and after)."""
-        counting = self.ledger is not None and name not in UNCOUNTED_STAGES
+    def stage(self, name: str, *, count: bool = True) -> Iterator[None]:
+        """Time the block as stage ``name`` (synchronising the device before and after);
+        ``count=False``: the block counts its transfers itself (see :meth:`counted`)."""
+        counting = count and self.ledger is not None and name not in UNCOUNTED_STAGES
         with count_transfers(self.ledger) if counting else contextlib.nullcontext():
             synchronize(self.device)
             started = time.perf_counter()
             yield
             synchronize(self.device)
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
+
+    def counted(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` with the transfers it makes counted in the ledger: for a stage of many small
+        operators whose data moves between devices only in ``fn`` (a chunk's read)."""
+        if self.ledger is None:
+            return fn
+
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            with count_transfers(self.ledger):
+                return fn(*args, **kwargs)
+
+        return wrapped
 
     def transfers(self) -> dict[str, int | str] | None:
         """The ledger's counts and where they were counted (None without a ledger)."""

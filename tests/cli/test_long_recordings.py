@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
+import edfio
 import numpy as np
-import pyedflib
 import pytest
 import wfdb
 from typer.testing import CliRunner
@@ -62,19 +62,15 @@ def test_an_edf_holter_with_its_own_annotations_as_the_reference(tmp_path):
     base = require_data("mitdb/100")
     rec, ann = wfdb.rdrecord(str(base)), wfdb.rdann(str(base), "atr")
     path = tmp_path / "holter.edf"
-    writer = pyedflib.EdfWriter(str(path), 2, file_type=pyedflib.FILETYPE_EDFPLUS)
-    writer.setSignalHeaders(
-        [
-            {"label": name, "dimension": "mV", "sample_frequency": 360, "physical_min": -5.0,
-             "physical_max": 5.0, "digital_min": -32768, "digital_max": 32767}
-            for name in rec.sig_name
-        ]
-    )  # fmt: skip
-    writer.set_number_of_annotation_signals(3)
-    writer.writeSamples([np.ascontiguousarray(s) for s in rec.p_signal.T])
-    for sample, symbol in zip(ann.sample, ann.symbol, strict=True):
-        writer.writeAnnotation(sample / 360, -1, symbol)
-    writer.close()
+    padded = np.pad(rec.p_signal.T, ((0, 0), (0, -rec.sig_len % 360)))  # whole 1-s data records
+    signals = [
+        edfio.EdfSignal(s, 360.0, label=name, physical_dimension="mV", physical_range=(-5.0, 5.0))
+        for s, name in zip(padded, rec.sig_name, strict=True)
+    ]
+    notes = [
+        edfio.EdfAnnotation(sample / 360, None, symbol) for sample, symbol in zip(ann.sample, ann.symbol, strict=True)
+    ]
+    edfio.Edf(signals, annotations=notes).write(path)
     result = beats(path, "--out", tmp_path / "o", "--reference", path, "--chunk", "10min", "--no-figures")
     assert result.exit_code == 0, result.output
     accuracy = json.loads((tmp_path / "o" / "summary.json").read_text())["accuracy"]

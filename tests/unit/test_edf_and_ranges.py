@@ -1,11 +1,11 @@
-"""EDF/EDF+/BDF input through pyedflib, and reading part of a recording (start/stop) in every format."""
+"""EDF/EDF+/BDF input through edfio, and reading part of a recording (start/stop) in every format."""
 
 from __future__ import annotations
 
+import edfio
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pyedflib
 import pytest
 import torch
 import wfdb
@@ -20,31 +20,18 @@ runner = CliRunner()
 
 
 def write_edf(path, signals, rate, labels=None, annotations=(), bdf=False, physical=(-5.0, 5.0)):
-    """An EDF+ (or BDF+) file written by pyedflib itself, the library's own writer as the oracle."""
-    kind = pyedflib.FILETYPE_BDFPLUS if bdf else pyedflib.FILETYPE_EDFPLUS
-    digital = (-(2**23), 2**23 - 1) if bdf else (-32768, 32767)
+    """An EDF+ (or BDF+) file written by edfio itself, the reading library's own writer; each
+    signal is padded with zeros to whole 1-s data records, as EDF stores them."""
     labels = labels or [f"ECG{i}" for i in range(len(signals))]
     rates = rate if isinstance(rate, (list, tuple)) else [rate] * len(signals)
-    writer = pyedflib.EdfWriter(str(path), len(signals), file_type=kind)
-    writer.setSignalHeaders(
-        [
-            {
-                "label": label,
-                "dimension": "mV",
-                "sample_frequency": r,
-                "physical_min": physical[0],
-                "physical_max": physical[1],
-                "digital_min": digital[0],
-                "digital_max": digital[1],
-            }
-            for label, r in zip(labels, rates, strict=True)
-        ]
-    )
-    writer.set_number_of_annotation_signals(3)
-    writer.writeSamples([np.ascontiguousarray(s, dtype=np.float64) for s in signals])
-    for onset, text in annotations:
-        writer.writeAnnotation(onset, -1, text)
-    writer.close()
+    make = edfio.BdfSignal if bdf else edfio.EdfSignal
+    made = []
+    for signal, label, r in zip(signals, labels, rates, strict=True):
+        data = np.asarray(signal, dtype=np.float64)
+        data = np.pad(data, (0, -data.size % int(r)))
+        made.append(make(data, float(r), label=label, physical_dimension="mV", physical_range=physical))
+    notes = [edfio.EdfAnnotation(onset, None, text) for onset, text in annotations]
+    (edfio.Bdf if bdf else edfio.Edf)(made, annotations=notes).write(path)
     return path
 
 
@@ -64,7 +51,7 @@ def test_mitdb_100_round_trips_through_edf_within_its_resolution(tmp_path):
     assert edf.sampling_rate == 360.0 and edf.channels == ("MLII",) and edf.units == ("mV",)
     step = 10.0 / 65535  # one digital step of the file's -5..5 mV range in 16 bits
     # EDF holds whole data records (1 s here): the last one is padded past the recording's end
-    assert edf.n_samples == -(-whole.n_samples // 360) * 360
+    assert edf.n_samples == -(-whole.n_samples // 360) * 360  # zeros to the end of the last record
     diff = (edf.samples[: whole.n_samples] - whole.samples).abs().max().item()
     assert diff <= step, diff
     ref = read_reference(path)  # EDF+ annotations with beat symbols are reference beats

@@ -41,8 +41,9 @@ __all__ = [
 ]
 
 
-def check_output_dir(out: str | os.PathLike[str]) -> Path:
-    """``out`` as a Path, or a clear :class:`OutputError` when it names something that is not a directory."""
+def check_output_dir(out: str | os.PathLike[str], *, probe: bool = True) -> Path:
+    """``out`` as a Path, or a clear :class:`OutputError` when it names something that is not a
+    directory or (``probe``: by creating and removing a directory there) cannot be written."""
     final = Path(out)
     if final.exists() and not final.is_dir():
         problem = f"output {final} exists and is not a directory"
@@ -51,6 +52,8 @@ def check_output_dir(out: str | os.PathLike[str]) -> Path:
     if not nearest.is_dir():
         problem = f"cannot create {final}: {nearest} is a file"
         raise OutputError(f"{problem}; choose another output directory.", cli=f"{problem}; choose another --out.")
+    if not probe:
+        return final
     try:  # can anything be created there? (a probe that leaves nothing behind)
         os.rmdir(tempfile.mkdtemp(prefix=".devicepipe-probe-", dir=nearest))
     except OSError as exc:
@@ -136,9 +139,15 @@ def staged_dir(out: str | os.PathLike[str]) -> Iterator[Path]:
     A run that fails part-way leaves ``out`` as it was (nothing half-written in it). Files of
     an earlier run in ``out`` that the new run also writes are replaced, each atomically.
     """
-    final = check_output_dir(out)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+    final = check_output_dir(out, probe=False)  # (mkdtemp below says when nothing can be written there)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+    except OSError as exc:
+        problem = f"cannot write in {final.parent} ({exc.strerror or exc})"
+        raise OutputError(
+            f"{problem}; choose another output directory.", cli=f"{problem}; choose another --out."
+        ) from None
     try:
         yield stage
         _as_if_created(stage, directory=True)
