@@ -347,7 +347,7 @@ def _print_summary(summary: dict[str, Any], con: Console) -> None:
 @app.command("read", cls=_Command)
 def read_cmd(
     input: Annotated[
-        Path, typer.Argument(help="CSV, TSV, Parquet, NPY or WFDB record (.hea/.dat or the record name).")
+        Path, typer.Argument(help="CSV, TSV, Parquet, NPY, EDF/BDF or WFDB record (.hea/.dat or the record name).")
     ],
     column: Annotated[
         list[str] | None,
@@ -483,6 +483,7 @@ DevicesOpt = Annotated[
         help="For many recordings: one device per worker, comma-separated (e.g. cuda:0,cuda:1: one worker per GPU)."
     ),
 ]
+ONE_ECG = "ECG: CSV, Parquet, NPY, EDF/BDF or WFDB record (e.g. mitdb/100)"
 DATASET_INPUT = (
     "; or many: a folder, a quoted glob ('data/**/*.hea') or a .txt file listing paths, each written to its own "
     "run directory under --out with index.parquet"
@@ -607,9 +608,7 @@ def _print_dataset(con: Console, result: DatasetResult) -> None:
 
 @app.command(cls=_Command)
 def beats(
-    input: Annotated[
-        Path, typer.Argument(help="ECG: CSV, Parquet, NPY or WFDB record (e.g. mitdb/100)" + DATASET_INPUT + ".")
-    ],
+    input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
     out: Annotated[
         Path,
         typer.Option(
@@ -926,9 +925,7 @@ def _print_ecg(con: Console, s: dict[str, Any]) -> None:
 
 @app.command(cls=_Command)
 def ecg(
-    input: Annotated[
-        Path, typer.Argument(help="ECG: CSV, Parquet, NPY or WFDB record (e.g. mitdb/100)" + DATASET_INPUT + ".")
-    ],
+    input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
     device: DeviceOpt = "auto",
     channel: Annotated[

@@ -167,7 +167,7 @@ def read_series(
 
     Parameters
     ----------
-    source : path to a ``.csv``/``.tsv``, ``.parquet``, ``.npy`` or WFDB record (``.hea``,
+    source : path to a ``.csv``/``.tsv``, ``.parquet``, ``.npy``, ``.edf``/``.bdf`` or WFDB record (``.hea``,
         ``.dat`` or the record name without extension), or an in-memory NumPy array, torch
         tensor, PyArrow Array/ChunkedArray/Table, pandas Series/DataFrame or Polars
         Series/DataFrame.
