@@ -218,3 +218,29 @@ def test_ecg_on_a_folder_trains_one_model_per_recording(tmp_path):
         summary = (out / row.run / "summary.json").read_text()
         assert f'"flagged": {row.flagged}' in summary and row.beats > 80
     assert "2 ok, 0 failed" in result.stdout
+
+
+def test_a_running_cluster_by_its_address(tmp_path):
+    from distributed import LocalCluster
+
+    make_folder(tmp_path / "in", 4)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        result = run_dataset(
+            tmp_path / "in",
+            tmp_path / "out",
+            options={"figures": False},
+            engine=Engine(scheduler=cluster.scheduler_address),
+        )
+    assert result.summary["engine"]["kind"] == "dask (scheduler)" and result.n_ok == 4
+    run_dataset(tmp_path / "in", tmp_path / "loop", options={"figures": False}, engine=Engine(workers=0))
+    keep = [c for c in index(tmp_path / "out").columns if c not in HOW]
+    assert index(tmp_path / "out")[keep].equals(index(tmp_path / "loop")[keep])
+
+
+def test_an_unreachable_scheduler_is_one_line(tmp_path):
+    make_folder(tmp_path / "in", 1)
+    result = runner.invoke(
+        app, ["beats", str(tmp_path / "in"), "--out", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:1"]
+    )
+    assert result.exit_code == 2 and "cannot reach the Dask scheduler" in result.stderr
+    assert not (tmp_path / "o").exists()
