@@ -677,23 +677,23 @@ def beats(
     Given a folder, a glob or a list of recordings, runs each (on a Dask cluster) into its own
     directory under --out, with index.parquet (one row per recording) and summary.json.
     """
+    options = BeatsOptions(
+        channel=_maybe_int(channel),
+        sampling_rate=sampling_rate,
+        method=method.value,
+        mode=mode.value,
+        nan=nan.value,
+        encoding=encoding,
+        figures=figures,
+        strict=strict,
+        chunk=chunk,
+        memory_budget=None if memory_budget is None else parse_bytes(memory_budget),
+    )
     if is_dataset(input):
-        options = BeatsOptions(
-            channel=_maybe_int(channel),
-            sampling_rate=sampling_rate,
-            method=method.value,
-            mode=mode.value,
-            nan=nan.value,
-            encoding=encoding,
-            figures=figures,
-            strict=strict,
-            chunk=chunk,
-            memory_budget=None if memory_budget is None else parse_bytes(memory_budget),
-            # no GPU, no transfers to count; the ledger would cost a fifth of a 10-s ECG's run
-            count_transfers=torch.cuda.is_available(),
-        )
+        # no GPU, no transfers to count; the ledger would cost a fifth of a 10-s ECG's run
+        many = dataclasses.replace(options, count_transfers=torch.cuda.is_available())
         engine = _engine(workers, scheduler, devices, device)
-        _run_dataset_cli("beats", input, out, dataclasses.asdict(options), engine, reference, resume)
+        _run_dataset_cli("beats", input, out, dataclasses.asdict(many), engine, reference, resume)
         return
     _single_only(workers=workers, scheduler=scheduler, devices=devices, resume=resume or None)
     con = _console()
@@ -701,19 +701,10 @@ def beats(
         result = run_beats(
             input,
             out,
-            channel=_maybe_int(channel),
-            sampling_rate=sampling_rate,
-            method=method.value,
-            mode=mode.value,
             device=device,
             reference=reference,
-            nan=nan.value,
-            encoding=encoding,
-            figures=figures,
-            strict=strict,
-            chunk=chunk,
-            memory_budget=None if memory_budget is None else parse_bytes(memory_budget),
             progress=lambda msg: status.update(msg),
+            **dataclasses.asdict(options),
         )
     hr = result.mean_heart_rate_bpm
     con.print(

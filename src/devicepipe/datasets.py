@@ -521,8 +521,17 @@ def run_dataset(
     out = check_output_dir(out)
     dataset = spec if isinstance(spec, Dataset) else find_recordings(spec, exclude=out)
     engine = engine or Engine()
-    for device in engine.devices:
-        resolve_device(device)  # a device that is not there: said now, not once per recording
+    for device in engine.devices:  # a device that is not there: said now, not once per recording
+        try:
+            resolve_device(device)
+        except DevicepipeError as exc:
+            if len(engine.devices) == 1:
+                raise
+            problem = str(exc).split(";")[0]
+            raise DevicepipeError(
+                f"{problem}; list devices that exist in devices=.",
+                cli=f"{problem}; list devices that exist in --devices.",
+            ) from None
     started = time.perf_counter()
     items = [
         _Item(str(p), str(out / name), name, _reference_of(p, reference))
