@@ -28,7 +28,10 @@ DEVICES = [
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     run_slow = os.environ.get("DEVICEPIPE_RUN_SLOW") == "1" or "slow" in (config.getoption("-m") or "")
     skip_slow = pytest.mark.skip(reason="slow: set DEVICEPIPE_RUN_SLOW=1 or pass -m slow")
+    skip_cuda = pytest.mark.skip(reason="no CUDA GPU")
     for item in items:
+        if item.get_closest_marker("cuda") is not None and not CUDA:
+            item.add_marker(skip_cuda)
         if "tests/data/" in str(item.fspath).replace(os.sep, "/"):
             item.add_marker(pytest.mark.data)
         if "slow" in item.keywords and not run_slow:

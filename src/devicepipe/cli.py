@@ -10,6 +10,7 @@ and defaults come from the library (its policies, methods, modes and settings cl
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import os
 import re
@@ -56,6 +57,7 @@ from devicepipe.bench.report import (
 from devicepipe.bench.report import compare as compare_results
 from devicepipe.bench.stages import STAGES
 from devicepipe.datasets import INDEX_NAME, DatasetResult, Engine, is_dataset, run_dataset
+from devicepipe.detector import load_model
 from devicepipe.device import device_report
 from devicepipe.ecg import ECG_PEAK_METHODS, EDGE_S, MATCH_TOLERANCE_S, SEGMENT_MODES
 from devicepipe.errors import DevicepipeError
@@ -73,9 +75,12 @@ from devicepipe.pipeline import (
     run_beats,
     run_demo,
     run_ecg,
+    run_score,
     run_series,
+    run_train,
 )
 from devicepipe.simulate import simulate_ecg, simulate_load, simulation_path, write_simulated_ecg, write_simulated_load
+from devicepipe.train import distributed, start_distributed
 from devicepipe.units import format_duration, parse_bytes, parse_duration
 
 
@@ -910,6 +915,7 @@ def _print_ecg(con: Console, s: dict[str, Any]) -> None:
             f"flagged by reference label ({s['reference']['source']}): "
             + ", ".join(f"{name} {v['flagged']:,} of {v['beats']:,}" for name, v in labels.items())
         )
+    _print_aami(con, s)
     _print_training(con, s)
     con.print("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in s["seconds"].items()))
 
@@ -1014,6 +1020,189 @@ def ecg(
         )
     _print_ecg(con, result.summary)
     _print_outputs(con, result, ECG_FIGURES)
+
+
+def _print_aami(con: Console, s: dict[str, Any]) -> None:
+    aami = (s.get("reference") or {}).get("aami") or {}
+    if aami:
+        con.print(
+            "flag rate by AAMI class: "
+            + ", ".join(
+                f"{k} {100 * v['flag_rate']:.1f} % ({v['flagged']:,} of {v['beats']:,})" for k, v in aami.items()
+            )
+        )
+
+
+ModelOpt = Annotated[
+    Path,
+    typer.Option(
+        "--model",
+        "-m",
+        help="The model: a run directory of 'ecg' or 'train' (its model.pt), or a model.pt file.",
+    ),
+]
+
+
+@app.command(cls=_Command)
+def score(
+    input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
+    model: ModelOpt,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
+    device: DeviceOpt = "auto",
+    channel: Annotated[
+        str | None, typer.Option("--channel", "-c", help="Channel by name or position (default: first).")
+    ] = None,
+    sampling_rate: Annotated[
+        float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
+    ] = None,
+    reference: Annotated[
+        Path | None,
+        typer.Option(
+            help="Labelled reference beats, to see the flag rate per label and AAMI class: a WFDB annotation "
+            "file (e.g. mitdb/100.atr) or a table with 'sample'/'time_s' and 'symbol' columns; for many "
+            "recordings an extension (atr)."
+        ),
+    ] = None,
+    nan: NanOpt = NanPolicy["error"],
+    encoding: EncodingOpt = None,
+    resume: Annotated[bool, typer.Option("--resume", help="For many recordings: skip those already scored.")] = False,
+    workers: WorkersOpt = None,
+    scheduler: SchedulerOpt = None,
+    devices: DevicesOpt = None,
+) -> None:
+    """Score the beats of new recordings with a model trained earlier, against its own threshold.
+
+    The beats are found and cut as the model's were, standardised by each recording's own
+    beats, and each gets a score, a flag and a tail probability (the share of the model's
+    training beats that scored as high). A model trained on a GPU scores on a CPU and the reverse.
+    """
+    options = {
+        "model": str(model.resolve()) if model.exists() else str(model),
+        "channel": _maybe_int(channel),
+        "sampling_rate": sampling_rate,
+        "nan": nan.value,
+        "encoding": encoding,
+    }
+    if is_dataset(input):
+        load_model(model, "cpu")  # a bad model is one line before any cluster starts
+        engine = _engine(workers, scheduler, devices, device)
+        _run_dataset_cli("score", input, out, options, engine, reference, resume)
+        return
+    _single_only(workers=workers, scheduler=scheduler, devices=devices)
+    if resume:
+        raise DevicepipeError("--resume is for many recordings; scoring one recording starts afresh.")
+    con = _console()
+    result = run_score(input, out, device=device, reference=reference, progress=con.print, **options)
+    s = result.summary
+    c = s["counts"]
+    con.print(
+        f"{c['beats_found']:,} beats found, {c['beats_kept']:,} scored, {c['flagged']:,} flagged as anomalous "
+        f"({100 * s['flag_rate']:.2f} %; the model's threshold {s['threshold']:.4g}, "
+        f"trained on {s['model']['training_beats']:,} beats)"
+    )
+    if "reference" in s:
+        labels = s["reference"]["labels"]
+        con.print(
+            f"flagged by reference label ({s['reference']['source']}): "
+            + ", ".join(f"{name} {v['flagged']:,} of {v['beats']:,}" for name, v in labels.items())
+        )
+    _print_aami(con, s)
+    _print_outputs(con, result, ["scores.png", "extremes.png", "latent.png"])
+
+
+@app.command(cls=_Command)
+def train(
+    input: Annotated[
+        Path,
+        typer.Argument(
+            help="The recordings: a folder, a quoted glob or a .txt list of ECGs (CSV, Parquet, NPY, EDF/BDF, "
+            "WFDB), or the --out directory of a 'beats' run on many recordings (its R peaks are reused)."
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Model directory: model.pt, report.html, figures.")],
+    device: DeviceOpt = "auto",
+    channel: Annotated[
+        str | None, typer.Option("--channel", "-c", help="Channel by name or position (default: first).")
+    ] = None,
+    sampling_rate: Annotated[float | None, typer.Option(help="Sampling rate in Hz, for files that do not say.")] = None,
+    epochs: EpochsOpt = ECG.epochs,
+    max_epochs: MaxEpochsOpt = ECG.max_epochs,
+    batch_size: BatchOpt = ECG.batch_size,
+    lr: LrOpt = ECG.lr,
+    latent: Annotated[int, typer.Option(help="Latent dimensions of the VAE.", min=1, max=64)] = ECG.latent,
+    ensemble: EnsembleOpt = ECG.ensemble,
+    mode: Annotated[
+        SegmentMode,
+        typer.Option(help="centered: 0.25 s before to 0.45 s after each R peak; seed: peak to peak."),
+    ] = (SegmentMode[ECG_MODE]),
+    width: Annotated[int, typer.Option(help="Samples per beat row (a power of two).", min=8)] = BEAT_WIDTH,
+    seed: SeedOpt = ECG.seed,
+    percentile: PercentileOpt = ECG.percentile,
+    nan: NanOpt = NanPolicy["error"],
+    encoding: EncodingOpt = None,
+    resume: ResumeOpt = False,
+    bf16: Bf16Opt = False,
+    threads: ThreadsOpt = None,
+) -> None:
+    """Train one model of normal beats on many recordings, for 'devicepipe score' to apply to any other.
+
+    Each recording's beats are standardised on their own, then all train one VAE. On several
+    devices: torchrun --nproc-per-node N -m devicepipe train ... (DistributedDataParallel: NCCL
+    on CUDA, one GPU per process; gloo on the CPU); rank 0 writes the model.
+    """
+    settings = LearnSettings(
+        threads=threads,
+        epochs=epochs,
+        max_epochs=max_epochs,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        latent=latent,
+        ensemble=ensemble,
+        percentile=percentile,
+        resume=resume,
+        bf16=bf16,
+    )
+    joined = start_distributed(device)
+    rank, world = distributed()
+    con = _console() if rank == 0 else Console(file=io.StringIO())
+    if joined is not None:
+        con.print(f"{world} processes (torchrun), this one on {joined}")
+    bar = "training" if ensemble == 1 else f"training {ensemble} members"
+    try:
+        with _epoch_bar(con, settings.epoch_limit, bar, exact=epochs is not None) as update:
+            result = run_train(
+                input,
+                out,
+                settings=settings,
+                channel=_maybe_int(channel),
+                sampling_rate=sampling_rate,
+                device=joined or device,
+                mode=mode.value,
+                width=width,
+                nan=nan.value,
+                encoding=encoding,
+                progress=con.print,
+                epoch_progress=update,
+            )
+    finally:
+        if joined is not None:
+            torch.distributed.destroy_process_group()
+    if rank != 0:
+        return
+    s = result.summary
+    r = s["recordings"]
+    con.print(
+        f"{s['counts']['beats']:,} beats of {r['used']:,} recordings trained one model"
+        + (
+            f"; {len(r['skipped'])} left out, the first: {r['skipped'][0]['path']}: {r['skipped'][0]['error']}"
+            if r["skipped"]
+            else ""
+        )
+    )
+    _print_training(con, s)
+    _print_outputs(con, result, ["training.png", "scores.png", "latent.png"])
+    con.print(f"score a recording with it: devicepipe score RECORDING --model {result.out} --out DIR")
 
 
 @app.command(cls=_Command)

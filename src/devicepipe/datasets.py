@@ -77,7 +77,7 @@ TASK_BYTES = 64 * 2**20
 #: Tasks per worker to aim for, so that an uneven mix of recordings still keeps every worker busy.
 TASKS_PER_WORKER = 4
 #: Per-recording pipelines that run on a dataset.
-KINDS = ("beats", "ecg")
+KINDS = ("beats", "ecg", "score")
 
 INDEX_COLUMNS = pa.schema(
     [
@@ -302,10 +302,11 @@ def _run_kind(kind: str, items: Sequence[_Item], options: dict[str, Any], device
             if len(items) == 1:
                 raise
             return [out for item in items for out in _run_kind(kind, [item], options, device)]
+    run = pipeline.run_score if kind == "score" else pipeline.run_ecg
     outcomes: list[BaseException | None] = []
     for item in items:
         try:
-            pipeline.run_ecg(item.path, item.out, device=device, reference=item.reference, **options)
+            run(item.path, item.out, device=device, reference=item.reference, **options)
             outcomes.append(None)
         except Exception as exc:  # noqa: BLE001 - a bad recording never stops the batch
             outcomes.append(exc)

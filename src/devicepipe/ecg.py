@@ -49,6 +49,7 @@ from devicepipe.signal.segment import segment, segment_between
 from devicepipe.signal.wavelets import ricker
 
 __all__ = [
+    "AAMI_CLASSES",
     "ECG_PEAK_METHODS",
     "EDGE_S",
     "MATCH_TOLERANCE_S",
@@ -60,6 +61,7 @@ __all__ = [
     "ecg_peaks_chunked",
     "ecg_segment",
     "ecg_segment_chunked",
+    "aami_class",
     "evaluate_beats",
     "label_beats",
     "segment_kept",
@@ -766,6 +768,21 @@ def _as_host_int(values: Any, what: str = "beats") -> np.ndarray:
     elif array.dtype.kind not in "iub":
         raise DevicepipeError(f"evaluate_beats(): the {what} must be sample indices, got {array.dtype}.")
     return np.sort(array.astype(np.int64))
+
+
+#: The beat classes of ANSI/AAMI EC57 and the MIT-BIH annotation symbols each gathers: normal and
+#: bundle-branch-block beats (N), supraventricular ectopic (S), ventricular ectopic (V), fusion (F),
+#: paced and unclassifiable (Q).
+AAMI_CLASSES = {"N": "NLRej", "S": "AaJS", "V": "VE", "F": "F", "Q": "/fQ"}
+
+
+def aami_class(symbol: str) -> str | None:
+    """The AAMI class (``"N"``, ``"S"``, ``"V"``, ``"F"``, ``"Q"``) of a MIT-BIH beat symbol, None for
+    a symbol that is not a beat of any class (``""``, rhythm or noise annotations)."""
+    for name, symbols in AAMI_CLASSES.items():
+        if symbol and symbol in symbols:
+            return name
+    return None
 
 
 def label_beats(

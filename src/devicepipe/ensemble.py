@@ -68,6 +68,7 @@ def fit_ensemble(
     callback: Callable[[int, float, float], None] | None = None,
     patience: int | None = None,
     min_improvement: float = 1e-3,
+    member_ids: list[int] | None = None,
 ) -> Ensemble:
     """Train ``members`` models built by ``make_model(member_seed)`` on ``data`` at once.
 
@@ -83,6 +84,9 @@ def fit_ensemble(
     device = data.device
     check_finite_rows(data, "fit_ensemble()")
     seeds = member_seeds(seed, members)
+    if member_ids is not None:
+        seeds = [seeds[i] for i in member_ids]
+        members = len(seeds)
     models = [make_model(s) for s in seeds]
     if any(next(m.parameters()).device != device for m in models):
         raise DevicepipeError("fit_ensemble(): make_model must put each model on the data's device.")

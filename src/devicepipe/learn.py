@@ -19,11 +19,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from devicepipe.ensemble import fit_ensemble, save_ensemble
+from devicepipe.ensemble import Ensemble, fit_ensemble, save_ensemble
 from devicepipe.errors import DevicepipeError
 from devicepipe.score import Scores, score
 from devicepipe.threads import check_thread_count, requested_threads
-from devicepipe.train import CHECKPOINT_NAME, fit, load_checkpoint, split_indices
+from devicepipe.train import CHECKPOINT_NAME, History, distributed, fit, load_checkpoint, split_indices
 
 __all__ = [
     "ENSEMBLE_NAME",
@@ -154,11 +154,12 @@ def train_models(
     make_model: Callable[[int], nn.Module],
     data: torch.Tensor,
     settings: LearnSettings,
-    out: Path,
+    out: Path | None,
     extra_state: dict[str, Any],
     progress: EpochCallback | None = None,
 ) -> tuple[list[nn.Module], list[dict[str, list[float]]]]:
-    """Train one model (checkpointed in ``out``, resumable) or a vmap ensemble (saved to ``out``).
+    """Train one model (checkpointed in ``out``, resumable) or a vmap ensemble (saved to ``out``);
+    ``out=None`` writes nothing.
 
     ``make_model(seed)`` returns a model on ``data``'s device initialised from ``seed``;
     ``extra_state`` (e.g. the scaler) is stored with the weights. Without an exact
@@ -176,11 +177,29 @@ def train_models(
         min_improvement=settings.min_improvement,
     )
     if settings.ensemble > 1:
-        ens = fit_ensemble(make_model, data, members=settings.ensemble, seed=settings.seed, callback=progress, **common)
-        save_ensemble(ens, out / ENSEMBLE_NAME, extra_state)
+        rank, world = distributed()
+        share = None if world == 1 else list(range(rank, settings.ensemble, world))
+        if share == []:
+            raise DevicepipeError(
+                f"{world} processes for an ensemble of {settings.ensemble}: each process needs a member; "
+                f"start at most {settings.ensemble} (torchrun --nproc-per-node {settings.ensemble})."
+            )
+        ens = fit_ensemble(
+            make_model,
+            data,
+            members=settings.ensemble,
+            seed=settings.seed,
+            callback=progress,
+            member_ids=share,
+            **common,
+        )
+        if world > 1:  # every rank gets every member, in member order (no gradients were exchanged)
+            ens = _gathered(ens, make_model, settings.ensemble, world)
+        if out is not None and rank == 0:
+            save_ensemble(ens, out / ENSEMBLE_NAME, extra_state)
         return ens.members, [h.to_dict() for h in ens.histories]
     model = make_model(settings.seed)
-    if settings.resume:
+    if settings.resume and out is not None:
         state = load_checkpoint(out)
         if state.get("config") != model.config_dict():
             raise DevicepipeError(
@@ -200,6 +219,26 @@ def train_models(
         **common,
     )
     return [model], [history.to_dict()]
+
+
+def _gathered(ens: Ensemble, make_model: Callable[[int], nn.Module], members: int, world: int) -> Ensemble:
+    """The whole ensemble from each rank's share of it (member ``i`` trained on rank ``i % world``)."""
+    import torch.distributed as dist  # noqa: PLC0415
+
+    mine = [
+        ({k: v.detach().cpu() for k, v in m.state_dict().items()}, h.to_dict(), s)
+        for m, h, s in zip(ens.members, ens.histories, ens.seeds, strict=True)
+    ]
+    shares: list[Any] = [None] * world
+    dist.all_gather_object(shares, mine)
+    ordered = [shares[i % world][i // world] for i in range(members)]
+    device = next(ens.members[0].parameters()).device
+    models = []
+    for state, _history, seed in ordered:
+        model = make_model(seed)
+        model.load_state_dict({k: v.to(device) for k, v in state.items()})
+        models.append(model.eval())
+    return Ensemble(models, [History.from_dict(h) for _s, h, _seed in ordered], [seed for *_x, seed in ordered])
 
 
 def score_rows(models: list[nn.Module], data: torch.Tensor, settings: LearnSettings) -> Scores:

@@ -26,6 +26,7 @@ from devicepipe.plot import (
     plot_heart_rate,
     plot_intervals,
     plot_latent,
+    plot_score_distribution,
     plot_training,
     save_figure,
 )
@@ -36,10 +37,13 @@ __all__ = [
     "beats_figures",
     "ecg_figures",
     "input_summary",
+    "score_figures",
     "series_figures",
+    "train_figures",
     "heart_rate_summary",
     "write_beat_files",
     "write_history",
+    "write_score_table",
     "write_scores",
     "write_summary",
 ]
@@ -125,6 +129,16 @@ def write_scores(
         if (out / name).exists():
             files[name] = out / name
     return files
+
+
+def write_score_table(out: Path, leading: dict[str, Any], host: dict[str, np.ndarray]) -> dict[str, Path]:
+    """``scores.parquet`` of a ``score`` run: the ``leading`` columns, latent means ``z0..``, score,
+    flag, spread and tail probability, one row per beat scored."""
+    table = dict(leading)
+    for j in range(host["emb"].shape[1]):
+        table[f"z{j}"] = host["emb"][:, j]
+    table.update(score=host["scores"], flag=host["flags"], spread=host["spread"], tail_probability=host["tail"])
+    return {"scores.parquet": write_parquet(table, out / "scores.parquet")}
 
 
 def write_summary(out: Path, summary: dict[str, Any], files: dict[str, Path]) -> Path:
@@ -252,6 +266,80 @@ def ecg_figures(
     for name, fig in figs.items():
         files[name] = save_figure(fig, out / name)
     return files
+
+
+def score_figures(
+    out: Path,
+    rec: Recording,
+    signal: np.ndarray,
+    host: dict[str, np.ndarray],
+    threshold: float,
+    beat_rate: float,
+) -> dict[str, Path]:
+    """The ``score`` run's figures: ``scores.png`` (this recording's scores against the model's
+    training scores), ``latent.png``, ``extremes.png``, ``excerpt.png`` and ``heart_rate.png``.
+
+    ``beat_rate`` is the sampling rate of the resampled beat rows in Hz."""
+    fs = rec.sampling_rate
+    n = host["peaks"].size
+    truth = host.get("truth")
+
+    def name(i: int) -> str:
+        label = "" if truth is None else f", reference {truth[i] or 'none'}"
+        return f"t={host['peaks'][i] / fs:.1f} s{label}"
+
+    figs = {
+        "scores.png": plot_score_distribution(host["train_scores"], host["scores"], threshold),
+        "latent.png": plot_latent(
+            host["emb"],
+            scores=host["scores"],
+            threshold=threshold,
+            flags=host["flags"],
+            truth=truth,
+            title=f"Latent means of {n:,} beats under the model, coloured by reconstruction error",
+        ),
+        "extremes.png": plot_extremes(
+            host["extreme_rows"],
+            host["extreme_recon"],
+            host["scores"][host["extreme_idx"]],
+            sampling_rate=beat_rate,
+            names=[name(i) for i in host["extreme_idx"]],
+            title="Most and least anomalous beats with the model's reconstructions",
+            ylabel="standardised amplitude",
+            threshold=threshold,
+        ),
+        "excerpt.png": _excerpt(rec, signal, host["all_peaks"]),
+        "heart_rate.png": plot_heart_rate(host["all_peaks"], fs),
+    }
+    return {name: save_figure(fig, out / name) for name, fig in figs.items()}
+
+
+def train_figures(
+    out: Path,
+    host: dict[str, np.ndarray],
+    histories: Histories,
+    threshold: float,
+    n_recordings: int,
+    warning: str | None = None,
+) -> dict[str, Path]:
+    """The ``train`` run's figures: ``training.png``, ``latent.png`` and ``scores.png`` (the
+    training beats' scores, the threshold marked)."""
+    n = host["scores"].size
+    figs = _learning_figures(
+        host,
+        histories,
+        threshold,
+        f"VAE training on {n:,} beats of {n_recordings:,} recordings",
+        f"Latent means of {n:,} beats of {n_recordings:,} recordings, coloured by reconstruction error",
+        warning,
+    )
+    figs["scores.png"] = plot_score_distribution(
+        host["train_scores"],
+        host["scores"],
+        threshold,
+        title="Scores of the training beats (all, and the training split)",
+    )
+    return {name: save_figure(fig, out / name) for name, fig in figs.items()}
 
 
 def series_figures(

@@ -10,6 +10,7 @@ here, once.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,14 +18,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import torch
 
+from devicepipe.datasets import INDEX_NAME, find_recordings, is_dataset
+from devicepipe.detector import MODEL_NAME, BeatAnomalyDetector, load_model
 from devicepipe.device import free_memory, resolve_device
 from devicepipe.ecg import (
+    AAMI_CLASSES,
     EDGE_S,
     MATCH_TOLERANCE_S,
     Beats,
     BeatScore,
+    aami_class,
     check_ecg,
     ecg_peaks,
     ecg_peaks_chunked,
@@ -45,35 +52,33 @@ from devicepipe.io import (
     staged_dir,
     sweep_leftovers,
     write_npy,
+    write_parquet,
 )
 from devicepipe.io.chunks import chunk_reader, recording_length
 from devicepipe.io.read import declares_sampling_rate, header_sampling_rate, input_fingerprint
-from devicepipe.learn import (
-    LearnSettings,
-    SeriesLearnSettings,
-    check_before_start,
-    convergence_warning,
-    score_rows,
-    train_models,
-)
-from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
+from devicepipe.learn import LearnSettings, SeriesLearnSettings, check_before_start, convergence_warning
+from devicepipe.models import LightVAEConfig
 from devicepipe.outputs import (
     beats_figures,
     ecg_figures,
     heart_rate_summary,
     input_summary,
+    score_figures,
     series_figures,
+    train_figures,
     write_beat_files,
+    write_score_table,
     write_scores,
     write_summary,
 )
 from devicepipe.report import MAX_FLAGGED_ROWS, REPORT_NAME, FlaggedRows, write_report
-from devicepipe.scale import MinMaxScaler, StandardScaler
+from devicepipe.scale import StandardScaler
 from devicepipe.score import Scores, group_scores, latent_grid, reconstruct
 from devicepipe.signal.resample import resample_rows
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
-from devicepipe.threads import ThreadChoice, choose_threads, using_threads
+from devicepipe.threads import ThreadChoice
 from devicepipe.timing import StageTimer
+from devicepipe.train import distributed, distributed_summary
 from devicepipe.units import parse_duration
 from devicepipe.windows import make_windows
 
@@ -90,7 +95,9 @@ __all__ = [
     "run_beats_many",
     "run_demo",
     "run_ecg",
+    "run_score",
     "run_series",
+    "run_train",
 ]
 
 Progress = Callable[[str], None]
@@ -643,37 +650,97 @@ def _accuracy(score: BeatScore, source: str, fs: float, n_samples: int) -> dict[
 
 @dataclass(frozen=True)
 class _Learned:
-    """The trained models, their histories, every row's scores, and the threads they used."""
+    """The fitted detector, its histories, every row's scores, and the threads it used."""
 
-    models: list[torch.nn.Module]
-    histories: list[dict[str, list[float]]]
+    detector: BeatAnomalyDetector
     scores: Scores
-    threads: ThreadChoice
     epoch_limit: int
     warning: str | None  # set when a model was still learning when training ended
+
+    @property
+    def models(self) -> list[torch.nn.Module]:
+        return self.detector.models_
+
+    @property
+    def histories(self) -> list[dict[str, Any]]:
+        return self.detector.histories_
+
+    @property
+    def threads(self) -> ThreadChoice:
+        return self.detector.threads_
+
+
+def _detector(settings: LearnSettings, device: torch.device, **model: Any) -> BeatAnomalyDetector:
+    """The estimator a learning pipeline trains, from its settings; ``model`` its model's choices."""
+    return BeatAnomalyDetector(
+        contamination=(100.0 - settings.percentile) / 100.0,
+        device=str(device),
+        epochs=settings.epochs,
+        max_epochs=settings.max_epochs,
+        patience=settings.patience,
+        min_improvement=settings.min_improvement,
+        batch_size=settings.batch_size,
+        lr=settings.lr,
+        weight_decay=settings.weight_decay,
+        val_fraction=settings.val_fraction,
+        seed=settings.seed,
+        latent=settings.latent,
+        ensemble=settings.ensemble,
+        bf16=settings.bf16,
+        threads=settings.threads,
+        **model,
+    )
 
 
 def _learn(
     run: _Run,
-    make_model: Callable[[int], torch.nn.Module],
-    data: torch.Tensor,
+    detector: BeatAnomalyDetector,
+    rows: torch.Tensor,
     settings: LearnSettings,
     extra_state: dict[str, Any],
     epoch_progress: EpochProgress | None,
     what: str,
 ) -> _Learned:
-    """The shared middle of the learning pipelines: train on ``data`` in ``run.out``, score every row."""
+    """The shared middle of the learning pipelines: fit ``detector`` on ``rows`` in ``run.out``
+    (its checkpoint there), score every row."""
     run.out.mkdir(parents=True, exist_ok=True)
     (run.out / "summary.json").unlink(missing_ok=True)  # the directory is incomplete until the end
-    probe = data[: settings.batch_size]
-    threads = choose_threads(make_model(settings.seed), probe, threads=settings.threads, copies=settings.ensemble)
-    run.note(f"training on {what} ({threads.threads} thread{'s' if threads.threads > 1 else ''})")
-    with using_threads(threads.threads):
-        with run.stage("train"):
-            models, histories = train_models(make_model, data, settings, run.out, extra_state, epoch_progress)
-        with run.stage("score"):
-            scores = score_rows(models, data, settings)
-    return _Learned(models, histories, scores, threads, settings.epoch_limit, convergence_warning(histories))
+
+    def started(threads: ThreadChoice) -> None:
+        run.note(f"training on {what} ({threads.threads} thread{'s' if threads.threads > 1 else ''})")
+
+    with run.stage("train"):
+        detector.fit(
+            rows,
+            checkpoint_dir=run.out,
+            resume=settings.resume,
+            callback=epoch_progress,
+            tensorboard=settings.tensorboard,
+            extra_state=extra_state,
+            on_start=started,
+        )
+    warning = convergence_warning(detector.histories_)
+    return _Learned(detector, detector.details_, settings.epoch_limit, warning)
+
+
+#: What a beat model's geometry says about scaling: each recording's beats by their own mean and deviation.
+RECORDING_SCALING = "each recording's beats standardised by their own mean and standard deviation"
+
+
+def _beat_geometry(beats: Beats, method: str, width: int) -> dict[str, Any]:
+    """What rows a beat model takes, for its model file: how beats are found, cut, resampled and scaled.
+
+    Beats are cut in seconds and resampled to ``width`` samples, so a model takes recordings
+    of any sampling rate; the rate it was trained at is kept for the record."""
+    return {
+        "input": "ecg-beats",
+        "method": method,
+        "mode": beats.mode,
+        "window_s": beats.window_s,
+        "width": width,
+        "scaling": RECORDING_SCALING,
+        "trained_at_hz": beats.sampling_rate,
+    }
 
 
 def _identity(source: Any, settings: LearnSettings, **choices: Any) -> dict[str, Any]:
@@ -699,7 +766,7 @@ def _finish(
         },
         final_loss={"train": [h["train"][-1] for h in histories], "val": [h["val"][-1] for h in histories]},
         converged=learned.warning is None,
-        warnings=[] if learned.warning is None else [learned.warning],
+        warnings=([] if learned.warning is None else [learned.warning]) + summary.get("warnings", []),
         seconds=run.timer.seconds,
         transfers=run.timer.transfers(),
         threads=learned.threads.to_dict(),
@@ -773,12 +840,9 @@ def run_ecg(
         scaler = StandardScaler().fit(matrix.reshape(-1))
         data = scaler.transform(matrix.reshape(-1)).reshape(matrix.shape)
 
-    def make_model(seed: int) -> torch.nn.Module:
-        torch.manual_seed(seed)
-        return LightVAE(vae).to(run.device)
-
+    detector = _detector(settings, run.device, model="vae", width=vae.width, scaling="none")
     extra = {"scaler": scaler.state_dict(), "identity": identity}
-    learned = _learn(run, make_model, data, settings, extra, epoch_progress, f"{data.shape[0]:,} beats")
+    learned = _learn(run, detector, data, settings, extra, epoch_progress, f"{data.shape[0]:,} beats")
     scores, first = learned.scores, learned.models[0]
     with run.stage("score"):
         grid = latent_grid(scores.embeddings, 5)
@@ -829,6 +893,7 @@ def run_ecg(
             leading["reference"] = host["truth"]
         files.update(write_scores(run.out, leading, host, learned.histories))
         beat_rate = width / beats.window_s  # Hz of the resampled beat rows
+        files[MODEL_NAME] = learned.detector.save(run.out / MODEL_NAME, geometry=_beat_geometry(beats, method, width))
         args = (host, learned.histories, scores.threshold, beat_rate, learned.warning)
         files.update(ecg_figures(run.out, rec, signal, *args))
     flagged = np.flatnonzero(host["flags"])
@@ -869,13 +934,366 @@ def run_ecg(
     return _finish(run, summary, learned, files, "ecg", page)
 
 
+def _beat_model(model: Any, device: torch.device) -> BeatAnomalyDetector:
+    """A fitted beat model from a path (a run directory or ``model.pt``) or a detector, on ``device``."""
+    detector = model if isinstance(model, BeatAnomalyDetector) else load_model(model, device)
+    if isinstance(model, BeatAnomalyDetector):
+        detector.to(device)
+    geometry = getattr(detector, "geometry_", {}) or {}
+    if geometry.get("input") != "ecg-beats":
+        what = {"load-windows": "windows of a load series (from 'devicepipe series')"}.get(
+            geometry.get("input"), "rows of no known recording (fitted through the Python API)"
+        )
+        raise DevicepipeError(
+            f"the model takes {what}; score takes a model of ECG beats, from 'devicepipe ecg' or 'devicepipe train'."
+        )
+    return detector
+
+
+def beat_rows(matrix: torch.Tensor, width: int) -> torch.Tensor:
+    """A recording's beat matrix ``(n, w)`` as a beat model takes it: resampled to ``width``
+    columns and standardised by the beats' own mean and standard deviation (over every value)."""
+    rows = resample_rows(matrix, width)
+    return StandardScaler().fit(rows.reshape(-1)).transform(rows.reshape(-1)).reshape(rows.shape)
+
+
+def run_score(
+    source: Any,
+    out: str | Path,
+    *,
+    model: str | Path | BeatAnomalyDetector,
+    channel: str | int | None = None,
+    sampling_rate: float | None = None,
+    device: str | torch.device = "auto",
+    reference: str | Path | None = None,
+    nan: str = "error",
+    encoding: str | None = None,
+    progress: Progress | None = None,
+    count_transfers: bool = True,
+) -> LearnResult:
+    """Score every beat of an ECG with a model trained earlier (by ``ecg`` or ``train``), against
+    the model's own threshold.
+
+    The beats are found and cut as the model's were (its ``geometry_``: detector, segmentation,
+    window), resampled to its width and standardised by this recording's own beats, so a model
+    takes recordings of any sampling rate and gain. Each beat gets its score, flag (score
+    above the model's threshold) and tail probability (the share of the model's training
+    beats scoring at least as high). ``reference`` labels the beats as in :func:`run_ecg`;
+    the summary then gives the flag rate per label and per AAMI class.
+
+    Writes to ``out``: ``beats.parquet``/``.csv`` and ``RECORD.qrs`` (scores and flags),
+    ``scores.parquet`` (peak, time, latent means, score, flag, spread, tail probability),
+    ``scores.png``, ``latent.png``, ``extremes.png``, ``excerpt.png``, ``heart_rate.png``,
+    ``report.html``, and ``summary.json`` last.
+    """
+    dev = resolve_device(device)
+    detector = _beat_model(model, dev)
+    geometry = detector.geometry_
+    ref = None if reference is None else read_reference(reference)
+    run = _start(out, dev, count_transfers, progress)
+    rec, peaks, beats = _read_and_cut(
+        run, source, channel, sampling_rate, geometry["method"], geometry["mode"], nan, encoding
+    )
+    if beats.matrix.shape[0] == 0:
+        problem = f"no whole beat was cut from {rec.source} ({int(peaks.numel())} R peaks found)"
+        raise DevicepipeError(
+            f"{problem}; is it an ECG, and is the sampling rate right?",
+            cli=f"{problem}; is it an ECG, and is --sampling-rate right?",
+        )
+    with run.stage("scale"):
+        data = beat_rows(beats.matrix, detector.n_features_in_)
+    with run.stage("score"):
+        scores = detector.score_details(data)
+        tail = detector.tail_probability(data)
+        order = torch.argsort(scores.scores)
+        extreme_idx = torch.cat([order[-5:], order[:5]])
+        prepared = resample_rows(data[extreme_idx], detector.width_)
+        extreme_recon = reconstruct(detector.models_[0], prepared)
+        top_flagged = order.flip(0)[: int(scores.flags.sum())][:MAX_FLAGGED_ROWS]
+        typical = data.median(0).values
+    with run.stage("transfer"):
+        host = scores.to_host() | _to_host(
+            {
+                "all_peaks": peaks,
+                "peaks": beats.peaks,
+                "kept": beats.kept,
+                "tail": tail,
+                "extreme_idx": extreme_idx,
+                "extreme_rows": prepared,
+                "extreme_recon": extreme_recon,
+                "top_flagged": top_flagged,
+                "flagged_rows": data[top_flagged],
+                "typical": typical,
+                "train_scores": detector.train_scores_,
+            }
+        )
+        signal = rec.samples.cpu().numpy()
+    fs = rec.sampling_rate
+    with run.stage("hrv"):
+        heart_rate = heart_rate_summary(peaks, fs)
+    if ref is not None:
+        host["truth"] = label_beats(_reference_in(ref, rec), ref.symbols, host["peaks"], fs)
+    with run.stage("write"):
+        per_peak, flagged_peak = np.full(host["all_peaks"].size, np.nan), np.zeros(host["all_peaks"].size, bool)
+        per_peak[host["kept"]], flagged_peak[host["kept"]] = host["scores"], host["flags"]
+        files = write_beat_files(
+            run.out, _record_name(rec), host["all_peaks"], host["kept"], fs, scores=per_peak, flags=flagged_peak
+        )
+        leading = {"peak": host["peaks"], "time_s": host["peaks"] / fs}
+        if ref is not None:
+            leading["reference"] = host["truth"]
+        files.update(write_score_table(run.out, leading, host))
+        files.update(score_figures(run.out, rec, signal, host, detector.threshold_, detector.width_ / beats.window_s))
+    flagged = np.flatnonzero(host["flags"])
+    flagged = flagged[np.argsort(host["scores"][flagged])[::-1]]
+    model_path = None if isinstance(model, BeatAnomalyDetector) else str(model)
+    summary = {
+        **input_summary(source, rec, run.device),
+        "model": {
+            "path": model_path,
+            "trained_on_device": getattr(detector, "trained_on_", None),
+            "versions": getattr(detector, "versions_", None),
+            "geometry": geometry,
+            "members": len(detector.models_),
+            "training_beats": int(detector.train_scores_.numel()),
+        },
+        "heart_rate": heart_rate,
+        "counts": {
+            "beats_found": int(host["all_peaks"].size),
+            "beats_kept": int(host["peaks"].size),
+            "flagged": int(flagged.size),
+        },
+        "threshold": detector.threshold_,
+        "threshold_means": (
+            f"the model's own threshold, {detector.threshold_rule}; a score is the mean squared reconstruction "
+            "error of a beat standardised by this recording's beats (units: squared standard deviations)"
+        ),
+        "flag_rate": float(host["flags"].mean()),
+        "flagged": [
+            {
+                "peak": int(host["peaks"][i]),
+                "time_s": float(host["peaks"][i] / fs),
+                "score": float(host["scores"][i]),
+                "tail_probability": float(host["tail"][i]),
+            }
+            | ({} if ref is None else {"reference": str(host["truth"][i])})
+            for i in flagged
+        ],
+        "seconds": run.timer.seconds,
+        "transfers": run.timer.transfers(),
+        "threads": detector.threads_.to_dict(),
+        "warnings": rate_warnings(host["all_peaks"], fs, rec.n_samples),
+    }
+    if ref is not None:
+        summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
+    top = host["top_flagged"]
+    page = FlaggedRows(
+        names=[f"{host['peaks'][i] / fs:,.1f} s" for i in top],
+        scores=host["scores"][top],
+        rows=host["flagged_rows"],
+        typical=host["typical"],
+        labels=None if ref is None else [str(host["truth"][i]) for i in top],
+        unit="standard deviations of the recording",
+        total=int(host["flags"].sum()),
+    )
+    files[REPORT_NAME] = write_report(run.out, "score", summary, files, flagged=page)
+    files["summary.json"] = write_summary(run.out, summary, files)
+    return LearnResult(run.out, summary, files)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """One recording of a training population, and its R peaks when a ``beats`` run found them."""
+
+    path: Path
+    peaks_file: Path | None = None  # the beats.parquet of a dataset ``beats`` run
+
+
+def _population(spec: str | Path, out: Path) -> tuple[list[_Source], str]:
+    """The recordings a ``train`` input names: a dataset directory of a ``beats`` run (each
+    recording with its ``beats.parquet``), or a folder, glob, list or single recording."""
+    path = Path(spec)
+    index = path / INDEX_NAME
+    if path.is_dir() and index.is_file():
+        table = pq.read_table(index, columns=["path", "run", "status"]).to_pylist()
+        sources = [
+            _Source(Path(r["path"]), path / r["run"] / "beats.parquet")
+            for r in table
+            if r["status"] == "ok" and (path / r["run"] / "beats.parquet").is_file()
+        ]
+        if not sources:
+            raise DevicepipeError(f"{index} lists no complete recording with a beats.parquet; run 'beats' on it first.")
+        return sources, f"the beats of dataset run {path}"
+    if is_dataset(spec):
+        found = find_recordings(spec, exclude=out)
+        return [_Source(p) for p in found.paths], f"{len(found.paths)} recordings of {spec}"
+    return [_Source(path)], str(spec)
+
+
+def _population_identity(sources: list[_Source], settings: LearnSettings, **choices: Any) -> dict[str, Any]:
+    """What a resumed ``train`` must share with its checkpoint: the recordings (by path, size and
+    modification time, not content: a population may be large) and the settings."""
+    digest = hashlib.sha256()
+    for src in sources:
+        for file in (src.path, src.peaks_file):
+            if file is not None and file.exists():
+                stat = file.stat()
+                digest.update(f"{file.resolve()}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
+    kept = {k: getattr(settings, k) for k in ("seed", "batch_size", "lr", "latent", "ensemble", "weight_decay")}
+    return {"input": digest.hexdigest()[:16], **kept, **choices}
+
+
+def _stored_peaks(file: Path, device: torch.device) -> torch.Tensor:
+    """The R peaks a ``beats`` run wrote to ``file`` (its ``peak`` column), on ``device``."""
+    try:
+        peaks = pq.read_table(file, columns=["peak"]).column("peak").to_numpy()
+    except (OSError, KeyError, pa.ArrowException) as exc:
+        raise DevicepipeError(f"cannot read the R peaks in {file} ({str(exc).splitlines()[0]}).") from None
+    return torch.from_numpy(np.ascontiguousarray(peaks, dtype=np.int64)).to(device)
+
+
+def run_train(
+    source: str | Path,
+    out: str | Path,
+    *,
+    settings: LearnSettings | None = None,
+    channel: str | int | None = None,
+    sampling_rate: float | None = None,
+    device: str | torch.device = "auto",
+    mode: str = ECG_MODE,
+    width: int = BEAT_WIDTH,
+    method: str = PEAK_METHOD,
+    nan: str = "error",
+    encoding: str | None = None,
+    progress: Progress | None = None,
+    recording_progress: Callable[[int, int], None] | None = None,
+    epoch_progress: EpochProgress | None = None,
+    count_transfers: bool = True,
+) -> LearnResult:
+    """Train one beat model on the beats of many recordings: a population's model of normal.
+
+    ``source`` is a folder, glob or list of ECG recordings (beats found as ``ecg`` finds
+    them), or the directory of a dataset ``beats`` run (its recordings with the R peaks it
+    wrote, so nothing is detected twice). Each recording's beats are cut, resampled to
+    ``width`` and standardised by their own mean and deviation (gains and units differ
+    between recordings), then all train one VAE (or ensemble) on the device; a recording that
+    cannot be read is left out and named in the summary. ``recording_progress(done, total)``
+    after each recording. Under ``torchrun`` each process trains its share of every batch
+    (DistributedDataParallel); rank 0 writes.
+
+    Writes to ``out``: ``model.pt`` (what ``score`` takes), ``checkpoint.pt`` (or
+    ``ensemble.pt``), ``recordings.parquet`` (per recording: beats, flagged, median score),
+    ``history.csv``, ``training.png``, ``latent.png``, ``scores.png``, ``report.html``, and
+    ``summary.json`` last.
+    """
+    settings = settings or LearnSettings()
+    vae = LightVAEConfig(width=width, latent=settings.latent)
+    run = _start(out, device, count_transfers, progress)
+    sources, described = _population(source, run.out)
+    choices = dict(channel=channel, sampling_rate=sampling_rate, method=method, mode=mode, width=width, nan=nan)
+    identity = _population_identity(sources, settings, **choices)
+    check_before_start(run.out, settings, identity)
+    run.note(f"cutting the beats of {described}")
+    parts, used, skipped = [], [], []
+    window_s = None
+    for i, src in enumerate(sources):
+        try:
+            rec = _read_ecg(run, str(src.path), channel, sampling_rate, nan, encoding)
+            with run.stage("detect"):
+                peaks = (
+                    ecg_peaks(rec.samples, rec.sampling_rate, method=method)
+                    if src.peaks_file is None
+                    else _stored_peaks(src.peaks_file, run.device)
+                )
+            with run.stage("segment"):
+                beats = ecg_segment(rec.samples, peaks, rec.sampling_rate, mode=mode)
+            if beats.matrix.shape[0] == 0:
+                raise DevicepipeError(f"no whole beat was cut from {rec.source}")
+            with run.stage("scale"):
+                parts.append(beat_rows(beats.matrix, width))
+            used.append({"path": str(src.path), "beats": int(beats.matrix.shape[0]), "rate_hz": rec.sampling_rate})
+            window_s = beats.window_s
+            geometry_beats = beats
+        except DevicepipeError as exc:
+            skipped.append({"path": str(src.path), "error": exc.cli_message})
+        if recording_progress is not None:
+            recording_progress(i + 1, len(sources))
+    n_beats = sum(u["beats"] for u in used)
+    if n_beats < MIN_BEATS_TO_TRAIN:
+        first = f"; the first failure: {skipped[0]['path']}: {skipped[0]['error']}" if skipped else ""
+        raise DevicepipeError(
+            f"only {n_beats} beats were cut from {described}; at least {MIN_BEATS_TO_TRAIN} are needed to train{first}."
+        )
+    data = torch.cat(parts)
+    del parts
+    detector = _detector(settings, run.device, model="vae", width=vae.width, scaling="none")
+    learned = _learn(
+        run,
+        detector,
+        data,
+        settings,
+        {"identity": identity},
+        epoch_progress,
+        f"{n_beats:,} beats of {len(used)} recordings",
+    )
+    if distributed()[0] != 0:  # rank 0 writes the run; the others only trained their share
+        return LearnResult(run.out, {"rank": distributed()[0]}, {})
+    scores = learned.scores
+    with run.stage("transfer"):
+        host = scores.to_host() | _to_host({"train_scores": detector.train_scores_})
+    bounds = np.cumsum([0] + [u["beats"] for u in used])
+    for u, a, b in zip(used, bounds[:-1], bounds[1:], strict=True):
+        u["flagged"] = int(host["flags"][a:b].sum())
+        u["median_score"] = float(np.median(host["scores"][a:b]))
+    with run.stage("write"):
+        files = {
+            MODEL_NAME: detector.save(run.out / MODEL_NAME, geometry=_beat_geometry(geometry_beats, method, width))
+        }
+        files["recordings.parquet"] = write_parquet(
+            {k: [u[k] for u in used] for k in ("path", "beats", "rate_hz", "flagged", "median_score")},
+            run.out / "recordings.parquet",
+        )
+        files.update(
+            write_scores(
+                run.out, {"recording": np.repeat(np.arange(len(used)), np.diff(bounds))}, host, learned.histories
+            )
+        )
+        figures = train_figures(run.out, host, learned.histories, scores.threshold, len(used), learned.warning)
+        files.update(figures)
+    summary = {
+        "input": str(source),
+        "device": str(run.device),
+        "recordings": {"used": len(used), "skipped": skipped, "described": described},
+        "settings": {**settings.to_dict(), "mode": mode, "width": width, "method": method},
+        "counts": {"beats": n_beats, "flagged": int(host["flags"].sum())},
+        "window_s": window_s,
+        "threshold": scores.threshold,
+        "threshold_means": (
+            f"{detector.threshold_rule}; a score is the mean squared reconstruction error of a beat standardised "
+            "by its own recording's beats (units: squared standard deviations)"
+        ),
+        "distributed": distributed_summary(),
+        "warnings": [f"{len(skipped)} recording(s) left out (see recordings.skipped in summary.json)"]
+        if skipped
+        else [],
+    }
+    return _finish(run, summary, learned, files, "train", None)
+
+
 def _reference_counts(source: str, truth: np.ndarray, flags: np.ndarray) -> dict[str, Any]:
-    """Per reference label (``""``: no reference beat within 150 ms), the beats and the flagged beats."""
-    labels = {}
+    """Per reference label (``""``: no reference beat within 150 ms) and per AAMI class (EC57's
+    N, S, V, F, Q), the beats, the flagged beats and the share flagged."""
+    labels, classes = {}, {}
     for value in sorted(set(truth.tolist())):
         sel = truth == value
         labels[value or "none"] = {"beats": int(sel.sum()), "flagged": int(flags[sel].sum())}
-    return {"source": source, "tolerance_s": MATCH_TOLERANCE_S, "labels": labels}
+    aami = np.array([aami_class(v) or "" for v in truth.tolist()], dtype=str)
+    for name in AAMI_CLASSES:
+        sel = aami == name
+        if sel.any():
+            n, k = int(sel.sum()), int(flags[sel].sum())
+            classes[name] = {"beats": n, "flagged": k, "flag_rate": k / n}
+    return {"source": source, "tolerance_s": MATCH_TOLERANCE_S, "labels": labels, "aami": classes}
 
 
 def run_series(
@@ -948,20 +1366,16 @@ def run_series(
         raise DevicepipeError(
             f"only {wins.values.shape[0]} complete windows of {window}; need at least {MIN_WINDOWS_TO_TRAIN}."
         )
-    with run.stage("scale"):
-        scaler = MinMaxScaler().fit(wins.values.reshape(-1))
-        data = scaler.transform(wins.values.reshape(-1)).reshape(wins.values.shape)
     per = wins.per_window
-    rows = data.reshape(-1, 1) if pointwise else data  # the notebook's model sees one sample at a time
-
-    def make_model(seed: int) -> torch.nn.Module:
-        torch.manual_seed(seed)
-        cfg = MLPAutoencoderConfig(input=rows.shape[1], hidden=hidden, latent=settings.latent)
-        return MLPAutoencoder(cfg).to(run.device)
-
-    extra = {"scaler": scaler.state_dict(), "window_s": window_s, "identity": identity}
-    what = f"{rows.shape[0]:,} {'samples' if pointwise else 'windows'} of {per} steps"
-    learned = _learn(run, make_model, rows, settings, extra, epoch_progress, what)
+    raw = wins.values.reshape(-1, 1) if pointwise else wins.values  # the notebook's model sees one sample at a time
+    # MinMax scaling to [0, 1] (fitted on every value), the MLP's sigmoid output
+    detector = _detector(settings, run.device, model="mlp", width=raw.shape[1], hidden=hidden, scaling="minmax")
+    extra = {"window_s": window_s, "identity": identity}
+    what = f"{raw.shape[0]:,} {'samples' if pointwise else 'windows'} of {per} steps"
+    learned = _learn(run, detector, raw, settings, extra, epoch_progress, what)
+    scaler = detector.scaler_
+    rows = scaler.transform(raw.reshape(-1)).reshape(raw.shape).float()
+    data = rows.reshape(wins.values.shape)
     with run.stage("score"):
         scores = group_scores(learned.scores, per, settings.percentile) if pointwise else learned.scores
         recon = reconstruct(learned.models[0], rows).reshape(data.shape)
@@ -972,6 +1386,8 @@ def run_series(
     with run.stage("write"):
         leading = {"start": wins.starts, "filled_slots": wins.filled}
         files = write_scores(run.out, leading, host, learned.histories)
+        geometry = {"input": "load-windows", "window": window, "steps_per_window": per, "pointwise": pointwise}
+        files[MODEL_NAME] = learned.detector.save(run.out / MODEL_NAME, geometry=geometry)
         args = (host, learned.histories, scores.threshold, rec.channels[0], pointwise, flagged, learned.warning)
         files.update(series_figures(run.out, wins, *args))
     summary = {

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from matplotlib import colormaps
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from devicepipe.io import atomic_path
 
@@ -26,6 +26,7 @@ __all__ = [
     "plot_heart_rate",
     "plot_intervals",
     "plot_latent",
+    "plot_score_distribution",
     "plot_training",
     "save_figure",
 ]
@@ -423,4 +424,50 @@ def plot_days(
     ax.set_xlim(hours[0], hours[-1])
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(alpha=0.3)
+    return fig
+
+
+def plot_score_distribution(
+    train_scores: np.ndarray,
+    scores: np.ndarray,
+    threshold: float,
+    *,
+    title: str = "Scores of this recording against the model's training beats",
+    what: str = "beats",
+    names: tuple[str, str] = ("training", "this recording"),
+) -> Figure:
+    """Histograms of ``scores`` ``(n,)`` and of the model's ``train_scores`` ``(m,)`` on a shared
+    logarithmic axis (each as a share of its rows, so different counts compare), with the
+    threshold marked and the share of each above it in the legend."""
+    fig = Figure(figsize=(9, 3.6))
+    ax = fig.add_subplot()
+    both = np.concatenate([train_scores, scores])
+    positive = both[both > 0]
+    lo = float(positive.min()) if positive.size else 1e-6
+    hi = max(float(both.max()), threshold) if both.size else 1.0
+    bins = np.geomspace(lo, hi * 1.01, 60) if hi > lo else 60
+    for values, label, colour in ((train_scores, names[0], "0.55"), (scores, names[1], "tab:blue")):
+        if values.size == 0:
+            continue
+        above = float(np.mean(values > threshold))
+        weights = np.full(values.size, 1.0 / values.size)
+        ax.hist(
+            np.clip(values, lo, None),
+            bins=bins,
+            weights=weights,
+            histtype="stepfilled" if label == names[0] else "step",
+            color=colour,
+            alpha=0.5 if label == names[0] else 1.0,
+            linewidth=1.6,
+            label=f"{label}: {values.size:,} {what}, {100 * above:.2f} % above the threshold",
+        )
+    ax.axvline(threshold, color="tab:red", linestyle="--", linewidth=1.2, label=f"threshold {threshold:.4g}")
+    ax.set_xscale("log")
+    plain = FuncFormatter(lambda v, _pos: f"{v:g}")
+    ax.xaxis.set_major_formatter(plain)
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+    ax.set_xlabel("anomaly score (reconstruction error), log scale")
+    ax.set_ylabel(f"share of {what}")
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper right")
     return fig

@@ -179,10 +179,43 @@ def _flagged_section(flagged: FlaggedRows, threshold: float) -> _Section:
     return _Section("Flagged", text, {"header": header, "rows": rows})
 
 
+def _reference_sections(summary: dict[str, Any]) -> list[_Section]:
+    """The flagged beats per reference label and per AAMI class, when the run had a reference."""
+    ref = summary.get("reference")
+    if not ref:
+        return []
+    rows = [[name, v["beats"], v["flagged"]] for name, v in ref["labels"].items()]
+    sections = [
+        _Section(
+            "Flagged beats by reference label",
+            f"Each beat takes the label of the reference beat within {1000 * ref['tolerance_s']:.0f} ms "
+            f"({ref['source']}).",
+            {"header": ["label", "beats", "flagged"], "rows": rows},
+        )
+    ]
+    aami = ref.get("aami") or {}
+    if aami:
+        sections.append(
+            _Section(
+                "Flag rate by AAMI class",
+                "ANSI/AAMI EC57's classes: N normal and bundle-branch-block beats, S supraventricular ectopic, "
+                "V ventricular ectopic, F fusion, Q paced or unclassifiable.",
+                {
+                    "header": ["class", "beats", "flagged", "flag rate"],
+                    "rows": [[k, v["beats"], v["flagged"], f"{100 * v['flag_rate']:.1f} %"] for k, v in aami.items()],
+                },
+            )
+        )
+    return sections
+
+
 def _learning_facts(summary: dict[str, Any], what: str) -> list[tuple[str, str]]:
     e = summary["epochs"]
     facts = [
-        (f"{what} flagged as anomalous", _number(len(summary.get("flagged", [])))),
+        (
+            f"{what} flagged as anomalous",
+            _number(summary.get("counts", {}).get("flagged", len(summary.get("flagged", [])))),
+        ),
         ("threshold (score)", _number(summary["threshold"])),
         ("epochs trained", "-".join(str(v) for v in sorted(set(e["run"])))),
         ("epoch kept", "-".join(str(v) for v in sorted(set(e["kept"])))),
@@ -201,7 +234,8 @@ def render_report(
 ) -> str:
     """The page of one run as HTML text.
 
-    ``kind`` is the command (``beats``, ``ecg``, ``series``, ``bench``); ``summary`` its
+    ``kind`` is the command (``beats``, ``ecg``, ``score``, ``train``, ``series``, ``bench``) or
+    ``dataset``; ``summary`` its
     ``summary.json`` fields; ``files`` the run's files by name (its PNGs are inlined).
     """
     sections: list[_Section] = []
@@ -249,23 +283,63 @@ def render_report(
             *facts,
             *_heart_rate_facts(summary),
         ]
-        ref = summary.get("reference")
-        if ref:
-            rows = [[name, v["beats"], v["flagged"]] for name, v in ref["labels"].items()]
-            sections.append(
-                _Section(
-                    "Flagged beats by reference label",
-                    f"Each beat takes the label of the reference beat within {1000 * ref['tolerance_s']:.0f} ms "
-                    f"({ref['source']}).",
-                    {"header": ["label", "beats", "flagged"], "rows": rows},
-                )
-            )
+        sections.extend(_reference_sections(summary))
         if flagged is not None:
             sections.append(_flagged_section(flagged, summary["threshold"]))
         sections.append(_Section("What the model learned", figures=_figures(files, ["extremes.png", "latent.png"])))
         sections.append(_Section("Generated beats", figures=_figures(files, ["generated.png"])))
         sections.append(_Section("Training", figures=_figures(files, ["training.png"])))
         sections.append(_Section("Heart rate and beats", figures=_figures(files, ["heart_rate.png", "excerpt.png"])))
+    elif kind == "score":
+        c, m = summary["counts"], summary["model"]
+        facts = [
+            ("beats found", _number(c["beats_found"])),
+            ("beats scored", _number(c["beats_kept"])),
+            ("beats flagged as anomalous", _number(c["flagged"])),
+            ("share flagged", f"{100 * summary['flag_rate']:.2f} %"),
+            ("threshold (score, the model's)", _number(summary["threshold"])),
+            ("model", str(m.get("path") or "given in Python")),
+            ("model trained on", f"{_number(m['training_beats'])} beats, on {m.get('trained_on_device')}"),
+            *facts,
+            *_heart_rate_facts(summary),
+        ]
+        sections.extend(_reference_sections(summary))
+        if flagged is not None:
+            sections.append(_flagged_section(flagged, summary["threshold"]))
+        sections.append(
+            _Section(
+                "Scores against the model's training beats",
+                "A recording like the training beats has its histogram over theirs; a shift to the right is a "
+                "recording the model finds unusual as a whole.",
+                figures=_figures(files, ["scores.png", "extremes.png", "latent.png"]),
+            )
+        )
+        sections.append(_Section("Heart rate and beats", figures=_figures(files, ["heart_rate.png", "excerpt.png"])))
+    elif kind == "train":
+        r, c = summary["recordings"], summary["counts"]
+        dist = summary.get("distributed")
+        facts = [
+            ("recordings", _number(r["used"])),
+            ("recordings left out", _number(len(r["skipped"]))),
+            ("training beats", _number(c["beats"])),
+            ("beat window", f"{summary['window_s']:.3g} s, resampled to {summary['settings']['width']} samples"),
+            *_learning_facts(summary, "beats"),
+            ("device", str(summary.get("device"))),
+            (
+                "processes",
+                "one" if not dist else f"{dist['world_size']} ({dist['how']}, {dist['backend']})",
+            ),
+        ]
+        if r["skipped"]:
+            sections.append(
+                _Section(
+                    "Recordings left out",
+                    "These could not be read or held no whole beat; the model was trained without them.",
+                    {"header": ["recording", "why"], "rows": [[x["path"], x["error"]] for x in r["skipped"]]},
+                )
+            )
+        sections.append(_Section("Training", figures=_figures(files, ["training.png"])))
+        sections.append(_Section("What the model learned", figures=_figures(files, ["scores.png", "latent.png"])))
     elif kind == "series":
         w = summary["windows"]
         facts = [

@@ -14,13 +14,16 @@ import torch
 from torch import nn
 
 from devicepipe.errors import DevicepipeError
+from devicepipe.interop import to_torch
 from devicepipe.models import model_rows
 from devicepipe.train import check_finite_rows
 
 __all__ = [
+    "AnomalyEvaluation",
     "Scores",
     "anomaly_threshold",
     "embed",
+    "evaluate_anomalies",
     "group_scores",
     "latent_axes",
     "latent_grid",
@@ -180,3 +183,64 @@ def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
         ranks[order[i : j + 1]] = (i + j) / 2 + 1
         i = j + 1
     return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+@dataclass(frozen=True)
+class AnomalyEvaluation:
+    """How well scores separate anomalies (label 1) from normal rows (label 0).
+
+    ``roc_auc``: area under the ROC curve (ties counted half); ``average_precision``: the
+    area under the precision-recall curve as scikit-learn's ``average_precision_score``
+    computes it (a step sum over thresholds, no interpolation); ``best_f1`` and
+    ``best_threshold``: the highest F1 of any rule ``score >= t`` and its ``t``.
+    """
+
+    roc_auc: float
+    average_precision: float
+    best_f1: float
+    best_threshold: float
+    n_anomalies: int
+    n_normal: int
+
+    def to_dict(self) -> dict[str, float | int]:
+        return dict(self.__dict__)
+
+
+def evaluate_anomalies(labels: Any, scores: Any) -> AnomalyEvaluation:
+    """ROC AUC, average precision, and the best F1 and its threshold, of ``scores`` for binary ``labels``.
+
+    ``labels`` (1 or True = anomaly) and ``scores`` (higher = more anomalous) have shape
+    ``(n,)``: tensors (computed on their device) or anything :func:`devicepipe.to_torch` takes.
+    Rows with equal scores fall on the same side of every threshold.
+    """
+    y = labels if isinstance(labels, torch.Tensor) else to_torch(np.asarray(labels))
+    s = scores if isinstance(scores, torch.Tensor) else to_torch(np.asarray(scores))
+    y = y.to(s.device).reshape(-1)
+    s = s.reshape(-1).double()
+    if y.shape != s.shape:
+        raise DevicepipeError(f"evaluate_anomalies(): {y.numel()} labels but {s.numel()} scores.")
+    if not bool(torch.isfinite(s).all()):
+        raise DevicepipeError("evaluate_anomalies(): the scores hold NaN or infinite values.")
+    values = torch.unique(y)
+    if not bool(((values == 0) | (values == 1)).all()):
+        raise DevicepipeError("evaluate_anomalies(): labels must be 0/1 or booleans (1 = anomaly).")
+    y = y.bool()
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0 or n_neg == 0:
+        raise DevicepipeError("evaluate_anomalies(): needs both anomalies (1) and normal rows (0) among the labels.")
+    order = torch.argsort(s, descending=True, stable=True)
+    s_sorted, y_sorted = s[order], y[order].double()
+    last_of_value = torch.ones_like(s_sorted, dtype=torch.bool)
+    last_of_value[:-1] = s_sorted[1:] != s_sorted[:-1]  # the last row of each run of equal scores
+    tp = torch.cumsum(y_sorted, 0)[last_of_value]
+    fp = torch.cumsum(1.0 - y_sorted, 0)[last_of_value]
+    thresholds = s_sorted[last_of_value]
+    tpr = torch.cat([tp.new_zeros(1), tp / n_pos])
+    fpr = torch.cat([fp.new_zeros(1), fp / n_neg])
+    auc = float(torch.trapezoid(tpr, fpr))
+    precision = tp / (tp + fp)
+    recall_steps = torch.diff(torch.cat([tp.new_zeros(1), tp])) / n_pos
+    ap = float((recall_steps * precision).sum())
+    f1 = 2 * tp / (tp + fp + n_pos)
+    best = int(torch.argmax(f1))
+    return AnomalyEvaluation(auc, ap, float(f1[best]), float(thresholds[best]), n_pos, n_neg)

@@ -31,11 +31,14 @@ __all__ = [
     "History",
     "adam",
     "check_finite_rows",
+    "distributed",
+    "distributed_summary",
     "diverged",
     "epoch_noise",
     "fit",
     "load_checkpoint",
     "split_indices",
+    "start_distributed",
 ]
 
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -128,6 +131,68 @@ def adam(params: list[torch.Tensor], *, lr: float, weight_decay: float = 0.0) ->
     params = list(params)
     fused = all(p.dtype.is_floating_point and p.device.type in ("cpu", "cuda") for p in params)
     return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=fused or None)
+
+
+def distributed() -> tuple[int, int]:
+    """``(rank, world size)`` of this process in a ``torch.distributed`` group; ``(0, 1)`` outside one."""
+    import torch.distributed as dist  # noqa: PLC0415 - only where asked for
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def distributed_summary() -> dict[str, Any] | None:
+    """The process group this run trained in (backend, world size), None when it trained alone."""
+    import torch.distributed as dist  # noqa: PLC0415
+
+    rank, world = distributed()
+    if world == 1:
+        return None
+    return {"backend": str(dist.get_backend()), "world_size": world, "how": "DistributedDataParallel"}
+
+
+def start_distributed(device: str | torch.device = "auto") -> torch.device | None:
+    """Join the process group ``torchrun`` describes (its ``WORLD_SIZE``, ``RANK``, ``LOCAL_RANK``
+    and ``MASTER_ADDR``/``MASTER_PORT`` environment), with NCCL for CUDA and gloo for the CPU.
+
+    Returns this process's device (``cuda:LOCAL_RANK`` for CUDA), or None when not started by
+    ``torchrun`` (no ``WORLD_SIZE`` above 1), when nothing is joined.
+    """
+    import os  # noqa: PLC0415
+
+    import torch.distributed as dist  # noqa: PLC0415
+
+    from devicepipe.device import resolve_device  # noqa: PLC0415
+
+    world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    if world <= 1:
+        return None
+    if dist.is_initialized():
+        return resolve_device(device)
+    local = int(os.environ.get("LOCAL_RANK", "0") or 0)
+    dev = resolve_device(device)
+    if dev.type == "cuda":
+        if local >= torch.cuda.device_count():
+            raise DevicepipeError(
+                f"torchrun started {world} processes but this machine has {torch.cuda.device_count()} CUDA "
+                f"device(s); pass --nproc-per-node {torch.cuda.device_count()} or fewer."
+            )
+        dev = torch.device("cuda", local)
+        torch.cuda.set_device(dev)
+    dist.init_process_group(backend="nccl" if dev.type == "cuda" else "gloo")
+    return dev
+
+
+class _LossModule(nn.Module):
+    """``forward`` is the wrapped model's per-row loss: what DistributedDataParallel calls and syncs."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.m = model
+
+    def forward(self, x: torch.Tensor, eps: torch.Tensor | None) -> torch.Tensor:
+        return self.m.losses(x, eps)
 
 
 def _epoch_seed(seed: int, epoch: int) -> int:
@@ -286,7 +351,7 @@ def fit(
             stopper.load_state_dict(state["early_stopping"])
             best_state = state["best_model"]
     writer = None
-    if tensorboard is not None:
+    if tensorboard is not None and distributed()[0] == 0:
         try:
             from torch.utils.tensorboard import SummaryWriter  # noqa: PLC0415 - optional dependency
         except ImportError:
@@ -295,6 +360,14 @@ def fit(
             ) from None
         writer = SummaryWriter(str(tensorboard))
     latent = model.noise_dim
+    rank, world = distributed()
+    step_losses: Callable[..., torch.Tensor] = model.losses
+    if world > 1:  # each rank takes every world-th row of each batch; gradients are averaged across ranks
+        from torch.nn.parallel import DistributedDataParallel  # noqa: PLC0415
+
+        ids = [device.index] if device.type == "cuda" else None
+        step_losses = DistributedDataParallel(_LossModule(model), device_ids=ids)
+    writes = ckpt_path is not None and rank == 0
     try:
         for epoch in range(start_epoch, epochs):
             if stopper is not None and stopper.done:
@@ -306,13 +379,21 @@ def fit(
             for start in range(0, train.shape[0], batch_size):
                 idx = noise.order[start : start + batch_size]
                 eps = None if noise.eps is None else noise.eps[start : start + batch_size]
+                n_batch = idx.shape[0]
+                if world > 1:  # this rank's share; the loss scaled so the averaged gradient is the batch mean's
+                    idx = idx[rank::world]
+                    eps = None if eps is None else eps[rank::world]
                 with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                    losses = model.losses(train[idx], eps)
-                loss = losses.float().mean()
+                    losses = step_losses(train[idx], eps)
+                loss = losses.float().mean() if world == 1 else losses.float().sum() * (world / n_batch)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
                 total += losses.detach().sum().to(torch.float64)
+            if world > 1:
+                import torch.distributed as dist  # noqa: PLC0415
+
+                dist.all_reduce(total)
             train_loss = float(total) / train.shape[0]
             val_loss = evaluate_loss(model, val)
             history.train.append(train_loss)
@@ -325,7 +406,7 @@ def fit(
             if writer is not None:
                 writer.add_scalar("loss/train", train_loss, epoch + 1)
                 writer.add_scalar("loss/val", val_loss, epoch + 1)
-            if ckpt_path is not None:
+            if writes:
                 write_torch(
                     {
                         "model": copy.deepcopy(model.state_dict()),

@@ -1,0 +1,679 @@
+"""An anomaly detector with the conventions of scikit-learn and PyOD, and the model file that outlives a run.
+
+:class:`BeatAnomalyDetector` trains a convolutional VAE (or the MLP autoencoder, or a vmap
+ensemble of either) on rows that are normal, and scores new rows by their reconstruction
+error. It follows PyOD's conventions, which scikit-learn's outlier detectors share in shape:
+
+- ``fit(X)`` sets ``decision_scores_`` (every training row's score), ``threshold_`` and
+  ``labels_`` (0 normal, 1 anomalous);
+- ``decision_function(X)``: the anomaly score, higher is more anomalous (PyOD);
+- ``score_samples(X)``: its negation, higher is more normal (scikit-learn's sign);
+- ``predict(X)``: 0 or 1 by ``threshold_``; ``fit_predict(X)``;
+- ``tail_probability(X)``: the score calibrated against the training rows, the share of
+  training scores at or above each score (small is unusual);
+- ``get_params``/``set_params`` as scikit-learn's ``BaseEstimator`` has them, so
+  ``sklearn.base.clone`` works (scikit-learn itself is not needed).
+
+scikit-learn's ``check_estimator`` (1.9) runs 47 checks on it; 42 pass. The five that do not,
+and why: ``check_outliers_fit_predict`` and ``check_outliers_train`` (twice) want ``predict``
+to answer -1/1, where PyOD's 0/1 is kept (1 = anomaly, the label users of anomaly scores
+count); ``check_estimators_unfitted`` wants scikit-learn's own ``NotFittedError`` class
+(a :class:`DevicepipeError` saying "not fitted yet" is raised; scikit-learn is not a
+dependency); ``check_dtype_object`` wants NumPy's wording for a dict inside an object array;
+``check_methods_sample_order_invariance`` asks for 1e-7 relative agreement when the rows are
+reordered, and float32 convolutions batched differently agree to about 2e-7.
+
+``X`` is anything :func:`devicepipe.to_torch` takes (a NumPy array, a DataFrame, a tensor, a
+:class:`devicepipe.ecg.Beats`), shape ``(n_rows, n_columns)``. Rows are resampled to the
+model's width when it needs one (the VAE takes a power of two: 140 columns become 128) and
+scaled by a scaler fitted on the training rows (``scaling``). Results come back as the input
+came: a tensor on the detector's device for a tensor, NumPy arrays otherwise.
+
+The threshold is taken from the training rows (the split that trained the model, not the
+rows held out for early stopping), by one of three rules: ``threshold=`` a number given;
+``contamination=c``, the ``1 - c`` quantile of the training scores; ``contamination="auto"``,
+a robust rule: ``exp(median(log s) + 3 * 1.4826 * MAD(log s))`` over the training scores
+``s`` (the 99.87th percentile if the log scores were normal; errors are skewed, their logs
+much less so), which does not assume a share of anomalies.
+
+:meth:`BeatAnomalyDetector.save` writes one file of tensors and plain data (weights, scaler,
+threshold, the sorted training scores, settings, versions, the input geometry);
+:func:`load_model` reads it back with ``torch.load(weights_only=True)``, onto any device.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from devicepipe.device import resolve_device
+from devicepipe.errors import DevicepipeError
+from devicepipe.interop import to_torch
+from devicepipe.io.write import write_torch
+from devicepipe.learn import ENSEMBLE_NAME, LearnSettings, train_models
+from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
+from devicepipe.scale import MinMaxScaler, StandardScaler
+from devicepipe.score import Scores, embed, reconstruction_error
+from devicepipe.signal.resample import resample_rows
+from devicepipe.threads import ThreadChoice, choose_threads, using_threads
+from devicepipe.train import CHECKPOINT_NAME, split_indices
+
+__all__ = [
+    "MODEL_FORMAT",
+    "MODEL_FORMAT_VERSION",
+    "MODEL_NAME",
+    "BeatAnomalyDetector",
+    "auto_threshold",
+    "load_model",
+    "nearest_power_of_two",
+]
+
+#: File name of the model a run writes (what ``devicepipe score --model RUN_DIR`` reads).
+MODEL_NAME = "model.pt"
+#: What a model file says it is; files of another format are refused with one line.
+MODEL_FORMAT = "devicepipe-model"
+#: Bumped when the file changes in a way an older reader cannot follow.
+MODEL_FORMAT_VERSION = 1
+
+#: The fewest rows :meth:`BeatAnomalyDetector.fit` learns from.
+MIN_ROWS = 10
+#: ``contamination="auto"``: how many robust standard deviations of the log scores above their median.
+AUTO_K = 3.0
+_MAD_TO_SD = 1.4826  # MAD of a normal distribution times this is its standard deviation
+
+_MODELS = {"vae": (LightVAE, LightVAEConfig), "mlp": (MLPAutoencoder, MLPAutoencoderConfig)}
+_SCALERS = {"standard": StandardScaler, "minmax": MinMaxScaler}
+
+
+def nearest_power_of_two(n: int) -> int:
+    """The power of two nearest to ``n`` on a log scale (at least 8): 140 -> 128, 256 -> 256, 200 -> 256."""
+    if n < 1:
+        raise DevicepipeError(f"nearest_power_of_two(): n must be positive, got {n}.")
+    return max(8, 2 ** round(math.log2(n)))
+
+
+def auto_threshold(train_scores: torch.Tensor, k: float = AUTO_K) -> float:
+    """The robust threshold of ``contamination="auto"``: ``exp(median(log s) + k * 1.4826 * MAD(log s))``.
+
+    ``train_scores`` has shape ``(n,)`` (positive reconstruction errors; zeros are floored at
+    the smallest positive float64).
+    """
+    if train_scores.numel() == 0:
+        raise DevicepipeError("auto_threshold(): no training scores.")
+    logs = train_scores.double().clamp_min(torch.finfo(torch.float64).tiny).log()
+    median = _median(logs)
+    mad = _median((logs - median).abs())
+    return float(torch.exp(median + k * _MAD_TO_SD * mad))
+
+
+def _quantile(x: torch.Tensor, q: float) -> float:
+    """The ``q`` quantile of ``x`` ``(n,)`` with linear interpolation (``torch.quantile``'s and NumPy's
+    default), of any length."""
+    ordered = x.sort().values
+    pos = q * (ordered.numel() - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, ordered.numel() - 1)
+    return float(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo))
+
+
+def _median(x: torch.Tensor) -> torch.Tensor:
+    """The median of ``x`` ``(n,)``, the mean of the middle two for an even ``n`` (as NumPy's; torch's
+    ``median`` takes the lower one), of any length (``torch.quantile`` stops at 2**24 values)."""
+    ordered = x.sort().values
+    n = ordered.numel()
+    return (ordered[(n - 1) // 2] + ordered[n // 2]) / 2
+
+
+def _table_rows(X: Any, caller: str) -> torch.Tensor:
+    """Rows from anything tabular: a NumPy array (object arrays of numbers too), a pandas or
+    Polars DataFrame (every column a feature), a list of lists, or what :func:`to_torch` takes."""
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # a DataFrame: its columns are the features
+        try:
+            X = X.to_numpy()
+        except Exception as exc:  # noqa: BLE001 - a table that is not numbers
+            raise DevicepipeError(f"{caller}: the DataFrame's columns must be numbers ({exc}).") from None
+    if isinstance(X, (list, tuple)):
+        X = np.asarray(X)
+    if isinstance(X, np.ndarray) and X.dtype.kind == "c":
+        raise DevicepipeError(f"{caller}: Complex data not supported; X must hold real numbers.")
+    if isinstance(X, np.ndarray) and X.dtype.kind in "OUS":
+        try:
+            X = X.astype(np.float64)
+        except (TypeError, ValueError):
+            raise DevicepipeError(f"{caller}: X must hold numbers, got values of dtype {X.dtype}.") from None
+    try:
+        return to_torch(X)
+    except DevicepipeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - anything that is not an array of rows
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DevicepipeError(f"{caller}: X must be a 2-D array of rows, got {type(X).__name__} ({first}).") from None
+
+
+def _host_kind(x: Any) -> bool:
+    """Whether results for ``x`` go back as NumPy (anything but a tensor or a Beats of tensors)."""
+    rows = getattr(x, "matrix", x)
+    return not isinstance(rows, torch.Tensor)
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    """What rows a fitted detector takes: the input width, and the model width it is resampled to."""
+
+    n_columns: int
+    width: int
+
+
+class BeatAnomalyDetector:
+    """Unsupervised anomaly detector on rows (beats, windows): an autoencoder trained on normal rows.
+
+    Parameters
+    ----------
+    model : ``"vae"`` (the convolutional VAE of the ECG pipeline) or ``"mlp"`` (the load
+        series' MLP autoencoder).
+    ensemble : members trained at once with ``torch.func.vmap``; the score is their mean.
+    contamination : the share of training rows above the threshold (``0 < c <= 0.5``), or
+        ``"auto"`` for the robust rule of :func:`auto_threshold`. Ignored when ``threshold``
+        is given.
+    threshold : a fixed threshold on the score.
+    device : ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+    width : samples per row the model takes; None: the VAE the power of two nearest the
+        input's columns, the MLP the input's columns.
+    latent, hidden : the code size; the MLP's hidden units.
+    scaling : ``"standard"`` (one mean and deviation over every value of the training rows),
+        ``"minmax"`` (to [0, 1] by the training minimum and maximum), ``"none"`` (rows used as
+        given), ``"auto"``: standard for the VAE, minmax for the MLP (its output is a sigmoid).
+    epochs : exactly this many epochs; None: until the validation loss stops improving
+        (``patience`` epochs, ``min_improvement`` relative), at most ``max_epochs``.
+    batch_size, lr, weight_decay, val_fraction, seed, bf16, threads : as
+        :class:`devicepipe.learn.LearnSettings` has them.
+    """
+
+    def __init__(
+        self,
+        model: str = "vae",
+        *,
+        ensemble: int = 1,
+        contamination: float | str = 0.01,
+        threshold: float | None = None,
+        device: str = "auto",
+        width: int | None = None,
+        latent: int = 2,
+        hidden: int = 32,
+        scaling: str = "auto",
+        epochs: int | None = None,
+        max_epochs: int = 200,
+        patience: int = 20,
+        min_improvement: float = 1e-3,
+        batch_size: int = 256,
+        lr: float = 3e-3,
+        weight_decay: float = 0.0,
+        val_fraction: float = 0.1,
+        seed: int = 0,
+        bf16: bool = False,
+        threads: int | None = None,
+    ) -> None:
+        self.model = model
+        self.ensemble = ensemble
+        self.contamination = contamination
+        self.threshold = threshold
+        self.device = device
+        self.width = width
+        self.latent = latent
+        self.hidden = hidden
+        self.scaling = scaling
+        self.epochs = epochs
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.min_improvement = min_improvement
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.val_fraction = val_fraction
+        self.seed = seed
+        self.bf16 = bf16
+        self.threads = threads
+
+    # ------------------------------------------------------------------ scikit-learn's parameter protocol
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p.name for p in sig.parameters.values() if p.name != "self"]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's parameters by name (``deep`` is accepted for scikit-learn; nothing nests)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: Any) -> BeatAnomalyDetector:
+        """Set constructor parameters by name; an unknown name is an error."""
+        valid = set(self._param_names())
+        for name, value in params.items():
+            if name not in valid:
+                raise DevicepipeError(
+                    f"BeatAnomalyDetector has no parameter {name!r}; it has {', '.join(sorted(valid))}."
+                )
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = type(self)()
+        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if v != getattr(defaults, k)]
+        return f"BeatAnomalyDetector({', '.join(changed)})"
+
+    def __sklearn_tags__(self) -> Any:  # used by scikit-learn only, which is imported then
+        from sklearn.utils import Tags, TargetTags  # noqa: PLC0415
+
+        tags = Tags(estimator_type="outlier_detector", target_tags=TargetTags(required=False))
+        tags.non_deterministic = self.device != "cpu"
+        return tags
+
+    # ------------------------------------------------------------------ settings
+
+    def _settings(self) -> LearnSettings:
+        if self.model not in _MODELS:
+            raise DevicepipeError(f"BeatAnomalyDetector: model={self.model!r} is not one of {sorted(_MODELS)}.")
+        if self.scaling not in (*_SCALERS, "none", "auto"):
+            raise DevicepipeError(
+                f"BeatAnomalyDetector: scaling={self.scaling!r} is not 'standard', 'minmax', 'none' or 'auto'."
+            )
+        if self.threshold is not None and not (
+            isinstance(self.threshold, (int, float)) and math.isfinite(self.threshold)
+        ):
+            raise DevicepipeError(
+                f"BeatAnomalyDetector: threshold must be a finite number or None, got {self.threshold!r}."
+            )
+        contamination = self.contamination
+        if contamination != "auto" and not (
+            isinstance(contamination, (int, float)) and not isinstance(contamination, bool) and 0 < contamination <= 0.5
+        ):
+            raise DevicepipeError(
+                f"BeatAnomalyDetector: contamination must be within (0, 0.5] or 'auto', got {contamination!r}."
+            )
+        percentile = 99.0 if contamination == "auto" else 100.0 * (1.0 - float(contamination))
+        return LearnSettings(
+            epochs=self.epochs,
+            max_epochs=self.max_epochs,
+            patience=self.patience,
+            min_improvement=self.min_improvement,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            weight_decay=self.weight_decay,
+            val_fraction=self.val_fraction,
+            seed=self.seed,
+            latent=self.latent,
+            ensemble=self.ensemble,
+            percentile=max(50.0, min(percentile, 99.999)),
+            bf16=self.bf16,
+            threads=self.threads,
+        )
+
+    @property
+    def _scaling(self) -> str:
+        if self.scaling != "auto":
+            return self.scaling
+        return "standard" if self.model == "vae" else "minmax"
+
+    def _make_model(self, width: int, device: torch.device) -> Callable[[int], nn.Module]:
+        def make(seed: int) -> nn.Module:
+            torch.manual_seed(seed)
+            if self.model == "vae":
+                return LightVAE(LightVAEConfig(width=width, latent=self.latent)).to(device)
+            config = MLPAutoencoderConfig(
+                input=width, hidden=self.hidden, latent=self.latent, sigmoid_output=self._scaling == "minmax"
+            )
+            return MLPAutoencoder(config).to(device)
+
+        return make
+
+    # ------------------------------------------------------------------ rows in
+
+    def _rows(self, X: Any, device: torch.device, caller: str) -> torch.Tensor:
+        """``X`` as a float tensor ``(n, columns)`` on ``device``; one line for what cannot be scored."""
+        rows = getattr(X, "matrix", X)
+        if not isinstance(rows, torch.Tensor):
+            rows = _table_rows(rows, caller)
+        if rows.is_complex():
+            raise DevicepipeError(f"{caller}: Complex data not supported; X must hold real numbers.")
+        if rows.ndim != 2:
+            raise DevicepipeError(
+                f"{caller}: X must have shape (n_rows, n_columns), got {tuple(rows.shape)}. Reshape your data: "
+                "X.reshape(1, -1) for one row, X.reshape(-1, 1) for one column."
+            )
+        if rows.shape[1] == 0 or rows.shape[0] == 0:
+            raise DevicepipeError(
+                f"{caller}: X has {rows.shape[1]} feature(s) (shape={tuple(rows.shape)}) while a minimum of 1 is "
+                "required, and at least one row."
+            )
+        if rows.dtype == torch.bool:
+            raise DevicepipeError(f"{caller}: X must hold numbers, got booleans.")
+        rows = rows.detach().to(device).float()
+        if not bool(torch.isfinite(rows).all()):
+            bad = ~torch.isfinite(rows)
+            first = int(torch.nonzero(bad.any(1))[0])
+            raise DevicepipeError(
+                f"{caller}: X holds {int(bad.sum()):,} NaN or infinite value(s), the first in row {first:,}; "
+                "drop or interpolate them first."
+            )
+        return rows
+
+    def _prepare(self, X: Any, caller: str) -> torch.Tensor:
+        """Rows of ``X`` on the fitted device, checked against the fitted width, resampled and scaled."""
+        self._check_fitted(caller)
+        rows = self._rows(X, self.device_, caller)
+        if rows.shape[1] != self.n_features_in_:
+            raise DevicepipeError(
+                f"{caller}: X has {rows.shape[1]} features, but BeatAnomalyDetector is expecting "
+                f"{self.n_features_in_} features as input (the columns it was fitted on); resample the rows first: "
+                f"devicepipe.resample_rows(X, {self.n_features_in_})."
+            )
+        rows = resample_rows(rows, self.width_)
+        if self.scaler_ is not None:
+            rows = self.scaler_.transform(rows.reshape(-1)).reshape(rows.shape)
+        return rows.float()
+
+    def _check_fitted(self, caller: str) -> None:
+        if not hasattr(self, "models_"):
+            raise DevicepipeError(f"{caller}: this detector is not fitted yet; call fit(X) first, or load_model(path).")
+
+    # ------------------------------------------------------------------ fit
+
+    def fit(
+        self,
+        X: Any,
+        y: Any = None,
+        *,
+        checkpoint_dir: str | Path | None = None,
+        resume: bool = False,
+        callback: Callable[[int, float, float], None] | None = None,
+        tensorboard: str | Path | None = None,
+        extra_state: dict[str, Any] | None = None,
+        on_start: Callable[[ThreadChoice], None] | None = None,
+    ) -> BeatAnomalyDetector:
+        """Train on the rows of ``X`` (all taken as normal; ``y`` is ignored) and set the threshold.
+
+        ``checkpoint_dir``: write ``checkpoint.pt`` there after every epoch (one model) or
+        ``ensemble.pt`` at the end; ``resume`` continues its checkpoint exactly.
+        ``callback(epoch, train loss, val loss)`` after every epoch; ``on_start(threads)`` once
+        the thread count is chosen, before the first epoch; ``extra_state`` is stored in the
+        checkpoint beside the weights. Sets ``models_``,
+        ``scaler_``, ``decision_scores_`` ``(n,)``, ``threshold_``, ``labels_``, ``histories_``,
+        ``threads_``, ``details_`` (embeddings, scores, spread and flags of the training rows,
+        on the device) and ``train_scores_`` (the training split's sorted scores).
+        """
+        settings = self._settings()
+        if resume and checkpoint_dir is None:
+            raise DevicepipeError("fit(): resume=True needs checkpoint_dir=, the directory of the checkpoint.")
+        settings = LearnSettings(
+            **{**settings.to_dict(), "resume": resume, "tensorboard": tensorboard and str(tensorboard)}
+        )
+        device = resolve_device(self.device)
+        rows = self._rows(X, device, "fit()")
+        n_columns = rows.shape[1]
+        width = self.width or (nearest_power_of_two(n_columns) if self.model == "vae" else n_columns)
+        if self.model == "vae":
+            LightVAEConfig(width=width, latent=self.latent)  # a clear error for a width it cannot take
+        rows = resample_rows(rows, width)
+        scaler = None
+        if self._scaling != "none":
+            scaler = _SCALERS[self._scaling]().fit(rows.reshape(-1))
+            rows = scaler.transform(rows.reshape(-1)).reshape(rows.shape)
+        data = rows.float()
+        if data.shape[0] < MIN_ROWS:
+            raise DevicepipeError(
+                f"fit(): {data.shape[0]} sample(s) (rows) are too few to learn from; give at least {MIN_ROWS}."
+            )
+        make = self._make_model(width, device)
+        threads = choose_threads(
+            make(settings.seed), data[: settings.batch_size], threads=settings.threads, copies=settings.ensemble
+        )
+        extra = {"scaler": None if scaler is None else scaler.state_dict(), **(extra_state or {})}
+        if on_start is not None:
+            on_start(threads)
+        out = None if checkpoint_dir is None else Path(checkpoint_dir)
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+        with using_threads(threads.threads):
+            models, histories = train_models(make, data, settings, out, extra, callback)
+            details = _details(models, data)
+        train_rows, _ = split_indices(data.shape[0], settings.val_fraction, settings.seed, device)
+        train_scores = details.scores[train_rows]
+        self.device_ = device
+        self.models_ = models
+        self.scaler_ = scaler
+        self.n_features_in_ = n_columns
+        self.width_ = width
+        self.histories_ = histories
+        self.threads_: ThreadChoice = threads
+        self.train_scores_ = train_scores.sort().values
+        self.threshold_ = self._threshold_of(train_scores)
+        self.details_ = Scores(
+            details.embeddings, details.scores, details.spread, self.threshold_, details.scores > self.threshold_
+        )
+        self.decision_scores_ = details.scores.detach().cpu().numpy()
+        self.labels_ = (self.decision_scores_ > self.threshold_).astype(np.int64)
+        self.geometry_: dict[str, Any] = {}
+        return self
+
+    def _threshold_of(self, train_scores: torch.Tensor) -> float:
+        """The threshold by the detector's rule, from the training split's scores ``(n,)``."""
+        if self.threshold is not None:
+            return float(self.threshold)
+        if self.contamination == "auto":
+            return auto_threshold(train_scores)
+        return _quantile(train_scores.double(), 1.0 - float(self.contamination))
+
+    @property
+    def threshold_rule(self) -> str:
+        """The threshold's rule in words (for summaries and reports)."""
+        if self.threshold is not None:
+            return f"fixed at {float(self.threshold):g}"
+        if self.contamination == "auto":
+            return (
+                f"robust: exp(median + {AUTO_K:g} x 1.4826 x MAD) of the log scores of the training rows "
+                "(the 99.87th percentile if they were normal)"
+            )
+        q = 100.0 * (1.0 - float(self.contamination))
+        return f"the {q:g}th percentile of the training rows' scores (contamination {float(self.contamination):g})"
+
+    # ------------------------------------------------------------------ scoring
+
+    def score_details(self, X: Any) -> Scores:
+        """Embeddings ``(n, latent)``, scores ``(n,)``, ensemble spread ``(n,)`` and flags of the rows of ``X``,
+        as tensors on the detector's device, with ``threshold_``."""
+        data = self._prepare(X, "score_details()")
+        with using_threads(self.threads_.threads):
+            d = _details(self.models_, data)
+        return Scores(d.embeddings, d.scores, d.spread, self.threshold_, d.scores > self.threshold_)
+
+    def _scores(self, X: Any, caller: str) -> torch.Tensor:
+        data = self._prepare(X, caller)
+        with using_threads(self.threads_.threads):
+            return torch.stack([reconstruction_error(m, data) for m in self.models_]).mean(0)
+
+    def _out(self, X: Any, values: torch.Tensor) -> Any:
+        return values.detach().cpu().numpy() if _host_kind(X) else values
+
+    def decision_function(self, X: Any) -> Any:
+        """Anomaly score of each row of ``X`` (mean squared reconstruction error of the scaled row,
+        averaged over the members): shape ``(n,)``, higher is more anomalous."""
+        return self._out(X, self._scores(X, "decision_function()"))
+
+    def score_samples(self, X: Any) -> Any:
+        """The negated anomaly score, ``(n,)``: higher is more normal (scikit-learn's sign)."""
+        return self._out(X, -self._scores(X, "score_samples()"))
+
+    def predict(self, X: Any) -> Any:
+        """1 for rows scoring above ``threshold_`` (anomalous), 0 for the others: ``(n,)`` int64."""
+        return self._out(X, (self._scores(X, "predict()") > self.threshold_).long())
+
+    def fit_predict(self, X: Any, y: Any = None) -> Any:
+        """``fit(X)`` then the labels of its rows (``labels_``, as ``X`` came)."""
+        self.fit(X)
+        return self._out(X, self.details_.flags.long())
+
+    def tail_probability(self, X: Any) -> Any:
+        """For each row of ``X``, ``(1 + #training scores >= its score) / (1 + #training scores)``:
+        shape ``(n,)``, in ``(0, 1]``; small is unusual next to the training rows."""
+        scores = self._scores(X, "tail_probability()")
+        ref = self.train_scores_.to(scores.device, scores.dtype)
+        below = torch.searchsorted(ref, scores, right=False)  # training scores strictly below
+        return self._out(X, (1.0 + (ref.numel() - below)).double() / (1.0 + ref.numel()))
+
+    def to(self, device: str | torch.device) -> BeatAnomalyDetector:
+        """Move the fitted detector to ``device`` (in place) and return it."""
+        self._check_fitted("to()")
+        dev = resolve_device(device)
+        self.models_ = [m.to(dev) for m in self.models_]
+        if self.scaler_ is not None:
+            self.scaler_.to(dev)
+        self.train_scores_ = self.train_scores_.to(dev)
+        self.device_ = dev
+        return self
+
+    # ------------------------------------------------------------------ the file
+
+    def save(self, path: str | Path, *, geometry: dict[str, Any] | None = None) -> Path:
+        """Write the fitted detector to ``path`` (atomically): tensors and plain data only.
+
+        ``geometry`` says what rows the model takes when they are cut from recordings (a
+        pipeline's segmentation, window and scaling); it is kept as ``geometry_``.
+        """
+        import devicepipe  # noqa: PLC0415 - the version, read at the time of writing
+
+        self._check_fitted("save()")
+        if geometry is not None:
+            self.geometry_ = dict(geometry)
+        first = self.models_[0]
+        return write_torch(
+            {
+                "format": MODEL_FORMAT,
+                "format_version": MODEL_FORMAT_VERSION,
+                "devicepipe": devicepipe.__version__,
+                "torch": str(torch.__version__),
+                "estimator": type(self).__name__,
+                "params": self.get_params(),
+                "model_kind": type(first).__name__,
+                "config": first.config_dict(),
+                "members": [{k: v.detach().cpu() for k, v in m.state_dict().items()} for m in self.models_],
+                "scaler": None if self.scaler_ is None else self.scaler_.state_dict(),
+                "n_features_in": self.n_features_in_,
+                "width": self.width_,
+                "threshold": self.threshold_,
+                "threshold_rule": self.threshold_rule,
+                "train_scores": self.train_scores_.detach().cpu(),
+                "histories": self.histories_,
+                "trained_on": str(self.device_),
+                "geometry": self.geometry_,
+            },
+            path,
+        )
+
+
+@dataclass(frozen=True)
+class _Details:
+    embeddings: torch.Tensor
+    scores: torch.Tensor
+    spread: torch.Tensor
+
+
+def _details(models: list[nn.Module], data: torch.Tensor) -> _Details:
+    errors = torch.stack([reconstruction_error(m, data) for m in models])  # (members, n)
+    mean = errors.mean(0)
+    spread = errors.std(0, unbiased=False) if len(models) > 1 else torch.zeros_like(mean)
+    return _Details(embed(models[0], data), mean, spread)
+
+
+def _model_file(path: str | Path) -> Path:
+    p = Path(path)
+    if p.is_dir():
+        candidate = p / MODEL_NAME
+        if candidate.exists():
+            return candidate
+        others = [n for n in (CHECKPOINT_NAME, ENSEMBLE_NAME) if (p / n).exists()]
+        why = (
+            f"it holds {others[0]}, written by an older devicepipe that saved no {MODEL_NAME}; rerun that run"
+            if others
+            else "is it the directory of an 'ecg' or 'train' run?"
+        )
+        raise DevicepipeError(f"no model in {p}: {MODEL_NAME} not found ({why}).")
+    if not p.exists():
+        raise DevicepipeError(f"model {p} does not exist; give a run directory or its {MODEL_NAME}.")
+    return p
+
+
+def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAnomalyDetector:
+    """A fitted :class:`BeatAnomalyDetector` from a model file or a run directory holding ``model.pt``.
+
+    Read with ``weights_only=True`` (a file from elsewhere cannot run code) and placed on
+    ``device`` (a model trained on a GPU scores on a CPU and the reverse). The result has
+    ``models_``, ``scaler_``, ``threshold_``, ``train_scores_``, ``get_params()`` (the
+    settings it was trained with) and ``geometry_`` (what rows it takes). A training
+    checkpoint, a foreign or damaged file, or one of a newer format is refused with one line.
+    """
+    file = _model_file(path)
+    dev = resolve_device(device)
+    try:
+        state = torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
+        why = next((ln for ln in lines if "Unsupported global" in ln), lines[0])
+        raise DevicepipeError(
+            f"cannot read model {file}: it is damaged or truncated, or holds more than tensors and plain data "
+            f"({why[:200]})."
+        ) from None
+    if not isinstance(state, dict) or state.get("format") != MODEL_FORMAT:
+        if isinstance(state, dict) and ("optimizer" in state or "members" in state and "format" not in state):
+            raise DevicepipeError(
+                f"{file} is a training checkpoint, not a model file; give its run directory's {MODEL_NAME}."
+            )
+        raise DevicepipeError(f"{file} is not a devicepipe model file (no '{MODEL_FORMAT}' marker).")
+    version = state.get("format_version")
+    if not isinstance(version, int) or version > MODEL_FORMAT_VERSION:
+        raise DevicepipeError(
+            f"{file} is model format {version} (written by devicepipe {state.get('devicepipe')}); this devicepipe "
+            f"reads format {MODEL_FORMAT_VERSION} and older: upgrade devicepipe to load it."
+        )
+    kinds = {"LightVAE": "vae", "MLPAutoencoder": "mlp"}
+    kind = kinds.get(state.get("model_kind"))
+    if kind is None or state.get("estimator") != BeatAnomalyDetector.__name__:
+        raise DevicepipeError(f"{file} holds a {state.get('model_kind')} model, which this devicepipe cannot score.")
+    params = dict(state["params"])
+    params["device"] = str(device) if not isinstance(device, torch.device) else str(device)
+    known = set(BeatAnomalyDetector._param_names())
+    det = BeatAnomalyDetector(**{k: v for k, v in params.items() if k in known})
+    model_cls, config_cls = _MODELS[kind]
+    try:
+        models = []
+        for weights in state["members"]:
+            m = model_cls(config_cls(**state["config"]))
+            m.load_state_dict(weights)
+            models.append(m.to(dev).eval())
+    except (RuntimeError, TypeError, KeyError) as exc:
+        raise DevicepipeError(f"{file}: its weights do not fit its model ({str(exc).splitlines()[0][:160]}).") from None
+    scaler = None
+    if state.get("scaler") is not None:
+        scaler = _SCALERS["standard" if state["scaler"]["kind"] == "StandardScaler" else "minmax"]()
+        scaler.load_state_dict(state["scaler"]).to(dev)
+    det.device_ = dev
+    det.models_ = models
+    det.scaler_ = scaler
+    det.n_features_in_ = int(state["n_features_in"])
+    det.width_ = int(state["width"])
+    det.histories_ = state.get("histories", [])
+    probe = torch.zeros(det.batch_size, det.width_, device=dev)
+    det.threads_ = choose_threads(models[0], probe, threads=det.threads, copies=len(models))
+    det.train_scores_ = state["train_scores"].to(dev)
+    det.threshold_ = float(state["threshold"])
+    det.geometry_ = dict(state.get("geometry") or {})
+    det.versions_ = {"devicepipe": state.get("devicepipe"), "torch": state.get("torch")}
+    det.trained_on_ = state.get("trained_on")
+    return det

@@ -1,0 +1,213 @@
+"""The estimator: scikit-learn/PyOD conventions, thresholds, tail probabilities, the model file, and
+evaluate_anomalies against scikit-learn's metrics."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.metrics import average_precision_score, f1_score, roc_auc_score
+
+import devicepipe as dp
+from devicepipe.detector import MODEL_FORMAT_VERSION, auto_threshold, nearest_power_of_two
+from devicepipe.errors import DevicepipeError
+
+
+def beats(n: int, width: int = 64, *, seed: int = 0, anomalous: bool = False) -> np.ndarray:
+    """Rows of a smooth bump (a beat) with small noise; anomalous rows carry a second, wide bump."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, width)
+    centre = 0.5 + rng.normal(0, 0.01, (n, 1))
+    rows = np.exp(-(((t - centre) / 0.04) ** 2)) + rng.normal(0, 0.03, (n, width))
+    if anomalous:
+        rows += 0.8 * np.exp(-(((t - 0.2) / 0.08) ** 2))
+    return rows.astype(np.float32)
+
+
+def small(**kw) -> dp.BeatAnomalyDetector:
+    params = dict(epochs=40, batch_size=64, latent=2, device="cpu", threads=1, seed=0)
+    params.update(kw)
+    return dp.BeatAnomalyDetector(**params)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    return small().fit(beats(400))
+
+
+def test_params_follow_scikit_learn(fitted):
+    det = small(contamination=0.05)
+    twin = clone(det)
+    assert twin is not det and twin.get_params() == det.get_params()
+    assert det.set_params(latent=3, ensemble=2) is det and det.latent == 3 and det.ensemble == 2
+    with pytest.raises(DevicepipeError, match="no parameter 'latnet'"):
+        det.set_params(latnet=3)
+    assert "contamination=0.05" in repr(clone(small(contamination=0.05)))
+    assert not hasattr(clone(fitted), "models_")  # clone gives an unfitted copy
+
+
+def test_scores_separate_anomalies_and_follow_pyod_signs(fitted):
+    normal, odd = beats(200, seed=1), beats(20, seed=2, anomalous=True)
+    x = np.concatenate([normal, odd])
+    y = np.r_[np.zeros(200), np.ones(20)]
+    scores = fitted.decision_function(x)
+    assert isinstance(scores, np.ndarray) and scores.shape == (220,)
+    assert roc_auc_score(y, scores) > 0.95
+    np.testing.assert_array_equal(fitted.score_samples(x), -scores)
+    np.testing.assert_array_equal(fitted.predict(x), (scores > fitted.threshold_).astype(np.int64))
+    assert set(np.unique(fitted.predict(x))) <= {0, 1}
+    np.testing.assert_array_equal(fitted.labels_, (fitted.decision_scores_ > fitted.threshold_).astype(int))
+    assert fitted.decision_scores_.shape == (400,)
+
+
+def test_threshold_rules_by_hand():
+    x = beats(300, seed=3)
+    det = small(contamination=0.05).fit(x)
+    train = np.sort(det.train_scores_.numpy().astype(np.float64))
+    assert train.size == 270  # the 10 % validation rows do not set the threshold
+    assert det.threshold_ == pytest.approx(np.quantile(train, 0.95), rel=1e-9)
+    logs = np.log(train)
+    mad = np.median(np.abs(logs - np.median(logs)))
+    expected = float(np.exp(np.median(logs) + 3 * 1.4826 * mad))
+    auto = det.set_params(contamination="auto")._threshold_of(det.train_scores_)
+    assert auto == pytest.approx(expected, rel=1e-9)
+    assert auto_threshold(torch.from_numpy(train)) == pytest.approx(expected, rel=1e-9)
+    fixed = small(threshold=0.5).fit(x)
+    assert fixed.threshold_ == 0.5 and "fixed" in fixed.threshold_rule
+
+
+def test_tail_probability_by_hand(fitted):
+    x = np.concatenate([beats(30, seed=4), beats(5, seed=5, anomalous=True)])
+    p = fitted.tail_probability(x)
+    s = fitted.decision_function(x).astype(np.float64)
+    train = fitted.train_scores_.numpy().astype(np.float64)
+    expected = (1 + (train[None, :] >= s[:, None]).sum(1)) / (1 + train.size)
+    np.testing.assert_allclose(p, expected, rtol=0, atol=1e-12)
+    assert p[-5:].max() < 0.01  # the anomalous rows score above every training row
+
+
+def test_inputs_come_back_as_they_came(fitted):
+    x = beats(10, seed=6)
+    as_tensor = fitted.decision_function(torch.from_numpy(x))
+    assert isinstance(as_tensor, torch.Tensor)
+    np.testing.assert_array_equal(as_tensor.numpy(), fitted.decision_function(x))
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(x, columns=[f"c{i}" for i in range(x.shape[1])])
+    np.testing.assert_array_equal(fitted.decision_function(frame), fitted.decision_function(x))
+
+
+def test_rows_are_resampled_to_the_vae_width():
+    assert [nearest_power_of_two(n) for n in (140, 256, 200, 3)] == [128, 256, 256, 8]
+    det = small(epochs=2).fit(beats(50, width=140))
+    assert det.n_features_in_ == 140 and det.width_ == 128
+    assert det.decision_function(beats(3, width=140)).shape == (3,)
+    mlp = small(model="mlp", epochs=2).fit(beats(50, width=140))
+    assert mlp.width_ == 140
+
+
+def test_bad_input_is_one_line(fitted):
+    x = beats(20)
+    x[3, 5] = np.nan
+    with pytest.raises(DevicepipeError, match="NaN or infinite value.*row 3"):
+        fitted.decision_function(x)
+    with pytest.raises(DevicepipeError, match="X has 32 features, but BeatAnomalyDetector is expecting 64"):
+        fitted.predict(beats(4, width=32))
+    with pytest.raises(DevicepipeError, match="Reshape your data"):
+        fitted.predict(beats(1)[0])
+    with pytest.raises(DevicepipeError, match="not fitted yet"):
+        small().decision_function(x)
+    with pytest.raises(DevicepipeError, match="too few to learn from"):
+        small().fit(beats(3))
+    with pytest.raises(DevicepipeError, match="contamination must be within"):
+        small(contamination=0.7).fit(beats(20))
+    with pytest.raises(DevicepipeError, match="model='cnn' is not one of"):
+        small(model="cnn").fit(beats(20))
+
+
+def test_saved_model_scores_identically_in_a_new_process(fitted, tmp_path):
+    path = fitted.save(tmp_path / "m.pt", geometry={"input": "test"})
+    x = beats(25, seed=7)
+    np.save(tmp_path / "x.npy", x)
+    code = (
+        "import numpy as np, devicepipe as dp;"
+        f"d = dp.load_model({str(path)!r}, device='cpu');"
+        f"np.save({str(tmp_path / 's.npy')!r}, d.decision_function(np.load({str(tmp_path / 'x.npy')!r})));"
+        "print(d.threshold_, d.geometry_['input'], d.get_params()['epochs'])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert float(out[0]) == fitted.threshold_ and out[1] == "test" and out[2] == "40"
+    np.testing.assert_array_equal(np.load(tmp_path / "s.npy"), fitted.decision_function(x))
+
+
+def test_ensemble_round_trip(tmp_path):
+    det = small(ensemble=3, epochs=5).fit(beats(120))
+    loaded = dp.load_model(det.save(tmp_path / "e.pt"), device="cpu")
+    assert len(loaded.models_) == 3
+    x = beats(8, seed=9)
+    np.testing.assert_array_equal(loaded.decision_function(x), det.decision_function(x))
+    np.testing.assert_array_equal(loaded.tail_probability(x), det.tail_probability(x))
+
+
+def test_foreign_damaged_and_newer_files_are_refused(fitted, tmp_path):
+    good = fitted.save(tmp_path / "good.pt")
+    with pytest.raises(DevicepipeError, match="no model in .*model.pt not found"):
+        dp.load_model(tmp_path)
+    truncated = tmp_path / "truncated.pt"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    with pytest.raises(DevicepipeError, match="cannot read model .*damaged or truncated"):
+        dp.load_model(truncated)
+    torch.save({"weights": torch.zeros(3)}, tmp_path / "foreign.pt")
+    with pytest.raises(DevicepipeError, match="not a devicepipe model file"):
+        dp.load_model(tmp_path / "foreign.pt")
+    torch.save({"model": {}, "optimizer": {}, "epoch": 3}, tmp_path / "checkpoint.pt")
+    with pytest.raises(DevicepipeError, match="training checkpoint, not a model file"):
+        dp.load_model(tmp_path / "checkpoint.pt")
+    state = torch.load(good, weights_only=True)
+    state["format_version"] = MODEL_FORMAT_VERSION + 1
+    torch.save(state, tmp_path / "newer.pt")
+    with pytest.raises(DevicepipeError, match="upgrade devicepipe"):
+        dp.load_model(tmp_path / "newer.pt")
+
+    class Payload:  # a pickle that would run code when loaded without weights_only
+        def __reduce__(self):
+            return (print, ("ran",))
+
+    torch.save({"format": "devicepipe-model", "x": Payload()}, tmp_path / "code.pt")
+    with pytest.raises(DevicepipeError, match="more than tensors and plain data"):
+        dp.load_model(tmp_path / "code.pt")
+
+
+@pytest.mark.cuda
+def test_a_model_moves_between_gpu_and_cpu(tmp_path):
+    x = beats(200)
+    on_gpu = small(device="cuda").fit(x)
+    on_cpu = dp.load_model(on_gpu.save(tmp_path / "g.pt"), device="cpu")
+    new = beats(30, seed=3)
+    np.testing.assert_allclose(on_cpu.decision_function(new), on_gpu.decision_function(new), rtol=1e-4, atol=1e-6)
+    back = dp.load_model(small().fit(x).save(tmp_path / "c.pt"), device="cuda")
+    assert back.models_[0].conv0.weight.device.type == "cuda"
+    assert back.decision_function(torch.from_numpy(new).cuda()).device.type == "cuda"
+
+
+def test_evaluate_anomalies_matches_scikit_learn():
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        n = int(rng.integers(6, 200))
+        y = rng.integers(0, 2, n)
+        y[:2] = [0, 1]
+        s = np.round(rng.normal(size=n) + y * rng.uniform(0, 2), 1)  # rounded: many ties
+        e = dp.evaluate_anomalies(y, s)
+        assert e.roc_auc == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+        assert e.average_precision == pytest.approx(average_precision_score(y, s), abs=1e-12)
+        best = max(f1_score(y, s >= t) for t in np.unique(s))
+        assert e.best_f1 == pytest.approx(best, abs=1e-12)
+        assert f1_score(y, s >= e.best_threshold) == pytest.approx(best, abs=1e-12)
+        assert (e.n_anomalies, e.n_normal) == (int(y.sum()), int(n - y.sum()))
+    on_device = dp.evaluate_anomalies(torch.tensor([0, 0, 1, 1]), torch.tensor([0.1, 0.4, 0.35, 0.8]))
+    assert on_device.roc_auc == 0.75  # by hand: of the 4 pairs, (0.35 vs 0.4) is the one ordered wrongly
+    with pytest.raises(DevicepipeError, match="needs both anomalies"):
+        dp.evaluate_anomalies([0, 0], [0.1, 0.2])
+    with pytest.raises(DevicepipeError, match="NaN"):
+        dp.evaluate_anomalies([0, 1], [0.1, float("nan")])
