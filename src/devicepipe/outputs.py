@@ -337,7 +337,8 @@ def train_figures(
         host["train_scores"],
         host["scores"],
         threshold,
-        title="Scores of the training beats (all, and the training split)",
+        title="Scores of the training beats (the threshold is taken from the training split)",
+        names=("training split", "every beat, validation included"),
     )
     return {name: save_figure(fig, out / name) for name, fig in figs.items()}
 

@@ -49,6 +49,8 @@ CAPTIONS = {
     "named is slower); hatched bars compare different work, as the note under the chart says",
     "bandwidth.png": "copy bandwidth against the size of one copy: small copies pay a fixed cost",
     "crossover.png": "time against input size on each device; from the crossover on, the GPU wins",
+    "scores.png": "the share of beats at each score, against the model's training beats; the dashed line is "
+    "the threshold, and a recording like the training beats lies over them",
 }
 
 
@@ -298,7 +300,7 @@ def render_report(
             ("beats flagged as anomalous", _number(c["flagged"])),
             ("share flagged", f"{100 * summary['flag_rate']:.2f} %"),
             ("threshold (score, the model's)", _number(summary["threshold"])),
-            ("model", str(m.get("path") or "given in Python")),
+            ("model", "/".join(Path(m["path"]).parts[-2:]) if m.get("path") else "given in Python"),
             ("model trained on", f"{_number(m['training_beats'])} beats, on {m.get('trained_on_device')}"),
             *facts,
             *_heart_rate_facts(summary),

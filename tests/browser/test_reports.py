@@ -21,7 +21,15 @@ from pathlib import Path
 import pytest
 
 from devicepipe.datasets import Engine, run_dataset
-from devicepipe.pipeline import LearnSettings, SeriesLearnSettings, run_beats, run_ecg, run_series
+from devicepipe.pipeline import (
+    LearnSettings,
+    SeriesLearnSettings,
+    run_beats,
+    run_ecg,
+    run_score,
+    run_series,
+    run_train,
+)
 from devicepipe.simulate import simulate_ecg, simulate_load, write_simulated_ecg, write_simulated_load
 
 pytestmark = pytest.mark.browser
@@ -132,6 +140,25 @@ def test_ecg_report_lists_the_flagged_beats(tmp_path, shots):
     warnings = [f"Warning: {w[:60]}" for w in s["warnings"]]
     _check_page(seen, [f"{s['counts']['beats_found']:,}", f"{flagged} rows flagged", *warnings], images=6)
     assert seen["text"].count("\nV\n") + seen["text"].count("\tV\t") > 0  # reference labels of flagged beats
+
+
+def test_score_and_train_reports_open_cleanly(tmp_path, shots):
+    folder = tmp_path / "population"
+    for i in range(2):
+        write_simulated_ecg(simulate_ecg(120, 250, seed=10 + i), folder / f"rec{i}.parquet")
+    trained = run_train(folder, tmp_path / "train", settings=LearnSettings(epochs=3), device="cpu")
+    seen = open_in_browser(tmp_path / "train" / "report.html", shots)
+    t = trained.summary
+    _check_page(seen, [f"{t['counts']['beats']:,}", "recordings left out", "What the model learned"], images=3)
+    sim = simulate_ecg(180, 250, seed=1, ectopic_rate=0.03)
+    src, truth = write_simulated_ecg(sim, tmp_path / "new.parquet")
+    scored = run_score(src, tmp_path / "score", model=tmp_path / "train", device="cpu", reference=truth)
+    seen = open_in_browser(tmp_path / "score" / "report.html", shots)
+    s = scored.summary
+    aami = s["reference"]["aami"]
+    numbers = [f"{s['counts']['beats_kept']:,}", f"{100 * s['flag_rate']:.2f} %", "Flag rate by AAMI class"]
+    numbers += [f"{100 * aami['N']['flag_rate']:.1f} %"]
+    _check_page(seen, numbers, images=5)
 
 
 def test_series_report_opens_cleanly(tmp_path, shots):

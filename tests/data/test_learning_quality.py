@@ -7,12 +7,18 @@ for seeds 0, 1, 2; target 0.98.
 """
 
 import json
+import subprocess
+import sys
 
-from evaluation import ecg5000_auc
+import numpy as np
+import pytest
+from evaluation import ecg5000_auc, load_ecg5000
 from typer.testing import CliRunner
 
+import devicepipe as dp
 from conftest import require_data
 from devicepipe.cli import app
+from devicepipe.score import roc_auc
 
 
 def test_ecg5000_one_vae_floor():
@@ -57,3 +63,24 @@ def test_series_command_on_aep(tmp_path):
     assert 25 <= len(flagged) <= 100  # the 99th percentile of the training days' scores
     # a data error found by reading the file: 10/20/2008 14:00 reads 25695 MW between hours of about 16000
     assert "2008-10-20" in flagged
+
+
+def test_ecg5000_through_the_estimator_and_a_reloaded_model(tmp_path):
+    """The estimator at the harness's recipe gives the harness's AUC (an independent path: fit, score,
+    roc_auc of benchmarks/evaluation.py), and its model file scores identically in a new process."""
+    x_train, y_train, x_test, y_test = load_ecg5000(require_data("ecg5000"))
+    det = dp.BeatAnomalyDetector(latent=4, epochs=300, batch_size=64, lr=3e-3, val_fraction=0.0, device="cpu")
+    det.fit(x_train[y_train == 1])
+    scores = det.decision_function(x_test)
+    result = dp.evaluate_anomalies(y_test != 1, scores)
+    assert result.roc_auc >= 0.98, result
+    assert result.roc_auc == pytest.approx(roc_auc(y_test != 1, scores), abs=1e-12)
+    assert result.roc_auc == pytest.approx(ecg5000_auc(require_data("ecg5000"), epochs=300, latent=4).auc, abs=1e-9)
+    np.save(tmp_path / "x.npy", x_test)
+    code = (
+        "import numpy as np, devicepipe as dp;"
+        f"d = dp.load_model({str(det.save(tmp_path / 'm.pt'))!r}, device='cpu');"
+        f"np.save({str(tmp_path / 's.npy')!r}, d.decision_function(np.load({str(tmp_path / 'x.npy')!r})))"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    np.testing.assert_array_equal(np.load(tmp_path / "s.npy"), scores)
