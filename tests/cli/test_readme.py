@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -110,6 +111,8 @@ def test_every_readme_command_runs_as_written(commands_run):
     assert "F1" in beats_sim.stdout  # the simulator's truth file is accepted as a reference
     beats_100 = next(p for line, p in by_line.items() if line.startswith("devicepipe beats mitdb/100"))
     assert "F1 1.0000" in beats_100.stdout  # MIT-BIH 100, as the README states
+    score_100 = next(p for line, p in by_line.items() if line.startswith("devicepipe score mitdb/100"))
+    assert "flag rate by AAMI class: N" in score_100.stdout  # a population model on a recording it never saw
     skipped = [line for line, proc in commands_run if proc is None]
     assert all(needs_gpu(line) for line in skipped)
 
@@ -132,9 +135,12 @@ def test_every_readme_python_block_runs_as_written(commands_run, reader_dir, mon
     assert namespace["accuracy"].f1 == 1.0  # MIT-BIH 100 against its reference annotations
     assert tuple(namespace["beats"].matrix.shape)[1] == 256
     assert namespace["sim"].signal.shape[-1] == 3600 * 360
-    scores = namespace["scores"]
-    assert 0 < int(scores.flags.sum()) < 0.05 * scores.flags.numel()  # 99th percentile: about 1 % flagged
-    assert namespace["history"].best_epoch is not None
+    det, scores, tail = namespace["det"], namespace["scores"], namespace["tail"]
+    assert 0 < int(det.labels_.sum()) < 0.05 * det.labels_.size  # contamination 0.01: about 1 % flagged
+    assert det.histories_[0]["stopped_early"]  # it stopped by itself
+    # the reloaded model on the CPU gives the scores of the fitted one (computed where it was fitted)
+    np.testing.assert_allclose(scores, det.decision_scores_, rtol=1e-5, atol=1e-7)
+    assert 0 < tail.min() and tail.max() <= 1
     assert 70 < float(namespace["h"].mean_hr_bpm) < 80  # MIT-BIH 100 beats at about 75 per minute
-    assert (reader_dir / "run-api" / "checkpoint.pt").exists()
+    assert (reader_dir / "beats-model.pt").exists()
     assert namespace["ledger"].host_to_device == (1 if torch.cuda.is_available() else 0)
