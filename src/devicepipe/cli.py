@@ -1143,6 +1143,13 @@ def train(
     resume: ResumeOpt = False,
     bf16: Bf16Opt = False,
     threads: ThreadsOpt = None,
+    memory_budget: Annotated[
+        str | None,
+        typer.Option(
+            help="Device memory for the beats, e.g. 8GB; beyond it they stay in host memory and go to the "
+            "device a batch at a time (same result). Default: a quarter of the device's free memory."
+        ),
+    ] = None,
 ) -> None:
     """Train one model of normal beats on many recordings, for 'devicepipe score' to apply to any other.
 
@@ -1184,6 +1191,7 @@ def train(
                 encoding=encoding,
                 progress=con.print,
                 epoch_progress=update,
+                memory_budget=None if memory_budget is None else parse_bytes(memory_budget),
             )
     finally:
         if joined is not None:

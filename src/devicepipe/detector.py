@@ -397,6 +397,7 @@ class BeatAnomalyDetector:
         tensorboard: str | Path | None = None,
         extra_state: dict[str, Any] | None = None,
         on_start: Callable[[ThreadChoice], None] | None = None,
+        stream: bool = False,
     ) -> BeatAnomalyDetector:
         """Train on the rows of ``X`` (all taken as normal; ``y`` is ignored) and set the threshold.
 
@@ -404,7 +405,8 @@ class BeatAnomalyDetector:
         ``ensemble.pt`` at the end; ``resume`` continues its checkpoint exactly.
         ``callback(epoch, train loss, val loss)`` after every epoch; ``on_start(threads)`` once
         the thread count is chosen, before the first epoch; ``extra_state`` is stored in the
-        checkpoint beside the weights. Sets ``models_``,
+        checkpoint beside the weights. ``stream``: keep the rows in host memory and copy one
+        batch at a time to the device (rows that do not fit on it; the result is the same). Sets ``models_``,
         ``scaler_``, ``decision_scores_`` ``(n,)``, ``threshold_``, ``labels_``, ``histories_``,
         ``threads_``, ``details_`` (embeddings, scores, spread and flags of the training rows,
         on the device) and ``train_scores_`` (the training split's sorted scores).
@@ -416,7 +418,7 @@ class BeatAnomalyDetector:
             **{**settings.to_dict(), "resume": resume, "tensorboard": tensorboard and str(tensorboard)}
         )
         device = resolve_device(self.device)
-        rows = self._rows(X, device, "fit()")
+        rows = self._rows(X, torch.device("cpu") if stream else device, "fit()")
         n_columns = rows.shape[1]
         width = self.width or (nearest_power_of_two(n_columns) if self.model == "vae" else n_columns)
         if self.model == "vae":
@@ -432,9 +434,8 @@ class BeatAnomalyDetector:
                 f"fit(): {data.shape[0]} sample(s) (rows) are too few to learn from; give at least {MIN_ROWS}."
             )
         make = self._make_model(width, device)
-        threads = choose_threads(
-            make(settings.seed), data[: settings.batch_size], threads=settings.threads, copies=settings.ensemble
-        )
+        probe = data[: settings.batch_size].to(device)
+        threads = choose_threads(make(settings.seed), probe, threads=settings.threads, copies=settings.ensemble)
         extra = {"scaler": None if scaler is None else scaler.state_dict(), **(extra_state or {})}
         if on_start is not None:
             on_start(threads)
@@ -442,7 +443,7 @@ class BeatAnomalyDetector:
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
         with using_threads(threads.threads):
-            models, histories = train_models(make, data, settings, out, extra, callback)
+            models, histories = train_models(make, data, settings, out, extra, callback, stream=stream)
             details = _details(models, data)
         train_rows, _ = split_indices(data.shape[0], settings.val_fraction, settings.seed, device)
         train_scores = details.scores[train_rows]

@@ -28,6 +28,9 @@ from devicepipe.train import EarlyStopping, History, adam, check_finite_rows, di
 
 __all__ = ["Ensemble", "fit_ensemble", "member_seeds", "save_ensemble"]
 
+#: Validation rows evaluated at once (all members together).
+VAL_BATCH = 4096
+
 
 class _Losses(nn.Module):
     """Wraps a model so that ``forward`` is its per-row loss (what ``functional_call`` calls)."""
@@ -69,6 +72,7 @@ def fit_ensemble(
     patience: int | None = None,
     min_improvement: float = 1e-3,
     member_ids: list[int] | None = None,
+    stream: bool = False,
 ) -> Ensemble:
     """Train ``members`` models built by ``make_model(member_seed)`` on ``data`` at once.
 
@@ -81,20 +85,24 @@ def fit_ensemble(
     """
     if members < 1:
         raise DevicepipeError(f"fit_ensemble(): members must be at least 1, got {members}.")
-    device = data.device
     check_finite_rows(data, "fit_ensemble()")
     seeds = member_seeds(seed, members)
     if member_ids is not None:
         seeds = [seeds[i] for i in member_ids]
         members = len(seeds)
     models = [make_model(s) for s in seeds]
+    device = next(models[0].parameters()).device
     if any(next(m.parameters()).device != device for m in models):
-        raise DevicepipeError("fit_ensemble(): make_model must put each model on the data's device.")
+        raise DevicepipeError("fit_ensemble(): make_model must put every member on one device.")
+    if data.device != device and not (stream and data.device.type == "cpu"):
+        raise DevicepipeError(
+            f"fit_ensemble(): make_model must put each model on the data's device ({data.device}), not {device}."
+        )
     wrapped = [_Losses(m) for m in models]
     params, buffers = stack_module_state(wrapped)  # each (members, ...), leaves requiring grad
     base = copy.deepcopy(wrapped[0]).to("meta")
     train_idx, val_idx = split_indices(data.shape[0], val_fraction, seed, device)
-    train, val = data[train_idx], data[val_idx]
+    train, val = data[train_idx.to(data.device)], data[val_idx.to(data.device)]
     optimizer = adam(list(params.values()), lr=lr, weight_decay=weight_decay)
     latent = models[0].noise_dim
 
@@ -121,7 +129,9 @@ def fit_ensemble(
         totals = torch.zeros(members, dtype=torch.float64, device=device)
         for start in range(0, n, batch_size):
             idx = order[:, start : start + batch_size]
-            xb = train[idx]  # (members, batch, ...)
+            xb = (
+                train[idx] if train.device == device else train[idx.to(train.device)].to(device)
+            )  # (members, batch, ...)
             if eps_all is None:
                 losses = vmap(member_loss, in_dims=(0, 0, 0, None))(params, buffers, xb, None)
             else:
@@ -132,11 +142,12 @@ def fit_ensemble(
             totals += losses.detach().to(torch.float64) * idx.shape[1]
         base.eval()
         with torch.no_grad():
-            val_sum = (
-                vmap(member_sum, in_dims=(0, 0, None))(params, buffers, val)
-                if val.shape[0]
-                else torch.full((members,), float("nan"), device=device)
-            )
+            val_sum = torch.zeros(members, dtype=data.dtype, device=device)
+            for v in range(0, val.shape[0], VAL_BATCH):
+                rows = val[v : v + VAL_BATCH].to(device)
+                val_sum += vmap(member_sum, in_dims=(0, 0, None))(params, buffers, rows)
+            if not val.shape[0]:
+                val_sum = torch.full((members,), float("nan"), device=device)
         elapsed = time.perf_counter() - started
         bad = torch.nonzero(~torch.isfinite(totals)).flatten().tolist()
         if bad:

@@ -157,9 +157,10 @@ def train_models(
     out: Path | None,
     extra_state: dict[str, Any],
     progress: EpochCallback | None = None,
+    stream: bool = False,
 ) -> tuple[list[nn.Module], list[dict[str, list[float]]]]:
     """Train one model (checkpointed in ``out``, resumable) or a vmap ensemble (saved to ``out``);
-    ``out=None`` writes nothing.
+    ``out=None`` writes nothing; ``stream``: ``data`` stays in host memory, a batch at a time on the device.
 
     ``make_model(seed)`` returns a model on ``data``'s device initialised from ``seed``;
     ``extra_state`` (e.g. the scaler) is stored with the weights. Without an exact
@@ -175,6 +176,7 @@ def train_models(
         val_fraction=settings.val_fraction,
         patience=settings.patience if settings.early_stopping else None,
         min_improvement=settings.min_improvement,
+        stream=stream,
     )
     if settings.ensemble > 1:
         rank, world = distributed()

@@ -700,6 +700,8 @@ def _learn(
     extra_state: dict[str, Any],
     epoch_progress: EpochProgress | None,
     what: str,
+    *,
+    stream: bool = False,
 ) -> _Learned:
     """The shared middle of the learning pipelines: fit ``detector`` on ``rows`` in ``run.out``
     (its checkpoint there), score every row."""
@@ -718,6 +720,7 @@ def _learn(
             tensorboard=settings.tensorboard,
             extra_state=extra_state,
             on_start=started,
+            stream=stream,
         )
     warning = convergence_warning(detector.histories_)
     return _Learned(detector, detector.details_, settings.epoch_limit, warning)
@@ -1169,6 +1172,7 @@ def run_train(
     recording_progress: Callable[[int, int], None] | None = None,
     epoch_progress: EpochProgress | None = None,
     count_transfers: bool = True,
+    memory_budget: int | None = None,
 ) -> LearnResult:
     """Train one beat model on the beats of many recordings: a population's model of normal.
 
@@ -1179,7 +1183,9 @@ def run_train(
     between recordings), then all train one VAE (or ensemble) on the device; a recording that
     cannot be read is left out and named in the summary. ``recording_progress(done, total)``
     after each recording. Under ``torchrun`` each process trains its share of every batch
-    (DistributedDataParallel); rank 0 writes.
+    (DistributedDataParallel); rank 0 writes. Beats beyond ``memory_budget`` bytes (default: a
+    quarter of the device's free memory) are held in host memory and streamed to the device a
+    batch at a time, with the same result.
 
     Writes to ``out``: ``model.pt`` (what ``score`` takes), ``checkpoint.pt`` (or
     ``ensemble.pt``), ``recordings.parquet`` (per recording: beats, flagged, median score),
@@ -1196,6 +1202,8 @@ def run_train(
     run.note(f"cutting the beats of {described}")
     parts, used, skipped = [], [], []
     window_s = None
+    budget = memory_budget if memory_budget is not None else free_memory(run.device) // 4
+    held, stream = 0, False
     for i, src in enumerate(sources):
         try:
             rec = _read_ecg(run, str(src.path), channel, sampling_rate, nan, encoding)
@@ -1210,7 +1218,13 @@ def run_train(
             if beats.matrix.shape[0] == 0:
                 raise DevicepipeError(f"no whole beat was cut from {rec.source}")
             with run.stage("scale"):
-                parts.append(beat_rows(beats.matrix, width))
+                rows = beat_rows(beats.matrix, width)
+            held += rows.numel() * rows.element_size()
+            if held > budget and not stream:  # from here on the beats wait in host memory
+                stream = True
+                run.note(f"the beats pass the memory budget ({held:,} bytes): held in host memory, streamed")
+                parts = [p.cpu() for p in parts]
+            parts.append(rows.cpu() if stream else rows)
             used.append({"path": str(src.path), "beats": int(beats.matrix.shape[0]), "rate_hz": rec.sampling_rate})
             window_s = beats.window_s
             geometry_beats = beats
@@ -1226,6 +1240,8 @@ def run_train(
         )
     data = torch.cat(parts)
     del parts
+    if stream and run.device.type == "cuda":
+        data = data.pin_memory()  # copies of pinned memory to the GPU are faster and can overlap
     detector = _detector(settings, run.device, model="vae", width=vae.width, scaling="none")
     learned = _learn(
         run,
@@ -1273,6 +1289,7 @@ def run_train(
             "by its own recording's beats (units: squared standard deviations)"
         ),
         "distributed": distributed_summary(),
+        "streamed": {"from_host": stream, "bytes": held, "budget_bytes": budget},
         "warnings": [f"{len(skipped)} recording(s) left out (see recordings.skipped in summary.json)"]
         if skipped
         else [],

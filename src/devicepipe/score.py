@@ -34,12 +34,20 @@ __all__ = [
 ]
 
 
+def _batches(model: nn.Module, x: torch.Tensor, batch_size: int) -> Any:
+    """Slices of ``x`` of ``batch_size`` rows, each on the model's device (rows held in host memory
+    are copied a batch at a time)."""
+    device = next(model.parameters()).device
+    for i in range(0, x.shape[0], batch_size):
+        yield x[i : i + batch_size].to(device, non_blocking=True)
+
+
 @torch.no_grad()
 def embed(model: nn.Module, x: torch.Tensor, *, batch_size: int = 1024) -> torch.Tensor:
-    """Latent means of ``x`` (shape ``(n, ...)``) -> ``(n, latent)``, in eval mode."""
+    """Latent means of ``x`` (shape ``(n, ...)``) -> ``(n, latent)`` on the model's device, in eval mode."""
     was = model.training
     model.eval()
-    out = torch.cat([model.encode(x[i : i + batch_size])[0] for i in range(0, x.shape[0], batch_size)])
+    out = torch.cat([model.encode(b)[0] for b in _batches(model, x, batch_size)])
     model.train(was)
     return out
 
@@ -49,15 +57,23 @@ def reconstruct(model: nn.Module, x: torch.Tensor, *, batch_size: int = 1024) ->
     """Reconstructions of ``x`` from the latent means (no sampling), same shape as ``x`` rows."""
     was = model.training
     model.eval()
-    out = torch.cat([model(x[i : i + batch_size])[0] for i in range(0, x.shape[0], batch_size)])
+    out = torch.cat([model(b)[0] for b in _batches(model, x, batch_size)])
     model.train(was)
     return out
 
 
+@torch.no_grad()
 def reconstruction_error(model: nn.Module, x: torch.Tensor, *, batch_size: int = 1024) -> torch.Tensor:
-    """Mean squared reconstruction error per row, shape ``(n,)``."""
-    recon = reconstruct(model, x, batch_size=batch_size)
-    return (recon - x.reshape(recon.shape)).square().mean(-1)
+    """Mean squared reconstruction error per row, shape ``(n,)``, on the model's device (computed a
+    batch at a time, so no ``(n, width)`` reconstruction is held)."""
+    was = model.training
+    model.eval()
+    errors = []
+    for b in _batches(model, x, batch_size):
+        recon = model(b)[0]
+        errors.append((recon - b.reshape(recon.shape)).square().mean(-1))
+    model.train(was)
+    return torch.cat(errors)
 
 
 def anomaly_threshold(train_scores: torch.Tensor, percentile: float = 99.0) -> float:

@@ -228,9 +228,10 @@ def evaluate_loss(model: nn.Module, data: torch.Tensor, batch_size: int = 4096) 
         return float("nan")
     was_training = model.training
     model.eval()
-    total = torch.zeros((), dtype=torch.float64, device=data.device)
+    device = next(model.parameters()).device
+    total = torch.zeros((), dtype=torch.float64, device=device)
     for start in range(0, data.shape[0], batch_size):
-        total += model.losses(data[start : start + batch_size]).sum().to(torch.float64)
+        total += model.losses(data[start : start + batch_size].to(device)).sum().to(torch.float64)
     model.train(was_training)
     return float(total) / data.shape[0]
 
@@ -291,6 +292,7 @@ def fit(
     bf16: bool = False,
     patience: int | None = None,
     min_improvement: float = 1e-3,
+    stream: bool = False,
 ) -> History:
     """Train ``model`` (already on ``data``'s device) with Adam; return the per-epoch history.
 
@@ -315,9 +317,12 @@ def fit(
     patience : stop early when the validation loss has not improved (by ``min_improvement``,
         relative) for this many epochs, and end with the best epoch's weights; ``epochs`` is
         then a maximum. None: exactly ``epochs`` epochs, the last weights kept.
+    stream : rows in host memory stay there and each batch is copied to the model's device
+        (for rows that do not fit on it); the batch order and noise are drawn on the device
+        as always, so the result equals that of rows held on the device.
     """
     device = next(model.parameters()).device
-    data = model_rows(model, data, "fit()")
+    data = model_rows(model, data, "fit()", host=stream)
     check_finite_rows(data, "fit()")
     if epochs < 1 or batch_size < 1:
         raise DevicepipeError(f"fit(): epochs and batch_size must be positive, got {epochs} and {batch_size}.")
@@ -327,7 +332,7 @@ def fit(
             cli="bf16 autocast is for CUDA devices; drop --bf16 on the CPU.",
         )
     train_idx, val_idx = split_indices(data.shape[0], val_fraction, seed if split_seed is None else split_seed, device)
-    train, val = data[train_idx], data[val_idx]
+    train, val = data[train_idx.to(data.device)], data[val_idx.to(data.device)]
     stopper = None if patience is None else EarlyStopping(patience, min_improvement)
     if stopper is not None and val.shape[0] == 0:
         raise DevicepipeError("fit(): early stopping watches the validation loss; use val_fraction > 0.")
@@ -383,8 +388,11 @@ def fit(
                 if world > 1:  # this rank's share; the loss scaled so the averaged gradient is the batch mean's
                     idx = idx[rank::world]
                     eps = None if eps is None else eps[rank::world]
+                rows = (
+                    train[idx] if train.device == device else train[idx.to(train.device)].to(device, non_blocking=True)
+                )
                 with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                    losses = step_losses(train[idx], eps)
+                    losses = step_losses(rows, eps)
                 loss = losses.float().mean() if world == 1 else losses.float().sum() * (world / n_batch)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()

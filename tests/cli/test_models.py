@@ -172,3 +172,25 @@ def test_resume_under_two_ranks(population, tmp_path):
     assert_same_weights(tmp_path / "whole" / "model.pt", tmp_path / "parts" / "model.pt")
     with pytest.raises(AssertionError):  # the check can fail: two more epochs changed the weights
         assert_same_weights(tmp_path / "after2.pt", tmp_path / "parts" / "model.pt")
+
+
+@pytest.mark.parametrize("ensemble", [1, 2])
+def test_beats_beyond_the_memory_budget_are_streamed_with_the_same_result(population, tmp_path, ensemble):
+    settings = dp.pipeline.LearnSettings(epochs=3, ensemble=ensemble, threads=1)
+    held = dp.run_train(population / "pop", tmp_path / "held", settings=settings, device="cpu")
+    streamed = dp.run_train(population / "pop", tmp_path / "streamed", settings=settings, device="cpu",
+                            memory_budget=10_000)  # fmt: skip
+    assert held.summary["streamed"]["from_host"] is False
+    assert streamed.summary["streamed"]["from_host"] is True
+    for a, b in zip(weights(tmp_path / "held" / "model.pt"), weights(tmp_path / "streamed" / "model.pt"), strict=True):
+        assert all(torch.equal(a[k], b[k]) for k in a)  # the same batches, the same arithmetic
+    assert held.summary["threshold"] == streamed.summary["threshold"]
+
+
+@pytest.mark.cuda
+def test_streaming_to_a_gpu_equals_holding_the_beats_there(population, tmp_path):
+    settings = dp.pipeline.LearnSettings(epochs=3, threads=1)
+    dp.run_train(population / "pop", tmp_path / "held", settings=settings, device="cuda")
+    s = dp.run_train(population / "pop", tmp_path / "streamed", settings=settings, device="cuda", memory_budget=10_000)
+    assert s.summary["streamed"]["from_host"] is True
+    assert_same_weights(tmp_path / "held" / "model.pt", tmp_path / "streamed" / "model.pt", atol=1e-6)

@@ -48,19 +48,20 @@ class Model(Protocol):
     def config_dict(self) -> dict[str, Any]: ...
 
 
-def model_rows(model: torch.nn.Module, data: Any, caller: str) -> torch.Tensor:
+def model_rows(model: torch.nn.Module, data: Any, caller: str, *, host: bool = False) -> torch.Tensor:
     """``data`` as the rows ``model`` takes: a floating tensor ``(n, row_width)`` on its device.
 
     ``data`` is a tensor already on the model's device, a :class:`devicepipe.ecg.Beats` (its
     ``matrix``), or anything :func:`devicepipe.to_torch` takes (a NumPy array, a DataFrame, ...),
     which is placed on the model's device. Integer rows become float32. ``caller`` names the
-    function in error messages.
+    function in error messages. ``host``: rows in host memory stay there (to be streamed to the
+    model's device a batch at a time).
     """
     rows = getattr(data, "matrix", data)
     device = next(model.parameters()).device
     if not isinstance(rows, torch.Tensor):
-        rows = to_torch(rows, device=device)
-    elif rows.device != device:
+        rows = to_torch(rows, device="cpu" if host else device)
+    elif rows.device != device and not (host and rows.device.type == "cpu"):
         raise DevicepipeError(
             f"{caller}: the rows are on {rows.device} but the model is on {device}; "
             f"move one of them (rows.to({str(device)!r}) or model.to({str(rows.device)!r}))."
