@@ -81,8 +81,9 @@ def train(listing: Path, out: Path, *, nproc: int, threads: int, device: str, ep
 
 def scoring(model_dir: Path, listing: Path, device: str, threads: int, repeats: int) -> dict:
     """Beats per second of a reloaded model's decision_function on the population's own beats."""
-    torch.set_num_threads(threads)
+    os.environ["DEVICEPIPE_THREADS"] = str(threads)  # the detector takes its thread count from it
     det = dp.load_model(model_dir, device=device)
+    assert det.threads_.threads == threads
     rows = []
     for path in listing.read_text().split():
         rec = dp.read_series(path, 0, device=device)

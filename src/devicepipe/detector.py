@@ -70,7 +70,9 @@ __all__ = [
     "MODEL_FORMAT",
     "MODEL_FORMAT_VERSION",
     "MODEL_NAME",
+    "SCORERS",
     "BeatAnomalyDetector",
+    "knn_distance",
     "auto_threshold",
     "load_model",
     "nearest_power_of_two",
@@ -89,6 +91,9 @@ MIN_ROWS = 10
 AUTO_K = 3.0
 _MAD_TO_SD = 1.4826  # MAD of a normal distribution times this is its standard deviation
 
+#: What a row's score can be (see :class:`BeatAnomalyDetector`).
+SCORERS = ("reconstruction", "knn", "combined")
+
 _MODELS = {"vae": (LightVAE, LightVAEConfig), "mlp": (MLPAutoencoder, MLPAutoencoderConfig)}
 _SCALERS = {"standard": StandardScaler, "minmax": MinMaxScaler}
 
@@ -100,18 +105,57 @@ def nearest_power_of_two(n: int) -> int:
     return max(8, 2 ** round(math.log2(n)))
 
 
-def auto_threshold(train_scores: torch.Tensor, k: float = AUTO_K) -> float:
-    """The robust threshold of ``contamination="auto"``: ``exp(median(log s) + k * 1.4826 * MAD(log s))``.
+def auto_threshold(train_scores: torch.Tensor, k: float = AUTO_K, *, log: bool = True) -> float:
+    """The robust threshold of ``contamination="auto"``: ``exp(median(log s) + k * 1.4826 * MAD(log s))``
+    (with ``log=False``, for scores already on a z scale: ``median(s) + k * 1.4826 * MAD(s)``).
 
-    ``train_scores`` has shape ``(n,)`` (positive reconstruction errors; zeros are floored at
-    the smallest positive float64).
+    ``train_scores`` has shape ``(n,)`` (positive errors or distances; zeros are floored at the
+    smallest positive float64).
     """
     if train_scores.numel() == 0:
         raise DevicepipeError("auto_threshold(): no training scores.")
-    logs = train_scores.double().clamp_min(torch.finfo(torch.float64).tiny).log()
+    values = train_scores.double()
+    if log:
+        values = values.clamp_min(torch.finfo(torch.float64).tiny).log()
+    median = _median(values)
+    mad = _median((values - median).abs())
+    edge = median + k * _MAD_TO_SD * mad
+    return float(torch.exp(edge) if log else edge)
+
+
+def knn_distance(
+    x: torch.Tensor, reference: torch.Tensor, k: int, *, exclude: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Mean Euclidean distance from each row of ``x`` ``(n, w)`` to its ``k`` nearest rows of
+    ``reference`` ``(m, w)``, on the reference's device, in blocks of about 32 M distances
+    (``torch.cdist`` then ``topk``). ``exclude`` ``(n,)``: for each row of ``x``, a row of
+    ``reference`` to leave out (itself, for a training row's own score), or -1. Returns ``(n,)``."""
+    m = reference.shape[0]
+    k = max(1, min(k, m - (1 if exclude is not None else 0)))
+    step = max(1, 2**25 // max(m, 1))
+    out = []
+    for i in range(0, x.shape[0], step):
+        block = x[i : i + step].to(reference.device)
+        d = torch.cdist(block, reference)
+        if exclude is not None:
+            own = exclude[i : i + step].to(reference.device)
+            rows = torch.nonzero(own >= 0).flatten()
+            d[rows, own[rows]] = float("inf")
+        out.append(d.topk(k, dim=1, largest=False).values.mean(1))
+    return torch.cat(out)
+
+
+def _robust_log_scale(values: torch.Tensor) -> tuple[float, float]:
+    """The median and 1.4826 x MAD of ``log(values)`` (the MAD floored so that a constant score divides)."""
+    logs = values.double().clamp_min(torch.finfo(torch.float64).tiny).log()
     median = _median(logs)
-    mad = _median((logs - median).abs())
-    return float(torch.exp(median + k * _MAD_TO_SD * mad))
+    mad = _median((logs - median).abs()) * _MAD_TO_SD
+    return float(median), max(float(mad), 1e-12)
+
+
+def _robust_z(values: torch.Tensor, median: float, scale: float) -> torch.Tensor:
+    logs = values.double().clamp_min(torch.finfo(torch.float64).tiny).log()
+    return ((logs - median) / scale).to(values.dtype)
 
 
 def _quantile(x: torch.Tensor, q: float) -> float:
@@ -195,6 +239,15 @@ class BeatAnomalyDetector:
         (``patience`` epochs, ``min_improvement`` relative), at most ``max_epochs``.
     batch_size, lr, weight_decay, val_fraction, seed, bf16, threads : as
         :class:`devicepipe.learn.LearnSettings` has them.
+    scorer : what a row's score is. ``"reconstruction"``: the mean squared reconstruction
+        error (averaged over the members); ``"knn"``: the mean Euclidean distance from the
+        (scaled, resampled) row to its ``neighbours`` nearest training rows (a training row's
+        own score leaves itself out); ``"combined"``: the mean of the two, each as robust
+        z-scores of its log against the training rows (``(log s - median) / (1.4826 MAD)``).
+    neighbours : k of the nearest-neighbour scores.
+    reference_rows : the most training rows kept for the nearest-neighbour scores (every row
+        given to ``fit``, validation rows included, or a seeded sample of that many); they are
+        saved with the model.
     """
 
     def __init__(
@@ -220,6 +273,9 @@ class BeatAnomalyDetector:
         seed: int = 0,
         bf16: bool = False,
         threads: int | None = None,
+        scorer: str = "reconstruction",
+        neighbours: int = 5,
+        reference_rows: int = 20_000,
     ) -> None:
         self.model = model
         self.ensemble = ensemble
@@ -241,6 +297,9 @@ class BeatAnomalyDetector:
         self.seed = seed
         self.bf16 = bf16
         self.threads = threads
+        self.scorer = scorer
+        self.neighbours = neighbours
+        self.reference_rows = reference_rows
 
     # ------------------------------------------------------------------ scikit-learn's parameter protocol
 
@@ -281,6 +340,10 @@ class BeatAnomalyDetector:
     def _settings(self) -> LearnSettings:
         if self.model not in _MODELS:
             raise DevicepipeError(f"BeatAnomalyDetector: model={self.model!r} is not one of {sorted(_MODELS)}.")
+        if self.scorer not in SCORERS:
+            raise DevicepipeError(f"BeatAnomalyDetector: scorer={self.scorer!r} is not one of {list(SCORERS)}.")
+        if not isinstance(self.neighbours, int) or self.neighbours < 1 or self.reference_rows < 2:
+            raise DevicepipeError("BeatAnomalyDetector: neighbours must be at least 1 and reference_rows at least 2.")
         if self.scaling not in (*_SCALERS, "none", "auto"):
             raise DevicepipeError(
                 f"BeatAnomalyDetector: scaling={self.scaling!r} is not 'standard', 'minmax', 'none' or 'auto'."
@@ -446,6 +509,15 @@ class BeatAnomalyDetector:
             models, histories = train_models(make, data, settings, out, extra, callback, stream=stream)
             details = _details(models, data)
         train_rows, _ = split_indices(data.shape[0], settings.val_fraction, settings.seed, device)
+        self.reference_, self.calibration_ = None, {}
+        if self.scorer != "reconstruction":
+            every = torch.arange(data.shape[0], device=device)  # validation rows are normal rows too
+            self.reference_, positions = self._reference(data, every)
+            with using_threads(threads.threads):
+                neighbours = knn_distance(data, self.reference_, self.neighbours, exclude=positions)
+            details = _Details(
+                details.embeddings, self._combined(details.scores, neighbours, train_rows), details.spread
+            )
         train_scores = details.scores[train_rows]
         self.device_ = device
         self.models_ = models
@@ -464,12 +536,40 @@ class BeatAnomalyDetector:
         self.geometry_: dict[str, Any] = {}
         return self
 
+    def _reference(self, data: torch.Tensor, train_rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The rows ``train_rows`` of ``data`` kept for nearest-neighbour scores (at most
+        ``reference_rows``, a seeded sample), on the device, and each data row's position among
+        them (-1: not kept)."""
+        kept = train_rows
+        if kept.numel() > self.reference_rows:
+            gen = torch.Generator(device=train_rows.device).manual_seed(int(self.seed) + 7)
+            pick = torch.randperm(kept.numel(), generator=gen, device=train_rows.device)[: self.reference_rows]
+            kept = kept[pick.sort().values]
+        positions = torch.full((data.shape[0],), -1, dtype=torch.int64, device=train_rows.device)
+        positions[kept] = torch.arange(kept.numel(), device=train_rows.device)
+        reference = data[kept.to(data.device)].to(train_rows.device)
+        return reference, positions
+
+    def _combined(
+        self, recon: torch.Tensor, neighbours: torch.Tensor, train_rows: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The scorer's score from the reconstruction errors and nearest-neighbour distances ``(n,)``;
+        with ``train_rows``, the calibration is fitted on those rows first."""
+        if self.scorer == "knn":
+            return neighbours
+        if train_rows is not None:
+            self.calibration_ = {
+                name: _robust_log_scale(values[train_rows]) for name, values in (("recon", recon), ("knn", neighbours))
+            }
+        z = [_robust_z(values, *self.calibration_[name]) for name, values in (("recon", recon), ("knn", neighbours))]
+        return (z[0] + z[1]) / 2
+
     def _threshold_of(self, train_scores: torch.Tensor) -> float:
         """The threshold by the detector's rule, from the training split's scores ``(n,)``."""
         if self.threshold is not None:
             return float(self.threshold)
         if self.contamination == "auto":
-            return auto_threshold(train_scores)
+            return auto_threshold(train_scores, log=self.scorer != "combined")
         return _quantile(train_scores.double(), 1.0 - float(self.contamination))
 
     @property
@@ -493,12 +593,17 @@ class BeatAnomalyDetector:
         data = self._prepare(X, "score_details()")
         with using_threads(self.threads_.threads):
             d = _details(self.models_, data)
-        return Scores(d.embeddings, d.scores, d.spread, self.threshold_, d.scores > self.threshold_)
+            scores = d.scores if self.scorer == "reconstruction" else self._combined(d.scores, self._knn(data))
+        return Scores(d.embeddings, scores, d.spread, self.threshold_, scores > self.threshold_)
+
+    def _knn(self, data: torch.Tensor) -> torch.Tensor:
+        return knn_distance(data, self.reference_, self.neighbours)
 
     def _scores(self, X: Any, caller: str) -> torch.Tensor:
         data = self._prepare(X, caller)
         with using_threads(self.threads_.threads):
-            return torch.stack([reconstruction_error(m, data) for m in self.models_]).mean(0)
+            recon = torch.stack([reconstruction_error(m, data) for m in self.models_]).mean(0)
+            return recon if self.scorer == "reconstruction" else self._combined(recon, self._knn(data))
 
     def _out(self, X: Any, values: torch.Tensor) -> Any:
         return values.detach().cpu().numpy() if _host_kind(X) else values
@@ -537,6 +642,8 @@ class BeatAnomalyDetector:
         if self.scaler_ is not None:
             self.scaler_.to(dev)
         self.train_scores_ = self.train_scores_.to(dev)
+        if self.reference_ is not None:
+            self.reference_ = self.reference_.to(dev)
         self.device_ = dev
         return self
 
@@ -571,6 +678,8 @@ class BeatAnomalyDetector:
                 "threshold": self.threshold_,
                 "threshold_rule": self.threshold_rule,
                 "train_scores": self.train_scores_.detach().cpu(),
+                "reference": None if self.reference_ is None else self.reference_.detach().cpu(),
+                "calibration": self.calibration_,
                 "histories": self.histories_,
                 "trained_on": str(self.device_),
                 "geometry": self.geometry_,
@@ -673,6 +782,10 @@ def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAno
     probe = torch.zeros(det.batch_size, det.width_, device=dev)
     det.threads_ = choose_threads(models[0], probe, threads=det.threads, copies=len(models))
     det.train_scores_ = state["train_scores"].to(dev)
+    det.reference_ = None if state.get("reference") is None else state["reference"].to(dev)
+    det.calibration_ = {k: tuple(v) for k, v in (state.get("calibration") or {}).items()}
+    if det.scorer != "reconstruction" and det.reference_ is None:
+        raise DevicepipeError(f"{file}: its scorer {det.scorer!r} needs the training rows, which the file lacks.")
     det.threshold_ = float(state["threshold"])
     det.geometry_ = dict(state.get("geometry") or {})
     det.versions_ = {"devicepipe": state.get("devicepipe"), "torch": state.get("torch")}

@@ -211,3 +211,43 @@ def test_evaluate_anomalies_matches_scikit_learn():
         dp.evaluate_anomalies([0, 0], [0.1, 0.2])
     with pytest.raises(DevicepipeError, match="NaN"):
         dp.evaluate_anomalies([0, 1], [0.1, float("nan")])
+
+
+def test_knn_scorer_equals_scikit_learns_neighbours(tmp_path):
+    from sklearn.neighbors import NearestNeighbors
+
+    x, new = beats(150, seed=11), np.concatenate([beats(20, seed=12), beats(5, seed=13, anomalous=True)])
+    det = small(scorer="knn", neighbours=3, epochs=2, scaling="none").fit(x)
+    nn = NearestNeighbors(n_neighbors=3).fit(x)
+    expected = nn.kneighbors(new)[0].mean(1)
+    np.testing.assert_allclose(det.decision_function(new), expected, rtol=1e-4, atol=1e-5)
+    # a training row's own score leaves itself out: its 3 nearest among the other rows
+    own = NearestNeighbors(n_neighbors=4).fit(x).kneighbors(x)[0][:, 1:].mean(1)
+    np.testing.assert_allclose(det.decision_scores_, own, rtol=1e-4, atol=1e-5)
+    loaded = dp.load_model(det.save(tmp_path / "knn.pt"), device="cpu")
+    np.testing.assert_array_equal(loaded.decision_function(new), det.decision_function(new))
+
+
+def test_combined_scorer_is_the_mean_of_robust_z_scores():
+    x, new = beats(200, seed=14), np.concatenate([beats(20, seed=15), beats(5, seed=16, anomalous=True)])
+    combined = small(scorer="combined", epochs=5).fit(x)
+    recon = small(epochs=5).fit(x)  # the same model (same seed and settings), scored by its errors alone
+    knn = small(scorer="knn", epochs=5).fit(x)
+
+    def robust(train: np.ndarray, values: np.ndarray) -> np.ndarray:
+        logs = np.log(train.astype(np.float64))
+        median = np.median(logs)
+        scale = 1.4826 * np.median(np.abs(logs - median))
+        return (np.log(values.astype(np.float64)) - median) / scale
+
+    train_rows = combined.train_scores_.numel()
+    assert train_rows == 180
+    from devicepipe.train import split_indices
+
+    rows, _ = split_indices(200, 0.1, 0, torch.device("cpu"))
+    expected = (
+        robust(recon.decision_scores_[rows], recon.decision_function(new))
+        + robust(knn.decision_scores_[rows], knn.decision_function(new))
+    ) / 2
+    np.testing.assert_allclose(combined.decision_function(new), expected, rtol=1e-4, atol=1e-4)
+    assert combined.decision_function(new)[-5:].min() > combined.threshold_  # the anomalous rows are flagged
