@@ -629,10 +629,13 @@ class BeatAnomalyDetector:
     def tail_probability(self, X: Any) -> Any:
         """For each row of ``X``, ``(1 + #training scores >= its score) / (1 + #training scores)``:
         shape ``(n,)``, in ``(0, 1]``; small is unusual next to the training rows."""
-        scores = self._scores(X, "tail_probability()")
+        return self._out(X, self.tail_of(self._scores(X, "tail_probability()")))
+
+    def tail_of(self, scores: torch.Tensor) -> torch.Tensor:
+        """:meth:`tail_probability` of scores already computed (a tensor ``(n,)``), float64."""
         ref = self.train_scores_.to(scores.device, scores.dtype)
         below = torch.searchsorted(ref, scores, right=False)  # training scores strictly below
-        return self._out(X, (1.0 + (ref.numel() - below)).double() / (1.0 + ref.numel()))
+        return (1.0 + (ref.numel() - below)).double() / (1.0 + ref.numel())
 
     def to(self, device: str | torch.device) -> BeatAnomalyDetector:
         """Move the fitted detector to ``device`` (in place) and return it."""

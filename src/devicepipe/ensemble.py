@@ -24,23 +24,21 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.write import write_torch
-from devicepipe.train import EarlyStopping, History, adam, check_finite_rows, diverged, epoch_noise, split_indices
+from devicepipe.train import (
+    EarlyStopping,
+    History,
+    PerRowLoss,
+    adam,
+    check_finite_rows,
+    diverged,
+    epoch_noise,
+    split_indices,
+)
 
 __all__ = ["Ensemble", "fit_ensemble", "member_seeds", "save_ensemble"]
 
 #: Validation rows evaluated at once (all members together).
 VAL_BATCH = 4096
-
-
-class _Losses(nn.Module):
-    """Wraps a model so that ``forward`` is its per-row loss (what ``functional_call`` calls)."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.m = model
-
-    def forward(self, x: torch.Tensor, eps: torch.Tensor | None) -> torch.Tensor:
-        return self.m.losses(x, eps)
 
 
 @dataclass
@@ -98,7 +96,7 @@ def fit_ensemble(
         raise DevicepipeError(
             f"fit_ensemble(): make_model must put each model on the data's device ({data.device}), not {device}."
         )
-    wrapped = [_Losses(m) for m in models]
+    wrapped = [PerRowLoss(m) for m in models]
     params, buffers = stack_module_state(wrapped)  # each (members, ...), leaves requiring grad
     base = copy.deepcopy(wrapped[0]).to("meta")
     train_idx, val_idx = split_indices(data.shape[0], val_fraction, seed, device)

@@ -206,6 +206,30 @@ def beats_figures(
     }
 
 
+def _extreme_beats(
+    host: dict[str, np.ndarray], fs: float, threshold: float, beat_rate: float, whose: str, warning: str | None = None
+) -> Any:
+    """The five highest- and lowest-scoring beats (``host["extreme_idx"]``) with ``whose``
+    reconstructions, each titled by its time and reference label (where ``host`` has ``truth``)."""
+    truth = host.get("truth")
+
+    def name(i: int) -> str:
+        label = "" if truth is None else f", reference {truth[i] or 'none'}"
+        return f"t={host['peaks'][i] / fs:.1f} s{label}"
+
+    return plot_extremes(
+        host["extreme_rows"],
+        host["extreme_recon"],
+        host["scores"][host["extreme_idx"]],
+        sampling_rate=beat_rate,
+        names=[name(i) for i in host["extreme_idx"]],
+        title=f"Most and least anomalous beats with {whose} reconstructions",
+        ylabel="standardised amplitude",
+        threshold=threshold,
+        warning=warning,
+    )
+
+
 def ecg_figures(
     out: Path,
     rec: Recording,
@@ -223,12 +247,6 @@ def ecg_figures(
     """
     fs = rec.sampling_rate
     n = host["peaks"].size
-    truth = host.get("truth")
-
-    def name(i: int) -> str:
-        label = "" if truth is None else f", reference {truth[i] or 'none'}"
-        return f"t={host['peaks'][i] / fs:.1f} s{label}"
-
     figs = {
         **_learning_figures(
             host,
@@ -238,17 +256,7 @@ def ecg_figures(
             f"Latent means of {n:,} beats, coloured by reconstruction error",
             warning,
         ),
-        "extremes.png": plot_extremes(
-            host["extreme_rows"],
-            host["extreme_recon"],
-            host["scores"][host["extreme_idx"]],
-            sampling_rate=beat_rate,
-            names=[name(i) for i in host["extreme_idx"]],
-            title="Most and least anomalous beats with their reconstructions",
-            ylabel="standardised amplitude",
-            threshold=threshold,
-            warning=warning,
-        ),
+        "extremes.png": _extreme_beats(host, fs, threshold, beat_rate, "their", warning),
         "excerpt.png": _excerpt(rec, signal, host["all_peaks"]),
         "heart_rate.png": plot_heart_rate(host["all_peaks"], fs),
     }
@@ -283,11 +291,6 @@ def score_figures(
     fs = rec.sampling_rate
     n = host["peaks"].size
     truth = host.get("truth")
-
-    def name(i: int) -> str:
-        label = "" if truth is None else f", reference {truth[i] or 'none'}"
-        return f"t={host['peaks'][i] / fs:.1f} s{label}"
-
     figs = {
         "scores.png": plot_score_distribution(host["train_scores"], host["scores"], threshold),
         "latent.png": plot_latent(
@@ -298,16 +301,7 @@ def score_figures(
             truth=truth,
             title=f"Latent means of {n:,} beats under the model, coloured by reconstruction error",
         ),
-        "extremes.png": plot_extremes(
-            host["extreme_rows"],
-            host["extreme_recon"],
-            host["scores"][host["extreme_idx"]],
-            sampling_rate=beat_rate,
-            names=[name(i) for i in host["extreme_idx"]],
-            title="Most and least anomalous beats with the model's reconstructions",
-            ylabel="standardised amplitude",
-            threshold=threshold,
-        ),
+        "extremes.png": _extreme_beats(host, fs, threshold, beat_rate, "the model's"),
         "excerpt.png": _excerpt(rec, signal, host["all_peaks"]),
         "heart_rate.png": plot_heart_rate(host["all_peaks"], fs),
     }

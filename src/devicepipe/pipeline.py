@@ -880,20 +880,7 @@ def run_ecg(
     if ref is not None:
         host["truth"] = label_beats(_reference_in(ref, rec), ref.symbols, host["peaks"], fs)
     with run.stage("write"):
-        per_peak, flagged_peak = np.full(host["all_peaks"].size, np.nan), np.zeros(host["all_peaks"].size, bool)
-        per_peak[host["kept"]], flagged_peak[host["kept"]] = host["scores"], host["flags"]
-        files = write_beat_files(
-            run.out,
-            _record_name(rec),
-            host["all_peaks"],
-            host["kept"],
-            fs,
-            scores=per_peak,
-            flags=flagged_peak,
-        )
-        leading = {"peak": host["peaks"], "time_s": host["peaks"] / fs}
-        if ref is not None:
-            leading["reference"] = host["truth"]
+        files, leading = _scored_beat_files(run, rec, host, ref is not None)
         files.update(write_scores(run.out, leading, host, learned.histories))
         beat_rate = width / beats.window_s  # Hz of the resampled beat rows
         files[MODEL_NAME] = learned.detector.save(run.out / MODEL_NAME, geometry=_beat_geometry(beats, method, width))
@@ -924,17 +911,40 @@ def run_ecg(
     }
     if ref is not None:
         summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
+    page = _flagged_beats(host, fs, ref is not None)
+    return _finish(run, summary, learned, files, "ecg", page)
+
+
+def _scored_beat_files(
+    run: _Run, rec: Recording, host: dict[str, np.ndarray], labelled: bool
+) -> tuple[dict[str, Path], dict[str, np.ndarray]]:
+    """The beat files of a scored run (every R peak with its score and flag: NaN and False where
+    the beat was not kept), and the leading columns of its per-beat table (peak, time, and the
+    reference label when ``labelled``)."""
+    fs, n = rec.sampling_rate, host["all_peaks"].size
+    per_peak, flagged_peak = np.full(n, np.nan), np.zeros(n, bool)
+    per_peak[host["kept"]], flagged_peak[host["kept"]] = host["scores"], host["flags"]
+    files = write_beat_files(
+        run.out, _record_name(rec), host["all_peaks"], host["kept"], fs, scores=per_peak, flags=flagged_peak
+    )
+    leading = {"peak": host["peaks"], "time_s": host["peaks"] / fs}
+    if labelled:
+        leading["reference"] = host["truth"]
+    return files, leading
+
+
+def _flagged_beats(host: dict[str, np.ndarray], fs: float, labelled: bool) -> FlaggedRows:
+    """The report's table of the highest-scoring flagged beats, each beside the typical one."""
     top = host["top_flagged"]
-    page = FlaggedRows(
+    return FlaggedRows(
         names=[f"{host['peaks'][i] / fs:,.1f} s" for i in top],
         scores=host["scores"][top],
         rows=host["flagged_rows"],
         typical=host["typical"],
-        labels=None if ref is None else [str(host["truth"][i]) for i in top],
+        labels=[str(host["truth"][i]) for i in top] if labelled else None,
         unit="standard deviations of the recording",
         total=int(host["flags"].sum()),
     )
-    return _finish(run, summary, learned, files, "ecg", page)
 
 
 def _beat_model(model: Any, device: torch.device) -> BeatAnomalyDetector:
@@ -1007,7 +1017,7 @@ def run_score(
         data = beat_rows(beats.matrix, detector.n_features_in_)
     with run.stage("score"):
         scores = detector.score_details(data)
-        tail = detector.tail_probability(data)
+        tail = detector.tail_of(scores.scores)
         order = torch.argsort(scores.scores)
         extreme_idx = torch.cat([order[-5:], order[:5]])
         prepared = resample_rows(data[extreme_idx], detector.width_)
@@ -1037,14 +1047,7 @@ def run_score(
     if ref is not None:
         host["truth"] = label_beats(_reference_in(ref, rec), ref.symbols, host["peaks"], fs)
     with run.stage("write"):
-        per_peak, flagged_peak = np.full(host["all_peaks"].size, np.nan), np.zeros(host["all_peaks"].size, bool)
-        per_peak[host["kept"]], flagged_peak[host["kept"]] = host["scores"], host["flags"]
-        files = write_beat_files(
-            run.out, _record_name(rec), host["all_peaks"], host["kept"], fs, scores=per_peak, flags=flagged_peak
-        )
-        leading = {"peak": host["peaks"], "time_s": host["peaks"] / fs}
-        if ref is not None:
-            leading["reference"] = host["truth"]
+        files, leading = _scored_beat_files(run, rec, host, ref is not None)
         files.update(write_score_table(run.out, leading, host))
         files.update(score_figures(run.out, rec, signal, host, detector.threshold_, detector.width_ / beats.window_s))
     flagged = np.flatnonzero(host["flags"])
@@ -1089,16 +1092,7 @@ def run_score(
     }
     if ref is not None:
         summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
-    top = host["top_flagged"]
-    page = FlaggedRows(
-        names=[f"{host['peaks'][i] / fs:,.1f} s" for i in top],
-        scores=host["scores"][top],
-        rows=host["flagged_rows"],
-        typical=host["typical"],
-        labels=None if ref is None else [str(host["truth"][i]) for i in top],
-        unit="standard deviations of the recording",
-        total=int(host["flags"].sum()),
-    )
+    page = _flagged_beats(host, fs, ref is not None)
     files[REPORT_NAME] = write_report(run.out, "score", summary, files, flagged=page)
     files["summary.json"] = write_summary(run.out, summary, files)
     return LearnResult(run.out, summary, files)
@@ -1129,7 +1123,8 @@ def _population(spec: str | Path, out: Path) -> tuple[list[_Source], str]:
         return sources, f"the beats of dataset run {path}"
     if is_dataset(spec):
         found = find_recordings(spec, exclude=out)
-        return [_Source(p) for p in found.paths], f"{len(found.paths)} recordings of {spec}"
+        n = len(found.paths)
+        return [_Source(p) for p in found.paths], f"{n} recording{'s' if n != 1 else ''} of {spec}"
     return [_Source(path)], str(spec)
 
 
@@ -1229,7 +1224,9 @@ def run_train(
             window_s = beats.window_s
             geometry_beats = beats
         except DevicepipeError as exc:
-            skipped.append({"path": str(src.path), "error": exc.cli_message})
+            if len(sources) == 1:
+                raise  # one recording named: its own error, as every command gives it
+            skipped.append({"path": str(src.path), "error": exc.cli_message.rstrip(".")})
         if recording_progress is not None:
             recording_progress(i + 1, len(sources))
     n_beats = sum(u["beats"] for u in used)

@@ -29,6 +29,7 @@ __all__ = [
     "EarlyStopping",
     "EpochNoise",
     "History",
+    "PerRowLoss",
     "adam",
     "check_finite_rows",
     "distributed",
@@ -184,8 +185,9 @@ def start_distributed(device: str | torch.device = "auto") -> torch.device | Non
     return dev
 
 
-class _LossModule(nn.Module):
-    """``forward`` is the wrapped model's per-row loss: what DistributedDataParallel calls and syncs."""
+class PerRowLoss(nn.Module):
+    """``forward`` is the wrapped model's per-row loss: what DistributedDataParallel calls and syncs,
+    and what ``functional_call`` evaluates for a vmap ensemble (its parameters are named ``m.*``)."""
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
@@ -371,7 +373,7 @@ def fit(
         from torch.nn.parallel import DistributedDataParallel  # noqa: PLC0415
 
         ids = [device.index] if device.type == "cuda" else None
-        step_losses = DistributedDataParallel(_LossModule(model), device_ids=ids)
+        step_losses = DistributedDataParallel(PerRowLoss(model), device_ids=ids)
     writes = ckpt_path is not None and rank == 0
     try:
         for epoch in range(start_epoch, epochs):
