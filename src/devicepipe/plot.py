@@ -469,5 +469,6 @@ def plot_score_distribution(
     ax.set_xlabel("anomaly score (reconstruction error), log scale")
     ax.set_ylabel(f"share of {what}")
     ax.set_title(title)
-    ax.legend(fontsize=8, loc="upper right")
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.3)  # room for the legend above the bars
+    ax.legend(fontsize=8, loc="upper left", framealpha=0.9)
     return fig
