@@ -542,8 +542,8 @@ class BeatAnomalyDetector:
         them (-1: not kept)."""
         kept = train_rows
         if kept.numel() > self.reference_rows:
-            gen = torch.Generator(device=train_rows.device).manual_seed(int(self.seed) + 7)
-            pick = torch.randperm(kept.numel(), generator=gen, device=train_rows.device)[: self.reference_rows]
+            gen = torch.Generator().manual_seed(int(self.seed) + 7)  # on the CPU: the same rows on every device
+            pick = torch.randperm(kept.numel(), generator=gen)[: self.reference_rows].to(train_rows.device)
             kept = kept[pick.sort().values]
         positions = torch.full((data.shape[0],), -1, dtype=torch.int64, device=train_rows.device)
         positions[kept] = torch.arange(kept.numel(), device=train_rows.device)

@@ -11,6 +11,8 @@ import os
 import platform
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -18,7 +20,7 @@ import torch
 from devicepipe import __version__
 from devicepipe.errors import DeviceError
 
-__all__ = ["resolve_device", "device_report", "cuda_unavailable_reason", "free_memory", "synchronize"]
+__all__ = ["resolve_device", "device_report", "cuda_unavailable_reason", "free_memory", "synchronize", "full_float32"]
 
 _CUDA_SPEC = re.compile(r"^cuda(?::(\d+))?$")
 
@@ -94,6 +96,34 @@ def synchronize(device: torch.device | str) -> None:
     device = torch.device(device)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+@contextmanager
+def full_float32() -> Iterator[None]:
+    """Run cuDNN convolutions in IEEE float32 within the block (also a decorator).
+
+    PyTorch lets cuDNN compute float32 convolutions in TF32 (10-bit mantissa) by default. cuDNN
+    picks TF32 kernels for some shapes only (a vmapped ensemble's grouped convolutions, for
+    one), so the same model trained alone and inside an ensemble drifted apart by about 1e-3 on
+    an H100, against 1e-7 with TF32 off. Training and scoring run in this block, so a GPU gives
+    the CPU's answers to float32 rounding. The previous setting is restored on exit; the flag is
+    process-wide, so other threads' convolutions during the block run in float32 too.
+    """
+    conv = getattr(torch.backends.cudnn, "conv", None)
+    if conv is not None and hasattr(conv, "fp32_precision"):  # PyTorch 2.9 and later
+        previous = conv.fp32_precision
+        conv.fp32_precision = "ieee"
+        try:
+            yield
+        finally:
+            conv.fp32_precision = previous
+    else:
+        previous_flag = torch.backends.cudnn.allow_tf32
+        torch.backends.cudnn.allow_tf32 = False
+        try:
+            yield
+        finally:
+            torch.backends.cudnn.allow_tf32 = previous_flag
 
 
 def _cpu_model() -> str:

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
+from devicepipe.device import full_float32
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.write import write_torch
 from devicepipe.train import (
@@ -55,6 +56,7 @@ def member_seeds(seed: int, n: int) -> list[int]:
     return [seed * 1000 + i for i in range(n)]
 
 
+@full_float32()
 def fit_ensemble(
     make_model: Callable[[int], nn.Module],
     data: torch.Tensor,

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from devicepipe.device import full_float32
 from devicepipe.errors import DevicepipeError
 from devicepipe.interop import to_torch
 from devicepipe.models import model_rows
@@ -42,6 +43,7 @@ def _batches(model: nn.Module, x: torch.Tensor, batch_size: int) -> Any:
         yield x[i : i + batch_size].to(device, non_blocking=True)
 
 
+@full_float32()
 @torch.no_grad()
 def embed(model: nn.Module, x: torch.Tensor, *, batch_size: int = 1024) -> torch.Tensor:
     """Latent means of ``x`` (shape ``(n, ...)``) -> ``(n, latent)`` on the model's device, in eval mode."""
@@ -52,6 +54,7 @@ def embed(model: nn.Module, x: torch.Tensor, *, batch_size: int = 1024) -> torch
     return out
 
 
+@full_float32()
 @torch.no_grad()
 def reconstruct(model: nn.Module, x: torch.Tensor, *, batch_size: int = 1024) -> torch.Tensor:
     """Reconstructions of ``x`` from the latent means (no sampling), same shape as ``x`` rows."""
@@ -62,6 +65,7 @@ def reconstruct(model: nn.Module, x: torch.Tensor, *, batch_size: int = 1024) ->
     return out
 
 
+@full_float32()
 @torch.no_grad()
 def reconstruction_error(model: nn.Module, x: torch.Tensor, *, batch_size: int = 1024) -> torch.Tensor:
     """Mean squared reconstruction error per row, shape ``(n,)``, on the model's device (computed a

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from devicepipe.device import full_float32
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.write import write_torch
 from devicepipe.models import model_rows
@@ -204,25 +205,31 @@ def _epoch_seed(seed: int, epoch: int) -> int:
 def epoch_noise(
     n_train: int, latent: int | None, *, seed: int, epoch: int, device: torch.device, dtype: torch.dtype = torch.float32
 ) -> EpochNoise:
-    """The batch order and VAE noise of one epoch, drawn on ``device`` from ``(seed, epoch)``."""
-    gen = torch.Generator(device=device).manual_seed(_epoch_seed(seed, epoch))
-    order = torch.randperm(n_train, generator=gen, device=device)
-    eps = None if latent is None else torch.randn(n_train, latent, generator=gen, device=device, dtype=dtype)
+    """The batch order and VAE noise of one epoch from ``(seed, epoch)``, placed on ``device``.
+
+    Drawn by the CPU generator whatever the device (CUDA's generator gives other numbers for
+    the same seed), so a run on a GPU sees the same order and noise as one on the CPU: a few MB
+    per epoch copied, against the same answers on both."""
+    gen = torch.Generator().manual_seed(_epoch_seed(seed, epoch))
+    order = torch.randperm(n_train, generator=gen).to(device)
+    eps = None if latent is None else torch.randn(n_train, latent, generator=gen).to(device=device, dtype=dtype)
     return EpochNoise(order, eps)
 
 
 def split_indices(n: int, val_fraction: float, seed: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """A seeded train/validation split of ``n`` rows (indices on ``device``)."""
+    """A seeded train/validation split of ``n`` rows (indices on ``device``; drawn on the CPU,
+    so the split is the same whatever the device)."""
     if not 0 <= val_fraction < 1:
         raise DevicepipeError(f"fit(): val_fraction must be within [0, 1), got {val_fraction}.")
-    gen = torch.Generator(device=device).manual_seed(_epoch_seed(seed, -1))
-    perm = torch.randperm(n, generator=gen, device=device)
+    gen = torch.Generator().manual_seed(_epoch_seed(seed, -1))
+    perm = torch.randperm(n, generator=gen).to(device)
     n_val = int(round(n * val_fraction))
     if n - n_val < 1:
         raise DevicepipeError(f"fit(): {n} rows leave nothing to train on with val_fraction={val_fraction}.")
     return perm[n_val:].sort().values, perm[:n_val].sort().values
 
 
+@full_float32()
 @torch.no_grad()
 def evaluate_loss(model: nn.Module, data: torch.Tensor, batch_size: int = 4096) -> float:
     """Mean loss per row in eval mode (the VAE uses its mean, no sampling)."""
@@ -275,6 +282,7 @@ def diverged(epoch: int, loss: float, member: int | None = None) -> DevicepipeEr
     )
 
 
+@full_float32()
 def fit(
     model: nn.Module,
     data: Any,

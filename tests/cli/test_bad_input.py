@@ -242,7 +242,8 @@ def test_running_out_of_memory_is_one_line(tmp_path):
         "main()\n"
     )
     args = ["simulate", "ecg", "--duration", "300h", "--sampling-rate", "1000", "--out", str(tmp_path / "big.csv")]
-    proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # host memory: a CUDA context cannot start under RLIMIT_AS
+    proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 2, proc.stderr[-2000:]
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("devicepipe: error: out of memory on this machine (asked for ")

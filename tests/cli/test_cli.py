@@ -197,6 +197,7 @@ def test_beats_bad_input_writes_nothing(tmp_path, args, pattern):
 
 
 def test_interop_matrix_small():
+    pytest.importorskip("polars", reason="the matrix's Polars pairs need Polars (the dev extra)")
     result = run("interop", "--size", 100_000, "--repeats", 1, "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)

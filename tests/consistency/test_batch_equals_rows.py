@@ -20,6 +20,15 @@ def _beats(device: torch.device, seconds: float = 120, width: int = 64) -> torch
     return (m - m.mean()) / m.std()
 
 
+def _trained_tolerance(device: torch.device) -> dict:
+    """How close two trainings of one model on the same batches must end: on the CPU the vmapped
+    and the single model sum in the same order. cuDNN picks other kernels for the vmapped
+    (grouped) convolutions; with TF32 off (training runs under ``full_float32``) they ended at
+    most 1.5e-6 apart relative to the largest weight on an H100, after 60 epochs at lr 1e-2 (with
+    TF32 on: 1.5e-3)."""
+    return dict(rtol=1e-5, atol=1e-6) if device.type == "cpu" else dict(rtol=1e-4, atol=1e-5)
+
+
 def test_detector_batch_equals_one_by_one(device):
     sims = [simulate_ecg(60, 250, seed=s, inverted=bool(s % 2), noise_mV=0.05, device=device) for s in range(3)]
     rows = ecg_peaks(torch.stack([s.signal for s in sims]), 250)
@@ -68,7 +77,7 @@ def test_vmap_ensemble_equals_members_trained_one_by_one(device):
         alone = make(s)
         h = fit(alone, data, epochs=3, batch_size=32, seed=s, split_seed=11, val_fraction=0.2)
         for a, b in zip(alone.state_dict().values(), member.state_dict().values(), strict=True):
-            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(a, b, **_trained_tolerance(device))
         np.testing.assert_allclose(hist.train, h.train, rtol=1e-5)
         np.testing.assert_allclose(hist.val, h.val, rtol=1e-5)
     # members differ from each other (own initialisation and batch order)
@@ -89,4 +98,4 @@ def test_early_stopping_ensemble_equals_members_stopped_alone(device):
         h = fit(alone, data, seed=s, split_seed=4, **common)
         assert hist.best_epoch == h.best_epoch and h.stopped_early
         for a, b in zip(alone.state_dict().values(), member.state_dict().values(), strict=True):
-            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(a, b, **_trained_tolerance(device))

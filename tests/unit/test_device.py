@@ -4,7 +4,7 @@ import pyarrow
 import pytest
 import torch
 
-from devicepipe.device import cuda_unavailable_reason, device_report, resolve_device
+from devicepipe.device import cuda_unavailable_reason, device_report, full_float32, resolve_device
 from devicepipe.errors import DeviceError
 
 
@@ -83,3 +83,25 @@ def test_report_is_complete_and_serialisable():
     assert {"CuPy", "cuDF", "Numba", "JAX", "Polars", "pandas", "PyArrow", "wfdb"} <= set(names)
 
     assert names["PyArrow"]["version"] == pyarrow.__version__ and names["PyArrow"]["works"]
+
+
+def _conv_precision() -> str:
+    conv = getattr(torch.backends.cudnn, "conv", None)
+    if conv is not None and hasattr(conv, "fp32_precision"):
+        return conv.fp32_precision
+    return "tf32" if torch.backends.cudnn.allow_tf32 else "ieee"
+
+
+def test_full_float32_turns_tf32_off_inside_and_restores_it():
+    before = _conv_precision()
+    with full_float32():
+        assert _conv_precision() == "ieee"
+    assert _conv_precision() == before
+
+    @full_float32()
+    def inside() -> str:
+        raise ValueError(_conv_precision())
+
+    with pytest.raises(ValueError, match="ieee"):
+        inside()
+    assert _conv_precision() == before  # restored after an exception too
