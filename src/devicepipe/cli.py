@@ -110,6 +110,20 @@ class _Command(_PlainHelp, TyperCommand):
 class _OneLineErrors(_PlainHelp, TyperGroup):
     """Turn usage errors and DevicepipeErrors into one line on stderr and exit status 2."""
 
+    def _options_of(self, args: Any) -> set[str]:
+        """The long options of the subcommand named in ``args`` (the command line when None)."""
+        words = list(sys.argv[1:] if args is None else args)
+        names = [w for w in words if not str(w).startswith("-")][:2]
+        group: Any = self
+        for name in names:
+            command = group.commands.get(str(name)) if hasattr(group, "commands") else None
+            if command is None:
+                break
+            group = command
+        if group is self or not hasattr(group, "params"):
+            return set()
+        return {opt for param in group.params for opt in getattr(param, "opts", []) if opt.startswith("--")}
+
     def main(
         self,
         args: Any = None,
@@ -129,10 +143,10 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
         except DevicepipeError as exc:
             _fail(exc.cli_message)
         except MemoryError as exc:
-            _fail(_out_of_memory(exc))
+            _fail(_out_of_memory(exc, self._options_of(args)))
         except Exception as exc:
             if _is_out_of_memory(exc):
-                _fail(_out_of_memory(exc))
+                _fail(_out_of_memory(exc, self._options_of(args)))
             # click's UsageError/BadParameter (vendored by typer, so matched by shape)
             if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
                 ctx = getattr(exc, "ctx", None)
@@ -157,8 +171,9 @@ def _is_out_of_memory(exc: BaseException) -> bool:
     )
 
 
-def _out_of_memory(exc: BaseException) -> str:
-    """One line for running out of memory: how much was asked for, and what to try."""
+def _out_of_memory(exc: BaseException, options: set[str] | None = None) -> str:
+    """One line for running out of memory: how much was asked for, and what to try with the
+    options the command has (``options``: its long options)."""
     asked = _ASKED.search(str(exc))
     size = ""
     if asked:
@@ -167,7 +182,19 @@ def _out_of_memory(exc: BaseException) -> str:
         size = f" (asked for {int(digits):,} bytes)" if digits.isdigit() else f" (asked for {amount})"
     gpu = isinstance(exc, torch.OutOfMemoryError) or "CUDA" in str(exc)
     where = "the GPU" if gpu else "this machine"
-    fixes = "a shorter recording, a smaller --batch-size when training" + (", or --device cpu" if gpu else "")
+    options = options or set()
+    tries = []
+    if "--duration" in options:
+        tries.append("a shorter --duration")
+    if "--chunk" in options:
+        tries.append("--chunk 10min (the recording in pieces)")
+    if "--memory-budget" in options:
+        tries.append("a smaller --memory-budget")
+    if "--batch-size" in options:
+        tries.append("a smaller --batch-size")
+    if gpu and "--device" in options:
+        tries.append("--device cpu")
+    fixes = ", ".join(["a shorter recording", *tries[:-1]]) + (f" or {tries[-1]}" if tries else "")
     return f"out of memory on {where}{size}: the data or the model does not fit; try {fixes}."
 
 

@@ -247,7 +247,37 @@ def test_running_out_of_memory_is_one_line(tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("devicepipe: error: out of memory on this machine (asked for ")
-    assert "--batch-size" in lines[0] and not list(tmp_path.iterdir())
+    assert "a shorter --duration" in lines[0] and not list(tmp_path.iterdir())  # the fix simulate has
+
+
+@pytest.mark.parametrize(
+    ("command", "fixes", "not_named"),
+    [
+        (["beats", "x.csv"], ["--chunk 10min", "a smaller --memory-budget", "--device cpu"], ["--batch-size"]),
+        (["train", "x"], ["a smaller --memory-budget", "a smaller --batch-size", "--device cpu"], ["--chunk"]),
+        (["ecg", "x.csv"], ["a smaller --batch-size", "--device cpu"], ["--chunk", "--memory-budget"]),
+    ],
+)
+def test_out_of_memory_on_a_gpu_names_the_fixes_each_command_has(monkeypatch, tmp_path, command, fixes, not_named):
+    # the GPU's own error, raised where the command starts its work (no GPU needed to test the message)
+    def exhausted(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.19 GiB total)")
+
+    import devicepipe.cli as cli
+
+    for name in ("run_beats", "run_train", "run_ecg"):
+        monkeypatch.setattr(cli, name, exhausted, raising=False)
+    (tmp_path / "x.csv").write_text("v\n" + "\n".join(["0.1"] * 2000) + "\n")
+    args = [command[0], str(tmp_path / command[1]), "--out", str(tmp_path / "out")]
+    args += [] if command[0] == "train" else ["--sampling-rate", "250"]
+    result = run(*args)
+    one_line_error(result, "out of memory on the GPU (asked for 2.00 GiB)", *fixes)
+    line = result.stderr.strip()
+    assert not any(option in line for option in not_named), line
+    named = set(re.findall(r"--[a-z][a-z-]+", line))
+    options = {o for p in get_command(app).commands[command[0]].params for o in getattr(p, "opts", [])}
+    assert named <= options, named - options  # every option it names is one the command has
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_reference_that_is_not_one_is_refused(tmp_path):
