@@ -144,6 +144,14 @@ def test_every_benchmark_runs_in_quick_mode(tmp_path):
         "train_epoch",
     }
     assert all("median_s" in b or "skipped" in b for b in report["baselines"])
+    # the paired comparisons: three sides each where a competent CPU way exists, ratios with intervals
+    paired = {r["comparison"]: r for r in report["paired"]}
+    assert set(paired) == {"read_csv", "filter", "peaks", "pipeline", "pipeline (ours: ricker)"}
+    for name in ("read_csv", "filter", "peaks", "pipeline"):
+        assert [c["role"] for c in paired[name]["contenders"]] == ["notebook", "cpu baseline", "ours"]
+        for r in paired[name]["ratios"]:
+            assert r["ci95"][0] <= r["median"] <= r["ci95"][1]
+    assert "Paired comparisons" in (tmp_path / "bench.md").read_text() and (tmp_path / "paired.png").exists()
     assert {"matmul", "create", "bandwidth", "cnn_step", "xor", "ensemble", "batching"} <= set(report["micro"])
     assert report["crossover"]["crossover"] == {"detect": None, "train_epoch": None}
     assert report["machine"]["cpu"]["torch_threads"] >= 1 and report["threads"] >= 1
