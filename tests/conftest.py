@@ -19,6 +19,11 @@ DATA_DIR = Path(os.environ.get("DEVICEPIPE_DATA", ROOT.parent / "shared" / "data
 sys.path.insert(0, str(ROOT / "benchmarks"))  # the evaluation harness on the shared data lives there
 
 CUDA = torch.cuda.is_available()
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # several workers (pytest -n N): the cores divided among them, or two-thread workers on two
+    # cores run the small tensor operations of these tests many times slower
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 DEVICES = [
     pytest.param("cpu", id="cpu"),
     pytest.param("cuda", id="cuda", marks=[pytest.mark.cuda, pytest.mark.skipif(not CUDA, reason="no CUDA GPU")]),
@@ -36,6 +41,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.data)
         if "slow" in item.keywords and not run_slow:
             item.add_marker(skip_slow)
+    # slow tests first (a stable sort): with several workers the longest files start at once
+    # instead of finishing last
+    items.sort(key=lambda item: 0 if "slow" in item.keywords else 1)
 
 
 @pytest.fixture(params=DEVICES)
