@@ -146,12 +146,15 @@ def test_every_benchmark_runs_in_quick_mode(tmp_path):
     assert all("median_s" in b or "skipped" in b for b in report["baselines"])
     # the paired comparisons: three sides each where a competent CPU way exists, ratios with intervals
     paired = {r["comparison"]: r for r in report["paired"]}
-    assert set(paired) == {"read_csv", "filter", "peaks", "pipeline", "pipeline (ours: ricker)"}
-    for name in ("read_csv", "filter", "peaks", "pipeline"):
+    assert set(paired) == {"read_csv", "scale", "filter", "peaks", "segment", "pipeline", "pipeline (ours: ricker)"}
+    for name in ("read_csv", "scale", "filter", "peaks", "segment", "pipeline"):
         assert [c["role"] for c in paired[name]["contenders"]] == ["notebook", "cpu baseline", "ours"]
         for r in paired[name]["ratios"]:
             assert r["ci95"][0] <= r["median"] <= r["ci95"][1]
     assert "Paired comparisons" in (tmp_path / "bench.md").read_text() and (tmp_path / "paired.png").exists()
+    sweep = report["detection_sweep"]
+    assert [r["n_samples"] for r in sweep] == [10_000, 100_000]  # the sizes up to the quick input's 200,000
+    assert all([c["label"] for c in r["contenders"]] == ["sleepecg", "ecg_peaks"] for r in sweep)
     assert {"matmul", "create", "bandwidth", "cnn_step", "xor", "ensemble", "batching"} <= set(report["micro"])
     assert report["crossover"]["crossover"] == {"detect": None, "train_epoch": None}
     assert report["machine"]["cpu"]["torch_threads"] >= 1 and report["threads"] >= 1

@@ -9,7 +9,8 @@ repeat (theirs / ours) and the median of those per-repeat ratios is reported wit
 whatever is asked). Each contender's output is checked: identical rows where the algorithm is
 the same, the simulator's truth where it is not, so a fast wrong answer cannot win.
 
-Peak memory is the rise of the process's resident high-water mark during one call (Linux:
+Peak memory is the rise of the process's resident high-water mark during one call, after freed
+memory is handed back (PyArrow's pool, ``malloc_trim``) so that no side reuses another's (Linux:
 ``/proc/self/clear_refs`` resets the mark; elsewhere it is not reported).
 
 Contenders per comparison:
@@ -19,9 +20,14 @@ Contenders per comparison:
   the wrap-around added (what a CPU user writes), and our ``convolve``.
 - ``peaks``: the notebook's window-180 rule three ways: its Numba kernel, SciPy's
   ``maximum_filter1d``, and our ``sliding_max`` (the step of ``ecg_peaks(method="seed")``).
+- ``scale``: scikit-learn's ``MinMaxScaler`` (the notebook's), NumPy's min and max, ours.
+- ``segment``: the notebook's Python loop of zero padding, one NumPy gather, ours.
 - ``pipeline``: CSV to beat matrix, the notebook's way, the competent CPU way, ours with
   ``method="seed"`` (the notebook's algorithm: identical rows required) and ours with
   ``method="ricker"`` (our default: checked against the truth).
+
+``detection_sweep`` times our detector against sleepecg's, interleaved, on the first 10 k to
+20 M samples at one thread, each checked against the truth.
 """
 
 from __future__ import annotations
@@ -36,14 +42,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.bench.baselines import seed_fftconv, seed_nms_numba, seed_pipeline
+from devicepipe.bench.baselines import seed_fftconv, seed_nms_numba, seed_pipeline, seed_zero_padding
 from devicepipe.bench.stages import BenchInput, require
 from devicepipe.device import usable_cores
 from devicepipe.ecg import ecg_peaks, ecg_segment, evaluate_beats
 from devicepipe.io import read_series
-from devicepipe.signal import convolve, sliding_max
+from devicepipe.scale import MinMaxScaler
+from devicepipe.signal import convolve, segment_between, sliding_max
 
-__all__ = ["Contender", "paired", "run_paired", "thread_limit", "peak_rss_supported"]
+__all__ = ["Contender", "detection_sweep", "paired", "run_paired", "thread_limit", "peak_rss_supported"]
 
 _CLEAR_REFS = "/proc/self/clear_refs"
 
@@ -75,10 +82,26 @@ def _status_kb(field: str) -> int:
     raise KeyError(field)
 
 
+def _release_cached_memory() -> None:
+    """Hand freed memory back to the system (PyArrow's pool, glibc's heap), so that a call
+    cannot reuse what an earlier contender left and show no rise."""
+    import gc
+
+    import pyarrow
+
+    gc.collect()
+    pyarrow.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
 def _peak_rise(fn: Callable[[], Any]) -> tuple[Any, int | None]:
     """Run ``fn`` once; return its result and the rise of the resident high-water mark in bytes."""
     if not peak_rss_supported():
         return fn(), None
+    _release_cached_memory()
     before = _status_kb("VmRSS")
     with open(_CLEAR_REFS, "w") as f:
         f.write("5")
@@ -236,6 +259,69 @@ def ours_gates(curvature: torch.Tensor, window: int = 180) -> torch.Tensor:
     return (gate & first).to(torch.int64)
 
 
+def _sklearn_minmax(signal: np.ndarray) -> np.ndarray:
+    from sklearn.preprocessing import MinMaxScaler as SkMinMax
+
+    return SkMinMax().fit_transform(signal.reshape(-1, 1)).reshape(-1)
+
+
+def _numpy_minmax(signal: np.ndarray) -> np.ndarray:
+    low, high = signal.min(), signal.max()
+    return (signal - low) / (high - low)
+
+
+def _ours_rows(x: torch.Tensor, indices: torch.Tensor, lower: int = 100, upper: int = 256) -> torch.Tensor:
+    """The notebook's rows (consecutive gates 100-256 samples apart, zero-padded to 256) by
+    our ``segment_between``."""
+    lengths = indices[1:] - indices[:-1]
+    keep = (lengths >= lower) & (lengths <= upper)
+    matrix, _ = segment_between(x, indices[:-1][keep], lengths[keep], width=upper)
+    return matrix
+
+
+def detection_sweep(
+    inp: BenchInput,
+    sizes: list[int] | None = None,
+    *,
+    repeats: int = 5,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Our detector against sleepecg's on the first ``sizes`` samples of the input, paired at one
+    thread; each side's beats checked against the truth (F1 at least 0.98). Skipped with a note
+    without sleepecg."""
+    try:
+        import sleepecg
+    except ImportError as exc:
+        return [{"skipped": f"sleepecg not installed ({exc}); pip install devicepipe[bench]"}]
+    note = progress or (lambda _m: None)
+    fs = inp.sampling_rate
+    sizes = [s for s in (sizes or [10_000, 100_000, 1_000_000, 4_000_000, 20_000_000]) if s <= inp.n_samples]
+    out = []
+    for n in sizes:
+        part = inp.signal[:n]
+        as64, host = part.astype(np.float64), torch.from_numpy(part)
+        truth = inp.truth[inp.truth < n]
+
+        def check(res: dict[str, Any], n: int = n, truth: np.ndarray = truth) -> None:
+            for label, peaks in res.items():
+                found = np.asarray(peaks.numpy() if isinstance(peaks, torch.Tensor) else peaks)
+                f1 = evaluate_beats(truth, found, fs, tolerance_s=0.05, n_samples=n).f1
+                require(f1 >= 0.98, f"{label}: F1 {f1:.3f} against the truth on {n:,} samples")
+
+        note(f"paired: detection on {n:,} samples")
+        rec = paired(
+            [
+                Contender("peer", "sleepecg", lambda as64=as64: sleepecg.detect_heartbeats(as64, fs)),
+                Contender("ours", "ecg_peaks", lambda host=host: ecg_peaks(host, fs)),
+            ],
+            repeats=repeats,
+            threads=1,
+            check=check,
+        )
+        out.append({"n_samples": n, **rec})
+    return out
+
+
 def _pandas_pyarrow(csv: str) -> np.ndarray:
     import pandas as pd
 
@@ -304,6 +390,19 @@ def run_paired(
         require(np.array_equal(nb, cpu), "maximum_filter1d gates differ from the notebook's kernel")
         require(np.array_equal(nb, ours.numpy()), "our window-180 suppression differs from the notebook's")
 
+    seed_indices = np.flatnonzero(seed_nms_numba(seed_curvature, 180) == 1)
+    indices_t = torch.from_numpy(seed_indices)
+
+    def check_scale(res: dict[str, Any]) -> None:
+        reference = res["sklearn MinMaxScaler"]
+        require(np.allclose(res["numpy min/max"], reference, atol=1e-6), "numpy min/max differs from scikit-learn")
+        require(np.allclose(res["ours MinMaxScaler"].numpy(), reference, atol=1e-6), "our scaling differs")
+
+    def check_segment(res: dict[str, Any]) -> None:
+        reference = res["python loop"]
+        require(np.array_equal(res["numpy gather"], reference), "the NumPy gather differs from the loop")
+        require(np.array_equal(res["ours segment"].numpy(), reference), "our rows differ from the loop's")
+
     def check_pipeline(res: dict[str, Any]) -> None:
         nb = res["notebook"]
         cpu = res["competent CPU"]
@@ -340,6 +439,24 @@ def run_paired(
                 Contender("ours", "ours, window 180", lambda: ours_gates(curvature_t, 180)),
             ],
             check_peaks,
+        ),
+        (
+            "scale",
+            [
+                Contender("notebook", "sklearn MinMaxScaler", lambda: _sklearn_minmax(signal)),
+                Contender("cpu baseline", "numpy min/max", lambda: _numpy_minmax(signal)),
+                Contender("ours", "ours MinMaxScaler", lambda: MinMaxScaler().fit_transform(host)),
+            ],
+            check_scale,
+        ),
+        (
+            "segment",
+            [
+                Contender("notebook", "python loop", lambda: seed_zero_padding(signal, seed_indices)),
+                Contender("cpu baseline", "numpy gather", lambda: gather_rows(signal, seed_indices)),
+                Contender("ours", "ours segment", lambda: _ours_rows(host, indices_t)),
+            ],
+            check_segment,
         ),
         (
             "pipeline",

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from devicepipe.bench.baselines import run_baselines
 from devicepipe.bench.interop import handoff_comparison
 from devicepipe.bench.micro import crossover, run_micro
-from devicepipe.bench.paired import run_paired
+from devicepipe.bench.paired import detection_sweep, run_paired
 from devicepipe.bench.stages import STAGES, prepare_input, run_stages
 from devicepipe.bench.timer import measure
 from devicepipe.device import device_report, resolve_device
@@ -149,6 +149,7 @@ def run_benchmarks(
         if "paired" in sections:
             counts = [1] if quick else None  # quick: one thread only (it checks that everything runs)
             result["paired"] = run_paired(inp, repeats=reps, thread_counts=counts, progress=note)
+            result["detection_sweep"] = detection_sweep(inp, repeats=reps, progress=note)
     if "handoff" in sections:
         note("host round trip vs zero-copy handoff")
         result["handoff"] = handoff_comparison(n, repeats=reps)
@@ -304,6 +305,21 @@ def markdown(result: dict[str, Any]) -> str:
         )
     if result.get("paired"):
         lines += _paired_markdown(result["paired"])
+    sweep = [r for r in result.get("detection_sweep", []) if "skipped" not in r]
+    if sweep:
+
+        def pair(r: dict[str, Any]) -> list[Any]:
+            sides = {c["label"]: c for c in r["contenders"]}
+            low, high = r["ratios"][0]["ci95"]
+            ratio = r["ratios"][0]["median"]
+            return [f"{r['n_samples']:,}", _ms(sides["sleepecg"]["median_s"]), _ms(sides["ecg_peaks"]["median_s"]),
+                    f"{format_ratio(ratio)} ({format_ratio(low)}-{format_ratio(high)})"]  # fmt: skip
+
+        lines += _table(
+            "Detection against sleepecg by input size (paired, 1 thread each)",
+            ["samples", "sleepecg", "ours", "sleepecg / ours (95% CI)"],
+            [pair(r) for r in sweep],
+        )
     if result.get("peers"):
         lines += _table(
             "Peers (beat detection, CPU)",
