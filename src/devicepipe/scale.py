@@ -128,16 +128,18 @@ class MinMaxScaler(_Scaler):
     def partial_fit(self, x: torch.Tensor) -> MinMaxScaler:
         """Update the running minimum and maximum with ``x`` of shape ``(n_samples[, n_features])``."""
         x = _as_2d(x, "MinMaxScaler.partial_fit()")
-        nan = torch.isnan(x)
-        if nan.any():  # NaNs are ignored, as scikit-learn's nanmin/nanmax do
-            batch_min = torch.where(nan, torch.inf, x).amin(0).to(torch.float64)
-            batch_max = torch.where(nan, -torch.inf, x).amax(0).to(torch.float64)
-        elif x.shape[1] == 1:  # one pass over a flat view
+        if x.shape[1] == 1:  # one pass over a flat view
             lo, hi = torch.aminmax(x.reshape(-1))
             batch_min, batch_max = lo.reshape(1).to(torch.float64), hi.reshape(1).to(torch.float64)
         else:
             lo, hi = torch.aminmax(x, dim=0)
             batch_min, batch_max = lo.to(torch.float64), hi.to(torch.float64)
+        if bool(torch.isnan(batch_min).any() | torch.isnan(batch_max).any()):
+            # aminmax propagates NaN, so only a feature holding one needs a second pass that
+            # ignores NaNs (as scikit-learn's nanmin/nanmax do); clean data is read once
+            nan = torch.isnan(x)
+            batch_min = torch.where(nan, torch.inf, x).amin(0).to(torch.float64)
+            batch_max = torch.where(nan, -torch.inf, x).amax(0).to(torch.float64)
         if self.fitted:
             if batch_min.shape != self.data_min_.shape:
                 raise DevicepipeError(

@@ -62,6 +62,9 @@ def test_constant_feature_and_nan_like_sklearn(device):
         got = ours.fit_transform(torch.from_numpy(x).to(device)).cpu().numpy()
         np.testing.assert_allclose(got, ref.fit_transform(x), rtol=1e-6)
         assert np.isnan(got[1, 0]) and np.isfinite(got[:, 1]).all()
+    flat = np.array([4.0, np.nan, -2.0, 7.0, np.nan], dtype=np.float32)  # one feature: the flat path
+    got = MinMaxScaler().fit(torch.from_numpy(flat).to(device))
+    assert (float(got.data_min_[0]), float(got.data_max_[0])) == (-2.0, 7.0)  # NaNs ignored, by hand
 
 
 def test_one_dimensional_input_and_state_round_trip(device):
