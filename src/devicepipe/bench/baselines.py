@@ -21,13 +21,24 @@ from devicepipe.bench.stages import BenchInput, beats_for_training, require
 from devicepipe.bench.timer import measure
 from devicepipe.models import LightVAE, LightVAEConfig
 
-__all__ = ["run_baselines", "seed_nms_numba", "seed_pipeline"]
+__all__ = ["run_baselines", "seed_nms_numba", "seed_pipeline", "seed_taps"]
+
+
+def _unscaled_taps(window: int) -> np.ndarray:
+    t = np.linspace(-3, 3, window)
+    return (np.exp(-0.5 * t**2) * (1 - t**2)).astype(np.float32)
+
+
+def seed_taps(window: int = 30) -> np.ndarray:
+    """The notebook's Ricker-like kernel of ``window`` taps, in its arithmetic (float32 shape,
+    float64 scale)."""
+    return 2 * _unscaled_taps(window) / np.sqrt(window)
 
 
 def _seed_kernel(n: int, window: int = 30) -> np.ndarray:
-    t = np.linspace(-3, 3, window)
+    """The taps embedded at the start of ``n`` zeros, as the notebook's FFT convolution uses them."""
     kernel = np.zeros(n, dtype=np.float32)
-    kernel[:window] = np.exp(-0.5 * t**2) * (1 - t**2)
+    kernel[:window] = _unscaled_taps(window)
     return 2 * kernel / np.sqrt(window)
 
 

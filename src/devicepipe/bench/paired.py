@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.bench.baselines import seed_fftconv, seed_nms_numba, seed_pipeline, seed_zero_padding
+from devicepipe.bench.baselines import seed_fftconv, seed_nms_numba, seed_pipeline, seed_taps, seed_zero_padding
 from devicepipe.bench.stages import BenchInput, require
 from devicepipe.device import usable_cores
 from devicepipe.ecg import ecg_peaks, ecg_segment, evaluate_beats
@@ -241,12 +241,6 @@ def gather_rows(signal: np.ndarray, indices: np.ndarray, lower: int = 100, upper
     rows = signal[np.minimum(take, signal.size - 1)]
     rows[cols[None, :] >= lengths[:, None]] = 0
     return rows
-
-
-def seed_taps(window: int = 30) -> np.ndarray:
-    """The notebook's Ricker-like kernel of ``window`` taps (float32)."""
-    t = np.linspace(-3, 3, window)
-    return (2 * np.exp(-0.5 * t**2) * (1 - t**2) / np.sqrt(window)).astype(np.float32)
 
 
 def ours_gates(curvature: torch.Tensor, window: int = 180) -> torch.Tensor:
