@@ -19,8 +19,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,6 +26,7 @@ from pathlib import Path
 import torch
 
 import devicepipe as dp
+from devicepipe.bench.ddp import timed_train
 from devicepipe.detector import MODEL_NAME
 from devicepipe.pipeline import beat_rows
 
@@ -44,39 +43,6 @@ def records(data: Path) -> list[Path]:
     if missing:
         raise SystemExit(f"missing records: {missing[:3]}; set DEVICEPIPE_DATA to the shared data folder")
     return found
-
-
-def train(listing: Path, out: Path, *, nproc: int, threads: int, device: str, epochs: int, batch: int) -> dict:
-    env = {**os.environ, "DEVICEPIPE_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)}
-    args = ["train", str(listing), "--out", str(out), "--epochs", str(epochs), "--device", device]
-    args += ["--batch-size", str(batch)]
-    if nproc == 1:
-        command = [sys.executable, "-m", "devicepipe", *args]
-    else:
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)]
-        command += ["-m", "devicepipe", *args]
-    started = time.perf_counter()
-    proc = subprocess.run(command, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{proc.stderr[-2000:]}")
-    summary = json.loads((out / "summary.json").read_text())
-    seconds = [float(line.split(",")[3]) for line in (out / "history.csv").read_text().splitlines()[1:]]
-    return {
-        "processes": nproc,
-        "threads_per_process": threads,
-        "device": device,
-        "epochs": epochs,
-        "batch_size": batch,
-        "beats": summary["counts"]["beats"],
-        "recordings": summary["recordings"]["used"],
-        "epoch_seconds_median": statistics.median(seconds[1:]),
-        "epoch_seconds": seconds,
-        "train_stage_s": summary["seconds"]["train"],
-        "wall_s": wall,
-        "final_train_loss": summary["final_loss"]["train"][0],
-        "distributed": summary.get("distributed"),
-    }
 
 
 def scoring(model_dir: Path, listing: Path, device: str, threads: int, repeats: int) -> dict:
@@ -130,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         configs = [(1, 1), (1, args.nproc), (args.nproc, 1)] if args.device == "cpu" else [(1, 1), (args.nproc, 1)]
         for nproc, threads in configs:
             out = work / f"p{nproc}t{threads}"
-            runs.append(train(listing, out, nproc=nproc, threads=threads, device=args.device, epochs=args.epochs,
+            runs.append(timed_train(listing, out, nproc=nproc, threads=threads, device=args.device, epochs=args.epochs,
                               batch=args.batch_size))  # fmt: skip
         model = work / "p1t1"
         weights = [torch.load(work / f"p{n}t{t}" / MODEL_NAME, weights_only=True)["members"][0] for n, t in configs]

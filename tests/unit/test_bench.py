@@ -5,7 +5,8 @@ import torch
 from typer.testing import CliRunner
 
 from devicepipe.bench import timer as timer_module
-from devicepipe.bench.report import bench_devices, check_only, compare, format_ratio, markdown
+from devicepipe.bench.limits import annotate, count_flops
+from devicepipe.bench.report import achieved_cells, bench_devices, check_only, compare, format_ratio, markdown
 from devicepipe.bench.timer import measure
 from devicepipe.cli import app
 from devicepipe.errors import DevicepipeError
@@ -158,8 +159,50 @@ def test_every_benchmark_runs_in_quick_mode(tmp_path):
     assert {"matmul", "create", "bandwidth", "cnn_step", "xor", "ensemble", "batching"} <= set(report["micro"])
     assert report["crossover"]["crossover"] == {"detect": None, "train_epoch": None}
     assert report["machine"]["cpu"]["torch_threads"] >= 1 and report["threads"] >= 1
+    # achieved rates against the limits measured in the same run
+    lim = report["limits"]["cpu"]
+    assert lim["copy_gb_per_s"] > 0 and lim["matmul_gflop_s"] > 0 and lim["csv_parse_mb_per_s"] > 0
+    by_stage = {r["stage"]: r for r in report["stages"]}
+    assert by_stage["read_csv"]["text_mb_per_s"] == pytest.approx(
+        lim["csv_bytes"] / by_stage["read_csv"]["median_s"] / 1e6
+    )
+    assert by_stage["scale"]["gb_per_s"] == pytest.approx(
+        12 * report["n_samples"] / by_stage["scale"]["median_s"] / 1e9
+    )
+    assert by_stage["scale"]["share_of_copy"] == pytest.approx(by_stage["scale"]["gb_per_s"] / lim["copy_gb_per_s"])
+    assert by_stage["train_epoch"]["gflop_s"] > 0 and "share_of_matmul" in by_stage["score"]
+    assert "share of the limit" in (tmp_path / "bench.md").read_text()
+    # distributed training: one process against two gloo processes, the same weights
+    ddp = {(r["processes"], r["threads_per_process"]): r for r in report["ddp"]}
+    assert set(ddp) == {(1, 1), (1, 2), (2, 1)}
+    assert all(r["max_weight_difference"] < 1e-4 and r["epoch_seconds_median"] > 0 for r in ddp.values())
+    assert ddp[(2, 1)]["distributed"] and ddp[(1, 1)]["beats"] == ddp[(2, 1)]["beats"] > 0
     for name in ("bench.md", "speedup.png", "bandwidth.png", "crossover.png"):
         assert (tmp_path / name).stat().st_size > 500
+
+
+def test_flop_count_of_a_linear_layer_is_the_hand_count():
+    layer = torch.nn.Linear(64, 32, bias=False)
+    x = torch.randn(10, 64)
+    assert count_flops(lambda: layer(x)) == 2 * 10 * 64 * 32  # one multiply-add per weight per row
+
+
+def test_achieved_rates_and_shares_by_hand():
+    limits = {"cpu": {"copy_gb_per_s": 20.0, "matmul_gflop_s": 100.0, "csv_parse_mb_per_s": 200.0}}
+    records = [
+        {"stage": "scale", "device": "cpu", "median_s": 0.5, "bytes": 4e9},
+        {"stage": "filter", "device": "cpu", "median_s": 0.1, "bytes": 8e8, "flops": 2e9},
+        {"stage": "read_csv", "device": "cpu", "median_s": 2.0, "text_bytes": 2e8},
+        {"stage": "h2d_pinned", "device": "cpu", "median_s": 0.01, "bytes": 4e8},
+    ]
+    scale, filt, csv, h2d = annotate(records, limits)
+    assert scale["gb_per_s"] == pytest.approx(8.0) and scale["share_of_copy"] == pytest.approx(0.4)
+    assert filt["gflop_s"] == pytest.approx(20.0) and filt["share_of_matmul"] == pytest.approx(0.2)
+    assert csv["text_mb_per_s"] == pytest.approx(100.0) and csv["share_of_csv_parse"] == pytest.approx(0.5)
+    assert h2d["gb_per_s"] == pytest.approx(40.0) and "share_of_copy" not in h2d  # no limit named for it
+    assert achieved_cells(filt) == ["20 GFLOP/s, 8 GB/s", "20% of matmul, 40% of copy"]
+    assert achieved_cells(csv) == ["100 MB/s of CSV", "50% of CSV parse"]
+    assert achieved_cells({"stage": "x"}) == ["-", "-"]
 
 
 def test_ratios_keep_the_digits_that_matter():

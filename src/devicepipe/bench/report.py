@@ -19,7 +19,9 @@ from markupsafe import Markup
 from matplotlib.figure import Figure
 
 from devicepipe.bench.baselines import run_baselines
+from devicepipe.bench.ddp import ddp_scaling
 from devicepipe.bench.interop import handoff_comparison
+from devicepipe.bench.limits import annotate, measure_limits
 from devicepipe.bench.micro import crossover, run_micro
 from devicepipe.bench.paired import detection_sweep, run_paired
 from devicepipe.bench.stages import STAGES, prepare_input, run_stages
@@ -34,16 +36,18 @@ from devicepipe.report import write_report as write_page
 
 __all__ = [
     "SECTIONS",
+    "achieved_cells",
     "bench_devices",
     "check_only",
     "compare",
     "format_ratio",
+    "format_seconds",
     "load_result",
     "run_benchmarks",
     "write_report",
 ]
 
-SECTIONS = ("stages", "baselines", "paired", "micro", "crossover", "peers", "handoff")
+SECTIONS = ("stages", "baselines", "paired", "micro", "crossover", "peers", "handoff", "ddp")
 
 
 def _versions() -> dict[str, str | None]:
@@ -138,10 +142,14 @@ def run_benchmarks(
         "repeats": reps,
     }
     with tempfile.TemporaryDirectory() as tmp:
-        note(f"simulating {n:,} samples and writing them as CSV and Parquet")
-        inp = prepare_input(n, tmp)
+        if sections & {"stages", "baselines", "peers", "paired"}:  # the sections that use the simulated ECG
+            note(f"simulating {n:,} samples and writing them as CSV and Parquet")
+            inp = prepare_input(n, tmp)
         if "stages" in sections:
             result["stages"] = run_stages(inp, devices, repeats=reps, only=stage_names, progress=note)
+            note("this machine's limits: memory copy, matrix product, CSV parsing")
+            result["limits"] = measure_limits(devices, inp.csv, quick=quick, repeats=reps)
+            annotate(result["stages"], result["limits"])
         if "baselines" in sections:
             result["baselines"] = run_baselines(inp, repeats=reps, progress=note)
         if "peers" in sections:
@@ -157,6 +165,8 @@ def run_benchmarks(
         result["micro"] = run_micro(devices, quick=quick, repeats=3 if quick else 5, progress=note)
     if "crossover" in sections:
         result["crossover"] = crossover(devices, quick=quick, repeats=reps, progress=note)
+    if "ddp" in sections:
+        result["ddp"] = ddp_scaling(devices, quick=quick, progress=note)
     result["ratios"] = _ratios(result)
     return result
 
@@ -188,10 +198,37 @@ def _ratios(result: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _ms(s: float | None) -> str:
+def format_seconds(s: float | None) -> str:
+    """Seconds as the digits that matter: 35.2 ms, 1.17 s."""
     if s is None:
         return "-"
     return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
+
+
+_ms = format_seconds
+
+
+def _percent(x: float) -> str:
+    return f"{100 * x:.0f}%" if x >= 0.1 else f"{100 * x:.2g}%"
+
+
+def achieved_cells(r: dict[str, Any]) -> list[str]:
+    """A stage record's achieved rate and its share of the limit that bounds it, as two table cells."""
+    limit = r.get("limit")
+    if "text_mb_per_s" in r:
+        rate = f"{r['text_mb_per_s']:.3g} MB/s of CSV"
+    elif limit == "matmul" and "gflop_s" in r:
+        rate = f"{r['gflop_s']:.3g} GFLOP/s" + (f", {r['gb_per_s']:.3g} GB/s" if "gb_per_s" in r else "")
+    elif "gb_per_s" in r:
+        rate = f"{r['gb_per_s']:.3g} GB/s"
+    else:
+        return ["-", "-"]
+    shares = [
+        f"{_percent(r[key])} of {what}"
+        for key, what in (("share_of_csv_parse", "CSV parse"), ("share_of_matmul", "matmul"), ("share_of_copy", "copy"))
+        if key in r
+    ]
+    return [rate, ", ".join(shares) or "-"]
 
 
 def format_ratio(x: float) -> str:
@@ -281,7 +318,7 @@ def markdown(result: dict[str, Any]) -> str:
     if result.get("stages"):
         lines += _table(
             "Stages",
-            ["stage", "device", "median", "min-max", "M samples/s", "matches CPU"],
+            ["stage", "device", "median", "min-max", "M samples/s", "achieved", "share of the limit", "matches CPU"],
             [
                 [
                     r["stage"],
@@ -289,17 +326,41 @@ def markdown(result: dict[str, Any]) -> str:
                     _ms(r["median_s"]),
                     f"{_ms(r['min_s'])}-{_ms(r['max_s'])}",
                     f"{r['samples_per_s'] / 1e6:.1f}",
+                    *achieved_cells(r),
                     "-" if r["matches_cpu"] is None else r["matches_cpu"],
                 ]
                 for r in result["stages"]
             ],
         )
+        if result.get("limits"):
+            lines += [
+                "Limits measured in the same run: "
+                + "; ".join(
+                    f"{dev}: memory copy {lim['copy_gb_per_s']:.3g} GB/s (read + written), "
+                    f"{lim['matmul_n']}x{lim['matmul_n']} matmul {lim['matmul_gflop_s']:.3g} GFLOP/s"
+                    + (
+                        f", PyArrow CSV parse {lim['csv_parse_mb_per_s']:.3g} MB/s"
+                        if "csv_parse_mb_per_s" in lim
+                        else ""
+                    )
+                    for dev, lim in result["limits"].items()
+                )
+                + ". Achieved rates count the least work a stage must do: the bytes it must read and write, "
+                "the filter's direct-form multiply-adds (2 per tap per sample), the model's FLOPs (PyTorch's counter).",
+                "",
+            ]
     if result.get("ratios"):
         lines += _table(
             "The notebooks' way against ours (CPU, same run, not interleaved: see the paired table)",
             ["stage", "notebook way", "notebook", "ours", "ours faster by"],
             [
-                [r["stage"], r["notebook"], _ms(r["notebook_s"]), _ms(r["ours_s"]), format_ratio(r["speedup"])]
+                [
+                    r["stage"],
+                    r["notebook"],
+                    _ms(r["notebook_s"]),
+                    _ms(r["ours_s"]),
+                    format_ratio(r["speedup"]),
+                ]
                 for r in result["ratios"]
             ],
         )
@@ -327,7 +388,12 @@ def markdown(result: dict[str, Any]) -> str:
             [
                 [r["peer"], f"skipped: {r['skipped']}", "", ""]
                 if "skipped" in r
-                else [r["peer"], _ms(r["median_s"]), f"{r['samples_per_s'] / 1e6:.1f}", f"{r['f1_vs_truth']:.4f}"]
+                else [
+                    r["peer"],
+                    _ms(r["median_s"]),
+                    f"{r['samples_per_s'] / 1e6:.1f}",
+                    f"{r['f1_vs_truth']:.4f}",
+                ]
                 for r in result["peers"]
             ],
         )
@@ -387,6 +453,31 @@ def markdown(result: dict[str, Any]) -> str:
             best[(r["device"], r["kind"])] = max(best.get((r["device"], r["kind"]), 0), r["gb_per_s"])
         rows += [[f"best {k} bandwidth", d, f"{v:.1f} GB/s"] for (d, k), v in best.items()]
         lines += _table("Micro-benchmarks", ["benchmark", "device", "result"], rows)
+    if result.get("ddp"):
+        lines += _table(
+            "Training on several processes (DDP, torchrun)",
+            [
+                "device",
+                "processes",
+                "threads each",
+                "beats",
+                "s per epoch",
+                "vs 1 process",
+                "weights: largest difference from 1 process",
+            ],
+            [
+                [
+                    r["device"],
+                    r["processes"],
+                    r["threads_per_process"],
+                    f"{r['beats']:,}",
+                    f"{r['epoch_seconds_median']:.3g}",
+                    format_ratio(r["speedup_vs_one_process"]),
+                    f"{r['max_weight_difference']:.1e}",
+                ]  # fmt: skip
+                for r in result["ddp"]
+            ],
+        )
     cross = result.get("crossover")
     if cross:
         lines += ["## Crossover (GPU faster from this size on, transfers included)", ""]
@@ -481,7 +572,8 @@ def charts(result: dict[str, Any]) -> dict[str, Figure]:
     _ratio_axis(ax)
     ax.tick_params(axis="x", rotation=30)
     fig.tight_layout()
-    figs["speedup.png"] = fig
+    if ax.patches:  # a run without stages (say --only ddp) has no speed-ups to draw
+        figs["speedup.png"] = fig
     if result.get("paired"):
         figs["paired.png"] = _paired_chart(result["paired"])
     micro = result.get("micro")
@@ -552,6 +644,10 @@ def _flatten(result: dict[str, Any]) -> dict[str, float]:
     for r in result.get("peers", []):
         if "median_s" in r:
             out[f"peer {r['peer']}"] = r["median_s"]
+    for r in result.get("ddp", []):
+        out[f"ddp epoch, {r['processes']} x {r['threads_per_process']} threads on {r['device']}"] = r[
+            "epoch_seconds_median"
+        ]
     for sec, recs in (result.get("micro") or {}).items():
         for r in recs:
             if sec == "matmul":

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from devicepipe.bench.limits import count_flops
 from devicepipe.bench.timer import measure
 from devicepipe.ecg import ecg_peaks, ecg_segment, evaluate_beats
 from devicepipe.io import read_series, write_csv, write_parquet
@@ -235,5 +236,42 @@ def run_stages(
                 else:
                     same = math.isclose(a, b, rel_tol=1e-3)
                 record["matches_cpu"] = bool(same)
+            record.update(_work(name, result, inp, kernel.numel(), trained, beats, new_model))
             records.append(record)
     return records
+
+
+def _work(
+    name: str,
+    result: Any,
+    inp: BenchInput,
+    taps: int,
+    trained: torch.nn.Module | None,
+    beats: torch.Tensor | None,
+    new_model: Callable[[], torch.nn.Module],
+) -> dict[str, int]:
+    """The least work a stage must do, for its achieved rate: ``bytes`` read and written
+    (float32 samples, 4 bytes each), ``flops`` executed, ``text_bytes`` of CSV parsed."""
+    n4 = 4 * inp.n_samples
+    if name in ("read_csv", "pipeline"):
+        return {"text_bytes": inp.csv.stat().st_size}
+    if name == "read_parquet":
+        return {"bytes": inp.parquet.stat().st_size + n4}  # the file read, the samples written
+    if name in ("h2d_pageable", "h2d_pinned", "peaks", "detect"):
+        return {"bytes": n4}  # the signal read (or copied) once
+    if name == "scale":
+        return {"bytes": 3 * n4}  # fit reads it; transform reads it and writes the result
+    if name == "filter":
+        return {"bytes": 2 * n4, "flops": 2 * taps * inp.n_samples}  # direct form: a multiply-add per tap
+    if name == "segment":
+        return {"bytes": 2 * result.matrix.numel() * result.matrix.element_size()}  # rows read and written
+    if beats is None:
+        return {}
+    sample = beats[:1024]
+    scale = beats.shape[0] / sample.shape[0]
+    if name == "train_epoch":
+        one = count_flops(lambda: fit(new_model(), sample, epochs=1, batch_size=1024, val_fraction=0.0, seed=0))
+        return {"flops": int(one * scale)}
+    if name == "score" and trained is not None:
+        return {"flops": int(count_flops(lambda: reconstruction_error(trained, sample)) * scale)}
+    return {}
