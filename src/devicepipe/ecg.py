@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from devicepipe.errors import DevicepipeError
 from devicepipe.signal.blocks import block_reduce, centred_window, row_median
@@ -77,20 +78,29 @@ SEED_RATE_HZ = 250.0
 #: The response's median (the contrast's denominator) is judged on about this many of its samples,
 #: evenly spaced.
 SUBSAMPLE = 200_000  # the notebook's recording (UCR "ECG one day") is sampled at 250 Hz
+#: A typical QRS response at or under this fraction of the signal's magnitude is float rounding
+#: of a constant (a flat or saturated lead), not a heart: the filter's rounding error is about
+#: 1e-6 of the magnitude, an ECG's QRS response a sizeable fraction of its amplitude.
+ROUNDING = 1e-5
 
 
-def _check_input(x: torch.Tensor, sampling_rate: float, where: str) -> torch.Tensor:
+def _check_input(x: torch.Tensor, sampling_rate: float, where: str, *, leads: bool = False) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise DevicepipeError(f"{where}: expected a torch.Tensor, got {type(x).__name__}.")
-    if x.ndim not in (1, 2):
-        raise DevicepipeError(f"{where}: expected shape (time,) or (batch, time), got {tuple(x.shape)}.")
+    if leads and x.ndim not in (2, 3):
+        raise DevicepipeError(
+            f"{where}: leads='fuse' expects shape (leads, time) or (batch, leads, time), got {tuple(x.shape)}."
+        )
+    if not leads and x.ndim not in (1, 2):
+        hint = "; for several leads of each recording pass leads='fuse'" if x.ndim == 3 else ""
+        raise DevicepipeError(f"{where}: expected shape (time,) or (batch, time), got {tuple(x.shape)}{hint}.")
     x = x.detach() if x.dtype.is_floating_point else x.detach().to(torch.float32)  # no autograd; integers as float
     if not sampling_rate or not sampling_rate > 0 or not math.isfinite(sampling_rate):
         raise DevicepipeError(f"{where}: sampling_rate must be a finite, positive number of Hz, got {sampling_rate}.")
     if x.is_floating_point() and not bool(torch.isfinite(x.sum())) and not bool(torch.isfinite(x).all()):
         # one NaN or inf would spread through the filter and erase every beat: refuse, never answer wrongly
         bad = ~torch.isfinite(x)
-        first = int(torch.nonzero(bad.reshape(-1) if x.ndim == 1 else bad.any(0))[0])
+        first = int(torch.nonzero(bad.reshape(-1, x.shape[-1]).any(0))[0])
         raise DevicepipeError(
             f"{where}: x holds {int(bad.sum()):,} non-finite value(s) (NaN or inf), the first at sample {first:,}; "
             "drop or interpolate them first (read_series(..., nan='interpolate')).",
@@ -202,8 +212,23 @@ class _Ricker:
     def subsample_stride(n: int) -> int:
         return max(1, n // SUBSAMPLE)  # the median of a subsample is enough
 
+    def contrast(self, block_max: torch.Tensor, subsample: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each row's typical QRS response (the median of its envelope, as :meth:`thresholds`
+        takes it) and its contrast, that over the median response, ``(batch,)`` each: how far
+        beats stand above the rest (white noise about 4.6, real recordings 17 to 110; 0 for a
+        row with no response)."""
+        envelope = centred_window(block_max, _samples(self.envelope_s / self.block_s, 1.0), "max")
+        typical = envelope.median(-1).values
+        median = subsample.median(-1).values
+        tiny = float(torch.finfo(block_max.dtype).tiny)
+        return typical, torch.where(typical > 0, typical / median.clamp(min=tiny), torch.zeros_like(typical))
+
     def thresholds(
-        self, block_max: torch.Tensor, block_mean: torch.Tensor, subsample: torch.Tensor
+        self,
+        block_max: torch.Tensor,
+        block_mean: torch.Tensor,
+        subsample: torch.Tensor,
+        magnitude: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The threshold and the local beat level of every block, from the block summaries of
         the whole recording and a subsample of its feature (every :meth:`subsample_stride`-th).
@@ -213,7 +238,8 @@ class _Ricker:
         typical QRS level (the envelope's median) nor a multiple of the local noise floor (the
         mean response over the envelope window). A row whose typical QRS response does not stand
         well above its median response holds no ECG (white noise gives a contrast near 4.6 at
-        any rate, real recordings 17 to 110): it gets an infinite threshold.
+        any rate, real recordings 17 to 110): it gets an infinite threshold; so does a row whose
+        typical response is float rounding next to ``magnitude`` (see :data:`ROUNDING`).
         """
         span = _samples(self.envelope_s / self.block_s, 1.0)
         envelope = centred_window(block_max, span, "max")
@@ -229,6 +255,8 @@ class _Ricker:
         # median per row of a (batch, time) input costs a selection each.
         below = (subsample <= typical / self.min_contrast).sum(-1, dtype=torch.int32)  # (int32: 5x faster)
         no_ecg = (below <= (subsample.shape[-1] - 1) // 2) | (typical.squeeze(-1) <= 0)
+        if magnitude is not None:  # (batch,): the signal's size, to tell a response from rounding
+            no_ecg |= typical.squeeze(-1) <= ROUNDING * magnitude
         per_block[no_ecg] = torch.inf
         return per_block, level
 
@@ -281,9 +309,60 @@ def _peaks_ricker(x: torch.Tensor, sampling_rate: float, **options: float) -> tu
     n = x.shape[-1]
     means, kernel = r.edge_means(x, x), r.kernel(x)
     feature, negative = r.feature(x, kernel, *means, start=True, end=True)
-    per_block, level = r.thresholds(*r.summaries(feature), feature[..., :: r.subsample_stride(n)])
+    stride = r.subsample_stride(n)
+    magnitude = x[..., ::stride].abs().amax(-1)
+    per_block, level = r.thresholds(*r.summaries(feature), feature[..., ::stride], magnitude)
     cands = r.accept(r.candidates(x, feature, negative, 0, (0, n)), per_block, level)
     return r.select(cands, x.shape[0], n)
+
+
+def _peaks_ricker_fused(x: torch.Tensor, sampling_rate: float, **options: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """One set of R peaks per recording from all its leads (``x`` of shape ``(batch, leads, time)``):
+    rows (the recording) and columns, sorted.
+
+    Each lead's ``|Ricker response|`` is put on a common scale (divided by the lead's typical
+    QRS response), and the leads are averaged with weights equal to their contrast (typical QRS
+    response over median response): a lead with no ECG in it (flat, off, or noise whose contrast
+    is under ``min_contrast``) gets no weight, a clean lead more than a noisy one. Thresholds and
+    candidates are found on the average; each beat is placed, and its polarity judged, on the
+    lead of highest weight.
+    """
+    r = _Ricker(float(sampling_rate), **options)
+    batch, leads, n = x.shape
+    flat = x.reshape(batch * leads, n)
+    means, kernel = r.edge_means(flat, flat), r.kernel(flat)
+    feature, negative = r.feature(flat, kernel, *means, start=True, end=True)
+    stride = r.subsample_stride(n)
+    block_max, block_mean = r.summaries(feature)
+    typical, contrast = r.contrast(block_max, feature[..., ::stride])
+    magnitude = flat[..., ::stride].abs().amax(-1)
+    usable = ((contrast >= r.min_contrast) & (typical > ROUNDING * magnitude)).reshape(batch, leads)
+    best = contrast.reshape(batch, leads).argmax(1)  # the lead to place beats on (the first, when none is usable)
+    none = ~usable.any(1)
+    usable[none] = F.one_hot(best[none], leads).bool()  # nothing usable: that lead alone, as "each" would
+    # per block: each lead on a common scale (its typical QRS response), weighted by its local
+    # contrast and by how near its local envelope is to that typical level (a lead's QRS keeps its
+    # size; a stretch far above or below it is artefact or a lost contact)
+    span = _samples(r.envelope_s / r.block_s, 1.0)
+    tiny = float(torch.finfo(x.dtype).tiny)
+    envelope = centred_window(block_max, span, "max").clamp(min=tiny)
+    local = envelope / centred_window(block_mean, span, "mean").clamp(min=tiny)
+    size = envelope / typical.clamp(min=tiny)[:, None]
+    agreement = torch.minimum(size, 1 / size) ** 2
+    weight = (local * agreement / typical.clamp(min=tiny)[:, None]).reshape(batch, leads, -1) * usable[..., None]
+    weight = weight / weight.sum(1, keepdim=True).clamp(min=tiny)
+    fused = (feature.reshape(batch, leads, n) * weight.repeat_interleave(r.block, dim=-1)[..., :n]).sum(1)
+    per_block, level = r.thresholds(*r.summaries(fused), fused[..., ::stride])
+    # each candidate is placed on the lead of highest weight in its block, and its polarity is
+    # judged against that lead's usual one (leads differ in the sign of their QRS)
+    rows, cols = _coarse_peaks(fused, r.refractory, r.sub)
+    on = rows * leads + weight[rows, :, cols // r.block].argmax(-1)  # rows of `flat`
+    sign = 1 - 2 * negative[on, cols].to(x.dtype)
+    usual = torch.zeros(batch * leads, device=x.device, dtype=x.dtype).index_add_(0, on, sign)
+    usual = torch.where(usual < 0, -1.0, 1.0).to(x.dtype)
+    refined = _refined(flat, sign, on, cols, _samples(r.refine_s, r.fs))
+    cands = {"rows": rows, "cols": cols, "height": fused[rows, cols], "sign": sign * usual[on], "refined": refined}
+    return r.select(r.accept(cands, per_block, level), batch, n)
 
 
 def _weak_followers(
@@ -399,27 +478,37 @@ def _options_of(method: str) -> list[str]:
 
 
 def ecg_peaks(
-    x: torch.Tensor, sampling_rate: float, *, method: str = "ricker", **options: Any
+    x: torch.Tensor, sampling_rate: float, *, method: str = "ricker", leads: str = "each", **options: Any
 ) -> torch.Tensor | list[torch.Tensor]:
     """Find the R peaks of an ECG.
 
     Parameters
     ----------
     x : Tensor of shape ``(time,)``, or ``(batch, time)`` for many equal-length recordings
-        processed in one pass; any device.
+        processed in one pass; with ``leads="fuse"``, ``(leads, time)`` for the leads of one
+        recording or ``(batch, leads, time)``; any device.
     sampling_rate : Hz (125 to 1000 Hz tested).
     method : a key of ``ECG_PEAK_METHODS``: ``"ricker"`` (default) or ``"seed"``.
+    leads : ``"each"`` (default: every row is a recording of its own) or ``"fuse"`` (the rows of
+        ``x`` are leads of one recording, and one set of beats is found from all of them, each
+        lead weighted by how clearly beats stand out in it; a flat or noise-only lead is left
+        out; ``"ricker"`` only).
     options : keyword settings of the method (for ``"ricker"``: ``sigma_s``, ``refractory_s``,
         ``threshold``, ... in seconds or as fractions; see the module docstring).
 
     Returns
     -------
     int64 Tensor of shape ``(n_peaks,)`` of sample indices on ``x``'s device, sorted; for a
-    ``(batch, time)`` input, a list with one such tensor per row.
+    ``(batch, time)`` input (``(batch, leads, time)`` when fused), a list with one such tensor
+    per recording.
     """
-    x = _check_input(x, sampling_rate, "ecg_peaks()")
+    if leads not in ("each", "fuse"):
+        raise DevicepipeError(f"ecg_peaks(): leads must be 'each' or 'fuse', got {leads!r}.")
+    x = _check_input(x, sampling_rate, "ecg_peaks()", leads=leads == "fuse")
     if method not in ECG_PEAK_METHODS:
         raise DevicepipeError(f"ecg_peaks(): unknown method {method!r}; choose one of {sorted(ECG_PEAK_METHODS)}.")
+    if leads == "fuse" and method != "ricker":
+        raise DevicepipeError(f"ecg_peaks(): leads='fuse' needs method='ricker', got {method!r}.")
     find = ECG_PEAK_METHODS[method]
     accepted = _options_of(method)
     unknown = sorted(set(options) - set(accepted))
@@ -427,6 +516,11 @@ def ecg_peaks(
         raise DevicepipeError(
             f"ecg_peaks(): method {method!r} has no option {unknown[0]!r}; its options are {accepted or 'none'}."
         )
+    if leads == "fuse":
+        many = x.ndim == 3
+        rows, cols = _peaks_ricker_fused(x if many else x[None], float(sampling_rate), **options)
+        per_recording = split_by_row(rows, cols, x.shape[0] if many else 1)
+        return per_recording if many else per_recording[0]
     rows, cols = find(x.reshape(-1, x.shape[-1]), float(sampling_rate), **options)
     per_row = split_by_row(rows, cols, 1 if x.ndim == 1 else x.shape[0])
     return per_row[0] if x.ndim == 1 else per_row
@@ -484,6 +578,7 @@ def ecg_peaks_chunked(
     means = r.edge_means(_checked(read(0, edge), sampling_rate, 0)[None], read(n_samples - edge, n_samples)[None])
     stride = r.subsample_stride(n_samples)
     maxima, averages, subsample, found = [], [], [], []
+    magnitude = torch.zeros((), device=means[0].device, dtype=means[0].dtype)  # over the same samples as one call
     for c0 in range(0, n_samples, chunk):
         c1 = min(n_samples, c0 + chunk)
         a, b = max(0, c0 - halo), min(n_samples, c1 + halo)
@@ -495,10 +590,15 @@ def ecg_peaks_chunked(
         maxima.append(block_max)
         averages.append(block_mean)
         subsample.append(core[:, (-c0) % stride :: stride].clone())  # a copy: a view would keep the chunk alive
+        taken = x[:, c0 - a : c1 - a][:, (-c0) % stride :: stride]
+        if taken.numel():
+            magnitude = torch.maximum(magnitude, taken.abs().amax())
         found.append(r.candidates(x, feature, negative, a, (c0, c1)))
         if progress is not None:
             progress(c1, n_samples)
-    per_block, level = r.thresholds(torch.cat(maxima, -1), torch.cat(averages, -1), torch.cat(subsample, -1))
+    per_block, level = r.thresholds(
+        torch.cat(maxima, -1), torch.cat(averages, -1), torch.cat(subsample, -1), magnitude.reshape(1)
+    )
     candidates = r.accept({key: torch.cat([f[key] for f in found]) for key in found[0]}, per_block, level)
     return r.select(candidates, 1, n_samples)[1]
 

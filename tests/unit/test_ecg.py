@@ -45,7 +45,8 @@ def test_flat_and_noise_only_give_no_beats(device):
     g = torch.Generator().manual_seed(0)
     for fs in (125, 250, 1000):
         assert ecg_peaks(torch.zeros(60 * fs, device=device), fs).numel() == 0
-        assert ecg_peaks(torch.full((60 * fs,), 4.2, device=device), fs).numel() == 0
+        for level in (4.2, 3.0, -7.25, 1234.5):  # a constant's filter response is rounding, not beats
+            assert ecg_peaks(torch.full((60 * fs,), level, device=device), fs).numel() == 0
         assert ecg_peaks(0.3 * torch.randn(60 * fs, generator=g).to(device), fs).numel() == 0
 
 
@@ -220,3 +221,61 @@ def test_filter_without_mean_removal_matches_filtering_the_centred_signal(n):
     torch.testing.assert_close(
         centred_convolve_at(x, mean, kernel, rows, cols), expected[rows, cols], rtol=0, atol=1e-10
     )
+
+
+def _two_leads(fs: int, seed: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two leads of one simulated heart: the second inverted, smaller and noisier; and the true R peaks."""
+    a = simulate_ecg(120, fs, seed=seed, ectopic_rate=0.02, device=device)
+    b = simulate_ecg(120, fs, seed=seed, ectopic_rate=0.02, inverted=True, noise_mV=0.05, device=device)
+    assert torch.equal(a.r_peaks, b.r_peaks)  # one heart: the same beats in both leads
+    return torch.stack([a.signal, 0.6 * b.signal]), a.r_peaks
+
+
+@pytest.mark.parametrize("fs", [250, 500])
+def test_fused_leads_find_the_truth_and_leave_out_a_lost_lead(device, fs):
+    leads, truth = _two_leads(fs, 7, device)
+    n = leads.shape[-1]
+    fused = ecg_peaks(leads, fs, leads="fuse")
+    assert fused.device == leads.device and fused.dtype == torch.int64 and (torch.diff(fused) > 0).all()
+    assert evaluate_beats(truth, fused, fs, tolerance_s=0.05, n_samples=n).f1 >= 0.99
+    alone = ecg_peaks(leads[0], fs)
+    g = torch.Generator().manual_seed(1)
+    for lost in (torch.zeros(n), torch.full((n,), 3.0), 0.3 * torch.randn(n, generator=g)):  # off, saturated, noise
+        with_lost = torch.stack([leads[0], lost.to(device)])
+        assert torch.equal(ecg_peaks(with_lost, fs, leads="fuse"), alone)  # the clean lead's beats, exactly
+        assert torch.equal(ecg_peaks(with_lost.flip(0), fs, leads="fuse"), alone)  # whichever lead is lost
+
+
+def test_fused_leads_outvote_an_artefact_in_one_lead(device):
+    fs = 250
+    leads, truth = _two_leads(fs, 11, device)
+    noisy = leads.clone()
+    g = torch.Generator().manual_seed(2)
+    burst = slice(40 * fs, 70 * fs)  # 30 s of motion artefact in the first lead: bursts larger than its QRS
+    noisy[0, burst] += (2.0 * torch.randn(30 * fs, generator=g)).cumsum(0).div(8).to(device)
+    n = leads.shape[-1]
+    scores = [
+        evaluate_beats(truth, p, fs, tolerance_s=0.05, n_samples=n).f1
+        for p in (ecg_peaks(noisy[0], fs), ecg_peaks(noisy[1], fs), ecg_peaks(noisy, fs, leads="fuse"))
+    ]
+    assert scores[2] >= max(scores[:2]) - 0.005 and scores[2] > scores[0], scores
+
+
+def test_fused_batch_equals_one_recording_at_a_time(device):
+    x = torch.stack([_two_leads(250, s, device)[0] for s in (3, 4)])  # (batch, leads, time)
+    batch = ecg_peaks(x, 250, leads="fuse")
+    assert isinstance(batch, list) and len(batch) == 2
+    for row, peaks in zip(x, batch, strict=True):
+        assert torch.equal(peaks, ecg_peaks(row, 250, leads="fuse"))
+
+
+def test_fused_leads_errors():
+    x = torch.zeros(2, 2000)
+    with pytest.raises(DevicepipeError, match="leads must be 'each' or 'fuse'"):
+        ecg_peaks(x, 250, leads="all")
+    with pytest.raises(DevicepipeError, match="needs method='ricker'"):
+        ecg_peaks(x, 250, leads="fuse", method="seed")
+    with pytest.raises(DevicepipeError, match=r"\(leads, time\) or \(batch, leads, time\)"):
+        ecg_peaks(torch.zeros(2000), 250, leads="fuse")
+    with pytest.raises(DevicepipeError, match="pass leads='fuse'"):
+        ecg_peaks(torch.zeros(2, 2, 2000), 250)
