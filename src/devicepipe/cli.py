@@ -648,7 +648,13 @@ def beats(
         ),
     ],
     channel: Annotated[
-        str | None, typer.Option("--channel", "-c", help="Channel or column, by name or position. Default: the first.")
+        str | None,
+        typer.Option(
+            "--channel",
+            "-c",
+            help="Channel or column, by name or position. Default: the first. 'all' finds the beats on every lead "
+            "together (a flat or noisy lead left out) and cuts them from the first.",
+        ),
     ] = None,
     sampling_rate: Annotated[
         float | None, typer.Option(help="Sampling rate in Hz, when the file does not say (CSV, NPY).")
@@ -953,7 +959,13 @@ def ecg(
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
     device: DeviceOpt = "auto",
     channel: Annotated[
-        str | None, typer.Option("--channel", "-c", help="Channel by name or position (default: first).")
+        str | None,
+        typer.Option(
+            "--channel",
+            "-c",
+            help="Channel by name or position (default: first); 'all' finds the beats on every lead together "
+            "(a flat or noisy lead left out) and cuts them from the first.",
+        ),
     ] = None,
     sampling_rate: Annotated[
         float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
@@ -1077,7 +1089,13 @@ def score(
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
     device: DeviceOpt = "auto",
     channel: Annotated[
-        str | None, typer.Option("--channel", "-c", help="Channel by name or position (default: first).")
+        str | None,
+        typer.Option(
+            "--channel",
+            "-c",
+            help="Channel by name or position (default: first); 'all' finds the beats on every lead together "
+            "(a flat or noisy lead left out) and cuts them from the first.",
+        ),
     ] = None,
     sampling_rate: Annotated[
         float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
@@ -1149,7 +1167,13 @@ def train(
     out: Annotated[Path, typer.Option("--out", "-o", help="Model directory: model.pt, report.html, figures.")],
     device: DeviceOpt = "auto",
     channel: Annotated[
-        str | None, typer.Option("--channel", "-c", help="Channel by name or position (default: first).")
+        str | None,
+        typer.Option(
+            "--channel",
+            "-c",
+            help="Channel by name or position (default: first); 'all' finds the beats on every lead together "
+            "(a flat or noisy lead left out) and cuts them from the first.",
+        ),
     ] = None,
     sampling_rate: Annotated[float | None, typer.Option(help="Sampling rate in Hz, for files that do not say.")] = None,
     epochs: EpochsOpt = ECG.epochs,

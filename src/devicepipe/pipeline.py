@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -198,7 +198,7 @@ def _read_ecg(
     with run.stage("read"):
         rec = read_series(
             source,
-            0 if channel is None else channel,
+            None if channel == ALL_LEADS else 0 if channel is None else channel,
             device=run.device,
             sampling_rate=sampling_rate,
             nan=nan,
@@ -207,6 +207,27 @@ def _read_ecg(
     if rec.sampling_rate is None:
         raise _unknown_rate(rec.source)
     return rec
+
+
+#: ``channel`` value that finds one set of beats from every lead (``ecg_peaks(..., leads="fuse")``).
+ALL_LEADS = "all"
+
+
+def _find_peaks(rec: Recording, method: str, channel: str | int | None) -> torch.Tensor:
+    """The R peaks of a recording: of its one channel, or, for ``channel="all"``, of all its leads together."""
+    if channel == ALL_LEADS:
+        leads = rec.samples if rec.samples.ndim == 2 else rec.samples[None]
+        return ecg_peaks(leads, rec.sampling_rate, method=method, leads="fuse")
+    return ecg_peaks(rec.samples, rec.sampling_rate, method=method)
+
+
+def _first_lead(rec: Recording) -> tuple[Recording, dict[str, Any]]:
+    """A recording of all leads reduced to its first (beats are cut from it), and the summary
+    fields that say the beats were found on every lead; a one-channel recording as it is."""
+    if rec.samples.ndim == 1:
+        return rec, {}
+    first = replace(rec, samples=rec.samples[0], channels=rec.channels[:1], units=rec.units[:1])
+    return first, {"beats_found_on_leads": list(rec.channels)}
 
 
 def _read_and_cut(
@@ -219,11 +240,15 @@ def _read_and_cut(
     nan: str,
     encoding: str | None,
 ) -> tuple[Recording, torch.Tensor, Beats]:
-    """Read one ECG channel onto the run's device (:func:`_read_ecg`), find its beats, cut them."""
+    """Read one ECG channel onto the run's device (:func:`_read_ecg`), find its beats (on all
+    leads with ``channel="all"``, then cut from the first), cut them."""
     rec = _read_ecg(run, source, channel, sampling_rate, nan, encoding)
     run.note(f"finding beats in {rec.n_samples:,} samples at {rec.sampling_rate:g} Hz on {run.device}")
     with run.stage("detect"):
-        peaks = ecg_peaks(rec.samples, rec.sampling_rate, method=method)
+        peaks = _find_peaks(rec, method, channel)
+    rec, leads = _first_lead(rec)
+    if leads:
+        run.note(f"beats found on all {len(leads['beats_found_on_leads'])} leads together, cut from {rec.channels[0]}")
     with run.stage("segment"):
         beats = ecg_segment(rec.samples, peaks, rec.sampling_rate, mode=mode)
     return rec, peaks, beats
@@ -290,11 +315,16 @@ def run_beats(
     ref = None if reference is None else read_reference(reference)  # checked before the recording is read
     size = _chunk_size(source, opts, run.device)
     if size is not None:
+        if channel == ALL_LEADS:
+            raise DevicepipeError(
+                "--channel all finds beats on every lead in one piece, and this recording is read in chunks "
+                "(--chunk, or beyond --memory-budget); pick one channel (--channel 0) or raise --memory-budget."
+            )
         return _run_beats_chunked(run, source, ref, opts, size)
     rec = _read_ecg(run, source, channel, sampling_rate, nan, encoding)
     run.note(f"finding beats in {rec.n_samples:,} samples at {rec.sampling_rate:g} Hz on {run.device}")
     with run.stage("detect"):
-        peaks = ecg_peaks(rec.samples, rec.sampling_rate, method=method)
+        peaks = _find_peaks(rec, method, channel)
     return _finish_beats(run, source, rec, peaks, ref, opts)
 
 
@@ -328,20 +358,24 @@ def run_beats_many(
             run = _start(out, dev, opts.count_transfers, None)
             ref = None if refs[i] is None else read_reference(refs[i])
             rec = _read_ecg(run, source, opts.channel, opts.sampling_rate, opts.nan, opts.encoding)
-            _check_ecg_input(rec)
+            _check_ecg_input(rec, opts.channel)
             ready[i] = (run, rec, ref)
         except DevicepipeError as exc:
             results[i] = exc
     groups: dict[tuple[int, float, torch.dtype], list[int]] = {}
     for i, (_, rec, _) in ready.items():
-        groups.setdefault((rec.n_samples, rec.sampling_rate, rec.samples.dtype), []).append(i)
+        groups.setdefault((tuple(rec.samples.shape), rec.sampling_rate, rec.samples.dtype), []).append(i)
+    fuse = opts.channel == ALL_LEADS
     for (_, fs, _), members in groups.items():
         runs = [ready[i][0] for i in members]
         stacked = torch.stack([ready[i][1].samples for i in members]) if len(members) > 1 else None
         started = runs[0].timer.seconds.get("detect", 0.0)
         with runs[0].stage("detect"):
             if stacked is None:
-                found = [ecg_peaks(ready[members[0]][1].samples, fs, method=opts.method)]
+                found = [_find_peaks(ready[members[0]][1], opts.method, opts.channel)]
+            elif fuse:
+                leads = stacked if stacked.ndim == 3 else stacked[:, None]
+                found = ecg_peaks(leads, fs, method=opts.method, leads="fuse")
             else:
                 found = ecg_peaks(stacked, fs, method=opts.method)
         share = (runs[0].timer.seconds["detect"] - started) / len(members)  # each its share of the call
@@ -456,10 +490,10 @@ def _excerpt_start(peaks: np.ndarray, n_samples: int, fs: float) -> int:
     return max(0, min(n_samples - int(round(10 * fs)), first - int(0.5 * fs)))
 
 
-def _check_ecg_input(rec: Recording) -> None:
+def _check_ecg_input(rec: Recording, channel: str | int | None = None) -> None:
     """The checks :func:`ecg_peaks` makes, made on one recording before it joins a batch (so one
-    bad recording is refused alone, not with its batch)."""
-    if rec.samples.ndim != 1:
+    bad recording is refused alone, not with its batch); with ``channel="all"``, on each lead."""
+    if rec.samples.ndim != 1 and channel != ALL_LEADS:
         raise DevicepipeError(f"{rec.source}: expected one channel, got shape {tuple(rec.samples.shape)}.")
     check_ecg(rec.samples, rec.sampling_rate)
 
@@ -467,7 +501,9 @@ def _check_ecg_input(rec: Recording) -> None:
 def _finish_beats(
     run: _Run, source: Any, rec: Recording, peaks: torch.Tensor, ref: ReferenceBeats | None, opts: BeatsOptions
 ) -> BeatsResult:
-    """Cut the beats at ``peaks``, copy the results back and write the run directory."""
+    """Cut the beats at ``peaks`` (from the first lead of a recording of all leads), copy the
+    results back and write the run directory."""
+    rec, leads = _first_lead(rec)
     fs = rec.sampling_rate
     with run.stage("segment"):
         beats = ecg_segment(rec.samples, peaks, fs, mode=opts.mode)
@@ -477,7 +513,7 @@ def _finish_beats(
     checked = _check_beats(run, rec, rec.n_samples, peaks, host["peaks"], ref, opts)
     with run.stage("write"), staged_dir(run.out) as stage:
         files = {"beat_matrix.npy": write_npy(host["matrix"], stage / "beat_matrix.npy")}
-        files.update(_write_beats(stage, run, source, rec, signal, host["kept"], beats, checked, opts))
+        files.update(_write_beats(stage, run, source, rec, signal, host["kept"], beats, checked, opts, **leads))
     return _beats_result(run, rec, rec.n_samples, host["peaks"], beats, files, checked)
 
 
@@ -1204,10 +1240,11 @@ def run_train(
             rec = _read_ecg(run, str(src.path), channel, sampling_rate, nan, encoding)
             with run.stage("detect"):
                 peaks = (
-                    ecg_peaks(rec.samples, rec.sampling_rate, method=method)
+                    _find_peaks(rec, method, channel)
                     if src.peaks_file is None
                     else _stored_peaks(src.peaks_file, run.device)
                 )
+            rec, _ = _first_lead(rec)
             with run.stage("segment"):
                 beats = ecg_segment(rec.samples, peaks, rec.sampling_rate, mode=mode)
             if beats.matrix.shape[0] == 0:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import devicepipe
 from conftest import require_data
 from devicepipe.cli import app
-from devicepipe.ecg import evaluate_beats
+from devicepipe.ecg import ecg_peaks, evaluate_beats
 from devicepipe.io import read_series
 
 runner = CliRunner()
@@ -470,3 +470,24 @@ def test_without_a_terminal_lines_are_whole_and_progress_is_plain(tmp_path):
     assert len(found) == 1 and "final loss" in found[0] and len(found[0]) > 80
     outputs = [ln for ln in lines if ln.startswith("outputs in ")]
     assert len(outputs) == 1 and outputs[0].endswith("training.png")
+
+
+def test_beats_on_all_leads_of_mitdb(tmp_path):
+    record = require_data("mitdb/100")
+    result = run(
+        "beats", record, "--out", tmp_path / "r", "--channel", "all", "--reference", record.with_suffix(".atr"),
+        "--no-figures",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    rec = read_series(record)
+    assert summary["beats_found_on_leads"] == list(rec.channels) == ["MLII", "V5"]
+    assert summary["channel"] == "MLII"  # the beats are cut from the first lead
+    fused = ecg_peaks(rec.samples, rec.sampling_rate, leads="fuse").numpy()
+    table = pq.read_table(tmp_path / "r" / "beats.parquet")
+    np.testing.assert_array_equal(table.column("peak").to_numpy(), fused)
+    assert summary["accuracy"]["f1"] >= 0.999
+    # --channel all with chunks is refused in one line, nothing written
+    refused = run("beats", record, "--out", tmp_path / "c", "--channel", "all", "--chunk", "10min")
+    assert_user_error(refused, "--channel all finds beats on every lead in one piece")
+    assert not (tmp_path / "c").exists()

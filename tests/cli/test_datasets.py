@@ -244,3 +244,24 @@ def test_an_unreachable_scheduler_is_one_line(tmp_path):
     )
     assert result.exit_code == 2 and "cannot reach the Dask scheduler" in result.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_a_folder_on_all_leads_is_batched_like_one_recording_at_a_time(tmp_path):
+    # two-lead recordings (the second lead inverted and smaller); batched fused detection equals one call each
+    from devicepipe.io import write_parquet
+
+    paths = []
+    for i in range(3):
+        a = simulate_ecg(10.0, 250.0, seed=i)
+        b = simulate_ecg(10.0, 250.0, seed=i, inverted=True, noise_mV=0.05)
+        paths.append(
+            write_parquet({"I": a.signal, "II": 0.6 * b.signal}, tmp_path / f"r{i}.parquet", sampling_rate=250)
+        )
+    outs = [tmp_path / "out" / p.stem for p in paths]
+    results = run_beats_many(paths, outs, options=BeatsOptions(figures=False, channel="all"), device="cpu")
+    for path, result in zip(paths, results, strict=True):
+        rec = read_series(path)
+        np.testing.assert_array_equal(result.peaks, ecg_peaks(rec.samples, 250.0, leads="fuse").numpy())
+        single = run_beats(path, tmp_path / "single" / path.stem, channel="all", figures=False, device="cpu")
+        assert result.files["beats.parquet"].read_bytes() == single.files["beats.parquet"].read_bytes()
+        assert result.channel == "I"
