@@ -41,3 +41,27 @@ def test_cpsc2021_pooled_floor():
 @pytest.mark.parametrize("name", ["data_21_7", "data_21_8", "data_84_2"])
 def test_clean_cpsc_records_are_perfect(name):
     assert _score(require_data(f"cpsc2021/{name}")).f1 == 1.0
+
+
+def test_all_leads_fused_floor_and_a_lost_lead():
+    """Both leads of MIT-BIH 100 and the CPSC 2021 records (benchmarks/ecg_leads.py; measured when
+    set: fused 0.9972 pooled, lead 0 alone 0.9943, lead 1 alone 0.9981; with a lead lost, the
+    other lead's F1 exactly)."""
+    from ecg_leads import cases
+
+    from devicepipe.ecg import ecg_peaks, evaluate_beats
+    from devicepipe.io import read_series
+
+    pooled: dict[str, BeatScore] = {}
+    for group, name in ANNOTATED_RECORDS:
+        path = require_data(f"{group}/{name}")
+        rec, ref = read_series(path), read_beat_annotations(path)
+        for label, x in cases(rec.samples).items():
+            peaks = ecg_peaks(x, rec.sampling_rate, leads="fuse") if x.ndim == 2 else ecg_peaks(x, rec.sampling_rate)
+            score = evaluate_beats(ref.samples, peaks, rec.sampling_rate, n_samples=rec.n_samples)
+            pooled[label] = pooled[label] + score if label in pooled else score
+    f1 = {label: s.f1 for label, s in pooled.items()}
+    assert f1["fused"] >= 0.997 and f1["fused"] > f1["lead 0 alone"], f1
+    for lost in (0, 1):
+        for how in ("flat", "saturated", "noise"):
+            assert abs(f1[f"fused, lead {lost} {how}"] - f1[f"lead {1 - lost} alone"]) <= 0.005, (lost, how, f1)
