@@ -942,6 +942,12 @@ def _print_ecg(con: Console, s: dict[str, Any]) -> None:
         f"{c['beats_found']:,} beats found, {c['beats_kept']:,} kept (their window lies inside the recording), "
         f"{c['flagged']:,} flagged as anomalous (score above {s['threshold']:.4g}); {_final_loss(s)}"
     )
+    left = s.get("quality", {}).get("left_out_of_training_and_flags")
+    if left is not None:
+        con.print(
+            f"{left:,} beats of poor signal quality (under {s['quality']['poor_below']:g}) left out of training "
+            "and out of the flags"
+        )
     if "reference" in s:
         labels = s["reference"]["labels"]
         con.print(
@@ -997,6 +1003,14 @@ def ecg(
     ] = None,
     nan: NanOpt = NanPolicy["error"],
     encoding: EncodingOpt = None,
+    min_quality: Annotated[
+        float | None,
+        typer.Option(
+            help="Leave beats of poor signal quality out of training and out of the flags: those whose "
+            "correlation with the recording's typical beat, or their 10-s stretch's median, is under this "
+            "(say 0.5). They are still scored, and counted in summary.json.",
+        ),
+    ] = None,
     resume: ResumeOpt = False,
     tensorboard: TensorboardOpt = None,
     bf16: Bf16Opt = False,
@@ -1034,6 +1048,7 @@ def ecg(
             "width": width,
             "nan": nan.value,
             "encoding": encoding,
+            "min_quality": min_quality,
         }
         engine = _engine(workers, scheduler, devices, device)
         _run_dataset_cli("ecg", input, out, options, engine, reference, resume)
@@ -1056,6 +1071,7 @@ def ecg(
             encoding=encoding,
             progress=con.print,
             epoch_progress=update,
+            min_quality=min_quality,
         )
     _print_ecg(con, result.summary)
     _print_outputs(con, result, ECG_FIGURES)

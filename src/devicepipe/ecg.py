@@ -56,7 +56,11 @@ __all__ = [
     "MATCH_TOLERANCE_S",
     "SEGMENT_MODES",
     "BeatScore",
+    "BeatQuality",
     "Beats",
+    "beat_correlation",
+    "beat_quality",
+    "typical_beat",
     "check_ecg",
     "ecg_peaks",
     "ecg_peaks_chunked",
@@ -665,6 +669,72 @@ class Beats:
     def window_s(self) -> float:
         """Seconds of signal a full row spans (a row resampled to ``w`` samples has a rate of ``w / window_s``)."""
         return self.width / self.sampling_rate
+
+
+#: A beat (or a stretch's median beat) correlating under this with the recording's typical beat
+#: is marked poor: under 0.5, less than a quarter of its variance follows the typical shape.
+POOR_QUALITY = 0.5
+
+
+@dataclass(frozen=True)
+class BeatQuality:
+    """How much each cut beat looks like the recording's typical beat, alone and with its neighbours.
+
+    Attributes
+    ----------
+    beat : Tensor of shape ``(n_kept,)``: the Pearson correlation of each row of the beat
+        matrix with the recording's median beat, in [-1, 1].
+    stretch : Tensor of shape ``(n_kept,)``: the (lower) median of ``beat`` over the beats whose
+        R peak lies in the same ``window_s`` stretch of the recording (stretches from sample 0).
+    window_s : the stretch length in seconds.
+    """
+
+    beat: torch.Tensor
+    stretch: torch.Tensor
+    window_s: float
+
+    def usable(self, min_quality: float = POOR_QUALITY) -> torch.Tensor:
+        """Bool ``(n_kept,)``: the beat and its stretch both at least ``min_quality``."""
+        return (self.beat >= min_quality) & (self.stretch >= min_quality)
+
+
+#: The typical beat is the median of at most this many beats, evenly spaced over the recording.
+TEMPLATE_BEATS = 10_000
+
+
+def typical_beat(matrix: torch.Tensor) -> torch.Tensor:
+    """The recording's typical beat, ``(width,)``: the (lower) median, sample by sample, of at
+    most :data:`TEMPLATE_BEATS` rows of ``matrix`` ``(n, width)``, evenly spaced."""
+    n = matrix.shape[0]
+    take = torch.linspace(0, n - 1, min(n, TEMPLATE_BEATS), dtype=torch.float64).round().long()
+    return matrix[take.to(matrix.device)].median(0).values
+
+
+def beat_correlation(matrix: torch.Tensor, template: torch.Tensor) -> torch.Tensor:
+    """Pearson correlation of each row of ``matrix`` ``(n, width)`` with ``template`` ``(width,)``: ``(n,)``.
+
+    Row by row (a product and a sum per row, no matrix product), so a row's value does not
+    depend on which rows are computed with it."""
+    centred = matrix - matrix.mean(1, keepdim=True)
+    t = template - template.mean()
+    tiny = float(torch.finfo(matrix.dtype).tiny)
+    return (centred * t).sum(1) / (centred.norm(dim=1) * t.norm()).clamp(min=tiny)
+
+
+def beat_quality(beats: Beats, *, window_s: float = 10.0, correlation: torch.Tensor | None = None) -> BeatQuality:
+    """Signal quality of cut beats: each beat's correlation with the recording's typical beat
+    (:func:`typical_beat`), and the median of that over each ``window_s`` stretch (motion
+    artefacts, a loose electrode and noise bursts give beats, true or false, that do not look
+    like the recording's own). ``correlation``, when given, is each row's correlation computed
+    already (say chunk by chunk); ``beats.matrix`` is then not read."""
+    corr = correlation
+    if corr is None:
+        m = beats.matrix
+        corr = beat_correlation(m, typical_beat(m)) if m.shape[0] else m.new_zeros(0)
+    if corr.numel() == 0:
+        return BeatQuality(corr, corr, window_s)
+    stretch_of = torch.div(beats.peaks.to(corr.device), _samples(window_s, beats.sampling_rate), rounding_mode="floor")
+    return BeatQuality(corr, row_median(corr, stretch_of, int(stretch_of.max()) + 1)[stretch_of], window_s)
 
 
 def ecg_segment(

@@ -72,17 +72,22 @@ def write_beat_files(
     *,
     scores: np.ndarray | None = None,
     flags: np.ndarray | None = None,
+    quality: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Path]:
     """Every R peak found, in three forms: ``beats.parquet`` (the sampling rate in its metadata),
     ``beats.csv``, and the WFDB annotation file ``<record>.qrs`` (see
     :func:`devicepipe.io.write_beat_annotations`; none when no beat was found).
 
     Columns: each peak's sample, time (s), the RR interval before it (s, NaN for the first),
-    whether segmentation kept it, and, for a learning run, its score (NaN where not kept) and
-    flag. ``peaks``, ``kept``, ``scores`` and ``flags`` have shape ``(n_peaks,)``.
+    whether segmentation kept it, with ``quality`` its correlation with the typical beat and the
+    median of that over its stretch (``quality``, ``stretch_quality``; NaN where not kept; see
+    :func:`devicepipe.ecg.beat_quality`), and, for a learning run, its score (NaN where not
+    kept) and flag. Every array has shape ``(n_peaks,)``.
     """
     rr = np.diff(peaks, prepend=np.nan) / sampling_rate if peaks.size else np.zeros(0)
     columns: dict[str, Any] = {"peak": peaks, "time_s": peaks / sampling_rate, "rr_s": rr, "kept": kept}
+    if quality is not None:
+        columns.update(quality=quality[0], stretch_quality=quality[1])
     if scores is not None and flags is not None:
         columns.update(score=scores, flagged=flags)
     files = {

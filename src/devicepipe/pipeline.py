@@ -29,9 +29,13 @@ from devicepipe.ecg import (
     AAMI_CLASSES,
     EDGE_S,
     MATCH_TOLERANCE_S,
+    POOR_QUALITY,
+    BeatQuality,
     Beats,
     BeatScore,
     aami_class,
+    beat_correlation,
+    beat_quality,
     check_ecg,
     ecg_peaks,
     ecg_peaks_chunked,
@@ -40,6 +44,7 @@ from devicepipe.ecg import (
     evaluate_beats,
     label_beats,
     segment_kept,
+    typical_beat,
 )
 from devicepipe.errors import DevicepipeError
 from devicepipe.interop import TransferLedger
@@ -470,10 +475,26 @@ def _run_beats_chunked(
                 fh.write(np.ascontiguousarray(rows).tobytes())
         fh.flush()
         files = {"beat_matrix.npy": stage / "beat_matrix.npy"}
+        with run.stage("segment", count=False):  # quality from the rows on disk, a chunk of rows at a time
+            quality = _quality_on_disk(stage / "beat_matrix.npy", peaks[torch.from_numpy(kept).to(peaks.device)], fs)
         signal = rec.samples.cpu().numpy() if opts.figures else None
         chunking = {"samples_per_chunk": size, "chunks": -(-n // size), "seconds_per_chunk": size / fs}
         files.update(
-            _write_beats(stage, run, source, rec, signal, kept, cut, checked, opts, n_samples=n, chunked=chunking)
+            _write_beats(
+                stage,
+                run,
+                source,
+                rec,
+                signal,
+                kept,
+                cut,
+                checked,
+                opts,
+                _quality_columns(quality, kept),
+                quality=_quality_summary(quality),
+                n_samples=n,
+                chunked=chunking,
+            )  # fmt: skip
         )
     beats = Beats(
         torch.from_numpy(np.load(run.out / "beat_matrix.npy", mmap_mode="c")),  # on disk, not in memory
@@ -490,12 +511,43 @@ def _excerpt_start(peaks: np.ndarray, n_samples: int, fs: float) -> int:
     return max(0, min(n_samples - int(round(10 * fs)), first - int(0.5 * fs)))
 
 
+def _quality_on_disk(matrix_file: Path, kept_peaks: torch.Tensor, fs: float, rows: int = 65_536) -> BeatQuality:
+    """:func:`~devicepipe.ecg.beat_quality` of a beat matrix in an NPY file, ``rows`` rows at a
+    time (the same values as on the whole matrix in memory)."""
+    matrix = torch.from_numpy(np.load(matrix_file, mmap_mode="c"))  # on disk: only the rows asked for are read
+    template = typical_beat(matrix) if matrix.shape[0] else matrix.new_zeros(matrix.shape[1])
+    corr = [beat_correlation(matrix[i : i + rows].clone(), template) for i in range(0, matrix.shape[0], rows)]
+    holder = Beats(matrix[:0], kept_peaks[:0], kept_peaks.cpu(), kept_peaks[:0], kept_peaks[:0] > 0, fs)
+    return beat_quality(holder, correlation=torch.cat(corr) if corr else matrix.new_zeros(0))
+
+
 def _check_ecg_input(rec: Recording, channel: str | int | None = None) -> None:
     """The checks :func:`ecg_peaks` makes, made on one recording before it joins a batch (so one
     bad recording is refused alone, not with its batch); with ``channel="all"``, on each lead."""
     if rec.samples.ndim != 1 and channel != ALL_LEADS:
         raise DevicepipeError(f"{rec.source}: expected one channel, got shape {tuple(rec.samples.shape)}.")
     check_ecg(rec.samples, rec.sampling_rate)
+
+
+def _quality_columns(quality: BeatQuality, kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``beats.parquet``'s quality columns: every R peak's beat and stretch quality, NaN where not kept."""
+    beat, stretch = np.full(kept.size, np.nan, np.float32), np.full(kept.size, np.nan, np.float32)
+    beat[kept], stretch[kept] = quality.beat.cpu().numpy(), quality.stretch.cpu().numpy()
+    return beat, stretch
+
+
+def _quality_summary(quality: BeatQuality, min_quality: float | None = None) -> dict[str, Any]:
+    """``summary.json``'s signal quality: how many cut beats (alone, or by their stretch) are poor."""
+    mark = POOR_QUALITY if min_quality is None else min_quality
+    rated = int(quality.beat.numel())
+    return {
+        "measure": "correlation with the recording's typical beat; stretch: its median over the stretch",
+        "window_s": quality.window_s,
+        "poor_below": mark,
+        "beats_rated": rated,
+        "beats_poor": int((~quality.usable(mark)).sum()) if rated else 0,
+        "median": float(quality.beat.median()) if rated else None,
+    }
 
 
 def _finish_beats(
@@ -507,13 +559,30 @@ def _finish_beats(
     fs = rec.sampling_rate
     with run.stage("segment"):
         beats = ecg_segment(rec.samples, peaks, fs, mode=opts.mode)
+        quality = beat_quality(beats)
     with run.stage("transfer"):
         host = _to_host({"peaks": peaks, "kept": beats.kept, "matrix": beats.matrix})
         signal = rec.samples.cpu().numpy() if opts.figures else None
     checked = _check_beats(run, rec, rec.n_samples, peaks, host["peaks"], ref, opts)
     with run.stage("write"), staged_dir(run.out) as stage:
         files = {"beat_matrix.npy": write_npy(host["matrix"], stage / "beat_matrix.npy")}
-        files.update(_write_beats(stage, run, source, rec, signal, host["kept"], beats, checked, opts, **leads))
+        columns = _quality_columns(quality, host["kept"])
+        files.update(
+            _write_beats(
+                stage,
+                run,
+                source,
+                rec,
+                signal,
+                host["kept"],
+                beats,
+                checked,
+                opts,
+                columns,
+                quality=_quality_summary(quality),
+                **leads,
+            )  # fmt: skip
+        )
     return _beats_result(run, rec, rec.n_samples, host["peaks"], beats, files, checked)
 
 
@@ -563,12 +632,14 @@ def _write_beats(
     beats: Beats,
     checked: _CheckedBeats,
     opts: BeatsOptions,
+    quality_columns: tuple[np.ndarray, np.ndarray] | None = None,
     **more: Any,
 ) -> dict[str, Path]:
-    """Every file of a beats run but the matrix, ``summary.json`` last (``more``: its extra fields)."""
+    """Every file of a beats run but the matrix, ``summary.json`` last (``quality_columns``: the
+    beat table's quality columns; ``more``: the summary's extra fields)."""
     fs, peaks = rec.sampling_rate, checked.host_peaks
     run.note(f"found {peaks.size:,} beats, writing {run.out}")
-    files = write_beat_files(stage, _record_name(rec), peaks, kept, fs)
+    files = write_beat_files(stage, _record_name(rec), peaks, kept, fs, quality=quality_columns)
     if signal is not None:
         files.update(beats_figures(stage, rec, signal, peaks, beats, checked.reference))
     summary = {
@@ -832,8 +903,14 @@ def run_ecg(
     progress: Progress | None = None,
     epoch_progress: EpochProgress | None = None,
     count_transfers: bool = True,
+    min_quality: float | None = None,
 ) -> LearnResult:
     """Read an ECG, find and cut its beats, train a VAE (or a vmap ensemble), score, write, plot.
+
+    ``min_quality`` (a correlation in [-1, 1]) leaves beats of poor signal quality (their own
+    correlation with the recording's typical beat, or their stretch's median, under it; see
+    :func:`~devicepipe.ecg.beat_quality`) out of training and out of the flags: they are still
+    scored and written, never flagged, and counted in ``summary.json``'s ``quality``.
 
     ``reference`` (a WFDB annotation file or a table of R peaks with labels, such as the
     simulator's truth file) labels each beat by its nearest reference beat within 150 ms: the
@@ -859,13 +936,29 @@ def run_ecg(
             "or a table with a 'symbol' column such as the simulator's truth file)."
         )
     run = _start(out, device, count_transfers, progress)
+    if min_quality is not None and not -1.0 <= min_quality <= 1.0:
+        raise DevicepipeError(
+            f"min_quality must be a correlation between -1 and 1, got {min_quality}.",
+            cli=f"--min-quality must be a correlation between -1 and 1 (say 0.5), got {min_quality}.",
+        )
     identity = _identity(
         source, settings, channel=channel, sampling_rate=sampling_rate, method=method, mode=mode, width=width, nan=nan
     )
+    if min_quality is not None:
+        identity["min_quality"] = min_quality
     check_before_start(run.out, settings, identity)
     rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan, encoding)
     with run.stage("segment"):
         matrix = resample_rows(beats.matrix, width)
+        quality = beat_quality(beats)
+    usable = None if min_quality is None else quality.usable(min_quality)
+    if usable is not None and matrix.shape[0] and int(usable.sum()) < MIN_BEATS_TO_TRAIN:
+        raise DevicepipeError(
+            f"only {int(usable.sum())} of {matrix.shape[0]} beats reach min_quality={min_quality}; "
+            f"at least {MIN_BEATS_TO_TRAIN} are needed to train; lower it.",
+            cli=f"only {int(usable.sum())} of {matrix.shape[0]} beats reach --min-quality {min_quality}; "
+            f"at least {MIN_BEATS_TO_TRAIN} are needed to train; lower --min-quality.",
+        )
     if matrix.shape[0] < MIN_BEATS_TO_TRAIN:
         problem = (
             f"only {matrix.shape[0]} beats were cut from {rec.source}; "
@@ -876,12 +969,16 @@ def run_ecg(
             cli=f"{problem} (is it an ECG? is --sampling-rate right?).",
         )
     with run.stage("scale"):
-        scaler = StandardScaler().fit(matrix.reshape(-1))
+        scaler = StandardScaler().fit((matrix if usable is None else matrix[usable]).reshape(-1))
         data = scaler.transform(matrix.reshape(-1)).reshape(matrix.shape)
 
     detector = _detector(settings, run.device, model="vae", width=vae.width, scaling="none")
     extra = {"scaler": scaler.state_dict(), "identity": identity}
-    learned = _learn(run, detector, data, settings, extra, epoch_progress, f"{data.shape[0]:,} beats")
+    training = data if usable is None else data[usable]
+    learned = _learn(run, detector, training, settings, extra, epoch_progress, f"{training.shape[0]:,} beats")
+    if usable is not None:  # every beat scored against the model of the usable ones; poor beats never flagged
+        every = learned.detector.score_details(data)
+        learned = replace(learned, scores=replace(every, flags=every.flags & usable))
     scores, first = learned.scores, learned.models[0]
     with run.stage("score"):
         grid = latent_grid(scores.embeddings, 5)
@@ -916,7 +1013,7 @@ def run_ecg(
     if ref is not None:
         host["truth"] = label_beats(_reference_in(ref, rec), ref.symbols, host["peaks"], fs)
     with run.stage("write"):
-        files, leading = _scored_beat_files(run, rec, host, ref is not None)
+        files, leading = _scored_beat_files(run, rec, host, ref is not None, quality)
         files.update(write_scores(run.out, leading, host, learned.histories))
         beat_rate = width / beats.window_s  # Hz of the resampled beat rows
         files[MODEL_NAME] = learned.detector.save(run.out / MODEL_NAME, geometry=_beat_geometry(beats, method, width))
@@ -945,6 +1042,9 @@ def run_ecg(
             for i in flagged
         ],
     }
+    summary["quality"] = _quality_summary(quality, min_quality)
+    if usable is not None:
+        summary["quality"]["left_out_of_training_and_flags"] = int((~usable).sum())
     if ref is not None:
         summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
     page = _flagged_beats(host, fs, ref is not None)
@@ -952,17 +1052,18 @@ def run_ecg(
 
 
 def _scored_beat_files(
-    run: _Run, rec: Recording, host: dict[str, np.ndarray], labelled: bool
+    run: _Run, rec: Recording, host: dict[str, np.ndarray], labelled: bool, quality: BeatQuality
 ) -> tuple[dict[str, Path], dict[str, np.ndarray]]:
-    """The beat files of a scored run (every R peak with its score and flag: NaN and False where
-    the beat was not kept), and the leading columns of its per-beat table (peak, time, and the
-    reference label when ``labelled``)."""
+    """The beat files of a scored run (every R peak with its quality, score and flag: NaN and
+    False where the beat was not kept), and the leading columns of its per-beat table (peak,
+    time, and the reference label when ``labelled``)."""
     fs, n = rec.sampling_rate, host["all_peaks"].size
     per_peak, flagged_peak = np.full(n, np.nan), np.zeros(n, bool)
     per_peak[host["kept"]], flagged_peak[host["kept"]] = host["scores"], host["flags"]
     files = write_beat_files(
-        run.out, _record_name(rec), host["all_peaks"], host["kept"], fs, scores=per_peak, flags=flagged_peak
-    )
+        run.out, _record_name(rec), host["all_peaks"], host["kept"], fs, scores=per_peak, flags=flagged_peak,
+        quality=_quality_columns(quality, host["kept"]),
+    )  # fmt: skip
     leading = {"peak": host["peaks"], "time_s": host["peaks"] / fs}
     if labelled:
         leading["reference"] = host["truth"]
@@ -1083,7 +1184,7 @@ def run_score(
     if ref is not None:
         host["truth"] = label_beats(_reference_in(ref, rec), ref.symbols, host["peaks"], fs)
     with run.stage("write"):
-        files, leading = _scored_beat_files(run, rec, host, ref is not None)
+        files, leading = _scored_beat_files(run, rec, host, ref is not None, beat_quality(beats))
         files.update(write_score_table(run.out, leading, host))
         files.update(score_figures(run.out, rec, signal, host, detector.threshold_, detector.width_ / beats.window_s))
     flagged = np.flatnonzero(host["flags"])

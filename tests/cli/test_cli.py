@@ -148,7 +148,7 @@ def test_beats_on_a_simulated_csv(tmp_path):
     assert result.exit_code == 0, result.output
     assert "beats found" in result.stdout
     table = pq.read_table(out / "beats.parquet")
-    assert table.column_names == ["peak", "time_s", "rr_s", "kept"]
+    assert table.column_names == ["peak", "time_s", "rr_s", "kept", "quality", "stretch_quality"]
     with open(tmp_path / "ecg.truth.csv", newline="") as fh:
         truth = [int(r["sample"]) for r in csv.DictReader(fh)]
 
@@ -161,6 +161,14 @@ def test_beats_on_a_simulated_csv(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["counts"]["beats_found"] == table.num_rows and summary["sampling_rate_hz"] == 250
     assert summary["counts"]["beats_kept"] == int(np.sum(table.column("kept").to_numpy()))
+    # quality: each kept beat's correlation with the median row of the matrix, NaN where not kept
+    kept = table.column("kept").to_numpy()
+    quality = table.column("quality").to_numpy()
+    assert np.isnan(quality[~kept]).all()
+    template = np.sort(matrix, axis=0)[(matrix.shape[0] - 1) // 2]
+    expected = [np.corrcoef(row, template)[0, 1] for row in matrix]
+    np.testing.assert_allclose(quality[kept], expected, atol=1e-5)
+    assert summary["quality"]["beats_rated"] == matrix.shape[0] and summary["quality"]["beats_poor"] <= 2
 
 
 def test_beats_with_reference_on_mitdb(tmp_path):
@@ -491,3 +499,29 @@ def test_beats_on_all_leads_of_mitdb(tmp_path):
     refused = run("beats", record, "--out", tmp_path / "c", "--channel", "all", "--chunk", "10min")
     assert_user_error(refused, "--channel all finds beats on every lead in one piece")
     assert not (tmp_path / "c").exists()
+
+
+def test_ecg_min_quality_keeps_poor_beats_out_of_training_and_flags(tmp_path):
+    from devicepipe.io import write_parquet
+    from devicepipe.simulate import simulate_ecg
+
+    fs = 250
+    sim = simulate_ecg(240, fs, seed=4, ectopic_rate=0.02)
+    x = sim.signal.clone()
+    x[100 * fs : 120 * fs] += 1.5 * torch.randn(20 * fs, generator=torch.Generator().manual_seed(0))  # 20 s of noise
+    src = write_parquet({"ecg": x}, tmp_path / "e.parquet", sampling_rate=fs)
+    out = tmp_path / "run"
+    result = run("ecg", src, "--out", out, "--epochs", 2, "--device", "cpu", "--min-quality", 0.5)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    beats = pq.read_table(out / "beats.parquet").to_pandas()
+    kept = beats[beats["kept"]]
+    poor = (kept["quality"] < 0.5) | (kept["stretch_quality"] < 0.5)
+    in_noise = (kept["peak"] >= 100 * fs) & (kept["peak"] < 120 * fs)
+    assert poor[in_noise].all() and poor.sum() >= in_noise.sum() > 0
+    assert summary["quality"]["left_out_of_training_and_flags"] == int(poor.sum())
+    assert not beats["flagged"][beats["kept"]][poor.to_numpy()].any()  # a poor beat is never flagged
+    assert "left out of training and out of the flags" in " ".join(result.stdout.split())
+    bad = run("ecg", src, "--out", tmp_path / "b", "--min-quality", 2)
+    assert_user_error(bad, "--min-quality must be a correlation between -1 and 1")
+    assert not (tmp_path / "b").exists()

@@ -279,3 +279,29 @@ def test_fused_leads_errors():
         ecg_peaks(torch.zeros(2000), 250, leads="fuse")
     with pytest.raises(DevicepipeError, match="pass leads='fuse'"):
         ecg_peaks(torch.zeros(2, 2, 2000), 250)
+
+
+def test_beat_quality_against_numpy_and_marks_an_artefact_stretch(device):
+    from devicepipe.ecg import beat_quality
+
+    fs = 250
+    sim = simulate_ecg(120, fs, seed=5, device=device)
+    x = sim.signal.clone()
+    g = torch.Generator().manual_seed(3)
+    x[60 * fs : 70 * fs] += (1.5 * torch.randn(10 * fs, generator=g)).to(device)  # 10 s of heavy noise
+    peaks = ecg_peaks(sim.signal, fs)  # the true beats, cut from the noisy signal
+    beats = ecg_segment(x, peaks, fs, mode="centered")
+    q = beat_quality(beats, window_s=10.0)
+    m = beats.matrix.cpu().double().numpy()
+    template = np.sort(m, axis=0)[(m.shape[0] - 1) // 2]  # torch's median: the lower middle value
+    expected = np.array([np.corrcoef(row, template)[0, 1] for row in m])
+    np.testing.assert_allclose(q.beat.cpu().numpy(), expected, atol=1e-5)
+    stretch = (beats.peaks.cpu().numpy() // (10 * fs)).astype(int)
+    for s in np.unique(stretch):
+        values = np.sort(expected[stretch == s])
+        assert q.stretch.cpu().numpy()[stretch == s] == pytest.approx(values[(values.size - 1) // 2], abs=1e-5)
+    inside = ((beats.peaks >= 60 * fs) & (beats.peaks < 70 * fs)).cpu()
+    reach = beats.width  # a beat whose row reaches into the noise may be marked too
+    clear = ((beats.peaks < 60 * fs - reach) | (beats.peaks >= 70 * fs + reach)).cpu()
+    usable = q.usable().cpu()
+    assert not usable[inside].any() and usable[clear].all()  # the noisy stretch, and nothing clear of it
