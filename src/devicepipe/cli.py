@@ -253,6 +253,15 @@ PeakMethod = _choices("PeakMethod", ECG_PEAK_METHODS)
 SegmentMode = _choices("SegmentMode", SEGMENT_MODES)
 
 DeviceOpt = Annotated[str, typer.Option("--device", "-d", help="auto, cpu, cuda or cuda:N.")]
+EcgChannelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--channel",
+        "-c",
+        help="Channel or column, by name or position (default: the first); 'all' finds the beats on every lead "
+        "together (a flat or noisy lead left out) and cuts them from the first.",
+    ),
+]
 EncodingOpt = Annotated[
     str | None,
     typer.Option(help="Text encoding of a CSV, e.g. latin-1 (default: UTF-8, or UTF-16 by its mark)."),
@@ -647,15 +656,7 @@ def beats(
             "--out", "-o", help="Directory for report.html, beats.parquet/.csv, RECORD.qrs, beat_matrix.npy, figures."
         ),
     ],
-    channel: Annotated[
-        str | None,
-        typer.Option(
-            "--channel",
-            "-c",
-            help="Channel or column, by name or position. Default: the first. 'all' finds the beats on every lead "
-            "together (a flat or noisy lead left out) and cuts them from the first.",
-        ),
-    ] = None,
+    channel: EcgChannelOpt = None,
     sampling_rate: Annotated[
         float | None, typer.Option(help="Sampling rate in Hz, when the file does not say (CSV, NPY).")
     ] = None,
@@ -964,15 +965,7 @@ def ecg(
     input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
     device: DeviceOpt = "auto",
-    channel: Annotated[
-        str | None,
-        typer.Option(
-            "--channel",
-            "-c",
-            help="Channel by name or position (default: first); 'all' finds the beats on every lead together "
-            "(a flat or noisy lead left out) and cuts them from the first.",
-        ),
-    ] = None,
+    channel: EcgChannelOpt = None,
     sampling_rate: Annotated[
         float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
     ] = None,
@@ -1104,15 +1097,7 @@ def score(
     model: ModelOpt,
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
     device: DeviceOpt = "auto",
-    channel: Annotated[
-        str | None,
-        typer.Option(
-            "--channel",
-            "-c",
-            help="Channel by name or position (default: first); 'all' finds the beats on every lead together "
-            "(a flat or noisy lead left out) and cuts them from the first.",
-        ),
-    ] = None,
+    channel: EcgChannelOpt = None,
     sampling_rate: Annotated[
         float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
     ] = None,
@@ -1182,15 +1167,7 @@ def train(
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Model directory: model.pt, report.html, figures.")],
     device: DeviceOpt = "auto",
-    channel: Annotated[
-        str | None,
-        typer.Option(
-            "--channel",
-            "-c",
-            help="Channel by name or position (default: first); 'all' finds the beats on every lead together "
-            "(a flat or noisy lead left out) and cuts them from the first.",
-        ),
-    ] = None,
+    channel: EcgChannelOpt = None,
     sampling_rate: Annotated[float | None, typer.Option(help="Sampling rate in Hz, for files that do not say.")] = None,
     epochs: EpochsOpt = ECG.epochs,
     max_epochs: MaxEpochsOpt = ECG.max_epochs,
