@@ -14,15 +14,22 @@ The default method, ``"ricker"``:
 4. an adaptive threshold, from the filtered signal's envelope in half-second blocks: a
    fraction of the weakest 2-second maximum over ``level_s`` seconds (so one artefact does
    not raise it), never below a fraction of the recording's typical QRS level nor a multiple
-   of the local noise floor (so flat and noise-only stretches give no beats);
+   of the local noise floor, the mean response of the quietest block nearby (so flat and
+   noise-only stretches give no beats, and a tall ectopic beat does not hide its neighbours);
 5. Pan and Tompkins' T-wave rule: a candidate within 0.36 s of the previous one, at under
    half the smaller of its height and the local beat level, is dropped;
-6. polarity consistency: the QRS complexes of one lead share the polarity the filter sees,
-   motion artefacts come with either sign, so a candidate of the other polarity must stand
-   ``polarity_ratio`` (1.5) times above the recording's typical beat level, the median of the
-   candidates' local levels (a tall ectopic beat does);
-7. each surviving candidate refined to the extremum of the signal itself, with the polarity
-   the filter saw.
+6. polarity as weak evidence: most QRS complexes of one lead show the filter one polarity
+   and motion artefacts come with either sign, but an equiphasic complex (R about as deep as
+   S, common in transitional leads) shows either from beat to beat, and ventricular ectopic
+   beats often show the other. So a candidate of the recording's minority polarity that does
+   not stand ``polarity_ratio`` (1.5) times above its typical beat level is not a beat on its
+   own: it waits for step 7;
+7. Pan and Tompkins' search-back: where two beats lie more than ``searchback_rr`` (1.66) times
+   the usual interval apart (the median of the neighbouring intervals), the highest candidate
+   between them above ``searchback_ratio`` (half) of the threshold, and above the recording's
+   floors, is a beat, at least 0.36 s after the first and a refractory period before the
+   second; repeated while a gap gains a beat;
+8. each beat refined to the extremum of the signal itself, with the polarity the filter saw.
 
 ``"seed"`` is the recipe of the zero-copy ECG notebook, kept as it was (30-tap Ricker over
 ``[-3, 3]``, causal convolution, window-180 non-maximum suppression at 250 Hz, no threshold),
@@ -156,8 +163,10 @@ class _Ricker:
     refine_s: float = 0.05
     close_s: float = 0.36
     close_ratio: float = 0.5
-    min_contrast: float = 7.0
+    min_contrast: float = 6.0
     polarity_ratio: float = 1.5
+    searchback_rr: float = 1.66
+    searchback_ratio: float = 0.5
     edge_s: float = 1.0  # the level the filter assumes past either end: the mean of this first/last stretch
 
     @property
@@ -219,7 +228,7 @@ class _Ricker:
     def contrast(self, block_max: torch.Tensor, subsample: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Each row's typical QRS response (the median of its envelope, as :meth:`thresholds`
         takes it) and its contrast, that over the median response, ``(batch,)`` each: how far
-        beats stand above the rest (white noise about 4.6, real recordings 17 to 110; 0 for a
+        beats stand above the rest (Gaussian noise 4.3 to 5.3, real recordings 6.5 to 110; 0 for a
         row with no response)."""
         envelope = centred_window(block_max, _samples(self.envelope_s / self.block_s, 1.0), "max")
         typical = envelope.median(-1).values
@@ -233,25 +242,35 @@ class _Ricker:
         block_mean: torch.Tensor,
         subsample: torch.Tensor,
         magnitude: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The threshold and the local beat level of every block, from the block summaries of
-        the whole recording and a subsample of its feature (every :meth:`subsample_stride`-th).
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The threshold, the local beat level and the search-back threshold of every block,
+        ``(batch, blocks)`` each, from the block summaries of the whole recording and a subsample
+        of its feature (every :meth:`subsample_stride`-th).
 
         The envelope: the strongest response within +-envelope_s/2, the weakest of those over
         level_s; the threshold a fraction of it, never below a fraction of the recording's
-        typical QRS level (the envelope's median) nor a multiple of the local noise floor (the
-        mean response over the envelope window). A row whose typical QRS response does not stand
-        well above its median response holds no ECG (white noise gives a contrast near 4.6 at
-        any rate, real recordings 17 to 110): it gets an infinite threshold; so does a row whose
-        typical response is float rounding next to ``magnitude`` (see :data:`ROUNDING`).
+        typical QRS level (the envelope's median) nor a multiple of the local noise floor: the
+        mean response of the quietest block within the envelope window. (The mean over the whole
+        window counts the beats in it, so one tall ectopic beat would lift the threshold over its
+        smaller neighbours; the quietest half-second is the floor the beats stand on.) A row
+        whose typical QRS response does not stand well above its median response holds no ECG
+        (Gaussian noise, white or coloured, gives 4.3 to 5.3 at any rate, the noisiest real
+        10-s ECGs 6.5, long clean recordings up to 110: see benchmarks/ecg_robustness.py): it gets
+        an infinite threshold; so does a row whose typical response is float rounding next to
+        ``magnitude`` (see :data:`ROUNDING`).
+
+        The search-back threshold (see :func:`_search_back`) is ``searchback_ratio`` of the
+        threshold, but never under the recording's floors (the fraction of its typical QRS level,
+        the multiple of the noise floor): it looks for a beat smaller than its neighbours, not
+        for one inside noise.
         """
         span = _samples(self.envelope_s / self.block_s, 1.0)
         envelope = centred_window(block_max, span, "max")
         level = centred_window(envelope, _samples(self.level_s / self.block_s, 1.0), "min")
-        noise = centred_window(block_mean, span, "mean")
+        noise = centred_window(block_mean, span, "min")
         typical = envelope.median(-1, keepdim=True).values
-        per_block = torch.maximum(self.threshold * level, self.global_floor * typical)
-        per_block = torch.maximum(per_block, self.noise_factor * noise)
+        floor = torch.maximum(self.global_floor * typical, self.noise_factor * noise)
+        per_block = torch.maximum(self.threshold * level, floor)
         per_block = torch.clamp(per_block, min=float(torch.finfo(block_max.dtype).tiny))
         # contrast = typical / median(subsample) < min_contrast, that is, the (lower) median above
         # typical / min_contrast: at most (k - 1) // 2 of the k samples at or below it. A count,
@@ -262,7 +281,7 @@ class _Ricker:
         if magnitude is not None:  # (batch,): the signal's size, to tell a response from rounding
             no_ecg |= typical.squeeze(-1) <= ROUNDING * magnitude
         per_block[no_ecg] = torch.inf
-        return per_block, level
+        return per_block, level, torch.maximum(self.searchback_ratio * per_block, floor)
 
     def candidates(
         self, x: torch.Tensor, feature: torch.Tensor, negative: torch.Tensor, offset: int, core: tuple[int, int]
@@ -279,30 +298,45 @@ class _Ricker:
         return {"rows": rows, "cols": cols + offset, "height": feature[rows, cols], "sign": sign, "refined": refined}
 
     def accept(
-        self, c: dict[str, torch.Tensor], per_block: torch.Tensor, level: torch.Tensor
+        self, c: dict[str, torch.Tensor], per_block: torch.Tensor, level: torch.Tensor, secondary: torch.Tensor
     ) -> dict[str, torch.Tensor]:
-        """The candidates above their block's threshold, with the local beat level at each."""
+        """The candidates above their block's threshold (``strong``), and, where the search-back
+        is on, those above the ``secondary`` threshold (its only candidates), with the local
+        beat level at each. The three tensors are :meth:`thresholds`' answer."""
         blocks = c["cols"] // self.block
-        keep = c["height"] > per_block[c["rows"], blocks]
+        strong = c["height"] > per_block[c["rows"], blocks]
+        keep = strong | (c["height"] > secondary[c["rows"], blocks]) if self.searchback_rr > 0 else strong
         kept = {key: value[keep] for key, value in c.items()}
         kept["level"] = level[kept["rows"], blocks[keep]]
+        kept["strong"] = strong[keep]
         return kept
 
     def select(self, c: dict[str, torch.Tensor], n_rows: int, total: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The peaks among all candidates of a recording (sorted by row, then column): the
         T-wave rule, the polarity rule, then each at its refined position, without repeats."""
-        rows, cols, level, height, sign, refined = (
-            c[k] for k in ("rows", "cols", "level", "height", "sign", "refined")
-        )
+        names = ("rows", "cols", "level", "height", "sign", "refined")
+        strong = c.get("strong", torch.ones_like(c["rows"], dtype=torch.bool))
+        rows, cols, level, height, sign, refined = (c[k][strong] for k in names)
+        weak = tuple(c[k][~strong] for k in ("rows", "cols", "refined", "height"))
         if self.close_ratio > 0 and cols.numel() > 1:
-            weak = _weak_followers(rows, cols, height, level, _samples(self.close_s, self.fs), self.close_ratio)
-            rows, cols, level, height, sign, refined = (v[~weak] for v in (rows, cols, level, height, sign, refined))
+            follower = _weak_followers(rows, cols, height, level, _samples(self.close_s, self.fs), self.close_ratio)
+            rows, cols, level, height, sign, refined = (
+                v[~follower] for v in (rows, cols, level, height, sign, refined)
+            )
         if self.polarity_ratio > 0 and cols.numel():
             # each row's dominant polarity is the majority sign of its candidates' filtered response
+            # (none in a tie)
             dominant = torch.sign(torch.zeros(n_rows, device=sign.device, dtype=sign.dtype).index_add_(0, rows, sign))
             typical = row_median(level, rows, n_rows)  # the recording's usual beat level
-            keep = (sign == dominant[rows]) | (height >= self.polarity_ratio * typical[rows])
-            rows, refined = rows[keep], refined[keep]
+            keep = (sign == dominant[rows]) | (dominant[rows] == 0) | (height >= self.polarity_ratio * typical[rows])
+            if self.searchback_rr > 0:  # the others are weak evidence: beats only where the rhythm wants one
+                both = [torch.cat([w, v[~keep]]) for w, v in zip(weak, (rows, cols, refined, height), strict=True)]
+                order = torch.argsort(both[0] * total + both[1])
+                weak = tuple(v[order] for v in both)
+            rows, cols, refined = rows[keep], cols[keep], refined[keep]
+        if self.searchback_rr > 0 and weak[0].numel():
+            clearance = (_samples(self.close_s, self.fs), self.refractory)
+            rows, refined = _search_back((rows, cols, refined), weak, total, self.searchback_rr, clearance)
         key = torch.unique(rows * total + refined)  # two candidates may settle on one sample
         return key // total, key % total
 
@@ -315,8 +349,8 @@ def _peaks_ricker(x: torch.Tensor, sampling_rate: float, **options: float) -> tu
     feature, negative = r.feature(x, kernel, *means, start=True, end=True)
     stride = r.subsample_stride(n)
     magnitude = x[..., ::stride].abs().amax(-1)
-    per_block, level = r.thresholds(*r.summaries(feature), feature[..., ::stride], magnitude)
-    cands = r.accept(r.candidates(x, feature, negative, 0, (0, n)), per_block, level)
+    limits = r.thresholds(*r.summaries(feature), feature[..., ::stride], magnitude)
+    cands = r.accept(r.candidates(x, feature, negative, 0, (0, n)), *limits)
     return r.select(cands, x.shape[0], n)
 
 
@@ -356,7 +390,7 @@ def _peaks_ricker_fused(x: torch.Tensor, sampling_rate: float, **options: float)
     weight = (local * agreement / typical.clamp(min=tiny)[:, None]).reshape(batch, leads, -1) * usable[..., None]
     weight = weight / weight.sum(1, keepdim=True).clamp(min=tiny)
     fused = (feature.reshape(batch, leads, n) * weight.repeat_interleave(r.block, dim=-1)[..., :n]).sum(1)
-    per_block, level = r.thresholds(*r.summaries(fused), fused[..., ::stride])
+    limits = r.thresholds(*r.summaries(fused), fused[..., ::stride])
     # each candidate is placed on the lead of highest weight in its block, and its polarity is
     # judged against that lead's usual one (leads differ in the sign of their QRS)
     rows, cols = _coarse_peaks(fused, r.refractory, r.sub)
@@ -366,7 +400,77 @@ def _peaks_ricker_fused(x: torch.Tensor, sampling_rate: float, **options: float)
     usual = torch.where(usual < 0, -1.0, 1.0).to(x.dtype)
     refined = _refined(flat, sign, on, cols, _samples(r.refine_s, r.fs))
     cands = {"rows": rows, "cols": cols, "height": fused[rows, cols], "sign": sign * usual[on], "refined": refined}
-    return r.select(r.accept(cands, per_block, level), batch, n)
+    return r.select(r.accept(cands, *limits), batch, n)
+
+
+#: Neighbouring beat intervals either side of a gap whose median is the gap's usual interval.
+RR_NEIGHBOURS = 4
+
+
+def _local_median(values: torch.Tensor, rows: torch.Tensor, half: int) -> torch.Tensor:
+    """The median of each value and its ``half`` neighbours either side within its row
+    (``values`` and ``rows`` of shape ``(m,)``, sorted by row), shape ``(m,)``."""
+    m = values.numel()
+    idx = torch.arange(m, device=values.device)[:, None] + torch.arange(-half, half + 1, device=values.device)
+    inside = (idx >= 0) & (idx < m)
+    idx = idx.clamp(0, max(m - 1, 0))
+    inside &= rows[idx] == rows[:, None]
+    return torch.where(inside, values[idx], torch.nan).nanmedian(-1).values
+
+
+def _search_back(
+    beats: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    weak: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+    total: int,
+    rr_limit: float,
+    clearance: tuple[int, int],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Beats missed by the threshold, found again in the gaps the rhythm says hold one.
+
+    The search-back of Pan and Tompkins (IEEE TBME 32(3), 1985): where the interval between
+    two beats exceeds ``rr_limit`` times the usual interval (the median of the neighbouring
+    :data:`RR_NEIGHBOURS` intervals either side), a beat was probably missed; the highest
+    ``weak`` candidate (above the secondary threshold) inside the gap is taken, at least
+    ``clearance[0]`` samples after the first beat (the T-wave reach) and ``clearance[1]`` before
+    the second (the refractory period). Repeated while gaps gain a beat.
+
+    ``beats``: (rows, columns, refined columns) sorted by row then column; ``weak``: (rows,
+    columns, refined columns, heights) likewise. Returns the rows and refined columns of all
+    beats, sorted.
+    """
+    rows, cols, refined = beats
+    w_rows, w_cols, w_refined, w_height = weak
+    after, before = clearance
+    for _ in range(8):  # each pass fills at most one beat per gap
+        same = rows[1:] == rows[:-1]
+        g_rows, g_start, g_end = rows[:-1][same], cols[:-1][same], cols[1:][same]
+        if g_rows.numel() == 0 or w_rows.numel() == 0:
+            break
+        usual = _local_median((g_end - g_start).to(torch.float64), g_rows, RR_NEIGHBOURS)
+        long = (g_end - g_start) > rr_limit * usual
+        if not bool(long.any()):
+            break
+        gap = torch.searchsorted(g_rows * total + g_start, w_rows * total + w_cols, right=True) - 1
+        inside = gap >= 0
+        gap = gap.clamp(min=0)
+        inside &= (g_rows[gap] == w_rows) & long[gap]
+        inside &= (w_cols - g_start[gap] >= after) & (g_end[gap] - w_cols >= before)
+        if not bool(inside.any()):
+            break
+        height = torch.where(inside, w_height, -torch.inf)
+        best = torch.full_like(g_start, -1, dtype=height.dtype).scatter_reduce(0, gap, height, "amax")
+        chosen = torch.nonzero(inside & (height == best[gap])).squeeze(1)
+        first = torch.ones_like(chosen, dtype=torch.bool)
+        first[1:] = gap[chosen][1:] != gap[chosen][:-1]  # one per gap (the first of equal heights)
+        chosen = chosen[first]
+        order = torch.argsort(torch.cat([rows * total + cols, w_rows[chosen] * total + w_cols[chosen]]))
+        rows = torch.cat([rows, w_rows[chosen]])[order]
+        cols = torch.cat([cols, w_cols[chosen]])[order]
+        refined = torch.cat([refined, w_refined[chosen]])[order]
+        left = torch.ones_like(w_rows, dtype=torch.bool)
+        left[chosen] = False
+        w_rows, w_cols, w_refined, w_height = w_rows[left], w_cols[left], w_refined[left], w_height[left]
+    return rows, refined
 
 
 def _weak_followers(
@@ -600,10 +704,9 @@ def ecg_peaks_chunked(
         found.append(r.candidates(x, feature, negative, a, (c0, c1)))
         if progress is not None:
             progress(c1, n_samples)
-    per_block, level = r.thresholds(
-        torch.cat(maxima, -1), torch.cat(averages, -1), torch.cat(subsample, -1), magnitude.reshape(1)
-    )
-    candidates = r.accept({key: torch.cat([f[key] for f in found]) for key in found[0]}, per_block, level)
+    summaries = (torch.cat(maxima, -1), torch.cat(averages, -1), torch.cat(subsample, -1))
+    limits = r.thresholds(*summaries, magnitude.reshape(1))
+    candidates = r.accept({key: torch.cat([f[key] for f in found]) for key in found[0]}, *limits)
     return r.select(candidates, 1, n_samples)[1]
 
 

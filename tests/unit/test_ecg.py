@@ -207,6 +207,91 @@ def test_a_tall_beat_of_the_other_polarity_is_kept(device):
     assert all(np.min(np.abs(found - p)) <= 5 for p in flipped)
 
 
+def _reshaped_qrs(x: torch.Tensor, peaks, gain: float, half: int = 6) -> torch.Tensor:
+    """``x`` with the QRS around each of ``peaks`` (+-``half`` samples) scaled by ``gain`` about
+    the straight line joining the window's ends (negative: inverted)."""
+    x = x.clone()
+    ramp = torch.linspace(0, 1, 2 * half + 1, dtype=x.dtype)
+    for p in peaks:
+        seg = x[p - half : p + half + 1]
+        base = seg[0] + (seg[-1] - seg[0]) * ramp
+        x[p - half : p + half + 1] = base + gain * (seg - base)
+    return x
+
+
+def test_beats_whose_polarity_flips_are_all_found(device):
+    # an equiphasic QRS (R as deep as S) shows the filter either sign from beat to beat: here
+    # every other beat is inverted at the same size, so half the beats have the minority sign
+    sim = simulate_ecg(120, 250, seed=11, noise_mV=0.02)
+    r = sim.r_peaks.numpy()
+    # (a limit: where every third beat flips, the intervals between the others are half long
+    # ones, the usual interval is no longer one beat's, and 30 of the 46 flipped beats are lost)
+    for flipped in (r[1::2], r[1::4], r[1::7]):  # half of them (no majority), a quarter, a seventh
+        x = _reshaped_qrs(sim.signal, flipped, -1.0).to(device)
+        found = ecg_peaks(x, 250).cpu()
+        assert evaluate_beats(sim.r_peaks, found, 250, n_samples=x.numel()).f1 == 1.0
+    # the minority sign alone is weak evidence: the search-back is what takes those beats
+    without = ecg_peaks(x, 250, searchback_rr=0.0).cpu().numpy()
+    assert sum(np.min(np.abs(without - p)) <= 5 for p in r[1::7]) <= len(r[1::7]) // 4
+
+
+def test_the_search_back_finds_a_beat_smaller_than_its_neighbours(device):
+    sim = simulate_ecg(120, 250, seed=12, noise_mV=0.02)
+    r = sim.r_peaks.numpy()
+    small = r[4:-4:9]
+    x = _reshaped_qrs(sim.signal, small, 0.25).to(device)  # under the threshold's 0.4 of the beat level
+    found = ecg_peaks(x, 250).cpu().numpy()
+    assert all(np.min(np.abs(found - p)) <= 5 for p in small)
+    assert evaluate_beats(sim.r_peaks, found, 250, n_samples=x.numel()).ppv == 1.0
+    without = ecg_peaks(x, 250, searchback_rr=0.0).cpu().numpy()
+    assert sum(np.min(np.abs(without - p)) <= 5 for p in small) <= len(small) // 4
+
+
+def test_the_search_back_adds_nothing_to_an_irregular_rhythm(device):
+    # an irregular rhythm (RR varying by about 30 %) has long intervals with no beat missed
+    sim = simulate_ecg(300, 250, seed=13, hrv=0.3, noise_mV=0.05)
+    found = ecg_peaks(sim.signal.to(device), 250).cpu()
+    score = evaluate_beats(sim.r_peaks, found, 250, n_samples=sim.signal.numel())
+    assert score.fp == 0 and score.fn == 0, score
+
+
+def test_a_tall_ectopic_beat_does_not_lift_the_noise_floor_over_its_neighbours():
+    # block summaries of a recording at 250 Hz: every 2-s window holds a beat of response 1.0
+    # over a mean response of 0.05, except one half-second holding a wide ectopic beat, whose
+    # mean response is 20 times that: the threshold beside it must stay the beats' threshold
+    # (0.4 of their level), not three times a mean that counts the ectopic beat as noise
+    from devicepipe.ecg import _Ricker
+
+    r = _Ricker(250.0)
+    blocks = 40
+    block_max = torch.ones(1, blocks, dtype=torch.float64)
+    block_mean = torch.full((1, blocks), 0.05, dtype=torch.float64)
+    block_max[0, 20], block_mean[0, 20] = 8.0, 1.0
+    subsample = torch.full((1, 1000), 0.01, dtype=torch.float64)  # most samples quiet: an ECG
+    per_block, level, secondary = r.thresholds(block_max, block_mean, subsample)
+    assert torch.allclose(per_block, torch.full_like(per_block, 0.4))  # 0.4 x level 1.0 everywhere
+    # the search-back's threshold: half of it, but never under 3 x the quietest block's mean
+    assert torch.allclose(secondary, torch.full_like(secondary, 0.2))
+    block_mean[0, 8:16] = 0.1  # a noisier 4 s: its floor, 0.3, is above half the threshold
+    assert torch.allclose(
+        r.thresholds(block_max, block_mean, subsample)[2][0, 11:13], torch.tensor(0.3, dtype=torch.float64)
+    )
+
+
+def test_local_median_matches_numpy():
+    from devicepipe.ecg import _local_median
+
+    g = np.random.default_rng(0)
+    for _ in range(50):
+        rows = np.sort(g.integers(0, 3, g.integers(1, 40)))
+        values = g.random(rows.size)
+        got = _local_median(torch.from_numpy(values), torch.from_numpy(rows), 4).numpy()
+        for i in range(rows.size):
+            near = [values[j] for j in range(max(0, i - 4), min(rows.size, i + 5)) if rows[j] == rows[i]]
+            # torch's median of an even count is the lower middle value
+            assert got[i] == np.sort(near)[(len(near) - 1) // 2]
+
+
 @pytest.mark.parametrize("n", [5, 31, 40, 62, 63, 100, 1000])
 def test_filter_without_mean_removal_matches_filtering_the_centred_signal(n):
     kernel = ricker(31, 3.75, dtype=torch.float64)
