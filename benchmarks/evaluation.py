@@ -34,6 +34,8 @@ __all__ = [
     "ANNOTATED_RECORDS",
     "AucResult",
     "annotated_records",
+    "detection_records",
+    "DETECTION_SETS",
     "ecg5000_auc",
     "load_ecg5000",
     "score_record",
@@ -48,6 +50,17 @@ ANNOTATED_RECORDS = (("mitdb", "100"),) + tuple(
 def annotated_records(data: str | Path) -> list[tuple[str, str, Path]]:
     """(group, record name, record path) of MIT-BIH 100 and the nine CPSC 2021 records under ``data``."""
     return [(group, name, Path(data) / group / name) for group, name in ANNOTATED_RECORDS]
+
+
+#: The record sets beat detection is measured on, in the order the tables show them.
+DETECTION_SETS = ("mitdb", "cpsc2021", "cpsc2019")
+
+
+def detection_records(data: str | Path) -> list[tuple[str, str, Path]]:
+    """(set, record name, record path) of every beat-annotated record: MIT-BIH 100, the nine
+    CPSC 2021 records and the CPSC 2019 records (10-s, 500 Hz) found under ``data/cpsc2019``."""
+    cpsc2019 = sorted((Path(data) / "cpsc2019").glob("*.hea"))
+    return annotated_records(data) + [("cpsc2019", h.stem, h.with_suffix("")) for h in cpsc2019]
 
 
 def score_record(path: str | Path, method: str = "ricker", **options: Any) -> tuple[Any, int, float]:
