@@ -281,6 +281,14 @@ NanOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of a table.")]
+MinQualityOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="Leave beats of poor signal quality out of training (and, for ecg, out of the flags): those whose "
+        "correlation with their recording's typical beat, or their 10-s stretch's median, is under this "
+        "(say 0.5). Counted in summary.json.",
+    ),
+]
 
 
 # ----------------------------------------------------------------------------- info
@@ -996,14 +1004,7 @@ def ecg(
     ] = None,
     nan: NanOpt = NanPolicy["error"],
     encoding: EncodingOpt = None,
-    min_quality: Annotated[
-        float | None,
-        typer.Option(
-            help="Leave beats of poor signal quality out of training and out of the flags: those whose "
-            "correlation with the recording's typical beat, or their 10-s stretch's median, is under this "
-            "(say 0.5). They are still scored, and counted in summary.json.",
-        ),
-    ] = None,
+    min_quality: MinQualityOpt = None,
     resume: ResumeOpt = False,
     tensorboard: TensorboardOpt = None,
     bf16: Bf16Opt = False,
@@ -1184,6 +1185,7 @@ def train(
     percentile: PercentileOpt = ECG.percentile,
     nan: NanOpt = NanPolicy["error"],
     encoding: EncodingOpt = None,
+    min_quality: MinQualityOpt = None,
     resume: ResumeOpt = False,
     bf16: Bf16Opt = False,
     threads: ThreadsOpt = None,
@@ -1233,6 +1235,7 @@ def train(
                 width=width,
                 nan=nan.value,
                 encoding=encoding,
+                min_quality=min_quality,
                 progress=con.print,
                 epoch_progress=update,
                 memory_budget=None if memory_budget is None else parse_bytes(memory_budget),
@@ -1252,6 +1255,9 @@ def train(
             else ""
         )
     )
+    if "quality" in s:
+        q = s["quality"]
+        con.print(f"{q['left_out_of_training']:,} beats under --min-quality {q['min_quality']:g} left out of training")
     _print_training(con, s)
     _print_outputs(con, result, ["training.png", "scores.png", "latent.png"])
     con.print(f"score a recording with it: devicepipe score RECORDING --model {result.out} --out DIR")

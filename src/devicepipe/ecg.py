@@ -67,6 +67,8 @@ __all__ = [
     "Beats",
     "beat_correlation",
     "beat_quality",
+    "poor_stretches",
+    "stretch_medians",
     "typical_beat",
     "check_ecg",
     "ecg_peaks",
@@ -838,6 +840,43 @@ def beat_quality(beats: Beats, *, window_s: float = 10.0, correlation: torch.Ten
         return BeatQuality(corr, corr, window_s)
     stretch_of = torch.div(beats.peaks.to(corr.device), _samples(window_s, beats.sampling_rate), rounding_mode="floor")
     return BeatQuality(corr, row_median(corr, stretch_of, int(stretch_of.max()) + 1)[stretch_of], window_s)
+
+
+def stretch_medians(quality: BeatQuality, peaks: torch.Tensor, n_samples: int, sampling_rate: float) -> torch.Tensor:
+    """The (lower) median beat quality of each ``quality.window_s`` stretch of a recording of
+    ``n_samples`` samples (stretches from sample 0, the last one possibly shorter):
+    ``(ceil(n_samples / window),)``, NaN for a stretch holding no cut beat. ``peaks`` are the R
+    peaks of the cut beats, ``(n_kept,)``, one per value of ``quality.beat``."""
+    window = _samples(quality.window_s, sampling_rate)
+    count = max(1, -(-int(n_samples) // window))
+    medians = torch.full((count,), torch.nan, dtype=quality.beat.dtype, device=quality.beat.device)
+    if quality.beat.numel():
+        of = torch.div(peaks.to(quality.beat.device), window, rounding_mode="floor").clamp(0, count - 1)
+        present = torch.bincount(of, minlength=count) > 0
+        medians[present] = row_median(quality.beat, of, count)[present]
+    return medians
+
+
+def poor_stretches(
+    quality: BeatQuality,
+    peaks: torch.Tensor,
+    n_samples: int,
+    sampling_rate: float,
+    min_quality: float = POOR_QUALITY,
+) -> torch.Tensor:
+    """The parts of a recording unusable for analysis: ``(k, 2)`` int64 ``[start, stop)`` samples,
+    sorted, adjacent stretches merged. A ``quality.window_s`` stretch is unusable when its
+    median beat quality (:func:`stretch_medians`) is under ``min_quality`` or it holds no cut
+    beat (a lead off, noise or a flat line gives no beat like the others)."""
+    medians = stretch_medians(quality, peaks, n_samples, sampling_rate)
+    window = _samples(quality.window_s, sampling_rate)
+    poor = torch.isnan(medians) | (medians < min_quality)
+    edges = torch.diff(
+        poor.to(torch.int8), prepend=poor.new_zeros(1, dtype=torch.int8), append=poor.new_zeros(1, dtype=torch.int8)
+    )
+    starts = torch.nonzero(edges == 1).squeeze(1) * window
+    stops = (torch.nonzero(edges == -1).squeeze(1) * window).clamp(max=int(n_samples))
+    return torch.stack([starts, stops], 1).to(torch.int64)
 
 
 def ecg_segment(

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.ecg import Beats
+from devicepipe.ecg import POOR_QUALITY, BeatQuality, Beats, poor_stretches, stretch_medians
 from devicepipe.heart import hrv
 from devicepipe.io import Recording, write_beat_annotations, write_csv, write_json, write_parquet
 from devicepipe.learn import ENSEMBLE_NAME
@@ -26,6 +26,7 @@ from devicepipe.plot import (
     plot_heart_rate,
     plot_intervals,
     plot_latent,
+    plot_quality,
     plot_score_distribution,
     plot_training,
     save_figure,
@@ -35,6 +36,7 @@ from devicepipe.windows import Windows
 
 __all__ = [
     "beats_figures",
+    "quality_figure",
     "ecg_figures",
     "input_summary",
     "score_figures",
@@ -209,6 +211,16 @@ def beats_figures(
             out / "intervals.png",
         ),
     }
+
+
+def quality_figure(out: Path, quality: BeatQuality, kept_peaks: torch.Tensor, n_samples: int, fs: float) -> Path:
+    """``quality.png``: each beat's and each stretch's signal quality over the recording, the
+    unusable stretches shaded (``kept_peaks``: the R peaks of the rated beats)."""
+    medians = stretch_medians(quality, kept_peaks, n_samples, fs).cpu().numpy()
+    poor = poor_stretches(quality, kept_peaks, n_samples, fs).cpu().numpy() / fs
+    times = kept_peaks.cpu().numpy() / fs
+    fig = plot_quality(times, quality.beat.cpu().numpy(), medians, quality.window_s, poor, threshold=POOR_QUALITY)
+    return save_figure(fig, out / "quality.png")
 
 
 def _extreme_beats(

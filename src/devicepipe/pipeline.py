@@ -43,6 +43,7 @@ from devicepipe.ecg import (
     ecg_segment_chunked,
     evaluate_beats,
     label_beats,
+    poor_stretches,
     segment_kept,
     typical_beat,
 )
@@ -68,6 +69,7 @@ from devicepipe.outputs import (
     ecg_figures,
     heart_rate_summary,
     input_summary,
+    quality_figure,
     score_figures,
     series_figures,
     train_figures,
@@ -476,7 +478,8 @@ def _run_beats_chunked(
         fh.flush()
         files = {"beat_matrix.npy": stage / "beat_matrix.npy"}
         with run.stage("segment", count=False):  # quality from the rows on disk, a chunk of rows at a time
-            quality = _quality_on_disk(stage / "beat_matrix.npy", peaks[torch.from_numpy(kept).to(peaks.device)], fs)
+            kept_peaks = peaks[torch.from_numpy(kept).to(peaks.device)]
+            quality = _quality_on_disk(stage / "beat_matrix.npy", kept_peaks, fs)
         signal = rec.samples.cpu().numpy() if opts.figures else None
         chunking = {"samples_per_chunk": size, "chunks": -(-n // size), "seconds_per_chunk": size / fs}
         files.update(
@@ -491,7 +494,8 @@ def _run_beats_chunked(
                 checked,
                 opts,
                 _quality_columns(quality, kept),
-                quality=_quality_summary(quality),
+                quality=_quality_summary(quality, kept_peaks, n, fs),
+                rated=(quality, kept_peaks, n),
                 n_samples=n,
                 chunked=chunking,
             )  # fmt: skip
@@ -536,10 +540,26 @@ def _quality_columns(quality: BeatQuality, kept: np.ndarray) -> tuple[np.ndarray
     return beat, stretch
 
 
-def _quality_summary(quality: BeatQuality, min_quality: float | None = None) -> dict[str, Any]:
-    """``summary.json``'s signal quality: how many cut beats (alone, or by their stretch) are poor."""
+def _check_min_quality(min_quality: float | None) -> None:
+    if min_quality is not None and not -1.0 <= min_quality <= 1.0:
+        raise DevicepipeError(
+            f"min_quality must be a correlation between -1 and 1, got {min_quality}.",
+            cli=f"--min-quality must be a correlation between -1 and 1 (say 0.5), got {min_quality}.",
+        )
+
+
+#: The unusable stretches ``summary.json`` lists at most (all are in ``quality.png``'s shading).
+LISTED_STRETCHES = 1000
+
+
+def _quality_summary(
+    quality: BeatQuality, kept_peaks: torch.Tensor, n_samples: int, fs: float, min_quality: float | None = None
+) -> dict[str, Any]:
+    """``summary.json``'s signal quality: how many cut beats (alone, or by their stretch) are poor,
+    and the unusable stretches of the recording (``kept_peaks``: the R peaks of the rated beats)."""
     mark = POOR_QUALITY if min_quality is None else min_quality
     rated = int(quality.beat.numel())
+    poor = poor_stretches(quality, kept_peaks, n_samples, fs, mark).cpu().numpy()
     return {
         "measure": "correlation with the recording's typical beat; stretch: its median over the stretch",
         "window_s": quality.window_s,
@@ -547,6 +567,9 @@ def _quality_summary(quality: BeatQuality, min_quality: float | None = None) -> 
         "beats_rated": rated,
         "beats_poor": int((~quality.usable(mark)).sum()) if rated else 0,
         "median": float(quality.beat.median()) if rated else None,
+        "unusable_s": float((poor[:, 1] - poor[:, 0]).sum() / fs),
+        "unusable_share": float((poor[:, 1] - poor[:, 0]).sum() / max(1, n_samples)),
+        "unusable_stretches_s": [[round(a / fs, 3), round(b / fs, 3)] for a, b in poor[:LISTED_STRETCHES].tolist()],
     }
 
 
@@ -579,7 +602,8 @@ def _finish_beats(
                 checked,
                 opts,
                 columns,
-                quality=_quality_summary(quality),
+                quality=_quality_summary(quality, beats.peaks, rec.n_samples, fs),
+                rated=(quality, beats.peaks, rec.n_samples),
                 **leads,
             )  # fmt: skip
         )
@@ -633,15 +657,19 @@ def _write_beats(
     checked: _CheckedBeats,
     opts: BeatsOptions,
     quality_columns: tuple[np.ndarray, np.ndarray] | None = None,
+    rated: tuple[BeatQuality, torch.Tensor, int] | None = None,
     **more: Any,
 ) -> dict[str, Path]:
     """Every file of a beats run but the matrix, ``summary.json`` last (``quality_columns``: the
-    beat table's quality columns; ``more``: the summary's extra fields)."""
+    beat table's quality columns; ``rated``: the beats' quality, their R peaks and the
+    recording's length, for ``quality.png``; ``more``: the summary's extra fields)."""
     fs, peaks = rec.sampling_rate, checked.host_peaks
     run.note(f"found {peaks.size:,} beats, writing {run.out}")
     files = write_beat_files(stage, _record_name(rec), peaks, kept, fs, quality=quality_columns)
     if signal is not None:
         files.update(beats_figures(stage, rec, signal, peaks, beats, checked.reference))
+        if rated is not None:
+            files["quality.png"] = quality_figure(stage, rated[0], rated[1], rated[2], fs)
     summary = {
         **input_summary(source, rec, run.device),
         "method": opts.method,
@@ -935,12 +963,8 @@ def run_ecg(
             f"reference {ref.source} has no beat labels; ecg needs labelled beats (a WFDB annotation file, "
             "or a table with a 'symbol' column such as the simulator's truth file)."
         )
+    _check_min_quality(min_quality)
     run = _start(out, device, count_transfers, progress)
-    if min_quality is not None and not -1.0 <= min_quality <= 1.0:
-        raise DevicepipeError(
-            f"min_quality must be a correlation between -1 and 1, got {min_quality}.",
-            cli=f"--min-quality must be a correlation between -1 and 1 (say 0.5), got {min_quality}.",
-        )
     identity = _identity(
         source, settings, channel=channel, sampling_rate=sampling_rate, method=method, mode=mode, width=width, nan=nan
     )
@@ -1019,6 +1043,7 @@ def run_ecg(
         files[MODEL_NAME] = learned.detector.save(run.out / MODEL_NAME, geometry=_beat_geometry(beats, method, width))
         args = (host, learned.histories, scores.threshold, beat_rate, learned.warning)
         files.update(ecg_figures(run.out, rec, signal, *args))
+        files["quality.png"] = quality_figure(run.out, quality, beats.peaks, rec.n_samples, fs)
     flagged = np.flatnonzero(host["flags"])
     flagged = flagged[np.argsort(host["scores"][flagged])[::-1]]
     summary = {
@@ -1042,7 +1067,7 @@ def run_ecg(
             for i in flagged
         ],
     }
-    summary["quality"] = _quality_summary(quality, min_quality)
+    summary["quality"] = _quality_summary(quality, beats.peaks, rec.n_samples, fs, min_quality)
     if usable is not None:
         summary["quality"]["left_out_of_training_and_flags"] = int((~usable).sum())
     if ref is not None:
@@ -1305,6 +1330,7 @@ def run_train(
     epoch_progress: EpochProgress | None = None,
     count_transfers: bool = True,
     memory_budget: int | None = None,
+    min_quality: float | None = None,
 ) -> LearnResult:
     """Train one beat model on the beats of many recordings: a population's model of normal.
 
@@ -1317,18 +1343,25 @@ def run_train(
     after each recording. Under ``torchrun`` each process trains its share of every batch
     (DistributedDataParallel); rank 0 writes. Beats beyond ``memory_budget`` bytes (default: a
     quarter of the device's free memory) are held in host memory and streamed to the device a
-    batch at a time, with the same result.
+    batch at a time, with the same result. ``min_quality`` (a correlation in [-1, 1]) leaves out
+    of training each recording's beats of poor signal quality (:func:`devicepipe.ecg.beat_quality`:
+    under it alone or by the median of their 10-s stretch); a recording with none above it is
+    left out.
 
     Writes to ``out``: ``model.pt`` (what ``score`` takes), ``checkpoint.pt`` (or
-    ``ensemble.pt``), ``recordings.parquet`` (per recording: beats, flagged, median score),
+    ``ensemble.pt``), ``recordings.parquet`` (per recording: beats trained on, poor beats left
+    out, flagged, median score),
     ``history.csv``, ``training.png``, ``latent.png``, ``scores.png``, ``report.html``, and
     ``summary.json`` last.
     """
     settings = settings or LearnSettings()
     vae = LightVAEConfig(width=width, latent=settings.latent)
+    _check_min_quality(min_quality)
     run = _start(out, device, count_transfers, progress)
     sources, described = _population(source, run.out)
     choices = dict(channel=channel, sampling_rate=sampling_rate, method=method, mode=mode, width=width, nan=nan)
+    if min_quality is not None:
+        choices["min_quality"] = min_quality
     identity = _population_identity(sources, settings, **choices)
     check_before_start(run.out, settings, identity)
     run.note(f"cutting the beats of {described}")
@@ -1350,15 +1383,31 @@ def run_train(
                 beats = ecg_segment(rec.samples, peaks, rec.sampling_rate, mode=mode)
             if beats.matrix.shape[0] == 0:
                 raise DevicepipeError(f"no whole beat was cut from {rec.source}")
+            left_out = 0
+            if min_quality is not None:
+                with run.stage("segment"):
+                    usable = beat_quality(beats).usable(min_quality)
+                left_out = int((~usable).sum())
+                if left_out == usable.numel():
+                    raise DevicepipeError(f"no beat of {rec.source} reaches --min-quality {min_quality:g}")
             with run.stage("scale"):
                 rows = beat_rows(beats.matrix, width)
+                if left_out:
+                    rows = rows[usable]
             held += rows.numel() * rows.element_size()
             if held > budget and not stream:  # from here on the beats wait in host memory
                 stream = True
                 run.note(f"the beats pass the memory budget ({held:,} bytes): held in host memory, streamed")
                 parts = [p.cpu() for p in parts]
             parts.append(rows.cpu() if stream else rows)
-            used.append({"path": str(src.path), "beats": int(beats.matrix.shape[0]), "rate_hz": rec.sampling_rate})
+            used.append(
+                {
+                    "path": str(src.path),
+                    "beats": int(rows.shape[0]),
+                    "poor_left_out": left_out,
+                    "rate_hz": rec.sampling_rate,
+                }
+            )
             window_s = beats.window_s
             geometry_beats = beats
         except DevicepipeError as exc:
@@ -1401,7 +1450,7 @@ def run_train(
             MODEL_NAME: detector.save(run.out / MODEL_NAME, geometry=_beat_geometry(geometry_beats, method, width))
         }
         files["recordings.parquet"] = write_parquet(
-            {k: [u[k] for u in used] for k in ("path", "beats", "rate_hz", "flagged", "median_score")},
+            {k: [u[k] for u in used] for k in ("path", "beats", "poor_left_out", "rate_hz", "flagged", "median_score")},
             run.out / "recordings.parquet",
         )
         files.update(
@@ -1429,6 +1478,12 @@ def run_train(
         if skipped
         else [],
     }
+    if min_quality is not None:
+        summary["quality"] = {
+            "measure": "correlation with the recording's typical beat; stretch: its median over 10 s",
+            "min_quality": min_quality,
+            "left_out_of_training": sum(u["poor_left_out"] for u in used),
+        }
     return _finish(run, summary, learned, files, "train", None)
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "plot_extremes",
     "plot_generated",
     "plot_heart_rate",
+    "plot_quality",
     "plot_intervals",
     "plot_latent",
     "plot_score_distribution",
@@ -128,6 +129,43 @@ def plot_heart_rate(peaks: np.ndarray, sampling_rate: float, *, minute_s: float 
     ax.set_xlabel("time (min)")
     ax.set_ylabel("heart rate (bpm)")
     ax.set_title("Heart rate over the recording")
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def plot_quality(
+    beat_times_s: np.ndarray,
+    beat_quality: np.ndarray,
+    stretch_medians: np.ndarray,
+    window_s: float,
+    poor_s: np.ndarray,
+    *,
+    threshold: float,
+) -> Figure:
+    """Signal quality over the recording: each beat's correlation with the typical beat (dots),
+    each stretch's median (steps), the unusable stretches shaded, and the threshold (dashed).
+
+    ``beat_times_s``/``beat_quality``: ``(n,)`` each; ``stretch_medians``: ``(k,)`` (NaN: no
+    beat) for stretches of ``window_s`` seconds from 0; ``poor_s``: ``(m, 2)`` start and end
+    seconds of the unusable parts. Minutes on the time axis for recordings over 10 minutes.
+    """
+    fig = Figure(figsize=(11, 3.4))
+    ax = fig.add_subplot()
+    total_s = max(float(stretch_medians.size * window_s), float(beat_times_s.max()) if beat_times_s.size else 0.0)
+    scale, unit = (60.0, "min") if total_s > 600 else (1.0, "s")
+    for i, (a, b) in enumerate(poor_s):
+        ax.axvspan(a / scale, b / scale, color="tab:red", alpha=0.15, lw=0, label="unusable" if i == 0 else None)
+    ax.plot(beat_times_s / scale, beat_quality, ".", ms=2, color="0.55", label="each beat")
+    edges = np.arange(stretch_medians.size + 1) * window_s / scale
+    ax.stairs(stretch_medians, edges, baseline=None, color="tab:blue", lw=1.5, label=f"median of each {window_s:g} s")
+    ax.axhline(threshold, ls="--", color="tab:red", lw=1, label=f"poor below {threshold:g}")
+    ax.set_ylim(-1.05, 1.05)
+    ax.set_xlim(0, total_s / scale if total_s else 1)
+    ax.set_xlabel(f"time ({unit})")
+    ax.set_ylabel("correlation with the typical beat")
+    share = float(np.sum(poor_s[:, 1] - poor_s[:, 0])) / total_s if total_s and poor_s.size else 0.0
+    ax.set_title(f"Signal quality: {100 * share:.1f} % of the recording unusable")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
     ax.grid(alpha=0.3)
     return fig
 

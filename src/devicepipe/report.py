@@ -45,6 +45,8 @@ CAPTIONS = {
     "heart_rate.png": "heart rate from each RR interval, and the median of each minute",
     "excerpt.png": "ten seconds of the signal with the detected beats (and reference beats where given)",
     "intervals.png": "how long the intervals between R peaks are, in seconds and in samples",
+    "quality.png": "how much each beat looks like the recording's typical beat, and each 10-s stretch's median; "
+    "shaded: stretches unusable for analysis (median under the dashed line, or no beat)",
     "speedup.png": "how many times faster each stage is on one side than on the other (above 1: the first "
     "named is slower); hatched bars compare different work, as the note under the chart says",
     "bandwidth.png": "copy bandwidth against the size of one copy: small copies pay a fixed cost",
@@ -153,6 +155,16 @@ def _heart_rate_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+def _quality_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    q = summary.get("quality")
+    if not q or "unusable_share" not in q:
+        return []
+    return [
+        ("beats of poor quality", f"{_number(q['beats_poor'])} of {_number(q['beats_rated'])}"),
+        ("recording unusable", f"{100 * q['unusable_share']:.1f} % ({q['unusable_s']:,.0f} s)"),
+    ]
+
+
 def _input_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
     fs = summary.get("sampling_rate_hz")
     n = summary.get("n_samples")
@@ -252,8 +264,9 @@ def render_report(
                 ("F1 against the reference", f"{acc['f1']:.4f}"),
                 ("sensitivity / positive predictivity", f"{acc['sensitivity']:.4f} / {acc['ppv']:.4f}"),
             ]
-        facts += _heart_rate_facts(summary)
-        sections.append(_Section("Beats", figures=_figures(files, ["excerpt.png", "heart_rate.png", "intervals.png"])))
+        facts += _heart_rate_facts(summary) + _quality_facts(summary)
+        names = ["excerpt.png", "heart_rate.png", "intervals.png", "quality.png"]
+        sections.append(_Section("Beats", figures=_figures(files, names)))
         if acc:
             sections.append(
                 _Section(
@@ -284,6 +297,7 @@ def render_report(
             *_learning_facts(summary, "beats"),
             *facts,
             *_heart_rate_facts(summary),
+            *_quality_facts(summary),
         ]
         sections.extend(_reference_sections(summary))
         if flagged is not None:
@@ -291,7 +305,8 @@ def render_report(
         sections.append(_Section("What the model learned", figures=_figures(files, ["extremes.png", "latent.png"])))
         sections.append(_Section("Generated beats", figures=_figures(files, ["generated.png"])))
         sections.append(_Section("Training", figures=_figures(files, ["training.png"])))
-        sections.append(_Section("Heart rate and beats", figures=_figures(files, ["heart_rate.png", "excerpt.png"])))
+        names = ["heart_rate.png", "excerpt.png", "quality.png"]
+        sections.append(_Section("Heart rate and beats", figures=_figures(files, names)))
     elif kind == "score":
         c, m = summary["counts"], summary["model"]
         facts = [

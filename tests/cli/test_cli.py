@@ -525,3 +525,22 @@ def test_ecg_min_quality_keeps_poor_beats_out_of_training_and_flags(tmp_path):
     bad = run("ecg", src, "--out", tmp_path / "b", "--min-quality", 2)
     assert_user_error(bad, "--min-quality must be a correlation between -1 and 1")
     assert not (tmp_path / "b").exists()
+
+
+def test_beats_marks_the_unusable_stretches(tmp_path):
+    from devicepipe.io import write_parquet
+    from devicepipe.simulate import simulate_ecg
+
+    fs = 250
+    sim = simulate_ecg(120, fs, seed=7)
+    x = sim.signal.clone()
+    x[40 * fs : 60 * fs] += 1.5 * torch.randn(20 * fs, generator=torch.Generator().manual_seed(2))  # 40-60 s: noise
+    src = write_parquet({"ecg": x}, tmp_path / "e.parquet", sampling_rate=fs)
+    out = tmp_path / "run"
+    result = run("beats", src, "--out", out, "--mode", "centered")
+    assert result.exit_code == 0, result.output
+    q = json.loads((out / "summary.json").read_text())["quality"]
+    assert q["unusable_stretches_s"] == [[40.0, 60.0]], q  # the noise, and nothing else
+    assert q["unusable_s"] == 20.0 and q["unusable_share"] == pytest.approx(20 / 120)
+    assert (out / "quality.png").stat().st_size > 10_000
+    assert "quality.png" in (out / "report.html").read_text()

@@ -194,3 +194,35 @@ def test_streaming_to_a_gpu_equals_holding_the_beats_there(population, tmp_path)
     s = dp.run_train(population / "pop", tmp_path / "streamed", settings=settings, device="cuda", memory_budget=10_000)
     assert s.summary["streamed"]["from_host"] is True
     assert_same_weights(tmp_path / "held" / "model.pt", tmp_path / "streamed" / "model.pt", atol=1e-6)
+
+
+def test_train_min_quality_leaves_poor_beats_out(population, tmp_path):
+    # a copy of the population with 40 s of heavy noise over the middle of one recording
+    from devicepipe.io import read_series, write_parquet
+
+    pop = tmp_path / "pop"
+    shutil.copytree(population / "pop", pop)
+    rec = read_series(pop / "rec1.parquet")
+    x = rec.samples.clone()
+    x[60 * 250 : 100 * 250] += 1.5 * torch.randn(40 * 250, generator=torch.Generator().manual_seed(0))
+    (pop / "rec1.parquet").unlink()
+    write_parquet({"ecg": x}, pop / "rec1.parquet", sampling_rate=250)
+    common = ["--epochs", "2", "--device", "cpu"]
+    plain = CliRunner().invoke(app, ["train", str(pop), "-o", str(tmp_path / "a"), *common])
+    assert plain.exit_code == 0, plain.output
+    picky = CliRunner().invoke(app, ["train", str(pop), "-o", str(tmp_path / "b"), *common, "--min-quality", "0.5"])
+    assert picky.exit_code == 0, picky.output
+    a = pd.read_parquet(tmp_path / "a" / "recordings.parquet").set_index("path")
+    b = pd.read_parquet(tmp_path / "b" / "recordings.parquet").set_index("path")
+    # the same beats were cut: those trained on plus those left out
+    assert (b["beats"] + b["poor_left_out"]).equals(a["beats"]) and (a["poor_left_out"] == 0).all()
+    noisy = b.loc[str(pop / "rec1.parquet")]
+    assert noisy["poor_left_out"] >= 40 * 70 / 60 * 0.8  # about 47 beats lie in the noise
+    assert b.drop(index=str(pop / "rec1.parquet"))["poor_left_out"].max() <= 2  # the clean recordings keep theirs
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert summary["quality"]["left_out_of_training"] == int(b["poor_left_out"].sum())
+    assert summary["counts"]["beats"] == int(b["beats"].sum())
+    assert "left out of training" in " ".join(picky.stdout.split())
+    bad = CliRunner().invoke(app, ["train", str(pop), "-o", str(tmp_path / "c"), "--min-quality", "1.5"])
+    assert bad.exit_code == 2 and "--min-quality must be a correlation between -1 and 1" in bad.output
+    assert not (tmp_path / "c").exists()

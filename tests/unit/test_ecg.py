@@ -390,3 +390,21 @@ def test_beat_quality_against_numpy_and_marks_an_artefact_stretch(device):
     clear = ((beats.peaks < 60 * fs - reach) | (beats.peaks >= 70 * fs + reach)).cpu()
     usable = q.usable().cpu()
     assert not usable[inside].any() and usable[clear].all()  # the noisy stretch, and nothing clear of it
+
+
+def test_poor_stretches_by_hand():
+    from devicepipe.ecg import BeatQuality, poor_stretches, stretch_medians
+
+    fs, n = 100.0, 5_500  # 10-s stretches of 1,000 samples: five whole ones and half a sixth
+    peaks = torch.tensor([100, 500, 900, 1_200, 1_800, 3_100, 3_500, 3_900, 4_400, 5_200])
+    beat = torch.tensor([0.9, 0.8, 0.95, 0.9, 0.1, 0.2, 0.3, 0.9, 0.7, 0.6], dtype=torch.float64)
+    q = BeatQuality(beat, beat, 10.0)  # stretch values are not read
+    # stretch 0: 0.8, 0.9, 0.95 -> 0.9; 1: 0.1, 0.9 -> 0.1 (the lower middle); 2: no beat;
+    # 3: 0.2, 0.3, 0.9 -> 0.3; 4: 0.7; 5: 0.6
+    medians = stretch_medians(q, peaks, n, fs)
+    np.testing.assert_array_equal(medians.numpy(), [0.9, 0.1, np.nan, 0.3, 0.7, 0.6])
+    np.testing.assert_array_equal(poor_stretches(q, peaks, n, fs, 0.5).numpy(), [[1_000, 4_000]])
+    np.testing.assert_array_equal(poor_stretches(q, peaks, n, fs, 0.65).numpy(), [[1_000, 4_000], [5_000, 5_500]])
+    np.testing.assert_array_equal(poor_stretches(q, peaks, n, fs, 0.05).numpy(), [[2_000, 3_000]])
+    empty = BeatQuality(beat[:0], beat[:0], 10.0)
+    np.testing.assert_array_equal(poor_stretches(empty, peaks[:0], n, fs).numpy(), [[0, 5_500]])  # no beat at all
