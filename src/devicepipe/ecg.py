@@ -46,7 +46,6 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from devicepipe.errors import DevicepipeError
 from devicepipe.signal.blocks import block_reduce, centred_window, row_median
@@ -356,53 +355,47 @@ def _peaks_ricker(x: torch.Tensor, sampling_rate: float, **options: float) -> tu
     return r.select(cands, x.shape[0], n)
 
 
+#: How long a stretch the lead showing the beats most clearly is chosen for, in seconds.
+LEAD_STRETCH_S = 10.0
+
+
 def _peaks_ricker_fused(x: torch.Tensor, sampling_rate: float, **options: float) -> tuple[torch.Tensor, torch.Tensor]:
     """One set of R peaks per recording from all its leads (``x`` of shape ``(batch, leads, time)``):
     rows (the recording) and columns, sorted.
 
-    Each lead's ``|Ricker response|`` is put on a common scale (divided by the lead's typical
-    QRS response), and the leads are averaged with weights equal to their contrast (typical QRS
-    response over median response): a lead with no ECG in it (flat, off, or noise whose contrast
-    is under ``min_contrast``) gets no weight, a clean lead more than a noisy one. Thresholds and
-    candidates are found on the average; each beat is placed, and its polarity judged, on the
-    lead of highest weight.
+    Each lead is detected on its own; then, stretch by stretch (:data:`LEAD_STRETCH_S`), the
+    beats are those of the lead whose beats look most like that lead's typical beat (the median
+    of :func:`beat_quality` over the stretch, :func:`stretch_medians`): a lead with motion
+    artefacts, noise or a lost contact gives beats unlike its own typical beat, or none at all,
+    and is passed over there, while a clean stretch of it counts. The same beat seen on several
+    leads (peaks within half a refractory period) is one beat, placed where the chosen lead has it.
     """
     r = _Ricker(float(sampling_rate), **options)
     batch, leads, n = x.shape
     flat = x.reshape(batch * leads, n)
-    means, kernel = r.edge_means(flat, flat), r.kernel(flat)
-    feature, negative = r.feature(flat, kernel, *means, start=True, end=True)
-    stride = r.subsample_stride(n)
-    block_max, block_mean = r.summaries(feature)
-    typical, contrast = r.contrast(block_max, feature[..., ::stride])
-    magnitude = flat[..., ::stride].abs().amax(-1)
-    usable = ((contrast >= r.min_contrast) & (typical > ROUNDING * magnitude)).reshape(batch, leads)
-    best = contrast.reshape(batch, leads).argmax(1)  # the lead to place beats on (the first, when none is usable)
-    none = ~usable.any(1)
-    usable[none] = F.one_hot(best[none], leads).bool()  # nothing usable: that lead alone, as "each" would
-    # per block: each lead on a common scale (its typical QRS response), weighted by its local
-    # contrast and by how near its local envelope is to that typical level (a lead's QRS keeps its
-    # size; a stretch far above or below it is artefact or a lost contact)
-    span = _samples(r.envelope_s / r.block_s, 1.0)
-    tiny = float(torch.finfo(x.dtype).tiny)
-    envelope = centred_window(block_max, span, "max").clamp(min=tiny)
-    local = envelope / centred_window(block_mean, span, "mean").clamp(min=tiny)
-    size = envelope / typical.clamp(min=tiny)[:, None]
-    agreement = torch.minimum(size, 1 / size) ** 2
-    weight = (local * agreement / typical.clamp(min=tiny)[:, None]).reshape(batch, leads, -1) * usable[..., None]
-    weight = weight / weight.sum(1, keepdim=True).clamp(min=tiny)
-    fused = (feature.reshape(batch, leads, n) * weight.repeat_interleave(r.block, dim=-1)[..., :n]).sum(1)
-    limits = r.thresholds(*r.summaries(fused), fused[..., ::stride])
-    # each candidate is placed on the lead of highest weight in its block, and its polarity is
-    # judged against that lead's usual one (leads differ in the sign of their QRS)
-    rows, cols = _coarse_peaks(fused, r.refractory, r.sub)
-    on = rows * leads + weight[rows, :, cols // r.block].argmax(-1)  # rows of `flat`
-    sign = 1 - 2 * negative[on, cols].to(x.dtype)
-    usual = torch.zeros(batch * leads, device=x.device, dtype=x.dtype).index_add_(0, on, sign)
-    usual = torch.where(usual < 0, -1.0, 1.0).to(x.dtype)
-    refined = _refined(flat, sign, on, cols, _samples(r.refine_s, r.fs))
-    cands = {"rows": rows, "cols": cols, "height": fused[rows, cols], "sign": sign * usual[on], "refined": refined}
-    return r.select(r.accept(cands, *limits), batch, n)
+    rows, cols = _peaks_ricker(flat, sampling_rate, **options)
+    window = _samples(LEAD_STRETCH_S, r.fs)
+    stretches = -(-n // window)
+    medians = torch.full((batch * leads, stretches), -torch.inf, dtype=x.dtype, device=x.device)
+    for row, peaks in enumerate(split_by_row(rows, cols, batch * leads)):
+        beats = ecg_segment(flat[row], peaks, r.fs, mode="centered")
+        quality = beat_quality(beats, window_s=LEAD_STRETCH_S)
+        medians[row] = stretch_medians(quality, beats.peaks, n, r.fs).nan_to_num(nan=-torch.inf)
+    chosen = medians.reshape(batch, leads, stretches).argmax(1)  # (batch, stretches); a tie: the first lead
+    recording, lead = rows // leads, rows % leads
+    order = torch.argsort(recording * n + cols)
+    recording, lead, cols = recording[order], lead[order], cols[order]
+    # the same beat on several leads: peaks of one recording within half a refractory period
+    new = torch.ones_like(cols, dtype=torch.bool)
+    new[1:] = (recording[1:] != recording[:-1]) | (cols[1:] - cols[:-1] > r.refractory // 2)
+    beat = torch.cumsum(new.to(torch.int64), 0) - 1
+    first = cols[new][beat] if cols.numel() else cols
+    wanted = chosen[recording, (first // window).clamp(max=stretches - 1)]
+    taken = torch.nonzero(lead == wanted).squeeze(1)
+    once = torch.ones_like(taken, dtype=torch.bool)
+    once[1:] = beat[taken][1:] != beat[taken][:-1]  # one peak per beat (a lead's peaks are further apart)
+    taken = taken[once]
+    return recording[taken], cols[taken]
 
 
 #: Neighbouring beat intervals either side of a gap whose median is the gap's usual interval.
@@ -600,9 +593,10 @@ def ecg_peaks(
     sampling_rate : Hz (125 to 1000 Hz tested).
     method : a key of ``ECG_PEAK_METHODS``: ``"ricker"`` (default) or ``"seed"``.
     leads : ``"each"`` (default: every row is a recording of its own) or ``"fuse"`` (the rows of
-        ``x`` are leads of one recording, and one set of beats is found from all of them, each
-        lead weighted by how clearly beats stand out in it; a flat or noise-only lead is left
-        out; ``"ricker"`` only).
+        ``x`` are leads of one recording, and one set of beats is found from all of them: each
+        10-s stretch takes the beats of the lead whose beats there look most like its typical
+        beat, so a lead with artefacts, noise or a lost contact is passed over where it has
+        them; ``"ricker"`` only).
     options : keyword settings of the method (for ``"ricker"``: ``sigma_s``, ``refractory_s``,
         ``threshold``, ... in seconds or as fractions; see the module docstring).
 

@@ -59,7 +59,7 @@ def test_clean_cpsc_records_are_perfect(name):
 
 def test_all_leads_fused_floor_and_a_lost_lead():
     """Both leads of MIT-BIH 100 and the CPSC 2021 records (benchmarks/ecg_leads.py; measured when
-    set: fused 0.9972 pooled, lead 0 alone 0.9947, lead 1 alone 0.9982; with a lead lost, the
+    set: fused 0.9984 pooled, lead 0 alone 0.9947, lead 1 alone 0.9982; with a lead lost, the
     other lead's F1 exactly)."""
     from ecg_leads import cases
 
@@ -75,7 +75,7 @@ def test_all_leads_fused_floor_and_a_lost_lead():
             score = evaluate_beats(ref.samples, peaks, rec.sampling_rate, n_samples=rec.n_samples)
             pooled[label] = pooled[label] + score if label in pooled else score
     f1 = {label: s.f1 for label, s in pooled.items()}
-    assert f1["fused"] >= 0.997 and f1["fused"] > f1["lead 0 alone"], f1
+    assert f1["fused"] >= max(f1["lead 0 alone"], f1["lead 1 alone"]) and f1["fused"] >= 0.998, f1
     for lost in (0, 1):
         for how in ("flat", "saturated", "noise"):
             assert abs(f1[f"fused, lead {lost} {how}"] - f1[f"lead {1 - lost} alone"]) <= 0.005, (lost, how, f1)

@@ -346,6 +346,26 @@ def test_fused_leads_outvote_an_artefact_in_one_lead(device):
     assert scores[2] >= max(scores[:2]) - 0.005 and scores[2] > scores[0], scores
 
 
+def test_fused_leads_take_each_stretch_from_its_cleaner_lead(device):
+    # artefacts in the first lead over 20-40 s and in the second over 70-90 s: each lead alone
+    # loses beats there, fused takes every stretch from the lead that is clean in it
+    fs = 250
+    leads, truth = _two_leads(fs, 13, device)
+    noisy = leads.clone()
+    g = torch.Generator().manual_seed(4)
+    for lead, start in ((0, 20), (1, 70)):
+        noise = (2.0 * torch.randn(20 * fs, generator=g)).cumsum(0).div(8)
+        noisy[lead, start * fs : (start + 20) * fs] += noise.to(device)
+    n = leads.shape[-1]
+    fused = ecg_peaks(noisy, fs, leads="fuse")
+    assert (torch.diff(fused) > 0.2 * fs).all()  # one peak per beat, also where the chosen lead changes
+    scores = [
+        evaluate_beats(truth, p, fs, tolerance_s=0.05, n_samples=n).f1
+        for p in (ecg_peaks(noisy[0], fs), ecg_peaks(noisy[1], fs), fused)
+    ]
+    assert scores[2] >= 0.99 and scores[2] > max(scores[:2]), scores
+
+
 def test_fused_batch_equals_one_recording_at_a_time(device):
     x = torch.stack([_two_leads(250, s, device)[0] for s in (3, 4)])  # (batch, leads, time)
     batch = ecg_peaks(x, 250, leads="fuse")
