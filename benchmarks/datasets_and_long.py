@@ -184,11 +184,16 @@ def part_batch(quick: bool) -> dict:
 # ----------------------------------------------------------------------------- memory
 
 
-# runs the command line in this child and, at its exit, writes the child's own peak resident memory
+# runs the command line in this child and, at its exit, writes the child's own peak resident memory:
+# VmHWM of its memory after exec. (getrusage's ru_maxrss is not that: Linux keeps it across exec,
+# so it starts at the resident size of the process that spawned the child.)
 _MEASURED = (
-    "import atexit, resource, runpy, sys\n"
+    "import atexit, runpy, sys\n"
     "out = sys.argv.pop(1)\n"
-    "atexit.register(lambda: open(out, 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))\n"
+    "def hwm():\n"
+    "    kb = next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:'))\n"
+    "    open(out, 'w').write(kb)\n"
+    "atexit.register(hwm)\n"
     "sys.argv[0] = 'devicepipe'\n"
     "runpy.run_module('devicepipe', run_name='__main__')\n"
 )

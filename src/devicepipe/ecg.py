@@ -68,6 +68,7 @@ __all__ = [
     "beat_quality",
     "poor_stretches",
     "stretch_medians",
+    "template_rows",
     "typical_beat",
     "check_ecg",
     "ecg_peaks",
@@ -402,15 +403,21 @@ def _peaks_ricker_fused(x: torch.Tensor, sampling_rate: float, **options: float)
 RR_NEIGHBOURS = 4
 
 
-def _local_median(values: torch.Tensor, rows: torch.Tensor, half: int) -> torch.Tensor:
+def _local_median(values: torch.Tensor, rows: torch.Tensor, half: int, block: int = 65_536) -> torch.Tensor:
     """The median of each value and its ``half`` neighbours either side within its row
-    (``values`` and ``rows`` of shape ``(m,)``, sorted by row), shape ``(m,)``."""
+    (``values`` and ``rows`` of shape ``(m,)``, sorted by row), shape ``(m,)``; ``block`` values
+    at a time, so the windows in memory stay small whatever ``m``."""
     m = values.numel()
-    idx = torch.arange(m, device=values.device)[:, None] + torch.arange(-half, half + 1, device=values.device)
-    inside = (idx >= 0) & (idx < m)
-    idx = idx.clamp(0, max(m - 1, 0))
-    inside &= rows[idx] == rows[:, None]
-    return torch.where(inside, values[idx], torch.nan).nanmedian(-1).values
+    offsets = torch.arange(-half, half + 1, device=values.device)
+    out = torch.empty_like(values)
+    for first in range(0, m, block):
+        own = torch.arange(first, min(m, first + block), device=values.device)
+        idx = own[:, None] + offsets
+        inside = (idx >= 0) & (idx < m)
+        idx = idx.clamp(0, m - 1)
+        inside &= rows[idx] == rows[own, None]
+        out[own] = torch.where(inside, values[idx], torch.nan).nanmedian(-1).values
+    return out
 
 
 def _search_back(
@@ -801,12 +808,17 @@ class BeatQuality:
 TEMPLATE_BEATS = 10_000
 
 
+def template_rows(n: int) -> torch.Tensor:
+    """The rows :func:`typical_beat` takes of an ``n``-row matrix: at most :data:`TEMPLATE_BEATS`,
+    evenly spaced, int64 ``(min(n, TEMPLATE_BEATS),)`` (so ``typical_beat(m[template_rows(n)])``
+    equals ``typical_beat(m)``, and a matrix on disk need only have those rows read)."""
+    return torch.linspace(0, n - 1, min(n, TEMPLATE_BEATS), dtype=torch.float64).round().long()
+
+
 def typical_beat(matrix: torch.Tensor) -> torch.Tensor:
-    """The recording's typical beat, ``(width,)``: the (lower) median, sample by sample, of at
-    most :data:`TEMPLATE_BEATS` rows of ``matrix`` ``(n, width)``, evenly spaced."""
-    n = matrix.shape[0]
-    take = torch.linspace(0, n - 1, min(n, TEMPLATE_BEATS), dtype=torch.float64).round().long()
-    return matrix[take.to(matrix.device)].median(0).values
+    """The recording's typical beat, ``(width,)``: the (lower) median, sample by sample, of the
+    rows :func:`template_rows` picks of ``matrix`` ``(n, width)``."""
+    return matrix[template_rows(matrix.shape[0]).to(matrix.device)].median(0).values
 
 
 def beat_correlation(matrix: torch.Tensor, template: torch.Tensor) -> torch.Tensor:

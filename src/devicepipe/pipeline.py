@@ -24,7 +24,7 @@ import torch
 
 from devicepipe.datasets import INDEX_NAME, find_recordings, is_dataset
 from devicepipe.detector import MODEL_NAME, BeatAnomalyDetector, load_model
-from devicepipe.device import free_memory, resolve_device
+from devicepipe.device import free_memory, release_freed_memory, resolve_device
 from devicepipe.ecg import (
     AAMI_CLASSES,
     EDGE_S,
@@ -45,6 +45,7 @@ from devicepipe.ecg import (
     label_beats,
     poor_stretches,
     segment_kept,
+    template_rows,
     typical_beat,
 )
 from devicepipe.errors import DevicepipeError
@@ -455,6 +456,7 @@ def _run_beats_chunked(
         peaks = ecg_peaks_chunked(
             read, n, fs, chunk=size, progress=lambda done, total: run.note(f"finding beats: {100 * done / total:.0f} %")
         )
+    release_freed_memory()  # the chunks' and candidates' blocks, freed, would hold the resident size up
     with run.stage("transfer"):
         host_peaks = peaks.cpu().numpy()
     with run.stage("read"):  # ten seconds for the excerpt (and the channel's name and unit)
@@ -464,6 +466,7 @@ def _run_beats_chunked(
             start=first, stop=min(n, first + int(round(10 * fs))), encoding=opts.encoding,
         )  # fmt: skip
     checked = _check_beats(run, rec, n, peaks, host_peaks, ref, opts)
+    release_freed_memory()  # (HRV's temporaries, as long as the beats)
     kept = segment_kept(peaks, n, fs, mode=opts.mode).cpu().numpy()
     with run.stage("write"), staged_dir(run.out) as stage, (stage / "beat_matrix.npy").open("wb") as fh:
         cut = None
@@ -480,6 +483,7 @@ def _run_beats_chunked(
         with run.stage("segment", count=False):  # quality from the rows on disk, a chunk of rows at a time
             kept_peaks = peaks[torch.from_numpy(kept).to(peaks.device)]
             quality = _quality_on_disk(stage / "beat_matrix.npy", kept_peaks, fs)
+        release_freed_memory()
         signal = rec.samples.cpu().numpy() if opts.figures else None
         chunking = {"samples_per_chunk": size, "chunks": -(-n // size), "seconds_per_chunk": size / fs}
         files.update(
@@ -515,14 +519,37 @@ def _excerpt_start(peaks: np.ndarray, n_samples: int, fs: float) -> int:
     return max(0, min(n_samples - int(round(10 * fs)), first - int(0.5 * fs)))
 
 
-def _quality_on_disk(matrix_file: Path, kept_peaks: torch.Tensor, fs: float, rows: int = 65_536) -> BeatQuality:
+def _npy_rows(path: Path) -> tuple[int, int, Callable[[Sequence[tuple[int, int]]], torch.Tensor]]:
+    """Rows, columns and a reader ``rows([(start, stop), ...])`` of a 2-D NPY file, read with
+    positioned reads: nothing of the file stays mapped, so the memory held is the rows asked for."""
+    with path.open("rb") as fh:
+        version = np.lib.format.read_magic(fh)
+        header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        (n, width), _, dtype = header(fh)
+        offset = fh.tell()
+    row = width * dtype.itemsize
+
+    def rows(picks: Sequence[tuple[int, int]]) -> torch.Tensor:
+        """The rows ``[start, stop)`` of each pick, one after the other."""
+        parts = []
+        with path.open("rb") as fh:
+            for start, stop in picks:
+                fh.seek(offset + start * row)
+                parts.append(np.fromfile(fh, dtype=dtype, count=(stop - start) * width))
+        return torch.from_numpy(np.concatenate(parts).reshape(-1, width))
+
+    return n, width, rows
+
+
+def _quality_on_disk(matrix_file: Path, kept_peaks: torch.Tensor, fs: float, rows: int = 16_384) -> BeatQuality:
     """:func:`~devicepipe.ecg.beat_quality` of a beat matrix in an NPY file, ``rows`` rows at a
-    time (the same values as on the whole matrix in memory)."""
-    matrix = torch.from_numpy(np.load(matrix_file, mmap_mode="c"))  # on disk: only the rows asked for are read
-    template = typical_beat(matrix) if matrix.shape[0] else matrix.new_zeros(matrix.shape[1])
-    corr = [beat_correlation(matrix[i : i + rows].clone(), template) for i in range(0, matrix.shape[0], rows)]
-    holder = Beats(matrix[:0], kept_peaks[:0], kept_peaks.cpu(), kept_peaks[:0], kept_peaks[:0] > 0, fs)
-    return beat_quality(holder, correlation=torch.cat(corr) if corr else matrix.new_zeros(0))
+    time (the same values as on the whole matrix in memory); only the rows at work are in memory."""
+    n, width, read = _npy_rows(matrix_file)
+    template = typical_beat(read([(i, i + 1) for i in template_rows(n).tolist()])) if n else torch.zeros(width)
+    corr = [beat_correlation(read([(i, min(n, i + rows))]), template) for i in range(0, n, rows)]
+    empty = torch.zeros(0)
+    holder = Beats(empty[:, None], kept_peaks[:0], kept_peaks.cpu(), kept_peaks[:0], kept_peaks[:0] > 0, fs)
+    return beat_quality(holder, correlation=torch.cat(corr) if corr else empty)
 
 
 def _check_ecg_input(rec: Recording, channel: str | int | None = None) -> None:

@@ -290,6 +290,8 @@ def test_local_median_matches_numpy():
             near = [values[j] for j in range(max(0, i - 4), min(rows.size, i + 5)) if rows[j] == rows[i]]
             # torch's median of an even count is the lower middle value
             assert got[i] == np.sort(near)[(len(near) - 1) // 2]
+        in_blocks = _local_median(torch.from_numpy(values), torch.from_numpy(rows), 4, block=7).numpy()
+        np.testing.assert_array_equal(in_blocks, got)  # a few values at a time: the same medians
 
 
 @pytest.mark.parametrize("n", [5, 31, 40, 62, 63, 100, 1000])
