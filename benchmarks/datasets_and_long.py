@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from results_io import run_measured  # beside this script
 
 RESULTS = Path(__file__).parent / "results" / "datasets_long.json"
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -184,31 +185,10 @@ def part_batch(quick: bool) -> dict:
 # ----------------------------------------------------------------------------- memory
 
 
-# runs the command line in this child and, at its exit, writes the child's own peak resident memory:
-# VmHWM of its memory after exec. (getrusage's ru_maxrss is not that: Linux keeps it across exec,
-# so it starts at the resident size of the process that spawned the child.)
-_MEASURED = (
-    "import atexit, runpy, sys\n"
-    "out = sys.argv.pop(1)\n"
-    "def hwm():\n"
-    "    kb = next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:'))\n"
-    "    open(out, 'w').write(kb)\n"
-    "atexit.register(hwm)\n"
-    "sys.argv[0] = 'devicepipe'\n"
-    "runpy.run_module('devicepipe', run_name='__main__')\n"
-)
-
-
 def _peak_rss(args: list[str]) -> tuple[float, int]:
     """Seconds and peak resident bytes of ``devicepipe ARGS`` in a process of its own (-1: it failed)."""
-    with tempfile.NamedTemporaryFile(suffix=".rss") as fh:
-        started = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", _MEASURED, fh.name, *args], capture_output=True)
-        elapsed = time.perf_counter() - started
-        text = Path(fh.name).read_text().strip()
-    if proc.returncode != 0 or not text:
-        return elapsed, -1
-    return elapsed, int(text) * 1024
+    elapsed, peak, proc = run_measured(args)
+    return elapsed, peak if proc.returncode == 0 else -1
 
 
 def write_long(path: Path, hours: float, rate: float = 250.0) -> int:

@@ -6,6 +6,10 @@ import argparse
 import datetime
 import json
 import platform
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -48,3 +52,29 @@ def write_results(out: Path, name: str, result: dict[str, Any], markdown: str) -
     (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     (out / f"{name}.md").write_text(markdown, encoding="utf-8")
     print(markdown)
+
+
+# Runs ``devicepipe ARGS`` in this child and, at its exit, writes the child's own peak resident
+# memory: VmHWM of its memory after exec. (getrusage's ru_maxrss is not that: Linux keeps it across
+# exec, so it starts at the resident size of the process that spawned the child.)
+_MEASURED = (
+    "import atexit, runpy, sys\n"
+    "out = sys.argv.pop(1)\n"
+    "def hwm():\n"
+    "    kb = next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:'))\n"
+    "    open(out, 'w').write(kb)\n"
+    "atexit.register(hwm)\n"
+    "sys.argv[0] = 'devicepipe'\n"
+    "runpy.run_module('devicepipe', run_name='__main__')\n"
+)
+
+
+def run_measured(args: list[str]) -> tuple[float, int, subprocess.CompletedProcess]:
+    """``devicepipe ARGS`` in a process of its own: wall seconds, its peak resident bytes (-1 when
+    it could not be read: the command failed before its exit), and the finished process."""
+    with tempfile.NamedTemporaryFile(suffix=".hwm") as fh:
+        started = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", _MEASURED, fh.name, *args], capture_output=True, text=True)
+        elapsed = time.perf_counter() - started
+        text = Path(fh.name).read_text().strip()
+    return elapsed, int(text) * 1024 if text else -1, proc

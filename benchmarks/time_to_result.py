@@ -16,37 +16,29 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
-from results_io import machine, parser, table, write_results  # beside this script
+from results_io import machine, parser, run_measured, table, write_results  # beside this script
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TARGETS_S = {"demo": 45.0, "ecg MIT-BIH 100": 30.0, "series AEP": 20.0}
 
 
 def _run(args: list[str], out: Path | None) -> dict:
-    """One command in its own process: wall seconds, peak RSS (MiB), and its summary.json when it wrote one."""
-    command = [sys.executable, "-m", "devicepipe", *args]
-    started = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    err = proc.stderr.read() if proc.stderr else ""
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    """One command in its own process: wall seconds, peak resident memory (MiB, the command's own),
+    and its summary.json when it wrote one."""
+    wall, peak, proc = run_measured(args)
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}): {err.strip()[-500:]}")
-    row = {"command": "devicepipe " + " ".join(args), "wall_s": wall, "peak_rss_mib": usage.ru_maxrss / 1024}
+        raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    row = {"command": "devicepipe " + " ".join(args), "wall_s": wall, "peak_rss_mib": peak / 2**20}
     if out is not None and (out / "summary.json").exists():
         summary = json.loads((out / "summary.json").read_text())
         row["seconds"] = summary.get("seconds")
         row["epochs"] = summary.get("epochs")
         row["threads"] = summary.get("threads")
-        row["flagged"] = summary.get("flagged") or summary.get("counts", {}).get("flagged")
+        row["flagged"] = (summary.get("counts") or {}).get("flagged", summary.get("flagged"))
     return row
 
 
