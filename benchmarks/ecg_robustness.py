@@ -16,7 +16,6 @@ freedom), at 125-1000 Hz, 10 s to 10 min, several seeds; and of the annotated re
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import json
 import platform
@@ -30,7 +29,7 @@ from ecg_accuracy import DEFAULT_DATA, records  # beside this script
 from evaluation import DETECTION_SETS
 
 from devicepipe.device import device_report
-from devicepipe.ecg import BeatScore, ecg_peaks, evaluate_beats
+from devicepipe.ecg import BeatScore, ecg_contrast, ecg_peaks, evaluate_beats, ricker_defaults
 from devicepipe.io import read_beat_annotations, read_series
 
 #: The settings moved (seconds, ratios and factors of the method; see ``devicepipe.ecg``).
@@ -55,9 +54,7 @@ TARGETS = {"mitdb": 0.999, "cpsc2021": 0.99, "cpsc2019": 0.97}
 
 
 def defaults() -> dict[str, float]:
-    from devicepipe.ecg import _Ricker  # the method's settings and their defaults
-
-    return {f.name: f.default for f in dataclasses.fields(_Ricker) if f.name in SETTINGS}
+    return {name: value for name, value in ricker_defaults().items() if name in SETTINGS}
 
 
 def pooled_f1(loaded: list, options: dict[str, float]) -> dict[str, float]:
@@ -69,13 +66,7 @@ def pooled_f1(loaded: list, options: dict[str, float]) -> dict[str, float]:
 
 
 def _contrast(x: torch.Tensor, fs: float) -> float:
-    from devicepipe.ecg import _Ricker  # the method's own steps
-
-    x = x.reshape(1, -1).double()
-    r = _Ricker(float(fs))
-    feature, _ = r.feature(x, r.kernel(x), *r.edge_means(x, x), start=True, end=True)
-    block_max, _ = r.summaries(feature)
-    return float(r.contrast(block_max, feature[..., :: r.subsample_stride(x.shape[-1])])[1])
+    return float(ecg_contrast(x.double(), fs))
 
 
 def _noises(n: int, g: torch.Generator) -> dict[str, torch.Tensor]:

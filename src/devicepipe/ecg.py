@@ -48,7 +48,7 @@ import numpy as np
 import torch
 
 from devicepipe.errors import DevicepipeError
-from devicepipe.signal.blocks import block_reduce, centred_window, row_median
+from devicepipe.signal.blocks import block_reduce, centred_window, neighbour_median, row_median
 from devicepipe.signal.filters import centred_convolve, convolve
 from devicepipe.signal.peaks import peak_mask, sliding_max, split_by_row
 from devicepipe.signal.resample import resample_rows
@@ -67,10 +67,12 @@ __all__ = [
     "beat_correlation",
     "beat_quality",
     "poor_stretches",
+    "ricker_defaults",
     "stretch_medians",
     "template_rows",
     "typical_beat",
     "check_ecg",
+    "ecg_contrast",
     "ecg_peaks",
     "ecg_peaks_chunked",
     "ecg_segment",
@@ -317,7 +319,7 @@ class _Ricker:
         """The peaks among all candidates of a recording (sorted by row, then column): the
         T-wave rule, the polarity rule, then each at its refined position, without repeats."""
         names = ("rows", "cols", "level", "height", "sign", "refined")
-        strong = c.get("strong", torch.ones_like(c["rows"], dtype=torch.bool))
+        strong = c["strong"]  # set by accept()
         rows, cols, level, height, sign, refined = (c[k][strong] for k in names)
         weak = tuple(c[k][~strong] for k in ("rows", "cols", "refined", "height"))
         if self.close_ratio > 0 and cols.numel() > 1:
@@ -403,23 +405,6 @@ def _peaks_ricker_fused(x: torch.Tensor, sampling_rate: float, **options: float)
 RR_NEIGHBOURS = 4
 
 
-def _local_median(values: torch.Tensor, rows: torch.Tensor, half: int, block: int = 65_536) -> torch.Tensor:
-    """The median of each value and its ``half`` neighbours either side within its row
-    (``values`` and ``rows`` of shape ``(m,)``, sorted by row), shape ``(m,)``; ``block`` values
-    at a time, so the windows in memory stay small whatever ``m``."""
-    m = values.numel()
-    offsets = torch.arange(-half, half + 1, device=values.device)
-    out = torch.empty_like(values)
-    for first in range(0, m, block):
-        own = torch.arange(first, min(m, first + block), device=values.device)
-        idx = own[:, None] + offsets
-        inside = (idx >= 0) & (idx < m)
-        idx = idx.clamp(0, m - 1)
-        inside &= rows[idx] == rows[own, None]
-        out[own] = torch.where(inside, values[idx], torch.nan).nanmedian(-1).values
-    return out
-
-
 def _search_back(
     beats: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     weak: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
@@ -448,7 +433,7 @@ def _search_back(
         g_rows, g_start, g_end = rows[:-1][same], cols[:-1][same], cols[1:][same]
         if g_rows.numel() == 0 or w_rows.numel() == 0:
             break
-        usual = _local_median((g_end - g_start).to(torch.float64), g_rows, RR_NEIGHBOURS)
+        usual = neighbour_median((g_end - g_start).to(torch.float64), RR_NEIGHBOURS, rows=g_rows)
         long = (g_end - g_start) > rr_limit * usual
         if not bool(long.any()):
             break
@@ -579,10 +564,29 @@ ECG_PEAK_METHODS: dict[str, Callable[..., tuple[torch.Tensor, torch.Tensor]]] = 
 }
 
 
+def ricker_defaults() -> dict[str, float]:
+    """The ``"ricker"`` method's settings and their defaults (seconds, ratios and factors; see
+    the module docstring), as :func:`ecg_peaks` takes them by keyword."""
+    return {f.name: f.default for f in fields(_Ricker) if f.name != "fs"}
+
+
+def ecg_contrast(x: torch.Tensor, sampling_rate: float, **options: float) -> torch.Tensor:
+    """How far beats stand above the rest in each row of ``x`` (``(time,)`` or ``(batch, time)``):
+    the typical QRS response of the ``"ricker"`` filter over its median response, ``(batch,)``
+    (a scalar for one row). A row under ``min_contrast`` (6) is taken to hold no ECG."""
+    x = _check_input(x, sampling_rate, "ecg_contrast()")
+    rows = x.reshape(-1, x.shape[-1])
+    r = _Ricker(float(sampling_rate), **options)
+    feature, _ = r.feature(rows, r.kernel(rows), *r.edge_means(rows, rows), start=True, end=True)
+    block_max, _ = r.summaries(feature)
+    contrast = r.contrast(block_max, feature[..., :: r.subsample_stride(rows.shape[-1])])[1]
+    return contrast[0] if x.ndim == 1 else contrast
+
+
 def _options_of(method: str) -> list[str]:
     """The keyword settings a peak method accepts."""
     if method == "ricker":
-        return [f.name for f in fields(_Ricker) if f.name != "fs"]
+        return list(ricker_defaults())
     find = ECG_PEAK_METHODS[method]
     return [p.name for p in inspect.signature(find).parameters.values() if p.kind is p.KEYWORD_ONLY]
 
@@ -850,16 +854,15 @@ def beat_quality(beats: Beats, *, window_s: float = 10.0, correlation: torch.Ten
 
 def stretch_medians(quality: BeatQuality, peaks: torch.Tensor, n_samples: int, sampling_rate: float) -> torch.Tensor:
     """The (lower) median beat quality of each ``quality.window_s`` stretch of a recording of
-    ``n_samples`` samples (stretches from sample 0, the last one possibly shorter):
-    ``(ceil(n_samples / window),)``, NaN for a stretch holding no cut beat. ``peaks`` are the R
-    peaks of the cut beats, ``(n_kept,)``, one per value of ``quality.beat``."""
+    ``n_samples`` samples (stretches from sample 0, the last one possibly shorter), as
+    ``quality.stretch`` holds it for each beat: ``(ceil(n_samples / window),)``, NaN for a
+    stretch holding no cut beat. ``peaks`` are the R peaks of the cut beats, ``(n_kept,)``, one
+    per value of ``quality.stretch``."""
     window = _samples(quality.window_s, sampling_rate)
     count = max(1, -(-int(n_samples) // window))
-    medians = torch.full((count,), torch.nan, dtype=quality.beat.dtype, device=quality.beat.device)
-    if quality.beat.numel():
-        of = torch.div(peaks.to(quality.beat.device), window, rounding_mode="floor").clamp(0, count - 1)
-        present = torch.bincount(of, minlength=count) > 0
-        medians[present] = row_median(quality.beat, of, count)[present]
+    medians = torch.full((count,), torch.nan, dtype=quality.stretch.dtype, device=quality.stretch.device)
+    of = torch.div(peaks.to(quality.stretch.device), window, rounding_mode="floor").clamp(0, count - 1)
+    medians[of] = quality.stretch  # every beat of a stretch holds that stretch's median
     return medians
 
 

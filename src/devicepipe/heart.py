@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from devicepipe.errors import DevicepipeError
+from devicepipe.signal.blocks import neighbour_median
 
 __all__ = ["HRV", "NN_RANGE_S", "hrv", "nn_intervals"]
 
@@ -102,10 +103,7 @@ def _intervals(
         return rr, ~none, none, none
     lo, hi = (s * float(sampling_rate) for s in NN_RANGE_S)
     implausible = (rr < lo) | (rr > hi)
-    padded = F.pad(rr.masked_fill(implausible, float("nan"))[None], (NEIGHBOURS, NEIGHBOURS), value=float("nan"))[0]
-    window = padded.unfold(0, 2 * NEIGHBOURS + 1, 1)  # (n, 11), the interval itself in the middle
-    window = torch.cat([window[:, :NEIGHBOURS], window[:, NEIGHBOURS + 1 :]], dim=1)
-    local = window.nanmedian(dim=1).values
+    local = neighbour_median(rr.masked_fill(implausible, float("nan")), NEIGHBOURS, exclude_self=True)
     ectopic = ~implausible & ((rr - local).abs() > ECTOPIC_SHARE * local).nan_to_num(False)
     return rr, ~(implausible | ectopic), implausible, ectopic
 

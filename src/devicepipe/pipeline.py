@@ -61,7 +61,7 @@ from devicepipe.io import (
     write_npy,
     write_parquet,
 )
-from devicepipe.io.chunks import chunk_reader, recording_length
+from devicepipe.io.chunks import chunk_reader, npy_rows, recording_length
 from devicepipe.io.read import declares_sampling_rate, header_sampling_rate, input_fingerprint
 from devicepipe.learn import LearnSettings, SeriesLearnSettings, check_before_start, convergence_warning
 from devicepipe.models import LightVAEConfig
@@ -519,32 +519,10 @@ def _excerpt_start(peaks: np.ndarray, n_samples: int, fs: float) -> int:
     return max(0, min(n_samples - int(round(10 * fs)), first - int(0.5 * fs)))
 
 
-def _npy_rows(path: Path) -> tuple[int, int, Callable[[Sequence[tuple[int, int]]], torch.Tensor]]:
-    """Rows, columns and a reader ``rows([(start, stop), ...])`` of a 2-D NPY file, read with
-    positioned reads: nothing of the file stays mapped, so the memory held is the rows asked for."""
-    with path.open("rb") as fh:
-        version = np.lib.format.read_magic(fh)
-        header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        (n, width), _, dtype = header(fh)
-        offset = fh.tell()
-    row = width * dtype.itemsize
-
-    def rows(picks: Sequence[tuple[int, int]]) -> torch.Tensor:
-        """The rows ``[start, stop)`` of each pick, one after the other."""
-        parts = []
-        with path.open("rb") as fh:
-            for start, stop in picks:
-                fh.seek(offset + start * row)
-                parts.append(np.fromfile(fh, dtype=dtype, count=(stop - start) * width))
-        return torch.from_numpy(np.concatenate(parts).reshape(-1, width))
-
-    return n, width, rows
-
-
 def _quality_on_disk(matrix_file: Path, kept_peaks: torch.Tensor, fs: float, rows: int = 16_384) -> BeatQuality:
     """:func:`~devicepipe.ecg.beat_quality` of a beat matrix in an NPY file, ``rows`` rows at a
     time (the same values as on the whole matrix in memory); only the rows at work are in memory."""
-    n, width, read = _npy_rows(matrix_file)
+    n, width, read = npy_rows(matrix_file)
     template = typical_beat(read([(i, i + 1) for i in template_rows(n).tolist()])) if n else torch.zeros(width)
     corr = [beat_correlation(read([(i, min(n, i + rows))]), template) for i in range(0, n, rows)]
     empty = torch.zeros(0)

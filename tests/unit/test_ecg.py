@@ -278,19 +278,19 @@ def test_a_tall_ectopic_beat_does_not_lift_the_noise_floor_over_its_neighbours()
     )
 
 
-def test_local_median_matches_numpy():
-    from devicepipe.ecg import _local_median
+def test_neighbour_median_matches_numpy():
+    from devicepipe.signal.blocks import neighbour_median
 
     g = np.random.default_rng(0)
     for _ in range(50):
         rows = np.sort(g.integers(0, 3, g.integers(1, 40)))
         values = g.random(rows.size)
-        got = _local_median(torch.from_numpy(values), torch.from_numpy(rows), 4).numpy()
+        got = neighbour_median(torch.from_numpy(values), 4, rows=torch.from_numpy(rows)).numpy()
         for i in range(rows.size):
             near = [values[j] for j in range(max(0, i - 4), min(rows.size, i + 5)) if rows[j] == rows[i]]
             # torch's median of an even count is the lower middle value
             assert got[i] == np.sort(near)[(len(near) - 1) // 2]
-        in_blocks = _local_median(torch.from_numpy(values), torch.from_numpy(rows), 4, block=7).numpy()
+        in_blocks = neighbour_median(torch.from_numpy(values), 4, rows=torch.from_numpy(rows), block=7).numpy()
         np.testing.assert_array_equal(in_blocks, got)  # a few values at a time: the same medians
 
 
@@ -415,12 +415,13 @@ def test_beat_quality_against_numpy_and_marks_an_artefact_stretch(device):
 
 
 def test_poor_stretches_by_hand():
-    from devicepipe.ecg import BeatQuality, poor_stretches, stretch_medians
+    from devicepipe.ecg import BeatQuality, Beats, beat_quality, poor_stretches, stretch_medians
 
     fs, n = 100.0, 5_500  # 10-s stretches of 1,000 samples: five whole ones and half a sixth
     peaks = torch.tensor([100, 500, 900, 1_200, 1_800, 3_100, 3_500, 3_900, 4_400, 5_200])
     beat = torch.tensor([0.9, 0.8, 0.95, 0.9, 0.1, 0.2, 0.3, 0.9, 0.7, 0.6], dtype=torch.float64)
-    q = BeatQuality(beat, beat, 10.0)  # stretch values are not read
+    holder = Beats(torch.zeros(0, 1), peaks[:0], peaks, peaks[:0], peaks[:0] > 0, fs)  # only the peaks are read
+    q = beat_quality(holder, window_s=10.0, correlation=beat)  # each beat's stretch median, as a run computes it
     # stretch 0: 0.8, 0.9, 0.95 -> 0.9; 1: 0.1, 0.9 -> 0.1 (the lower middle); 2: no beat;
     # 3: 0.2, 0.3, 0.9 -> 0.3; 4: 0.7; 5: 0.6
     medians = stretch_medians(q, peaks, n, fs)
@@ -430,3 +431,15 @@ def test_poor_stretches_by_hand():
     np.testing.assert_array_equal(poor_stretches(q, peaks, n, fs, 0.05).numpy(), [[2_000, 3_000]])
     empty = BeatQuality(beat[:0], beat[:0], 10.0)
     np.testing.assert_array_equal(poor_stretches(empty, peaks[:0], n, fs).numpy(), [[0, 5_500]])  # no beat at all
+
+
+def test_ecg_contrast_tells_an_ecg_from_noise():
+    from devicepipe.ecg import ecg_contrast, ricker_defaults
+
+    g = torch.Generator().manual_seed(5)
+    noise = torch.randn(3, 60 * 250, generator=g)
+    ecg = simulate_ecg(60, 250, seed=5, noise_mV=0.05).signal
+    limit = ricker_defaults()["min_contrast"]
+    assert (ecg_contrast(noise, 250) < limit).all()  # white noise: about 4.4
+    assert float(ecg_contrast(ecg, 250)) > 3 * limit
+    assert ecg_contrast(ecg, 250).ndim == 0 and ecg_contrast(noise, 250).shape == (3,)

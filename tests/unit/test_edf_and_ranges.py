@@ -142,3 +142,14 @@ def test_bad_ranges_are_refused(tmp_path, signal, start, stop, message):
     path = _files(tmp_path, signal)["npy"]
     with pytest.raises(DevicepipeError, match=message):
         read_series(path, sampling_rate=250, start=start, stop=stop)
+
+
+def test_npy_rows_reads_the_rows_asked_for(tmp_path):
+    from devicepipe.io.chunks import npy_rows
+
+    matrix = np.arange(70 * 9, dtype=np.float32).reshape(70, 9)
+    np.save(tmp_path / "m.npy", matrix)
+    n, width, read = npy_rows(tmp_path / "m.npy")
+    assert (n, width) == (70, 9)
+    np.testing.assert_array_equal(read([(3, 7)]).numpy(), matrix[3:7])
+    np.testing.assert_array_equal(read([(0, 1), (69, 70), (10, 12)]).numpy(), matrix[[0, 69, 10, 11]])

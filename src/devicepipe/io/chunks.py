@@ -9,7 +9,7 @@ samples either side, each read with :func:`~devicepipe.io.read_series`'s ``start
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from devicepipe.io.read import header_sampling_rate, read_series
 from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES
 from devicepipe.io.wfdb import is_wfdb_record
 
-__all__ = ["Chunk", "chunk_reader", "iter_chunks", "recording_length"]
+__all__ = ["Chunk", "chunk_reader", "iter_chunks", "npy_rows", "recording_length"]
 
 
 def recording_length(source: str | os.PathLike[str], column: ColumnSpec = None) -> int:
@@ -136,3 +136,25 @@ def iter_chunks(
         a, b = max(0, c0 - halo), min(n, c1 + halo)
         rec = read_series(source, column, start=a, stop=b, sampling_rate=rate, device=device, **read_options)
         yield Chunk(rec.samples, a, b, c0, c1, float(rate))
+
+
+def npy_rows(path: Path) -> tuple[int, int, Callable[[Sequence[tuple[int, int]]], torch.Tensor]]:
+    """Rows, columns and a reader ``rows([(start, stop), ...])`` of a 2-D NPY file, read with
+    positioned reads: nothing of the file stays mapped, so the memory held is the rows asked for."""
+    with path.open("rb") as fh:
+        version = np.lib.format.read_magic(fh)
+        header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        (n, width), _, dtype = header(fh)
+        offset = fh.tell()
+    row = width * dtype.itemsize
+
+    def rows(picks: Sequence[tuple[int, int]]) -> torch.Tensor:
+        """The rows ``[start, stop)`` of each pick, one after the other."""
+        parts = []
+        with path.open("rb") as fh:
+            for start, stop in picks:
+                fh.seek(offset + start * row)
+                parts.append(np.fromfile(fh, dtype=dtype, count=(stop - start) * width))
+        return torch.from_numpy(np.concatenate(parts).reshape(-1, width))
+
+    return n, width, rows

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from devicepipe.signal.peaks import sliding_max, sliding_min
 
-__all__ = ["block_reduce", "centred_window", "row_median"]
+__all__ = ["block_reduce", "centred_window", "neighbour_median", "row_median"]
 
 
 def block_reduce(x: torch.Tensor, block: int, how: Literal["max", "mean"]) -> torch.Tensor:
@@ -74,3 +74,32 @@ def row_median(values: torch.Tensor, rows: torch.Tensor, n_rows: int) -> torch.T
     middle = (first + (counts - 1).clamp(min=0) // 2).clamp(max=max(values.numel() - 1, 0))
     out = values[grouped][middle] if values.numel() else values.new_zeros(n_rows)
     return torch.where(counts > 0, out, values.new_zeros(()))
+
+
+def neighbour_median(
+    values: torch.Tensor,
+    half: int,
+    *,
+    rows: torch.Tensor | None = None,
+    exclude_self: bool = False,
+    block: int = 65_536,
+) -> torch.Tensor:
+    """The (lower) median of each value's neighbours: the ``half`` values either side, and the
+    value itself unless ``exclude_self``; within its row where ``rows`` (sorted, same shape) is
+    given. NaN values are left out; NaN where nothing is left. ``values`` has shape ``(m,)``;
+    returns ``(m,)``, computed ``block`` values at a time so the windows in memory stay small.
+    """
+    m = values.numel()
+    offsets = torch.arange(-half, half + 1, device=values.device)
+    if exclude_self:
+        offsets = offsets[offsets != 0]
+    out = torch.empty_like(values)
+    for first in range(0, m, block):
+        own = torch.arange(first, min(m, first + block), device=values.device)
+        idx = own[:, None] + offsets
+        inside = (idx >= 0) & (idx < m)
+        idx = idx.clamp(0, m - 1)
+        if rows is not None:
+            inside &= rows[idx] == rows[own, None]
+        out[own] = torch.where(inside, values[idx], torch.nan).nanmedian(-1).values
+    return out
