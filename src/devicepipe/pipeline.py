@@ -1394,7 +1394,10 @@ def run_train(
                     usable = beat_quality(beats).usable(min_quality)
                 left_out = int((~usable).sum())
                 if left_out == usable.numel():
-                    raise DevicepipeError(f"no beat of {rec.source} reaches --min-quality {min_quality:g}")
+                    raise DevicepipeError(
+                        f"no beat of {rec.source} reaches min_quality={min_quality:g}; lower it",
+                        cli=f"no beat of {rec.source} reaches --min-quality {min_quality:g}; lower --min-quality",
+                    )
             with run.stage("scale"):
                 rows = beat_rows(beats.matrix, width)
                 if left_out:

@@ -155,16 +155,18 @@ def plot_quality(
     scale, unit = (60.0, "min") if total_s > 600 else (1.0, "s")
     for i, (a, b) in enumerate(poor_s):
         ax.axvspan(a / scale, b / scale, color="tab:red", alpha=0.15, lw=0, label="unusable" if i == 0 else None)
-    ax.plot(beat_times_s / scale, beat_quality, ".", ms=2, color="0.55", label="each beat")
+    ax.plot(beat_times_s / scale, beat_quality, ".", ms=2, color="0.7", alpha=0.6, label="each beat", zorder=2)
     edges = np.arange(stretch_medians.size + 1) * window_s / scale
-    ax.stairs(stretch_medians, edges, baseline=None, color="tab:blue", lw=1.5, label=f"median of each {window_s:g} s")
+    stretch = f"median of each {window_s:g} s"
+    ax.stairs(stretch_medians, edges, baseline=None, color="tab:blue", lw=1.5, label=stretch, zorder=3)
     ax.axhline(threshold, ls="--", color="tab:red", lw=1, label=f"poor below {threshold:g}")
     ax.set_ylim(-1.05, 1.05)
     ax.set_xlim(0, total_s / scale if total_s else 1)
     ax.set_xlabel(f"time ({unit})")
     ax.set_ylabel("correlation with the typical beat")
     share = float(np.sum(poor_s[:, 1] - poor_s[:, 0])) / total_s if total_s and poor_s.size else 0.0
-    ax.set_title(f"Signal quality: {100 * share:.1f} % of the recording unusable")
+    verdict = f"{100 * share:.1f} % of the recording unusable" if share else "every stretch usable"
+    ax.set_title(f"Signal quality: {verdict}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
     ax.grid(alpha=0.3)
     return fig

@@ -226,3 +226,8 @@ def test_train_min_quality_leaves_poor_beats_out(population, tmp_path):
     bad = CliRunner().invoke(app, ["train", str(pop), "-o", str(tmp_path / "c"), "--min-quality", "1.5"])
     assert bad.exit_code == 2 and "--min-quality must be a correlation between -1 and 1" in bad.output
     assert not (tmp_path / "c").exists()
+    strict = CliRunner().invoke(
+        app, ["train", str(pop / "rec0.parquet"), "-o", str(tmp_path / "d"), "--min-quality", "0.9999"]
+    )
+    assert strict.exit_code == 2 and "reaches --min-quality 0.9999; lower --min-quality" in strict.output
+    assert not (tmp_path / "d").exists()
