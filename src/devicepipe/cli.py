@@ -284,9 +284,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 MinQualityOpt = Annotated[
     float | None,
     typer.Option(
-        help="Leave beats of poor signal quality out of training (and, for ecg, out of the flags): those whose "
-        "correlation with their recording's typical beat, or their 10-s stretch's median, is under this "
-        "(say 0.5). Counted in summary.json.",
+        help="Leave beats in stretches of poor signal out of training (and, for ecg, out of the flags): those in "
+        "a 10-s stretch whose beats' median correlation with the recording's typical beat is under this "
+        "(say 0.5). A beat unlike the typical one in good signal stays (it may be the anomaly). Counted in "
+        "summary.json.",
     ),
 ]
 

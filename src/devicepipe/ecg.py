@@ -804,8 +804,16 @@ class BeatQuality:
     window_s: float
 
     def usable(self, min_quality: float = POOR_QUALITY) -> torch.Tensor:
-        """Bool ``(n_kept,)``: the beat and its stretch both at least ``min_quality``."""
+        """Bool ``(n_kept,)``: the beat and its stretch both at least ``min_quality`` (the mark of
+        poor beats: a false beat in an artefact is unlike the typical beat)."""
         return (self.beat >= min_quality) & (self.stretch >= min_quality)
+
+    def in_good_signal(self, min_quality: float = POOR_QUALITY) -> torch.Tensor:
+        """Bool ``(n_kept,)``: the beat's stretch at least ``min_quality``. What ``--min-quality``
+        keeps: a beat's own low correlation is also what an ectopic or otherwise anomalous beat
+        shows, so it does not by itself leave a beat out of training or the flags; a stretch
+        whose beats are mostly unlike the typical one is bad signal."""
+        return self.stretch >= min_quality
 
 
 #: The typical beat is the median of at most this many beats, evenly spaced over the recording.

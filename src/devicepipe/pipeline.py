@@ -940,9 +940,9 @@ def run_ecg(
 ) -> LearnResult:
     """Read an ECG, find and cut its beats, train a VAE (or a vmap ensemble), score, write, plot.
 
-    ``min_quality`` (a correlation in [-1, 1]) leaves beats of poor signal quality (their own
-    correlation with the recording's typical beat, or their stretch's median, under it; see
-    :func:`~devicepipe.ecg.beat_quality`) out of training and out of the flags: they are still
+    ``min_quality`` (a correlation in [-1, 1]) leaves beats in stretches of poor signal (their
+    10-s stretch's median correlation with the recording's typical beat under it; see
+    :meth:`~devicepipe.ecg.BeatQuality.in_good_signal`) out of training and out of the flags: they are still
     scored and written, never flagged, and counted in ``summary.json``'s ``quality``.
 
     ``reference`` (a WFDB annotation file or a table of R peaks with labels, such as the
@@ -980,7 +980,7 @@ def run_ecg(
     with run.stage("segment"):
         matrix = resample_rows(beats.matrix, width)
         quality = beat_quality(beats)
-    usable = None if min_quality is None else quality.usable(min_quality)
+    usable = None if min_quality is None else quality.in_good_signal(min_quality)
     if usable is not None and matrix.shape[0] and int(usable.sum()) < MIN_BEATS_TO_TRAIN:
         raise DevicepipeError(
             f"only {int(usable.sum())} of {matrix.shape[0]} beats reach min_quality={min_quality}; "
@@ -1349,9 +1349,8 @@ def run_train(
     (DistributedDataParallel); rank 0 writes. Beats beyond ``memory_budget`` bytes (default: a
     quarter of the device's free memory) are held in host memory and streamed to the device a
     batch at a time, with the same result. ``min_quality`` (a correlation in [-1, 1]) leaves out
-    of training each recording's beats of poor signal quality (:func:`devicepipe.ecg.beat_quality`:
-    under it alone or by the median of their 10-s stretch); a recording with none above it is
-    left out.
+    of training each recording's beats in stretches of poor signal
+    (:meth:`devicepipe.ecg.BeatQuality.in_good_signal`); a recording with none above it is left out.
 
     Writes to ``out``: ``model.pt`` (what ``score`` takes), ``checkpoint.pt`` (or
     ``ensemble.pt``), ``recordings.parquet`` (per recording: beats trained on, poor beats left
@@ -1391,7 +1390,7 @@ def run_train(
             left_out = 0
             if min_quality is not None:
                 with run.stage("segment"):
-                    usable = beat_quality(beats).usable(min_quality)
+                    usable = beat_quality(beats).in_good_signal(min_quality)
                 left_out = int((~usable).sum())
                 if left_out == usable.numel():
                     raise DevicepipeError(

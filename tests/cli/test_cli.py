@@ -516,11 +516,18 @@ def test_ecg_min_quality_keeps_poor_beats_out_of_training_and_flags(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     beats = pq.read_table(out / "beats.parquet").to_pandas()
     kept = beats[beats["kept"]]
-    poor = (kept["quality"] < 0.5) | (kept["stretch_quality"] < 0.5)
+    poor = kept["stretch_quality"] < 0.5  # beats in a stretch of poor signal
     in_noise = (kept["peak"] >= 100 * fs) & (kept["peak"] < 120 * fs)
     assert poor[in_noise].all() and poor.sum() >= in_noise.sum() > 0
     assert summary["quality"]["left_out_of_training_and_flags"] == int(poor.sum())
     assert not beats["flagged"][beats["kept"]][poor.to_numpy()].any()  # a poor beat is never flagged
+    # an ectopic beat is unlike the typical beat too, but in good signal it stays, and can be flagged
+    ectopic = sim.r_peaks.numpy()[np.asarray(sim.symbols) == "V"]
+    clean = [p for p in ectopic if not 95 * fs <= p < 125 * fs]
+    near = kept["peak"].to_numpy()[:, None]
+    is_ectopic = (np.abs(near - np.asarray(clean)[None]) <= 0.05 * fs).any(1)
+    assert is_ectopic.sum() > 0 and not poor.to_numpy()[is_ectopic].any()
+    assert (kept["quality"].to_numpy()[is_ectopic] < 0.5).any()  # the beat's own quality would have left it out
     assert "left out of training and out of the flags" in " ".join(result.stdout.split())
     bad = run("ecg", src, "--out", tmp_path / "b", "--min-quality", 2)
     assert_user_error(bad, "--min-quality must be a correlation between -1 and 1")
