@@ -256,6 +256,14 @@ def test_wfdb_written_record(tmp_path):
     np.testing.assert_array_equal(read_series(tmp_path / "rec", channel=1).samples.numpy(), ii.samples.numpy())
     with pytest.raises(ReadError, match=r"channel 'V5' not found in rec; channels are \['I', 'II'\]"):
         read_series(tmp_path / "rec", channel="V5")
+    # channels by position are read in one pass; what that pass refuses is explained as before
+    with pytest.raises(ReadError, match=r"channel 2 is out of range in rec; there are 2: \['I', 'II'\]"):
+        read_series(tmp_path / "rec", channel=2)
+    with pytest.raises(ReadError, match=r"start=500 is past the end of rec \(500 samples\)"):
+        read_series(tmp_path / "rec", channel=0, start=500)
+    tail = read_series(tmp_path / "rec", channel=0, start=100, stop=10_000)  # a stop past the end: to the end
+    np.testing.assert_allclose(tail.samples.numpy(), ref.p_signal[100:, 0], rtol=1e-6, atol=1e-7)
+    assert read_series(tmp_path / "rec", channel=-1).channels == ("II",)
 
 
 def test_writers_round_trip(tmp_path):

@@ -58,12 +58,21 @@ def read_wfdb(path: Path, column: ColumnSpec, start: int = 0, stop: int | None =
     base = _record_base(path)
     if not base.with_name(base.name + ".hea").exists():
         raise ReadError(f"read_series(): WFDB header not found: {base}.hea.")
+    wanted = column_list(column)
+    if wanted is None or all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) and i >= 0 for i in wanted):
+        # channels by position: one read (wfdb.rdrecord parses the header itself, and the header
+        # parse is most of a short record's cost); any failure is explained by the checked read below
+        try:
+            rec = wfdb.rdrecord(str(base), channels=wanted, return_res=32, sampfrom=start, sampto=stop)
+        except Exception:  # noqa: BLE001 - the checked read says what is wrong
+            pass
+        else:
+            return _raw(rec, base)
     try:
         head = wfdb.rdheader(str(base))
     except Exception as exc:
         raise ReadError(f"read_series(): cannot read WFDB header {base}.hea ({exc}).") from None
     names = list(head.sig_name or [])
-    wanted = column_list(column)
     idx = list(range(len(names))) if wanted is None else resolve_names(wanted, names, "channel", base.name)
     try:
         length = int(head.sig_len or 0)
@@ -73,9 +82,14 @@ def read_wfdb(path: Path, column: ColumnSpec, start: int = 0, stop: int | None =
         rec = wfdb.rdrecord(str(base), channels=idx, return_res=32, sampfrom=start, sampto=end)
     except Exception as exc:
         raise ReadError(f"read_series(): cannot read WFDB record {base} ({exc}).") from None
+    return _raw(rec, base)
+
+
+def _raw(rec: wfdb.Record, base: Path) -> RawSeries:
     values = to_torch(np.ascontiguousarray(rec.p_signal.T))
-    units = list(rec.units or [None] * len(idx))
-    return RawSeries(values, [rec.sig_name[i] for i in range(len(idx))], units, float(rec.fs), None, base.name)
+    n = values.shape[0]
+    units = list(rec.units or [None] * n)
+    return RawSeries(values, list(rec.sig_name[:n]), units, float(rec.fs), None, base.name)
 
 
 @dataclass(frozen=True)
