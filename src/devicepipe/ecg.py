@@ -280,7 +280,14 @@ class _Ricker:
         # typical / min_contrast: at most (k - 1) // 2 of the k samples at or below it. A count,
         # not a median: the same answer (but at the boundary's last bit) in one pass, where a
         # median per row of a (batch, time) input costs a selection each.
-        below = (subsample <= typical / self.min_contrast).sum(-1, dtype=torch.int32)  # (int32: 5x faster)
+        limit = typical / self.min_contrast
+        group = max(1, (1 << 18) // max(1, subsample.shape[-1]))  # rows at a time: small temporaries
+        below = torch.cat(
+            [
+                (part <= lim).sum(-1, dtype=torch.int32)  # (int32: 5x faster)
+                for part, lim in zip(subsample.split(group), limit.split(group), strict=True)
+            ]
+        )
         no_ecg = (below <= (subsample.shape[-1] - 1) // 2) | (typical.squeeze(-1) <= 0)
         if magnitude is not None:  # (batch,): the signal's size, to tell a response from rounding
             no_ecg |= typical.squeeze(-1) <= ROUNDING * magnitude
@@ -345,6 +352,11 @@ class _Ricker:
         return key // total, key % total
 
 
+def _abs_max(x: torch.Tensor) -> torch.Tensor:
+    """``x.abs().amax(-1)`` for ``x`` of shape ``(batch, n)`` without a full-size temporary."""
+    return torch.maximum(x.amax(-1), -x.amin(-1))  # (two passes: aminmax is several times slower on the CPU)
+
+
 def _peaks_ricker(x: torch.Tensor, sampling_rate: float, **options: float) -> tuple[torch.Tensor, torch.Tensor]:
     """R peaks of each row of ``x`` (shape ``(batch, time)``): their rows and columns, sorted."""
     r = _Ricker(float(sampling_rate), **options)
@@ -352,7 +364,7 @@ def _peaks_ricker(x: torch.Tensor, sampling_rate: float, **options: float) -> tu
     means, kernel = r.edge_means(x, x), r.kernel(x)
     feature, negative = r.feature(x, kernel, *means, start=True, end=True)
     stride = r.subsample_stride(n)
-    magnitude = x[..., ::stride].abs().amax(-1)
+    magnitude = _abs_max(x[..., ::stride])
     limits = r.thresholds(*r.summaries(feature), feature[..., ::stride], magnitude)
     cands = r.accept(r.candidates(x, feature, negative, 0, (0, n)), *limits)
     return r.select(cands, x.shape[0], n)
@@ -500,11 +512,24 @@ def _refined(
     ``polarity`` (+1 or -1 per candidate): the new columns, ``(n,)``."""
     if rows.numel() == 0:
         return cols
-    n = x.shape[-1]
-    idx = (cols[:, None] + torch.arange(-reach, reach + 1, device=x.device)).clamp(0, n - 1)
-    window = x[rows[:, None], idx]
-    centred = (window - window.mean(-1, keepdim=True)) * polarity[:, None]
-    return idx.gather(1, centred.argmax(-1, keepdim=True)).squeeze(1)
+    n, width = x.shape[-1], 2 * reach + 1
+    start = cols - reach
+    if n >= width:  # each window a slice of a strided view (a copy of whole rows, not a gather per sample)
+        windows = x.as_strided((x.shape[0], n - width + 1, width), (x.stride(0), x.stride(1), x.stride(1)),
+                               x.storage_offset())  # fmt: skip
+        edge = torch.nonzero((start < 0) | (start > n - width)).squeeze(1)
+        window = windows[rows, start.clamp(0, n - width)]
+    else:
+        edge = torch.arange(rows.numel(), device=x.device)
+        window = x.new_empty(rows.numel(), width)
+    if edge.numel():  # windows that run past an end repeat the end sample
+        idx = (cols[edge, None] + torch.arange(-reach, reach + 1, device=x.device)).clamp(0, n - 1)
+        window[edge] = x[rows[edge, None], idx]
+    best = ((window - window.mean(-1, keepdim=True)) * polarity[:, None]).argmax(-1)
+    refined = start + best
+    if edge.numel():
+        refined[edge] = idx.gather(1, best[edge, None]).squeeze(1)
+    return refined
 
 
 # ----------------------------------------------------------------------------- the seed's method
@@ -707,7 +732,7 @@ def ecg_peaks_chunked(
         subsample.append(core[:, (-c0) % stride :: stride].clone())  # a copy: a view would keep the chunk alive
         taken = x[:, c0 - a : c1 - a][:, (-c0) % stride :: stride]
         if taken.numel():
-            magnitude = torch.maximum(magnitude, taken.abs().amax())
+            magnitude = torch.maximum(magnitude, _abs_max(taken)[0])
         found.append(r.candidates(x, feature, negative, a, (c0, c1)))
         if progress is not None:
             progress(c1, n_samples)

@@ -443,3 +443,24 @@ def test_ecg_contrast_tells_an_ecg_from_noise():
     assert (ecg_contrast(noise, 250) < limit).all()  # white noise: about 4.4
     assert float(ecg_contrast(ecg, 250)) > 3 * limit
     assert ecg_contrast(ecg, 250).ndim == 0 and ecg_contrast(noise, 250).shape == (3,)
+
+
+@pytest.mark.parametrize("n", [5, 51, 52, 1000])
+def test_refinement_moves_each_candidate_to_its_extremum(n):
+    # against a plain loop: the window of +-reach samples (an end sample repeated past either
+    # end), its mean taken off, the first extremum in the candidate's polarity
+    from devicepipe.ecg import _refined
+
+    g = torch.Generator().manual_seed(n)
+    reach = 25
+    wide = torch.randn(3, n + 9, generator=g)
+    for x in (wide[:, :n].contiguous(), wide[:, 4 : 4 + n]):  # a contiguous input and a strided one
+        rows = torch.randint(0, 3, (400,), generator=g)
+        cols = torch.randint(0, n, (400,), generator=g)
+        polarity = torch.where(torch.rand(400, generator=g) < 0.5, -1.0, 1.0)
+        got = _refined(x, polarity, rows, cols, reach)
+        xs = x.numpy()
+        for r, c, p, moved in zip(rows.tolist(), cols.tolist(), polarity.tolist(), got.tolist(), strict=True):
+            idx = np.clip(np.arange(c - reach, c + reach + 1), 0, n - 1)
+            window = xs[r, idx]
+            assert moved == idx[np.argmax((window - window.mean()) * p)]

@@ -47,14 +47,16 @@ def test_convolve_matches_scipy(device, taps, mode, method):
 
 @pytest.mark.parametrize("n", [1, 5, 31, 32, 33, 64, 95, 96, 97])
 @pytest.mark.parametrize("taps", [1, 32, 33, 34])
-def test_convolve_direct_at_block_boundaries(n, taps):
+@pytest.mark.parametrize("mode", ["full", "same"])
+def test_convolve_direct_at_block_boundaries(n, taps, mode):
     # the CPU direct method works in blocks of 32 (64 past 33 taps): lengths on and beside a
-    # block edge, and a signal shorter than one block, must all give numpy's full convolution
+    # block edge, and a signal shorter than one block, must all give numpy's convolution; "same"
+    # runs the rows end to end and takes off what each row's ends got from its neighbours
     g = torch.Generator().manual_seed(n * 100 + taps)
     x = torch.randn(3, n, generator=g, dtype=torch.float64)
     h = torch.randn(taps, generator=g, dtype=torch.float64)
-    got = convolve(x, h, mode="full", method="direct")
-    expected = np.stack([np.convolve(r, h.numpy()) for r in x.numpy()])
+    got = convolve(x, h, mode=mode, method="direct")
+    expected = np.stack([signal.convolve(r, h.numpy(), mode=mode, method="direct") for r in x.numpy()])
     np.testing.assert_allclose(got.numpy(), expected, atol=1e-9)
 
 

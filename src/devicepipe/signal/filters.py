@@ -67,6 +67,8 @@ def convolve(
         method = choose_conv_method(n, k, x.device)
     lead = x.shape[:-1]
     rows = x.reshape(-1, n)
+    if method == "direct" and mode == "same" and x.device.type == "cpu" and n >= k - 1:
+        return _toeplitz_same(rows, kernel).reshape(*lead, n)
     if method == "direct":
         full = _conv1d_full(rows, kernel) if x.device.type != "cpu" else _toeplitz_full(rows, kernel)
     elif method == "fft":
@@ -146,36 +148,81 @@ def _conv1d_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
 def _toeplitz_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
     """Full convolution as two block-Toeplitz matrix products per block of ``B`` samples.
 
-    The input is read in place as ``(batch, m, B)`` blocks (no padded copy); the second
-    product accumulates into the output inside the GEMM (``beta = 1``), so the whole
-    convolution is two passes at matmul speed. The last ``n mod B`` samples go through one
-    zero-padded block.
+    Output block ``j`` is ``x_j @ same + x_{j-1} @ previous``. Each product is one 2-D GEMM
+    over every block of every row (the second accumulates into the output inside the GEMM,
+    ``beta = 1``), so the whole convolution is two passes at matmul speed. One row is read in
+    place as ``(m, B)`` blocks (no copy), its last ``n mod B`` samples through one zero-padded
+    block; several rows are laid out once in a buffer with a zero block before each row (so no
+    row reaches into the one before) and zeros after it: a batch of short rows is then two
+    large GEMMs, not two per row.
     """
     batch, n = rows.shape
     k = kernel.numel()
     block = max(32, -(-(k - 1) // 32) * 32)  # the previous block must hold the k - 1 past samples
-    m, rest = divmod(n, block)
     lag = torch.arange(block, device=rows.device)
     lag = lag[None, :] - lag[:, None]  # lag[l, i] = i - l: output i gets input l times kernel[i - l]
 
     def toeplitz(shift: int) -> torch.Tensor:
         d = lag + shift
-        t = torch.where((d >= 0) & (d < k), kernel[d.clamp(0, k - 1)], kernel.new_zeros(()))
-        return t.expand(batch, block, block)
+        return torch.where((d >= 0) & (d < k), kernel[d.clamp(0, k - 1)], kernel.new_zeros(()))
 
     same, previous = toeplitz(0), toeplitz(block)
-    out = rows.new_empty(batch, m + 2, block)  # n + k - 1 <= (m + 2) * block outputs
-    out[:, m:].zero_()
+    if batch > 1:
+        per_row = -(-(n + k - 1) // block) + 1  # the zero block, then blocks holding every output
+        padded = rows.new_empty(batch, per_row * block)
+        padded[:, :block].zero_()
+        padded[:, block : block + n] = rows
+        padded[:, block + n :].zero_()
+        blocks = padded.view(-1, block)
+        out = torch.mm(blocks, same)
+        out[1:].addmm_(blocks[:-1], previous)  # each row's first output block (discarded) takes the row before
+        return out.view(batch, -1)[:, block : block + n + k - 1]
+    m, rest = divmod(n, block)
+    out = rows.new_empty(m + 2, block)  # n + k - 1 <= (m + 2) * block outputs
+    out[m:].zero_()
     if m:
-        whole = rows.contiguous()[:, : m * block].view(batch, m, block)
-        torch.bmm(whole, same, out=out[:, :m])
-        out[:, 1 : m + 1].baddbmm_(whole, previous)
+        whole = rows.contiguous()[0, : m * block].view(m, block)
+        torch.mm(whole, same, out=out[:m])
+        out[1 : m + 1].addmm_(whole, previous)
     if rest:
-        last = rows.new_zeros(batch, 1, block)
-        last[:, 0, :rest] = rows[:, m * block :]
-        out[:, m : m + 1].baddbmm_(last, same)
-        out[:, m + 1 : m + 2].baddbmm_(last, previous)
-    return out.view(batch, -1)[:, : n + k - 1]
+        last = rows.new_zeros(1, block)
+        last[0, :rest] = rows[0, m * block :]
+        out[m : m + 1].addmm_(last, same)
+        out[m + 1 : m + 2].addmm_(last, previous)
+    return out.view(1, -1)[:, : n + k - 1]
+
+
+def _toeplitz_same(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
+    """``"same"`` convolution of every row (``(batch, n)``, ``n >= taps - 1``) as one long signal.
+
+    The rows, end to end, are one signal for :func:`_toeplitz_full` (no padded copy, and a
+    batch of short rows is two large GEMMs); its ``"same"`` output is then a contiguous
+    ``(batch, n)`` view, right but where the kernel reached into the neighbouring row: the first
+    ``taps - 1 - (taps - 1) // 2`` outputs of each row (the row before) and its last
+    ``(taps - 1) // 2`` (the row after). Those neighbours' contributions are taken off, each a
+    small ``(batch, taps)`` product.
+    """
+    batch, n = rows.shape
+    k = kernel.numel()
+    lead = (k - 1) // 2
+    rows = rows.contiguous()
+    out = _toeplitz_full(rows.view(1, -1), kernel)[0, lead : lead + batch * n].view(batch, n)
+    if batch == 1:
+        return out
+    first = k - 1 - lead  # outputs reached by the row before
+    if first:
+        a = torch.arange(k - 1, device=rows.device)[:, None]  # its last k - 1 samples
+        i = torch.arange(first, device=rows.device)[None, :]
+        j = i + lead + (k - 1) - a  # the tap joining them
+        taps = torch.where((j > i + lead) & (j < k), kernel[j.clamp(0, k - 1)], kernel.new_zeros(()))
+        out[1:, :first] -= rows[:-1, n - (k - 1) :] @ taps
+    if lead:
+        a = torch.arange(lead, device=rows.device)[:, None]  # the row after's first lead samples
+        i = torch.arange(lead, device=rows.device)[None, :]  # the last lead outputs
+        j = i - a
+        taps = torch.where(j >= 0, kernel[j.clamp(0, k - 1)], kernel.new_zeros(()))
+        out[:-1, n - lead :] -= rows[1:, :lead] @ taps
+    return out
 
 
 def _overlap_add_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
