@@ -218,8 +218,21 @@ def peers_speed(result: dict[str, Any]) -> list[str]:
 def datasets_folder(result: dict[str, Any]) -> list[str]:
     """A folder of recordings through each engine: best of the rounds."""
     f = result["folder"]
-    rows = [[how, f"{min(secs):.1f}", f"{f['records_per_s'][how]:.1f}"] for how, secs in f["seconds"].items()]
-    return _table(["engine", "seconds (best of the rounds)", "records/s"], rows)
+    if "startup_seconds" not in f:  # results from before the start was measured
+        rows = [[how, f"{min(secs):.1f}", f"{f['records_per_s'][how]:.1f}"] for how, secs in f["seconds"].items()]
+        return _table(["engine", "seconds (best of the rounds)", "records/s"], rows)
+    rows = [
+        [
+            how,
+            f"{min(secs):.1f}",
+            f"{f['records_per_s'][how]:.1f}",
+            f"{min(f['startup_seconds'][how]):.1f}",
+            f"{f['records_per_s_after_start'][how]:.1f}",
+        ]
+        for how, secs in f["seconds"].items()
+    ]
+    head = ["engine", "seconds (best of the rounds)", "records/s", "start-up seconds", "records/s after the start"]
+    return _table(head, rows)
 
 
 def datasets_batch(result: dict[str, Any]) -> list[str]:
