@@ -317,34 +317,37 @@ class _Ricker:
         blocks = c["cols"] // self.block
         strong = c["height"] > per_block[c["rows"], blocks]
         keep = strong | (c["height"] > secondary[c["rows"], blocks]) if self.searchback_rr > 0 else strong
-        kept = {key: value[keep] for key, value in c.items()}
-        kept["level"] = level[kept["rows"], blocks[keep]]
-        kept["strong"] = strong[keep]
+        taken = torch.nonzero(keep).squeeze(1)
+        kept = {key: value[taken] for key, value in c.items()}
+        kept["level"] = level[kept["rows"], blocks[taken]]
+        kept["strong"] = strong[taken]
         return kept
 
     def select(self, c: dict[str, torch.Tensor], n_rows: int, total: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The peaks among all candidates of a recording (sorted by row, then column): the
         T-wave rule, the polarity rule, then each at its refined position, without repeats."""
+        # (masks turned into positions once: a boolean index finds its positions anew each time)
         names = ("rows", "cols", "level", "height", "sign", "refined")
         strong = c["strong"]  # set by accept()
-        rows, cols, level, height, sign, refined = (c[k][strong] for k in names)
-        weak = tuple(c[k][~strong] for k in ("rows", "cols", "refined", "height"))
+        taken, left = _positions(strong)
+        rows, cols, level, height, sign, refined = (c[k][taken] for k in names)
+        weak = tuple(c[k][left] for k in ("rows", "cols", "refined", "height"))
         if self.close_ratio > 0 and cols.numel() > 1:
             follower = _weak_followers(rows, cols, height, level, _samples(self.close_s, self.fs), self.close_ratio)
-            rows, cols, level, height, sign, refined = (
-                v[~follower] for v in (rows, cols, level, height, sign, refined)
-            )
+            taken = _positions(~follower)[0]
+            rows, cols, level, height, sign, refined = (v[taken] for v in (rows, cols, level, height, sign, refined))
         if self.polarity_ratio > 0 and cols.numel():
             # each row's dominant polarity is the majority sign of its candidates' filtered response
             # (none in a tie)
             dominant = torch.sign(torch.zeros(n_rows, device=sign.device, dtype=sign.dtype).index_add_(0, rows, sign))
             typical = row_median(level, rows, n_rows)  # the recording's usual beat level
             keep = (sign == dominant[rows]) | (dominant[rows] == 0) | (height >= self.polarity_ratio * typical[rows])
+            taken, left = _positions(keep)
             if self.searchback_rr > 0:  # the others are weak evidence: beats only where the rhythm wants one
-                both = [torch.cat([w, v[~keep]]) for w, v in zip(weak, (rows, cols, refined, height), strict=True)]
+                both = [torch.cat([w, v[left]]) for w, v in zip(weak, (rows, cols, refined, height), strict=True)]
                 order = torch.argsort(both[0] * total + both[1])
                 weak = tuple(v[order] for v in both)
-            rows, cols, refined = rows[keep], cols[keep], refined[keep]
+            rows, cols, refined = rows[taken], cols[taken], refined[taken]
         if self.searchback_rr > 0 and weak[0].numel():
             clearance = (_samples(self.close_s, self.fs), self.refractory)
             rows, refined = _search_back((rows, cols, refined), weak, total, self.searchback_rr, clearance)
@@ -355,6 +358,13 @@ class _Ricker:
 def _abs_max(x: torch.Tensor) -> torch.Tensor:
     """``x.abs().amax(-1)`` for ``x`` of shape ``(batch, n)`` without a full-size temporary."""
     return torch.maximum(x.amax(-1), -x.amin(-1))  # (two passes: aminmax is several times slower on the CPU)
+
+
+def _positions(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Where a bool ``(n,)`` mask is True, and where it is False (int64, increasing)."""
+    true = torch.nonzero(mask).squeeze(1)
+    false = torch.nonzero(~mask).squeeze(1)
+    return true, false
 
 
 def _peaks_ricker(x: torch.Tensor, sampling_rate: float, **options: float) -> tuple[torch.Tensor, torch.Tensor]:

@@ -110,8 +110,12 @@ def _brute_peaks(x, min_distance, height=None):
 
 @pytest.mark.parametrize("min_distance", [1, 2, 3, 5, 17, 60])
 @pytest.mark.parametrize("seed", range(4))
-def test_find_peaks_brute_force_with_ties(min_distance, seed):
-    # small integers: many ties and plateaus
+@pytest.mark.parametrize("whole_padded", [True, False])
+def test_find_peaks_brute_force_with_ties(min_distance, seed, whole_padded, monkeypatch):
+    # small integers: many ties and plateaus; both ways of handling the ends (a padded copy of a
+    # small input, short padded end pieces of a long one)
+    if not whole_padded:
+        monkeypatch.setattr("devicepipe.signal.peaks._PADDED_UP_TO", 0)
     x = torch.randint(0, 6, (700,), generator=torch.Generator().manual_seed(seed)).to(torch.float32)
     got = find_peaks(x, min_distance=min_distance)
     assert got.dtype == torch.int64

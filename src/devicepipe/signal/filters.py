@@ -159,14 +159,11 @@ def _toeplitz_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
     batch, n = rows.shape
     k = kernel.numel()
     block = max(32, -(-(k - 1) // 32) * 32)  # the previous block must hold the k - 1 past samples
-    lag = torch.arange(block, device=rows.device)
-    lag = lag[None, :] - lag[:, None]  # lag[l, i] = i - l: output i gets input l times kernel[i - l]
-
-    def toeplitz(shift: int) -> torch.Tensor:
-        d = lag + shift
-        return torch.where((d >= 0) & (d < k), kernel[d.clamp(0, k - 1)], kernel.new_zeros(()))
-
-    same, previous = toeplitz(0), toeplitz(block)
+    # tap[s, l, i] = i - l + s * block: output i of a block gets input l of the same block (s = 0)
+    # or of the previous one (s = 1) times kernel[tap]
+    tap = torch.arange(block, device=rows.device)
+    tap = (tap[None, None, :] - tap[None, :, None]) + torch.tensor([[[0]], [[block]]], device=rows.device)
+    same, previous = torch.where((tap >= 0) & (tap < k), kernel[tap.clamp(0, k - 1)], kernel.new_zeros(())).unbind()
     if batch > 1:
         per_row = -(-(n + k - 1) // block) + 1  # the zero block, then blocks holding every output
         padded = rows.new_empty(batch, per_row * block)
