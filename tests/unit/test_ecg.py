@@ -464,3 +464,17 @@ def test_refinement_moves_each_candidate_to_its_extremum(n):
             idx = np.clip(np.arange(c - reach, c + reach + 1), 0, n - 1)
             window = xs[r, idx]
             assert moved == idx[np.argmax((window - window.mean()) * p)]
+
+
+def test_peaks_are_ordinary_tensors():
+    # detection runs without autograd bookkeeping; what it returns can still be changed in place
+    sim = simulate_ecg(20, 250, seed=2)
+    one, rows = ecg_peaks(sim.signal, 250), ecg_peaks(torch.stack([sim.signal, sim.signal]), 250)
+    from devicepipe.ecg import ecg_peaks_chunked
+
+    chunked = ecg_peaks_chunked(lambda a, b: sim.signal[a:b], sim.signal.numel(), 250, chunk=2000)
+    for peaks in (one, *rows, chunked):
+        assert not peaks.is_inference()
+        before = peaks.clone()
+        peaks += 1
+        assert torch.equal(peaks, before + 1)

@@ -385,3 +385,40 @@ def test_beat_annotations_carry_scores_and_flags_and_read_back(tmp_path):
     assert ann.symbol == ["N"] * 4 and list(ann.num) == [0, 1, 0, 0]
     assert ann.aux_note == ["score 0.1", "flagged, score 2.5", "not scored", "score 0.2"]
     assert write_beat_annotations(tmp_path, "empty", np.zeros(0, np.int64), 360.0) is None
+
+
+@pytest.mark.parametrize("block", [1, 7, 65_536])
+@pytest.mark.parametrize("kind", ["plain", "scores", "flags", "both"])
+def test_beat_annotations_are_the_bytes_wfdb_wrann_writes(tmp_path, monkeypatch, block, kind):
+    # written a block of beats at a time (block 1 and 7 cut through the num changes, the long
+    # gaps that need SKIP words and the NaN scores); the file must be wrann's, byte for byte
+    import wfdb
+
+    from devicepipe.io import write_beat_annotations
+
+    monkeypatch.setattr("devicepipe.io.wfdb.ANNOTATION_BLOCK", block)
+    rng = np.random.default_rng(block)
+    n = 300
+    samples = np.sort(rng.integers(0, 2_000, n).cumsum() + rng.integers(0, 5_000))  # gaps past 1023 samples too
+    scores = rng.random(n) if kind in ("scores", "both") else None
+    if scores is not None:
+        scores[rng.random(n) < 0.1] = np.nan
+    flags = rng.random(n) < 0.3 if kind in ("flags", "both") else None
+    ours = write_beat_annotations(tmp_path, "rec", samples, 250.0, scores=scores, flags=flags)
+    notes = None
+    if scores is not None:
+        marked = np.zeros(n, bool) if flags is None else flags
+        notes = [f"{'flagged, ' if f else ''}score {v:.4g}" if np.isfinite(v) else "not scored"
+                 for v, f in zip(scores, marked, strict=True)]  # fmt: skip
+    (tmp_path / "wrann").mkdir()
+    wfdb.wrann("rec", "qrs", samples, symbol=["N"] * n, num=None if flags is None else flags.astype(np.int64),
+               aux_note=notes, fs=250.0, write_dir=str(tmp_path / "wrann"))  # fmt: skip
+    assert ours.read_bytes() == (tmp_path / "wrann" / "rec.qrs").read_bytes()
+
+
+def test_beat_annotations_refuse_samples_out_of_order(tmp_path):
+    from devicepipe.io import write_beat_annotations
+
+    with pytest.raises(ValueError, match="increasing"):
+        write_beat_annotations(tmp_path, "rec", np.array([10, 5]), 250.0)
+    assert list(tmp_path.iterdir()) == []
