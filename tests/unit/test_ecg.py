@@ -478,3 +478,15 @@ def test_peaks_are_ordinary_tensors():
         before = peaks.clone()
         peaks += 1
         assert torch.equal(peaks, before + 1)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_chunked_detection_names_the_first_non_finite_sample(bad):
+    from devicepipe.ecg import ecg_peaks_chunked
+
+    x = simulate_ecg(60, 250, seed=4).signal
+    x[12_345] = bad
+    with pytest.raises(DevicepipeError, match="non-finite value .* at sample 12,345"):
+        ecg_peaks_chunked(lambda a, b: x[a:b], x.numel(), 250, chunk=4000)
+    huge = torch.full((3000,), 3e38)  # finite samples whose sum is not: still accepted
+    assert ecg_peaks_chunked(lambda a, b: huge[a:b], huge.numel(), 250, chunk=1000).numel() == 0
