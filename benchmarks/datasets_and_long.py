@@ -225,9 +225,9 @@ def write_long(path: Path, hours: float, rate: float = 250.0) -> int:
     return n
 
 
-def _throughput(path: Path, repeats: int = 5) -> dict:
-    """Reading and detecting in this process (no outputs): the whole file in one call against
-    chunks of 10 minutes and of 1 hour, interleaved."""
+def _throughput(path: Path, threads: int, repeats: int = 5) -> dict:
+    """Reading and detecting in this process (no outputs) on ``threads`` torch threads: the whole
+    file in one call against chunks of 10 minutes and of 1 hour, interleaved."""
     from devicepipe.ecg import ecg_peaks, ecg_peaks_chunked
     from devicepipe.io.chunks import chunk_reader
 
@@ -237,6 +237,7 @@ def _throughput(path: Path, repeats: int = 5) -> dict:
         "chunks of 10 min": lambda: ecg_peaks_chunked(read, n, fs, chunk=int(600 * fs)),
         "chunks of 1 h": lambda: ecg_peaks_chunked(read, n, fs, chunk=int(3600 * fs)),
     }
+    torch.set_num_threads(threads)
     for way in ways.values():
         way()
     seconds: dict[str, list[float]] = {k: [] for k in ways}
@@ -249,7 +250,7 @@ def _throughput(path: Path, repeats: int = 5) -> dict:
         "how": "in-process read + detect, medians of interleaved repeats",
         "seconds": seconds,
         "chunked_throughput_vs_whole": {k: whole / statistics.median(v) for k, v in seconds.items()},
-        "threads": torch.get_num_threads(),
+        "threads": threads,
     }
 
 
@@ -261,7 +262,9 @@ def part_memory(quick: bool) -> dict:
             path = Path(tmp) / f"ecg_{h:g}h.npy"
             n = write_long(path, h)
             if h == 24.0:
-                rows.append(_throughput(path))
+                threads = torch.get_num_threads()
+                rows += [_throughput(path, t) for t in (1, 2)]
+                torch.set_num_threads(threads)
             for how, extra in (
                 ("whole", []),
                 ("chunked 10 min", ["--chunk", "10min"]),
