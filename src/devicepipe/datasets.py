@@ -10,7 +10,8 @@ folder their run directories mirror). :func:`run_dataset` runs a per-recording p
     OUT/summary.json                                         written last
 
 The engine is Dask distributed: by default a local cluster of worker processes started in
-this process (``workers=N``, the cores divided among them for torch's threads); with
+this process (``workers=N``, the cores divided among them for torch's threads, or
+``DEVICEPIPE_THREADS`` each where it is set); with
 ``scheduler=ADDRESS`` a running Dask cluster (its workers must see the same paths); with
 ``workers=0`` a plain loop in this process, no Dask at all. A recording that fails never
 stops the others: its row holds the error's one line. Every row is made from the run's own
@@ -45,7 +46,7 @@ from devicepipe.errors import DevicepipeError
 from devicepipe.io import check_output_dir, write_json, write_parquet
 from devicepipe.io.read import recording_files
 from devicepipe.report import REPORT_NAME, dataset_table, write_report
-from devicepipe.threads import using_threads
+from devicepipe.threads import requested_threads, using_threads
 
 __all__ = [
     "INDEX_COLUMNS",
@@ -454,7 +455,8 @@ def run_recordings(
     """Run ``kind`` on ``items`` with ``engine``; the index rows (in any order) and how it ran."""
     n_workers = _n_workers(engine)
     local = engine.scheduler is None
-    threads = max(1, usable_cores() // max(1, n_workers)) if local else None
+    asked = requested_threads()  # DEVICEPIPE_THREADS: each worker's (or the loop's) count
+    threads = (asked[0] if asked else max(1, usable_cores() // max(1, n_workers))) if local else None
     tell = on_rows or (lambda _rows: None)
     rows: list[dict[str, Any]] = []
     if n_workers == 0 and local:

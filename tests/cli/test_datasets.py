@@ -265,3 +265,30 @@ def test_a_folder_on_all_leads_is_batched_like_one_recording_at_a_time(tmp_path)
         single = run_beats(path, tmp_path / "single" / path.stem, channel="all", figures=False, device="cpu")
         assert result.files["beats.parquet"].read_bytes() == single.files["beats.parquet"].read_bytes()
         assert result.channel == "I"
+
+
+def test_the_thread_count_asked_for_is_each_workers(tmp_path, monkeypatch):
+    # DEVICEPIPE_THREADS fixes the loop's threads too (it had been the cores, whatever was asked)
+    import torch
+
+    import devicepipe.datasets as datasets
+
+    paths = make_folder(tmp_path / "in", 2)
+    seen = []
+    run = datasets._run_kind
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(datasets, "_run_kind", spy)
+    monkeypatch.setenv("DEVICEPIPE_THREADS", "1")
+    opts = {"figures": False}
+    result = run_dataset(tmp_path / "in", tmp_path / "one", options=opts, engine=Engine(workers=0))
+    assert seen and set(seen) == {1} and result.summary["engine"]["threads_per_worker"] == 1
+    monkeypatch.delenv("DEVICEPIPE_THREADS")
+    seen.clear()
+    result = run_dataset(tmp_path / "in", tmp_path / "all", options=opts, engine=Engine(workers=0))
+    cores = datasets.usable_cores()
+    assert set(seen) == {cores} and result.summary["engine"]["threads_per_worker"] == cores
+    assert len(paths) == 2
