@@ -99,3 +99,15 @@ def test_early_stopping_ensemble_equals_members_stopped_alone(device):
         assert hist.best_epoch == h.best_epoch and h.stopped_early
         for a, b in zip(alone.state_dict().values(), member.state_dict().values(), strict=True):
             torch.testing.assert_close(a, b, **_trained_tolerance(device))
+
+
+def test_a_batch_counted_in_groups_of_rows_equals_its_rows():
+    # 60 rows of 5,000 samples: the no-ECG count runs 52 rows at a time (2**18 samples), and the
+    # convolution runs the rows end to end; each row's peaks must be its own call's
+    sims = [simulate_ecg(10, 500, seed=s, noise_mV=0.05 + 0.01 * (s % 5), inverted=bool(s % 3 == 0)) for s in range(60)]
+    x = torch.stack([s.signal for s in sims])
+    x[7] = torch.randn(5000, generator=torch.Generator().manual_seed(7)) * 0.1  # noise: no beats, in the batch too
+    rows = ecg_peaks(x, 500)
+    assert rows[7].numel() == 0 and sum(r.numel() for r in rows) > 500
+    for row, got in zip(x, rows, strict=True):
+        assert torch.equal(got, ecg_peaks(row, 500))
