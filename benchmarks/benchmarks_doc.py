@@ -224,14 +224,14 @@ def datasets_folder(result: dict[str, Any]) -> list[str]:
     rows = [
         [
             how,
-            f"{min(secs):.1f}",
+            f"{statistics.median(secs):.1f} ({min(secs):.1f}-{max(secs):.1f})",
             f"{f['records_per_s'][how]:.1f}",
-            f"{min(f['startup_seconds'][how]):.1f}",
+            f"{statistics.median(f['startup_seconds'][how]):.1f}",
             f"{f['records_per_s_after_start'][how]:.1f}",
         ]
         for how, secs in f["seconds"].items()
     ]
-    head = ["engine", "seconds (best of the rounds)", "records/s", "start-up seconds", "records/s after the start"]
+    head = ["engine", "seconds, median (min-max)", "records/s", "start-up seconds", "records/s after the start"]
     return _table(head, rows)
 
 
