@@ -3,7 +3,9 @@
 * ``direct`` on the CPU is a block-Toeplitz matrix product: the signal viewed as rows of
   ``B`` samples, each output row the sum of two ``(B, B)`` products (this row's and the
   previous row's contributions). It runs at matmul speed, exact to float32 rounding, where
-  ``F.conv1d`` on a ``(1, 1, N)`` tensor is slow and memory-hungry on the CPU.
+  ``F.conv1d`` on a ``(1, 1, N)`` tensor is slow and memory-hungry on the CPU. A ``"same"``
+  convolution of many rows runs them end to end as one signal (two large products, not two
+  per row) and then takes off what each row's ends got from its neighbours.
 * ``direct`` on CUDA is ``F.conv1d`` (cuDNN).
 * ``fft`` is overlap-add: fixed-size blocks through ``rfft``/``irfft``, processed in groups so
   memory stays bounded however long the input; a linear, not circular, convolution.
