@@ -20,7 +20,16 @@ import torch
 from devicepipe import __version__
 from devicepipe.errors import DeviceError
 
-__all__ = ["resolve_device", "device_report", "cuda_unavailable_reason", "free_memory", "synchronize", "full_float32"]
+__all__ = [
+    "all_finite",
+    "resolve_device",
+    "device_report",
+    "cuda_unavailable_reason",
+    "free_memory",
+    "release_freed_memory",
+    "synchronize",
+    "full_float32",
+]
 
 _CUDA_SPEC = re.compile(r"^cuda(?::(\d+))?$")
 
@@ -150,6 +159,15 @@ def free_memory(device: torch.device) -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 4 * 2**30
+
+
+def all_finite(x: torch.Tensor) -> bool:
+    """Whether every value of ``x`` is finite (no NaN or inf), in one pass where they all are:
+    NaN or inf makes the sum non-finite, and only a sum that is not (NaN, inf, or an overflow of
+    large finite values) is checked value by value. Integer tensors are always finite."""
+    if not x.is_floating_point():
+        return True
+    return bool(torch.isfinite(x.sum())) or bool(torch.isfinite(x).all())
 
 
 def release_freed_memory() -> bool:

@@ -47,6 +47,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
+from devicepipe.device import all_finite
 from devicepipe.errors import DevicepipeError
 from devicepipe.signal.blocks import block_reduce, centred_window, neighbour_median, row_median
 from devicepipe.signal.filters import centred_convolve, convolve
@@ -112,7 +113,7 @@ def _check_input(x: torch.Tensor, sampling_rate: float, where: str, *, leads: bo
     x = x.detach() if x.dtype.is_floating_point else x.detach().to(torch.float32)  # no autograd; integers as float
     if not sampling_rate or not sampling_rate > 0 or not math.isfinite(sampling_rate):
         raise DevicepipeError(f"{where}: sampling_rate must be a finite, positive number of Hz, got {sampling_rate}.")
-    if x.is_floating_point() and not bool(torch.isfinite(x.sum())) and not bool(torch.isfinite(x).all()):
+    if not all_finite(x):
         # one NaN or inf would spread through the filter and erase every beat: refuse, never answer wrongly
         bad = ~torch.isfinite(x)
         first = int(torch.nonzero(bad.reshape(-1, x.shape[-1]).any(0))[0])
@@ -338,7 +339,7 @@ class _Ricker:
         weak = tuple(c[k][left] for k in ("rows", "cols", "refined", "height"))
         if self.close_ratio > 0 and cols.numel() > 1:
             follower = _weak_followers(rows, cols, height, level, _samples(self.close_s, self.fs), self.close_ratio)
-            taken = _positions(~follower)[0]
+            taken = torch.nonzero(~follower).squeeze(1)
             rows, cols, level, height, sign, refined = (v[taken] for v in (rows, cols, level, height, sign, refined))
         if self.polarity_ratio > 0 and cols.numel():
             # each row's dominant polarity is the majority sign of its candidates' filtered response
@@ -782,7 +783,7 @@ def _checked(x: torch.Tensor, sampling_rate: float, offset: int) -> torch.Tensor
     if x.ndim != 1:
         raise DevicepipeError(f"ecg_peaks_chunked(): read() must return shape (time,), got {tuple(x.shape)}.")
     x = x.detach() if x.dtype.is_floating_point else x.detach().to(torch.float32)
-    if not bool(torch.isfinite(x.sum())) and not bool(torch.isfinite(x).all()):  # (a finite sum: all finite)
+    if not all_finite(x):
         first = offset + int(torch.nonzero(~torch.isfinite(x))[0])
         raise DevicepipeError(
             f"the recording holds a non-finite value (NaN or inf) at sample {first:,}; chunked detection needs "

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.device import release_freed_memory
 from devicepipe.ecg import POOR_QUALITY, BeatQuality, Beats, poor_stretches, stretch_medians
 from devicepipe.heart import hrv
 from devicepipe.io import Recording, write_beat_annotations, write_csv, write_json, write_parquet
@@ -97,7 +96,6 @@ def write_beat_files(
         "beats.parquet": write_parquet(columns, out / "beats.parquet", sampling_rate=sampling_rate),
         "beats.csv": write_csv(columns, out / "beats.csv"),
     }
-    release_freed_memory()  # the tables' buffers, before the annotation file builds its own
     qrs = write_beat_annotations(out, record, peaks, sampling_rate, scores=scores, flags=flags)
     if qrs is not None:
         files[qrs.name] = qrs

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from devicepipe.device import full_float32
+from devicepipe.device import all_finite, full_float32
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.write import write_torch
 from devicepipe.models import model_rows
@@ -264,7 +264,7 @@ def load_checkpoint(run_dir: str | Path, map_location: str | torch.device = "cpu
 
 def check_finite_rows(data: torch.Tensor, caller: str) -> None:
     """A clear error when training rows hold NaN or inf (training on them can only end in NaN)."""
-    if data.is_floating_point() and not bool(torch.isfinite(data.sum())) and not bool(torch.isfinite(data).all()):
+    if not all_finite(data):
         bad = ~torch.isfinite(data)
         first = int(torch.nonzero(bad.reshape(bad.shape[0], -1).any(1))[0])
         raise DevicepipeError(

@@ -1,5 +1,6 @@
 import json
 
+import numpy as np
 import pyarrow
 import pytest
 import torch
@@ -115,3 +116,13 @@ def test_release_freed_memory_trims_the_heap_on_linux():
     blocks = [bytearray(600_000) for _ in range(200)]  # mid-sized blocks, as chunked work frees them
     del blocks
     assert release_freed_memory() is sys.platform.startswith("linux")  # glibc here: the heap was trimmed
+
+
+def test_all_finite_against_numpy_including_a_sum_that_overflows():
+    from devicepipe.device import all_finite
+
+    big = torch.full((10,), 3e38)  # finite values whose float32 sum is inf
+    cases = [torch.zeros(5), big, torch.tensor([1.0, float("nan")]), torch.tensor([float("-inf"), 2.0]),
+             big.clone().index_fill_(0, torch.tensor([7]), float("nan")), torch.arange(5), torch.zeros(0)]  # fmt: skip
+    for x in cases:
+        assert all_finite(x) is bool(np.isfinite(x.numpy()).all())
