@@ -62,6 +62,7 @@ from devicepipe.device import device_report
 from devicepipe.ecg import ECG_PEAK_METHODS, EDGE_S, MATCH_TOLERANCE_S, SEGMENT_MODES
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import DUPLICATE_POLICIES, NAN_POLICIES, check_output_dir, read_series
+from devicepipe.learn import SCORERS
 from devicepipe.pipeline import (
     BEAT_WIDTH,
     BEATS_MODE,
@@ -853,6 +854,24 @@ PercentileOpt = Annotated[
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue the run in --out from its last checkpoint.")]
 TensorboardOpt = Annotated[Path | None, typer.Option(help="Also log losses for TensorBoard to this directory.")]
 Bf16Opt = Annotated[bool, typer.Option("--bf16", help="bfloat16 autocast (CUDA only).")]
+Scorer = _choices("Scorer", SCORERS)
+ScorerOpt = Annotated[
+    Scorer | None,
+    typer.Option(
+        help="How a row is scored. knn (default): mean distance to its k nearest training rows; reconstruction: "
+        "the model's reconstruction error; combined: both, as robust z-scores. --pointwise takes reconstruction.",
+        show_default=False,
+    ),
+]
+NeighboursOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="k of the knn scorer. Default: floor(share flagged x training rows) + 1, so that a group of "
+        "anomalous training rows up to that share cannot hide each other.",
+        min=1,
+        show_default=False,
+    ),
+]
 ThreadsOpt = Annotated[
     int | None,
     typer.Option(
@@ -1003,6 +1022,8 @@ def ecg(
             "simulate's NAME.truth.csv."
         ),
     ] = None,
+    scorer: ScorerOpt = None,
+    neighbours: NeighboursOpt = None,
     nan: NanOpt = NanPolicy["error"],
     encoding: EncodingOpt = None,
     min_quality: MinQualityOpt = None,
@@ -1030,6 +1051,8 @@ def ecg(
         latent=latent,
         ensemble=ensemble,
         percentile=percentile,
+        scorer=None if scorer is None else scorer.value,
+        neighbours=neighbours,
         resume=resume,
         bf16=bf16,
         tensorboard=None if tensorboard is None else str(tensorboard),
@@ -1184,6 +1207,8 @@ def train(
     width: Annotated[int, typer.Option(help="Samples per beat row (a power of two).", min=8)] = BEAT_WIDTH,
     seed: SeedOpt = ECG.seed,
     percentile: PercentileOpt = ECG.percentile,
+    scorer: ScorerOpt = None,
+    neighbours: NeighboursOpt = None,
     nan: NanOpt = NanPolicy["error"],
     encoding: EncodingOpt = None,
     min_quality: MinQualityOpt = None,
@@ -1214,6 +1239,8 @@ def train(
         latent=latent,
         ensemble=ensemble,
         percentile=percentile,
+        scorer=None if scorer is None else scorer.value,
+        neighbours=neighbours,
         resume=resume,
         bf16=bf16,
     )
@@ -1287,6 +1314,8 @@ def series(
     ensemble: EnsembleOpt = SERIES.ensemble,
     seed: SeedOpt = SERIES.seed,
     percentile: PercentileOpt = SERIES.percentile,
+    scorer: ScorerOpt = None,
+    neighbours: NeighboursOpt = None,
     nan: NanOpt = NanPolicy["error"],
     encoding: EncodingOpt = None,
     resume: ResumeOpt = False,
@@ -1304,6 +1333,8 @@ def series(
         latent=latent,
         ensemble=ensemble,
         percentile=percentile,
+        scorer=None if scorer is None else scorer.value,
+        neighbours=neighbours,
         resume=resume,
         tensorboard=None if tensorboard is None else str(tensorboard),
     )

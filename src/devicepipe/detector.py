@@ -1,8 +1,10 @@
 """An anomaly detector with the conventions of scikit-learn and PyOD, and the model file that outlives a run.
 
 :class:`BeatAnomalyDetector` trains a convolutional VAE (or the MLP autoencoder, or a vmap
-ensemble of either) on rows that are normal, and scores new rows by their reconstruction
-error. It follows PyOD's conventions, which scikit-learn's outlier detectors share in shape:
+ensemble of either) on rows that are normal, for their embeddings, and scores new rows by their
+distance to the nearest training rows (``scorer="knn"``, the default) or by the model's
+reconstruction error (``"reconstruction"``), or both (``"combined"``). It follows PyOD's
+conventions, which scikit-learn's outlier detectors share in shape:
 
 - ``fit(X)`` sets ``decision_scores_`` (every training row's score), ``threshold_`` and
   ``labels_`` (0 normal, 1 anomalous);
@@ -29,8 +31,9 @@ model's width when it needs one (the VAE takes a power of two: 140 columns becom
 scaled by a scaler fitted on the training rows (``scaling``). Results come back as the input
 came: a tensor on the detector's device for a tensor, NumPy arrays otherwise.
 
-The threshold is taken from the training rows (the split that trained the model, not the
-rows held out for early stopping), by one of three rules: ``threshold=`` a number given;
+The threshold is taken from the training rows' scores (for the reconstruction error, the split
+that trained the model, not the rows held out for early stopping; a distance leaves its own
+row out, so every row counts), by one of three rules: ``threshold=`` a number given;
 ``contamination=c``, the ``1 - c`` quantile of the training scores; ``contamination="auto"``,
 a robust rule: ``exp(median(log s) + 3 * 1.4826 * MAD(log s))`` over the training scores
 ``s`` (the 99.87th percentile if the log scores were normal; errors are skewed, their logs
@@ -58,7 +61,7 @@ from devicepipe.device import resolve_device
 from devicepipe.errors import DevicepipeError
 from devicepipe.interop import to_torch
 from devicepipe.io.write import write_torch
-from devicepipe.learn import ENSEMBLE_NAME, LearnSettings, train_models
+from devicepipe.learn import ENSEMBLE_NAME, SCORERS, LearnSettings, train_models
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
 from devicepipe.scale import MinMaxScaler, StandardScaler
 from devicepipe.score import Scores, embed, reconstruction_error
@@ -73,6 +76,7 @@ __all__ = [
     "SCORERS",
     "BeatAnomalyDetector",
     "knn_distance",
+    "neighbours_for",
     "auto_threshold",
     "load_model",
     "nearest_power_of_two",
@@ -91,8 +95,11 @@ MIN_ROWS = 10
 AUTO_K = 3.0
 _MAD_TO_SD = 1.4826  # MAD of a normal distribution times this is its standard deviation
 
-#: What a row's score can be (see :class:`BeatAnomalyDetector`).
-SCORERS = ("reconstruction", "knn", "combined")
+#: The share of anomalous training rows the nearest-neighbour scorer allows for when
+#: ``contamination`` is not a share (``"auto"``, or a fixed ``threshold``).
+KNN_SHARE = 0.01
+#: Fewer training rows than this is a small set: the summary of a fit says so, and why its scorer.
+SMALL_SET = 300
 
 _MODELS = {"vae": (LightVAE, LightVAEConfig), "mlp": (MLPAutoencoder, MLPAutoencoderConfig)}
 _SCALERS = {"standard": StandardScaler, "minmax": MinMaxScaler}
@@ -124,14 +131,23 @@ def auto_threshold(train_scores: torch.Tensor, k: float = AUTO_K, *, log: bool =
 
 
 def knn_distance(
-    x: torch.Tensor, reference: torch.Tensor, k: int, *, exclude: torch.Tensor | None = None
+    x: torch.Tensor,
+    reference: torch.Tensor,
+    k: int,
+    *,
+    exclude: torch.Tensor | None = None,
+    skip_equal: bool = False,
 ) -> torch.Tensor:
     """Mean Euclidean distance from each row of ``x`` ``(n, w)`` to its ``k`` nearest rows of
     ``reference`` ``(m, w)``, on the reference's device, in blocks of about 32 M distances
-    (``torch.cdist`` then ``topk``). ``exclude`` ``(n,)``: for each row of ``x``, a row of
-    ``reference`` to leave out (itself, for a training row's own score), or -1. Returns ``(n,)``."""
+    (``torch.cdist`` then ``topk``). Returns ``(n,)``.
+
+    ``exclude`` ``(n,)``: for each row of ``x``, a row of ``reference`` to leave out (itself,
+    for a training row's own score), or -1. ``skip_equal``: a row of ``x`` equal, bit for bit,
+    to its nearest reference row leaves that one row out, as its own score did when it trained
+    (so scoring the training rows again gives their training scores)."""
     m = reference.shape[0]
-    k = max(1, min(k, m - (1 if exclude is not None else 0)))
+    k = max(1, min(k, m - (1 if exclude is not None or skip_equal else 0)))
     step = max(1, 2**25 // max(m, 1))
     out = []
     for i in range(0, x.shape[0], step):
@@ -141,8 +157,23 @@ def knn_distance(
             own = exclude[i : i + step].to(reference.device)
             rows = torch.nonzero(own >= 0).flatten()
             d[rows, own[rows]] = float("inf")
-        out.append(d.topk(k, dim=1, largest=False).values.mean(1))
+        if skip_equal and k < m:
+            values, index = d.topk(k + 1, dim=1, largest=False)
+            itself = (block == reference[index[:, 0]]).all(1)
+            out.append(torch.where(itself, values[:, 1:].mean(1), values[:, :k].mean(1)))
+        else:
+            out.append(d.topk(k, dim=1, largest=False).values.mean(1))
     return torch.cat(out)
+
+
+def neighbours_for(n_reference: int, share: float) -> int:
+    """The ``k`` of the nearest-neighbour scorer with ``neighbours="auto"``: ``floor(share * n) + 1``
+    for ``n`` reference rows of which at most ``share`` may be anomalous.
+
+    A group of similar anomalies among the training rows is each other's nearest neighbours;
+    with ``k`` above the group's size, each of them also reaches normal rows and scores high.
+    Small sets get ``k = 1`` (the distance to the nearest row), which ranks best there."""
+    return int(math.floor(share * n_reference)) + 1
 
 
 def _robust_log_scale(values: torch.Tensor) -> tuple[float, float]:
@@ -239,12 +270,15 @@ class BeatAnomalyDetector:
         (``patience`` epochs, ``min_improvement`` relative), at most ``max_epochs``.
     batch_size, lr, weight_decay, val_fraction, seed, bf16, threads : as
         :class:`devicepipe.learn.LearnSettings` has them.
-    scorer : what a row's score is. ``"reconstruction"``: the mean squared reconstruction
-        error (averaged over the members); ``"knn"``: the mean Euclidean distance from the
-        (scaled, resampled) row to its ``neighbours`` nearest training rows (a training row's
-        own score leaves itself out); ``"combined"``: the mean of the two, each as robust
-        z-scores of its log against the training rows (``(log s - median) / (1.4826 MAD)``).
-    neighbours : k of the nearest-neighbour scores.
+    scorer : what a row's score is. ``"knn"`` (the default): the mean Euclidean distance from
+        the (scaled, resampled) row to its ``neighbours`` nearest training rows (a training
+        row's own score leaves itself out); ``"reconstruction"``: the mean squared
+        reconstruction error (averaged over the members); ``"combined"``: the mean of the two,
+        each as robust z-scores of its log against the training rows
+        (``(log s - median) / (1.4826 MAD)``). On the one-class tasks of
+        ``benchmarks/one_class.py``, ``knn`` ranks anomalies better than ``reconstruction`` on every task.
+    neighbours : k of the nearest-neighbour scores, or ``"auto"``: :func:`neighbours_for` the
+        reference rows and the share ``contamination`` (:data:`KNN_SHARE` when it is not a share).
     reference_rows : the most training rows kept for the nearest-neighbour scores (every row
         given to ``fit``, validation rows included, or a seeded sample of that many); they are
         saved with the model.
@@ -273,8 +307,8 @@ class BeatAnomalyDetector:
         seed: int = 0,
         bf16: bool = False,
         threads: int | None = None,
-        scorer: str = "reconstruction",
-        neighbours: int = 5,
+        scorer: str = "knn",
+        neighbours: int | str = "auto",
         reference_rows: int = 20_000,
     ) -> None:
         self.model = model
@@ -342,8 +376,12 @@ class BeatAnomalyDetector:
             raise DevicepipeError(f"BeatAnomalyDetector: model={self.model!r} is not one of {sorted(_MODELS)}.")
         if self.scorer not in SCORERS:
             raise DevicepipeError(f"BeatAnomalyDetector: scorer={self.scorer!r} is not one of {list(SCORERS)}.")
-        if not isinstance(self.neighbours, int) or self.neighbours < 1 or self.reference_rows < 2:
-            raise DevicepipeError("BeatAnomalyDetector: neighbours must be at least 1 and reference_rows at least 2.")
+        auto = self.neighbours == "auto"
+        if not (auto or (isinstance(self.neighbours, int) and self.neighbours >= 1)) or self.reference_rows < 2:
+            raise DevicepipeError(
+                f"BeatAnomalyDetector: neighbours must be 'auto' or at least 1 (got {self.neighbours!r}), "
+                "and reference_rows at least 2."
+            )
         if self.scaling not in (*_SCALERS, "none", "auto"):
             raise DevicepipeError(
                 f"BeatAnomalyDetector: scaling={self.scaling!r} is not 'standard', 'minmax', 'none' or 'auto'."
@@ -508,16 +546,20 @@ class BeatAnomalyDetector:
         with using_threads(threads.threads):
             models, histories = train_models(make, data, settings, out, extra, callback, stream=stream)
             details = _details(models, data)
-        train_rows, _ = split_indices(data.shape[0], settings.val_fraction, settings.seed, device)
-        self.reference_, self.calibration_ = None, {}
+        train_rows, held_out = split_indices(data.shape[0], settings.val_fraction, settings.seed, device)
+        self.reference_, self.calibration_, self.neighbours_ = None, {}, None
+        every = torch.arange(data.shape[0], device=device)  # validation rows are normal rows too
         if self.scorer != "reconstruction":
-            every = torch.arange(data.shape[0], device=device)  # validation rows are normal rows too
             self.reference_, positions = self._reference(data, every)
+            self.neighbours_ = self._k(self.reference_.shape[0])
             with using_threads(threads.threads):
-                neighbours = knn_distance(data, self.reference_, self.neighbours, exclude=positions)
+                neighbours = knn_distance(data, self.reference_, self.neighbours_, exclude=positions)
             details = _Details(
                 details.embeddings, self._combined(details.scores, neighbours, train_rows), details.spread
             )
+        # a row's distance leaves itself out, so every row's is a fair training score; the
+        # reconstruction error is fair only on the rows that did not steer training
+        train_rows = every if self.scorer == "knn" else train_rows
         train_scores = details.scores[train_rows]
         self.device_ = device
         self.models_ = models
@@ -534,7 +576,14 @@ class BeatAnomalyDetector:
         self.decision_scores_ = details.scores.detach().cpu().numpy()
         self.labels_ = (self.decision_scores_ > self.threshold_).astype(np.int64)
         self.geometry_: dict[str, Any] = {}
+        self.fit_rows_ = {"rows": int(data.shape[0]), "held_out": int(held_out.numel())}
         return self
+
+    def _k(self, n_reference: int) -> int:
+        if self.neighbours != "auto":
+            return int(self.neighbours)
+        share = self.contamination if isinstance(self.contamination, (int, float)) and self.threshold is None else None
+        return neighbours_for(n_reference, KNN_SHARE if share is None else float(share))
 
     def _reference(self, data: torch.Tensor, train_rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The rows ``train_rows`` of ``data`` kept for nearest-neighbour scores (at most
@@ -597,7 +646,59 @@ class BeatAnomalyDetector:
         return Scores(d.embeddings, scores, d.spread, self.threshold_, scores > self.threshold_)
 
     def _knn(self, data: torch.Tensor) -> torch.Tensor:
-        return knn_distance(data, self.reference_, self.neighbours)
+        return knn_distance(data, self.reference_, self.neighbours_, skip_equal=True)
+
+    def score_meaning(self, rows: str = "a row", units: str = "scaled values") -> str:
+        """What a score of this fitted detector is, in words, for ``rows`` (e.g. "a beat
+        standardised by its recording's beats") whose values are in ``units``."""
+        self._check_fitted("score_meaning()")
+        recon = f"the mean squared reconstruction error of {rows} (units: squared {units})"
+        if self.scorer == "reconstruction":
+            return f"a score is {recon}"
+        m = self.reference_.shape[0]
+        knn = (
+            f"the mean Euclidean distance from {rows} to its {self.neighbours_} nearest of {m:,} training rows "
+            f"(units: {units})"
+        )
+        if self.scorer == "knn":
+            return f"a score is {knn}"
+        return f"a score is the mean of two robust z-scores against the training rows: of {recon}, and of {knn}"
+
+    def scorer_summary(self, reason: str | None = None) -> dict[str, Any]:
+        """Which scorer scored the rows, with what, and why (``reason``: the caller's, first): for a
+        run's ``summary.json``."""
+        self._check_fitted("scorer_summary()")
+        rows = self.fit_rows_["rows"]
+        held = self.fit_rows_["held_out"]
+        out: dict[str, Any] = {"scorer": self.scorer, "training_rows": rows, "held_out_for_stopping": held}
+        why = [] if reason is None else [reason]
+        if self.scorer != "reconstruction":
+            out |= {"neighbours": self.neighbours_, "reference_rows": int(self.reference_.shape[0])}
+            if self.neighbours == "auto":
+                share = self.contamination if self.threshold is None and self.contamination != "auto" else KNN_SHARE
+                m = self.reference_.shape[0]
+                why.append(
+                    f"k = floor({float(share):g} x {m:,} reference rows) + 1 = {self.neighbours_}: "
+                    "a group of similar anomalous training rows up to that share cannot vouch for itself"
+                )
+        if self.scorer == "knn":
+            why.append(
+                "the distance to the training rows ranked anomalies better than the reconstruction error on every "
+                "one-class task measured (benchmarks/one_class.py), and needs no model to have learned normal"
+            )
+        if rows < SMALL_SET:
+            tail = (
+                "the scores use every row (each leaves itself out)"
+                if self.scorer == "knn"
+                else "reconstruction errors of a model trained on so few rows are a weak score; scorer='knn' is the "
+                "better choice here"
+            )
+            why.append(
+                f"{rows} training rows is a small set (under {SMALL_SET}): {held} of them were held out to stop "
+                f"training, and {tail}"
+            )
+        out["why"] = why
+        return out
 
     def _scores(self, X: Any, caller: str) -> torch.Tensor:
         data = self._prepare(X, caller)
@@ -609,8 +710,8 @@ class BeatAnomalyDetector:
         return values.detach().cpu().numpy() if _host_kind(X) else values
 
     def decision_function(self, X: Any) -> Any:
-        """Anomaly score of each row of ``X`` (mean squared reconstruction error of the scaled row,
-        averaged over the members): shape ``(n,)``, higher is more anomalous."""
+        """Anomaly score of each row of ``X`` by the detector's ``scorer`` (see :meth:`score_meaning`):
+        shape ``(n,)``, higher is more anomalous."""
         return self._out(X, self._scores(X, "decision_function()"))
 
     def score_samples(self, X: Any) -> Any:
@@ -682,6 +783,8 @@ class BeatAnomalyDetector:
                 "threshold_rule": self.threshold_rule,
                 "train_scores": self.train_scores_.detach().cpu(),
                 "reference": None if self.reference_ is None else self.reference_.detach().cpu(),
+                "neighbours": self.neighbours_,
+                "fit_rows": self.fit_rows_,
                 "calibration": self.calibration_,
                 "histories": self.histories_,
                 "trained_on": str(self.device_),
@@ -787,6 +890,10 @@ def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAno
     det.train_scores_ = state["train_scores"].to(dev)
     det.reference_ = None if state.get("reference") is None else state["reference"].to(dev)
     det.calibration_ = {k: tuple(v) for k, v in (state.get("calibration") or {}).items()}
+    neighbours = state.get("neighbours", params.get("neighbours"))
+    det.neighbours_ = None if det.reference_ is None else int(neighbours)
+    rows = int(det.train_scores_.numel())
+    det.fit_rows_ = dict(state.get("fit_rows") or {"rows": rows, "held_out": 0})
     if det.scorer != "reconstruction" and det.reference_ is None:
         raise DevicepipeError(f"{file}: its scorer {det.scorer!r} needs the training rows, which the file lacks.")
     det.threshold_ = float(state["threshold"])

@@ -28,6 +28,7 @@ from devicepipe.train import CHECKPOINT_NAME, History, distributed, fit, load_ch
 __all__ = [
     "ENSEMBLE_NAME",
     "LearnSettings",
+    "SCORERS",
     "SeriesLearnSettings",
     "check_before_start",
     "convergence_warning",
@@ -38,6 +39,9 @@ __all__ = [
 
 #: File name of a saved ensemble in a run directory (a single model's is ``checkpoint.pt``).
 ENSEMBLE_NAME = "ensemble.pt"
+
+#: What a row's score can be (see :class:`devicepipe.detector.BeatAnomalyDetector`).
+SCORERS = ("knn", "reconstruction", "combined")
 
 EpochCallback = Callable[[int, float, float], None]
 
@@ -66,6 +70,8 @@ class LearnSettings:
     tensorboard: str | None = None  # also log losses for TensorBoard here
     bf16: bool = False  # bfloat16 autocast (CUDA only)
     threads: int | None = None  # CPU threads for training and scoring (None: by the size of a step)
+    scorer: str | None = None  # a row's score (see SCORERS); None: the pipeline's default ("knn")
+    neighbours: int | None = None  # k of the nearest-neighbour scorer; None: from the share flagged
 
     def __post_init__(self) -> None:
         self.check()
@@ -89,6 +95,13 @@ class LearnSettings:
             raise DevicepipeError(f"anomaly percentile {self.percentile} must be within [50, 100).")
         if self.threads is not None:
             check_thread_count(self.threads)
+        if self.scorer is not None and self.scorer not in SCORERS:
+            raise DevicepipeError(
+                f"scorer {self.scorer!r} is not one of {', '.join(SCORERS)}.",
+                cli=f"--scorer {self.scorer} is not one of {', '.join(SCORERS)}.",
+            )
+        if self.neighbours is not None and (isinstance(self.neighbours, bool) or self.neighbours < 1):
+            raise DevicepipeError(f"neighbours must be at least 1, got {self.neighbours}.")
         if self.resume and self.ensemble > 1:
             raise DevicepipeError(
                 "resume works for single models; rerun the ensemble with resume=False.",

@@ -810,9 +810,14 @@ class _Learned:
         return self.detector.threads_
 
 
-def _detector(settings: LearnSettings, device: torch.device, **model: Any) -> BeatAnomalyDetector:
-    """The estimator a learning pipeline trains, from its settings; ``model`` its model's choices."""
+def _detector(
+    settings: LearnSettings, device: torch.device, *, scorer: str = "knn", **model: Any
+) -> BeatAnomalyDetector:
+    """The estimator a learning pipeline trains, from its settings (``scorer``: the pipeline's
+    default when they name none); ``model`` its model's choices."""
     return BeatAnomalyDetector(
+        scorer=settings.scorer or scorer,
+        neighbours="auto" if settings.neighbours is None else settings.neighbours,
         contamination=(100.0 - settings.percentile) / 100.0,
         device=str(device),
         epochs=settings.epochs,
@@ -1062,10 +1067,12 @@ def run_ecg(
         },
         "threshold": scores.threshold,
         "threshold_means": (
-            f"the {settings.percentile:g}th percentile of the training beats' scores; a score is the mean squared "
-            "reconstruction error of a beat standardised by the recording's mean and standard deviation "
-            "(units: squared standard deviations)"
+            f"the {settings.percentile:g}th percentile of the training beats' scores; "
+            + learned.detector.score_meaning(
+                "a beat standardised by the recording's mean and standard deviation", "standard deviations"
+            )
         ),
+        "scorer": learned.detector.scorer_summary(),
         "flagged": [
             {"peak": int(host["peaks"][i]), "time_s": float(host["peaks"][i] / fs), "score": float(host["scores"][i])}
             | ({} if ref is None else {"reference": str(host["truth"][i])})
@@ -1228,7 +1235,7 @@ def run_score(
             "versions": getattr(detector, "versions_", None),
             "geometry": geometry,
             "members": len(detector.models_),
-            "training_beats": int(detector.train_scores_.numel()),
+            "training_beats": detector.fit_rows_["rows"],
         },
         "heart_rate": heart_rate,
         "counts": {
@@ -1238,9 +1245,10 @@ def run_score(
         },
         "threshold": detector.threshold_,
         "threshold_means": (
-            f"the model's own threshold, {detector.threshold_rule}; a score is the mean squared reconstruction "
-            "error of a beat standardised by this recording's beats (units: squared standard deviations)"
+            f"the model's own threshold, {detector.threshold_rule}; "
+            + detector.score_meaning("a beat standardised by this recording's beats", "standard deviations")
         ),
+        "scorer": detector.scorer_summary(),
         "flag_rate": float(host["flags"].mean()),
         "flagged": [
             {
@@ -1315,6 +1323,14 @@ def _stored_peaks(file: Path, device: torch.device) -> torch.Tensor:
     except (OSError, KeyError, pa.ArrowException) as exc:
         raise DevicepipeError(f"cannot read the R peaks in {file} ({str(exc).splitlines()[0]}).") from None
     return torch.from_numpy(np.ascontiguousarray(peaks, dtype=np.int64)).to(device)
+
+
+#: Why ``train`` scores by the reconstruction error unless told otherwise.
+POPULATION_SCORER_WHY = (
+    "the default of a model for other recordings: a new recording's normal beats lie farther from the training "
+    "beats than those lie from the beats of their own recordings, so distances to the training beats flag too "
+    "many of a new recording's beats; the reconstruction error does not depend on that"
+)
 
 
 def run_train(
@@ -1433,7 +1449,10 @@ def run_train(
     del parts
     if stream and run.device.type == "cuda":
         data = data.pin_memory()  # copies of pinned memory to the GPU are faster and can overlap
-    detector = _detector(settings, run.device, model="vae", width=vae.width, scaling="none")
+    # a model for other recordings scores by its reconstruction error: a new recording's normal
+    # beats lie farther from the training beats than those lie from their own recordings' beats,
+    # so distances to the training beats flag too many of them (tests/cli/test_models.py)
+    detector = _detector(settings, run.device, scorer="reconstruction", model="vae", width=vae.width, scaling="none")
     learned = _learn(
         run,
         detector,
@@ -1476,9 +1495,10 @@ def run_train(
         "window_s": window_s,
         "threshold": scores.threshold,
         "threshold_means": (
-            f"{detector.threshold_rule}; a score is the mean squared reconstruction error of a beat standardised "
-            "by its own recording's beats (units: squared standard deviations)"
+            f"{detector.threshold_rule}; "
+            + detector.score_meaning("a beat standardised by its own recording's beats", "standard deviations")
         ),
+        "scorer": detector.scorer_summary(None if settings.scorer else POPULATION_SCORER_WHY),
         "distributed": distributed_summary(),
         "streamed": {"from_host": stream, "bytes": held, "budget_bytes": budget},
         "warnings": [f"{len(skipped)} recording(s) left out (see recordings.skipped in summary.json)"]
@@ -1558,6 +1578,13 @@ def run_series(
         nan=nan,
     )
     check_before_start(run.out, settings, identity)
+    # one sample's distance to its nearest samples says nothing of the window it is in
+    if pointwise and settings.scorer not in (None, "reconstruction"):
+        raise DevicepipeError(
+            f"scorer {settings.scorer!r} cannot score single samples; pointwise models use scorer='reconstruction'.",
+            cli=f"--scorer {settings.scorer} cannot score single samples; drop it with --pointwise.",
+        )
+    default_scorer = "reconstruction" if pointwise else "knn"
     with run.stage("read"):
         rec = read_series(
             source,
@@ -1583,7 +1610,9 @@ def run_series(
     per = wins.per_window
     raw = wins.values.reshape(-1, 1) if pointwise else wins.values  # the notebook's model sees one sample at a time
     # MinMax scaling to [0, 1] (fitted on every value), the MLP's sigmoid output
-    detector = _detector(settings, run.device, model="mlp", width=raw.shape[1], hidden=hidden, scaling="minmax")
+    detector = _detector(
+        settings, run.device, scorer=default_scorer, model="mlp", width=raw.shape[1], hidden=hidden, scaling="minmax"
+    )
     extra = {"window_s": window_s, "identity": identity}
     what = f"{raw.shape[0]:,} {'samples' if pointwise else 'windows'} of {per} steps"
     learned = _learn(run, detector, raw, settings, extra, epoch_progress, what)
@@ -1619,9 +1648,15 @@ def run_series(
         },
         "threshold": scores.threshold,
         "threshold_means": (
-            f"the {settings.percentile:g}th percentile of the training windows' scores; a score is the mean squared "
-            "reconstruction error of a window scaled to [0, 1] by the series' minimum and maximum "
-            "(units: squared fractions of that range)"
+            f"the {settings.percentile:g}th percentile of the training windows' scores; "
+            + detector.score_meaning(
+                f"a {'sample' if pointwise else 'window'} scaled to [0, 1] by the series' minimum and maximum",
+                "fractions of that range",
+            )
+            + (f"; a window's score is the mean of its {per} samples'" if pointwise else "")
+        ),
+        "scorer": detector.scorer_summary(
+            "pointwise: one sample's distance to other samples says nothing of its window" if pointwise else None
         ),
         "flagged": [{"start": str(wins.starts[i])[:19], "score": float(host["scores"][i])} for i in flagged],
     }

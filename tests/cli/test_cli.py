@@ -243,10 +243,14 @@ def test_ecg_end_to_end_small(tmp_path):
         assert _png_ok(out / name), name
     assert (out / "generated.pdf").read_bytes()[:4] == b"%PDF"
     assert (out / "checkpoint.pt").exists() and set(summary["seconds"]) >= {"read", "detect", "train", "score"}
-    # resume continues to more epochs from the checkpoint
-    more = run("ecg", src, "--out", out, "--epochs", 5, "--device", "cpu", "--latent", 3, "--resume")
+    # resume continues to more epochs from the checkpoint (the scorer is not part of training: it may change)
+    more = run("ecg", src, "--out", out, "--epochs", 5, "--device", "cpu", "--latent", 3, "--resume",
+               "--scorer", "reconstruction")  # fmt: skip
     assert more.exit_code == 0, more.output
     assert len((out / "history.csv").read_text().splitlines()) == 6
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["scorer"]["scorer"] == "reconstruction" and "neighbours" not in summary["scorer"]
+    assert "squared standard deviations" in summary["threshold_means"]
 
 
 def test_ecg_reference_labels_every_beat_and_counts_the_flags_per_label(tmp_path):
@@ -302,11 +306,14 @@ def test_series_end_to_end_small(tmp_path):
     assert summary["steps_per_window"] == 24 and summary["windows"]["used"] == 60
     for name in ("training.png", "latent.png", "extremes.png", "days.png"):
         assert _png_ok(out / name), name
+    assert summary["scorer"]["scorer"] == "knn" and "fractions of that range)" in summary["threshold_means"]
     pointwise = run(
         "series", src, "--out", tmp_path / "pw", "-c", "load_MW", "--pointwise", "--epochs", 2, "--device", "cpu"
     )
     assert pointwise.exit_code == 0, pointwise.output
-    assert json.loads((tmp_path / "pw" / "summary.json").read_text())["pointwise"] is True
+    summary = json.loads((tmp_path / "pw" / "summary.json").read_text())
+    assert summary["pointwise"] is True and summary["scorer"]["scorer"] == "reconstruction"
+    assert "squared fractions of that range" in summary["threshold_means"]
 
 
 def test_demo_end_to_end(tmp_path):
@@ -325,7 +332,10 @@ def test_demo_end_to_end(tmp_path):
     assert summary["reference"]["labels"]["V"] == {"beats": ectopic.size, "flagged": found}
     assert sorted(f["peak"] for f in summary["flagged"]) == sorted(flagged.tolist())
     assert all(f["score"] > summary["threshold"] for f in summary["flagged"])
-    assert "squared standard deviations" in summary["threshold_means"]
+    # the default scorer: each beat's mean distance to its k nearest training beats, k = floor(1 % of them) + 1
+    assert "nearest" in summary["threshold_means"] and "(units: standard deviations)" in summary["threshold_means"]
+    assert summary["scorer"]["scorer"] == "knn" and summary["scorer"]["training_rows"] == table.num_rows
+    assert summary["scorer"]["neighbours"] == table.num_rows // 100 + 1
     # three epochs have not converged: the summary and the terminal say so
     assert summary["converged"] is False and "not converged" in summary["warnings"][0]
     assert "warning: not converged" in " ".join(result.stderr.split())  # on stderr, seen even when piped
@@ -344,6 +354,9 @@ def test_demo_end_to_end(tmp_path):
         (["series", "{tmp}/e.parquet", "--out", "{tmp}/r", "--window", "1x"], "cannot read duration"),
         (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--max-epochs", "0"], "--max-epochs"),
         (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--threads", "0"], "--threads"),
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--scorer", "nearest"], "--scorer"),
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--neighbours", "0"], "--neighbours"),
+        (["series", "{tmp}/e.parquet", "--out", "{tmp}/r", "--pointwise", "--scorer", "knn"], "single samples"),
     ],
 )
 def test_learning_bad_options_leave_no_complete_run(tmp_path, args, pattern):

@@ -69,7 +69,9 @@ def test_ecg5000_through_the_estimator_and_a_reloaded_model(tmp_path):
     """The estimator at the harness's recipe gives the harness's AUC (an independent path: fit, score,
     roc_auc of benchmarks/evaluation.py), and its model file scores identically in a new process."""
     x_train, y_train, x_test, y_test = load_ecg5000(require_data("ecg5000"))
-    det = dp.BeatAnomalyDetector(latent=4, epochs=300, batch_size=64, lr=3e-3, val_fraction=0.0, device="cpu")
+    det = dp.BeatAnomalyDetector(
+        latent=4, epochs=300, batch_size=64, lr=3e-3, val_fraction=0.0, device="cpu", scorer="reconstruction"
+    )
     det.fit(x_train[y_train == 1])
     scores = det.decision_function(x_test)
     result = dp.evaluate_anomalies(y_test != 1, scores)
@@ -86,8 +88,22 @@ def test_ecg5000_through_the_estimator_and_a_reloaded_model(tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "s.npy"), scores)
 
 
+def test_ecg5000_with_the_default_scorer():
+    # the estimator at its defaults (one epoch: the default scorer's distances do not depend on the model),
+    # against the harness's ROC AUC and the 1-NN distance of scikit-learn on the same standardised rows
+    from sklearn.neighbors import NearestNeighbors
+
+    x_train, y_train, x_test, y_test = load_ecg5000(require_data("ecg5000"))
+    train = x_train[y_train == 1]
+    det = dp.BeatAnomalyDetector(device="cpu", epochs=1, seed=0).fit(train)
+    ours = roc_auc(y_test != 1, det.decision_function(x_test))
+    mean, std = train.mean(), train.std()
+    nearest = NearestNeighbors(n_neighbors=1).fit((train - mean) / std).kneighbors((x_test - mean) / std)[0][:, 0]
+    assert ours >= 0.98 and ours >= roc_auc(y_test != 1, nearest) - 0.01, ours
+
+
 @pytest.mark.parametrize(("name", "normal"), [("CBF", 1), ("SonyAIBORobotSurface1", 2)])
-def test_ucr_one_class_tasks_with_the_nearest_neighbour_scorer(name, normal):
+def test_ucr_one_class_tasks_with_the_default_scorer(name, normal):
     # two of the one-class tasks of benchmarks/one_class.py (seed 0: 0.99-1.00 when set), against
     # the 5-NN distance of scikit-learn on the same standardised rows: at least it less 0.01
     import one_class
@@ -98,7 +114,7 @@ def test_ucr_one_class_tasks_with_the_nearest_neighbour_scorer(name, normal):
     x, y = table[:, 1:].astype(np.float32), table[:, 0].astype(int)
     train, test, labels = one_class.ucr_split(x, y, normal, seed=0)
     train, test = one_class.standardise(train, test)
-    det = dp.BeatAnomalyDetector(device="cpu", seed=0, scaling="none", scorer="knn").fit(train)
+    det = dp.BeatAnomalyDetector(device="cpu", seed=0, scaling="none").fit(train)
     ours = roc_auc_score(labels, det.decision_function(test))
     baseline = roc_auc_score(labels, NearestNeighbors(n_neighbors=5).fit(train).kneighbors(test)[0].mean(1))
     assert ours >= 0.98 and ours >= baseline - 0.01

@@ -64,9 +64,12 @@ def test_scores_separate_anomalies_and_follow_pyod_signs(fitted):
 
 def test_threshold_rules_by_hand():
     x = beats(300, seed=3)
-    det = small(contamination=0.05).fit(x)
+    det = small(contamination=0.05, scorer="reconstruction").fit(x)
     train = np.sort(det.train_scores_.numpy().astype(np.float64))
-    assert train.size == 270  # the 10 % validation rows do not set the threshold
+    assert train.size == 270  # the 10 % validation rows do not set the threshold of the reconstruction error
+    knn = small(contamination=0.05).fit(x)  # a distance leaves its own row out: every row is a fair training score
+    assert knn.train_scores_.numel() == 300
+    assert knn.threshold_ == pytest.approx(np.quantile(knn.decision_scores_.astype(np.float64), 0.95), rel=1e-6)
     assert det.threshold_ == pytest.approx(np.quantile(train, 0.95), rel=1e-9)
     logs = np.log(train)
     mad = np.median(np.abs(logs - np.median(logs)))
@@ -230,7 +233,7 @@ def test_knn_scorer_equals_scikit_learns_neighbours(tmp_path):
     from sklearn.neighbors import NearestNeighbors
 
     x, new = beats(150, seed=11), np.concatenate([beats(20, seed=12), beats(5, seed=13, anomalous=True)])
-    det = small(scorer="knn", neighbours=3, epochs=2, scaling="none").fit(x)
+    det = small(neighbours=3, epochs=2, scaling="none").fit(x)  # knn is the default scorer
     nn = NearestNeighbors(n_neighbors=3).fit(x)
     expected = nn.kneighbors(new)[0].mean(1)
     np.testing.assert_allclose(det.decision_function(new), expected, rtol=1e-4, atol=1e-5)
@@ -244,7 +247,7 @@ def test_knn_scorer_equals_scikit_learns_neighbours(tmp_path):
 def test_combined_scorer_is_the_mean_of_robust_z_scores():
     x, new = beats(200, seed=14), np.concatenate([beats(20, seed=15), beats(5, seed=16, anomalous=True)])
     combined = small(scorer="combined", epochs=5).fit(x)
-    recon = small(epochs=5).fit(x)  # the same model (same seed and settings), scored by its errors alone
+    recon = small(scorer="reconstruction", epochs=5).fit(x)  # the same model, scored by its errors alone
     knn = small(scorer="knn", epochs=5).fit(x)
 
     def robust(train: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -264,3 +267,46 @@ def test_combined_scorer_is_the_mean_of_robust_z_scores():
     ) / 2
     np.testing.assert_allclose(combined.decision_function(new), expected, rtol=1e-4, atol=1e-4)
     assert combined.decision_function(new)[-5:].min() > combined.threshold_  # the anomalous rows are flagged
+
+
+def test_auto_neighbours_outnumber_a_group_of_anomalies_among_the_training_rows():
+    # 400 normal rows and 3 near-copies of one anomalous row (0.7 %): with k = 3 the copies are each
+    # other's nearest rows and score like normal ones; k = floor(1 % of 403) + 1 = 5 reaches normal rows
+    odd = beats(1, seed=21, anomalous=True) + np.random.default_rng(22).normal(0, 0.01, (3, 64)).astype(np.float32)
+    x = np.concatenate([beats(400, seed=20), odd])
+    auto = small(epochs=1).fit(x)
+    assert auto.neighbours_ == 403 // 100 + 1 == 5
+    assert auto.labels_[-3:].tolist() == [1, 1, 1]
+    hidden = small(epochs=1, neighbours=2).fit(x)
+    assert hidden.labels_[-3:].sum() == 0  # by hand: each copy's 2 nearest rows are the other two copies
+    assert small(epochs=1, contamination=0.05).fit(x).neighbours_ == int(0.05 * 403) + 1
+    with pytest.raises(DevicepipeError, match="'auto' or at least 1"):
+        small(neighbours=0).fit(x)
+
+
+def test_training_rows_scored_again_get_their_training_scores():
+    x = beats(120, seed=23)
+    det = small(epochs=1, scaling="none").fit(x)
+    # a row equal to a training row leaves that row out, as the training row's own score did
+    np.testing.assert_array_equal(det.decision_function(x), det.decision_scores_)
+    from sklearn.neighbors import NearestNeighbors
+
+    k = det.neighbours_
+    nudged = x[:5] + np.float32(1e-3)  # not equal: its nearest row (the one it came from) counts
+    expected = NearestNeighbors(n_neighbors=k).fit(x).kneighbors(nudged)[0].mean(1)
+    # (float32 distances by matrix products: the 0.008 to the row it came from is good to about 1e-4)
+    np.testing.assert_allclose(det.decision_function(nudged), expected, rtol=1e-3)
+    assert det.neighbours_ == 2  # so leaving the nearest row out would change each score by far more
+
+
+def test_the_summary_says_which_scorer_and_why_on_a_small_set():
+    det = small(epochs=1).fit(beats(57, seed=24))
+    s = det.scorer_summary()
+    assert (s["scorer"], s["training_rows"], s["held_out_for_stopping"], s["neighbours"]) == ("knn", 57, 6, 1)
+    assert any("small set" in w and "every row" in w for w in s["why"])
+    assert "nearest of 57 training rows" in det.score_meaning()
+    recon = small(epochs=1, scorer="reconstruction").fit(beats(57, seed=24)).scorer_summary("told")
+    assert recon["why"][0] == "told" and any("scorer='knn'" in w for w in recon["why"])
+    assert "neighbours" not in recon
+    large = small(epochs=1).fit(beats(400, seed=25)).scorer_summary()
+    assert not any("small set" in w for w in large["why"])
