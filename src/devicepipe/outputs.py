@@ -270,7 +270,7 @@ def ecg_figures(
             histories,
             threshold,
             f"VAE training on {n:,} beats",
-            f"Latent means of {n:,} beats, coloured by reconstruction error",
+            f"Latent means of {n:,} beats, coloured by anomaly score",
             warning,
         ),
         "extremes.png": _extreme_beats(host, fs, threshold, beat_rate, "their", warning),
@@ -316,7 +316,7 @@ def score_figures(
             threshold=threshold,
             flags=host["flags"],
             truth=truth,
-            title=f"Latent means of {n:,} beats under the model, coloured by reconstruction error",
+            title=f"Latent means of {n:,} beats under the model, coloured by anomaly score",
         ),
         "extremes.png": _extreme_beats(host, fs, threshold, beat_rate, "the model's"),
         "excerpt.png": _excerpt(rec, signal, host["all_peaks"]),
@@ -341,7 +341,7 @@ def train_figures(
         histories,
         threshold,
         f"VAE training on {n:,} beats of {n_recordings:,} recordings",
-        f"Latent means of {n:,} beats of {n_recordings:,} recordings, coloured by reconstruction error",
+        f"Latent means of {n:,} beats of {n_recordings:,} recordings, coloured by anomaly score",
         warning,
     )
     figs["scores.png"] = plot_score_distribution(
@@ -377,7 +377,7 @@ def series_figures(
             histories,
             threshold,
             f"{kind} training on {len(names):,} windows",
-            "Window codes, coloured by reconstruction error",
+            "Window codes, coloured by anomaly score",
             warning,
         ),
         "extremes.png": plot_extremes(

@@ -297,7 +297,7 @@ def plot_latent(
         vmax = np.percentile(color, 99.5) if color.size else 1
         points = ax.scatter(xy[order, 0], xy[order, 1], c=color[order], s=6, cmap="viridis", vmax=vmax)
         bar = fig.colorbar(points, ax=ax)
-        bar.set_label("reconstruction error" + (f" (threshold {threshold:.3g})" if threshold is not None else ""))
+        bar.set_label("anomaly score" + (f" (threshold {threshold:.3g})" if threshold is not None else ""))
     if flags is not None and flags.any():
         ax.scatter(
             xy[flags, 0],
@@ -477,15 +477,17 @@ def plot_score_distribution(
     names: tuple[str, str] = ("training", "this recording"),
 ) -> Figure:
     """Histograms of ``scores`` ``(n,)`` and of the model's ``train_scores`` ``(m,)`` on a shared
-    logarithmic axis (each as a share of its rows, so different counts compare), with the
-    threshold marked and the share of each above it in the legend."""
+    axis (each as a share of its rows, so different counts compare), logarithmic for positive
+    scores (errors, distances) and linear where some are not (the combined scorer's z-scores),
+    with the threshold marked and the share of each above it in the legend."""
     fig = Figure(figsize=(9, 3.6))
     ax = fig.add_subplot()
     both = np.concatenate([train_scores, scores])
     positive = both[both > 0]
-    lo = float(positive.min()) if positive.size else 1e-6
+    log = positive.size == both.size and threshold > 0
+    lo = float(positive.min()) if positive.size and log else (float(both.min()) if both.size else 1e-6)
     hi = max(float(both.max()), threshold) if both.size else 1.0
-    bins = np.geomspace(lo, hi * 1.01, 60) if hi > lo else 60
+    bins = np.geomspace(lo, hi * 1.01, 60) if log and hi > lo else 60
     for values, label, colour in ((train_scores, names[0], "0.55"), (scores, names[1], "tab:blue")):
         if values.size == 0:
             continue
@@ -502,11 +504,11 @@ def plot_score_distribution(
             label=f"{label}: {values.size:,} {what}, {100 * above:.2f} % above the threshold",
         )
     ax.axvline(threshold, color="tab:red", linestyle="--", linewidth=1.2, label=f"threshold {threshold:.4g}")
-    ax.set_xscale("log")
-    plain = FuncFormatter(lambda v, _pos: f"{v:g}")
-    ax.xaxis.set_major_formatter(plain)
-    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
-    ax.set_xlabel("anomaly score (reconstruction error), log scale")
+    if log:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+    ax.set_xlabel("anomaly score, log scale" if log else "anomaly score")
     ax.set_ylabel(f"share of {what}")
     ax.set_title(title)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.3)  # room for the legend above the bars

@@ -223,6 +223,15 @@ def _reference_sections(summary: dict[str, Any]) -> list[_Section]:
     return sections
 
 
+def _scorer_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The scorer line of a learning page: its name, and k for the nearest-neighbour ones."""
+    scorer = summary.get("scorer")
+    if not scorer:
+        return []
+    k = scorer.get("neighbours")
+    return [("scored by", scorer["scorer"] + ("" if k is None else f" (k = {k} nearest training rows)"))]
+
+
 def _learning_facts(summary: dict[str, Any], what: str) -> list[tuple[str, str]]:
     e = summary["epochs"]
     facts = [
@@ -231,6 +240,7 @@ def _learning_facts(summary: dict[str, Any], what: str) -> list[tuple[str, str]]
             _number(summary.get("counts", {}).get("flagged", len(summary.get("flagged", [])))),
         ),
         ("threshold (score)", _number(summary["threshold"])),
+        *_scorer_facts(summary),
         ("epochs trained", "-".join(str(v) for v in sorted(set(e["run"])))),
         ("epoch kept", "-".join(str(v) for v in sorted(set(e["kept"])))),
         ("converged", _number(summary.get("converged"))),
@@ -315,6 +325,7 @@ def render_report(
             ("beats flagged as anomalous", _number(c["flagged"])),
             ("share flagged", f"{100 * summary['flag_rate']:.2f} %"),
             ("threshold (score, the model's)", _number(summary["threshold"])),
+            *_scorer_facts(summary),
             ("model", "/".join(Path(m["path"]).parts[-2:]) if m.get("path") else "given in Python"),
             ("model trained on", f"{_number(m['training_beats'])} beats, on {m.get('trained_on_device')}"),
             *facts,

@@ -138,7 +138,9 @@ def test_ecg_report_lists_the_flagged_beats(tmp_path, shots):
     s = result.summary
     flagged = len(s["flagged"])
     warnings = [f"Warning: {w[:60]}" for w in s["warnings"]]
-    _check_page(seen, [f"{s['counts']['beats_found']:,}", f"{flagged} rows flagged", *warnings], images=6)
+    k = s["counts"]["beats_kept"] // 100 + 1  # the default scorer's k: 1 % of the beats, plus one
+    scorer = f"knn (k = {k} nearest training rows)"
+    _check_page(seen, [f"{s['counts']['beats_found']:,}", f"{flagged} rows flagged", scorer, *warnings], images=6)
     assert seen["text"].count("\nV\n") + seen["text"].count("\tV\t") > 0  # reference labels of flagged beats
 
 
@@ -157,7 +159,7 @@ def test_score_and_train_reports_open_cleanly(tmp_path, shots):
     s = scored.summary
     aami = s["reference"]["aami"]
     numbers = [f"{s['counts']['beats_kept']:,}", f"{100 * s['flag_rate']:.2f} %", "Flag rate by AAMI class"]
-    numbers += [f"{100 * aami['N']['flag_rate']:.1f} %"]
+    numbers += [f"{100 * aami['N']['flag_rate']:.1f} %", "reconstruction scored by"]  # train's default scorer
     _check_page(seen, numbers, images=5)
 
 

@@ -13,6 +13,7 @@ from devicepipe.plot import (
     plot_generated,
     plot_intervals,
     plot_latent,
+    plot_score_distribution,
     plot_training,
 )
 from devicepipe.score import latent_axes, latent_grid
@@ -123,3 +124,18 @@ def test_label_beats_takes_the_nearest_reference_within_the_tolerance():
     labels = label_beats([300, 100, 200], ["A", "N", "V"], [95, 205, 250, 290, 1000, 0], 100, tolerance_s=0.1)
     assert labels.tolist() == ["N", "V", "", "A", "", ""]
     assert label_beats([], [], [5], 100).tolist() == [""]
+
+
+def test_score_distribution_is_logarithmic_only_for_positive_scores():
+    rng = np.random.default_rng(0)
+    train, new = rng.lognormal(0, 0.5, 500), rng.lognormal(0.2, 0.5, 300)
+    fig = plot_score_distribution(train, new, float(np.quantile(train, 0.99)))
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "anomaly score, log scale"
+    # the combined scorer's robust z-scores go below zero: a log axis would pile them at its left edge
+    z_train, z_new = rng.normal(0, 1, 500), rng.normal(1, 1, 300)
+    fig = plot_score_distribution(z_train, z_new, 2.3)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "linear" and ax.get_xlabel() == "anomaly score"
+    assert ax.get_xlim()[0] <= z_train.min() and ax.get_xlim()[1] >= z_new.max()
+    assert "above the threshold" in ax.get_legend().get_texts()[0].get_text()
