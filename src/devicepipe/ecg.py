@@ -331,21 +331,38 @@ class _Ricker:
     def select(self, c: dict[str, torch.Tensor], n_rows: int, total: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The peaks among all candidates of a recording (sorted by row, then column): the
         T-wave rule, the polarity rule, then each at its refined position, without repeats."""
+        rows, _, refined, _ = self.beats(c, n_rows, total)
+        return _unique_peaks(rows, refined, total)
+
+    def _followers(self, rows: torch.Tensor, cols: torch.Tensor, height: torch.Tensor, level: torch.Tensor):
+        """The T-wave rule's mask over strong candidates (see :func:`_weak_followers`), or None when off."""
+        if self.close_ratio > 0 and cols.numel() > 1:
+            return _weak_followers(rows, cols, height, level, _samples(self.close_s, self.fs), self.close_ratio)
+        return None
+
+    def beats(
+        self,
+        c: dict[str, torch.Tensor],
+        n_rows: int,
+        total: int,
+        polarity: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The beats among candidates ``c`` (sorted by row, then column), before repeats are
+        merged: their rows, columns and refined columns, and the columns of the beats the rules
+        took before the search-back. ``polarity``: each row's dominant polarity and typical beat
+        level ``(n_rows,)`` (:meth:`polarity_of`), when ``c`` is a part of the recording."""
         # (masks turned into positions once: a boolean index finds its positions anew each time)
         names = ("rows", "cols", "level", "height", "sign", "refined")
         strong = c["strong"]  # set by accept()
         taken, left = _positions(strong)
         rows, cols, level, height, sign, refined = (c[k][taken] for k in names)
         weak = tuple(c[k][left] for k in ("rows", "cols", "refined", "height"))
-        if self.close_ratio > 0 and cols.numel() > 1:
-            follower = _weak_followers(rows, cols, height, level, _samples(self.close_s, self.fs), self.close_ratio)
+        follower = self._followers(rows, cols, height, level)
+        if follower is not None:
             taken = torch.nonzero(~follower).squeeze(1)
             rows, cols, level, height, sign, refined = (v[taken] for v in (rows, cols, level, height, sign, refined))
         if self.polarity_ratio > 0 and cols.numel():
-            # each row's dominant polarity is the majority sign of its candidates' filtered response
-            # (none in a tie)
-            dominant = torch.sign(torch.zeros(n_rows, device=sign.device, dtype=sign.dtype).index_add_(0, rows, sign))
-            typical = row_median(level, rows, n_rows)  # the recording's usual beat level
+            dominant, typical = polarity or _polarity(rows, sign, level, n_rows)
             keep = (sign == dominant[rows]) | (dominant[rows] == 0) | (height >= self.polarity_ratio * typical[rows])
             taken, left = _positions(keep)
             if self.searchback_rr > 0:  # the others are weak evidence: beats only where the rhythm wants one
@@ -353,11 +370,30 @@ class _Ricker:
                 order = torch.argsort(both[0] * total + both[1])
                 weak = tuple(v[order] for v in both)
             rows, cols, refined = rows[taken], cols[taken], refined[taken]
+        plain = cols
         if self.searchback_rr > 0 and weak[0].numel():
             clearance = (_samples(self.close_s, self.fs), self.refractory)
-            rows, refined = _search_back((rows, cols, refined), weak, total, self.searchback_rr, clearance)
-        key = torch.unique(rows * total + refined)  # two candidates may settle on one sample
-        return key // total, key % total
+            rows, cols, refined = _search_back((rows, cols, refined), weak, total, self.searchback_rr, clearance)
+        return rows, cols, refined, plain
+
+    def polarity_of(self, c: dict[str, torch.Tensor], block: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The polarity rule's whole-recording figures for one row's candidates ``c``: its
+        dominant polarity and typical beat level, ``(1,)`` each, as :meth:`beats` finds them,
+        from ``block`` strong candidates at a time (and the one before each block, which the
+        T-wave rule looks back to)."""
+        strong = torch.nonzero(c["strong"]).squeeze(1)
+        signs = torch.zeros(1, device=strong.device, dtype=c["sign"].dtype)
+        levels = []
+        for s in range(0, strong.numel(), block):
+            part = strong[max(0, s - 1) : s + block]
+            rows, cols, height, level, sign = (c[k][part] for k in ("rows", "cols", "height", "level", "sign"))
+            follower = self._followers(rows, cols, height, level)
+            kept = torch.ones_like(cols, dtype=torch.bool) if follower is None else ~follower
+            kept[: 1 if s > 0 else 0] = False  # the block before decided that one
+            signs += sign[kept].sum()
+            levels.append(level[kept])
+        level = torch.cat(levels) if levels else c["level"][:0]
+        return torch.sign(signs), row_median(level, torch.zeros_like(level, dtype=torch.int64), 1)
 
 
 def _abs_max(x: torch.Tensor) -> torch.Tensor:
@@ -432,6 +468,33 @@ def _peaks_ricker_fused(x: torch.Tensor, sampling_rate: float, **options: float)
 RR_NEIGHBOURS = 4
 
 
+def _polarity(
+    rows: torch.Tensor, sign: torch.Tensor, level: torch.Tensor, n_rows: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's dominant polarity, the majority sign of its candidates' filtered response (0 in
+    a tie), and its typical beat level, the (lower) median of their levels: ``(n_rows,)`` each."""
+    sums = torch.zeros(n_rows, device=sign.device, dtype=sign.dtype).index_add_(0, rows, sign)
+    return torch.sign(sums), row_median(level, rows, n_rows)
+
+
+def _unique_peaks(rows: torch.Tensor, refined: torch.Tensor, total: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows and columns of the beats at their refined positions, sorted, without repeats (two
+    candidates may settle on one sample)."""
+    key = torch.unique(rows * total + refined)
+    return key // total, key % total
+
+
+#: How many times the search-back looks again for gaps that still want a beat.
+SEARCH_BACK_PASSES = 8
+#: Beats of a part of the recording on each side of the stretch it decides, for chunked detection
+#: to give the peaks of one call: the search-back's usual interval sees RR_NEIGHBOURS intervals
+#: either side, so a part's edge can change the beats at most that far in on each pass, plus
+#: two for the T-wave rule's look back at the edge.
+SELECT_HALO_BEATS = SEARCH_BACK_PASSES * (RR_NEIGHBOURS + 1) + 2
+#: Candidates per part when chunked detection applies the rules (memory a few times this many).
+SELECT_BLOCK = 65_536
+
+
 def _search_back(
     beats: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     weak: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
@@ -449,13 +512,13 @@ def _search_back(
     the second (the refractory period). Repeated while gaps gain a beat.
 
     ``beats``: (rows, columns, refined columns) sorted by row then column; ``weak``: (rows,
-    columns, refined columns, heights) likewise. Returns the rows and refined columns of all
-    beats, sorted.
+    columns, refined columns, heights) likewise. Returns the rows, columns and refined columns
+    of all beats, sorted.
     """
     rows, cols, refined = beats
     w_rows, w_cols, w_refined, w_height = weak
     after, before = clearance
-    for _ in range(8):  # each pass fills at most one beat per gap
+    for _ in range(SEARCH_BACK_PASSES):  # each pass fills at most one beat per gap
         same = rows[1:] == rows[:-1]
         g_rows, g_start, g_end = rows[:-1][same], cols[:-1][same], cols[1:][same]
         if g_rows.numel() == 0 or w_rows.numel() == 0:
@@ -484,7 +547,7 @@ def _search_back(
         left = torch.ones_like(w_rows, dtype=torch.bool)
         left[chosen] = False
         w_rows, w_cols, w_refined, w_height = w_rows[left], w_cols[left], w_refined[left], w_height[left]
-    return rows, refined
+    return rows, cols, refined
 
 
 def _weak_followers(
@@ -774,8 +837,47 @@ def _peaks_chunked(
             progress(c1, n_samples)
     summaries = (torch.cat(maxima, -1), torch.cat(averages, -1), torch.cat(subsample, -1))
     limits = r.thresholds(*summaries, magnitude.reshape(1))
-    candidates = r.accept({key: torch.cat([f[key] for f in found]) for key in found[0]}, *limits)
-    return r.select(candidates, 1, n_samples)[1]
+    for i, part in enumerate(found):  # chunk by chunk: each candidate's test is its own
+        found[i] = r.accept(part, *limits)
+    candidates = {key: torch.cat([f[key] for f in found]) for key in found[0]}
+    del found
+    return _select_in_parts(r, candidates, n_samples, SELECT_BLOCK)[1]
+
+
+def _select_in_parts(
+    r: _Ricker, c: dict[str, torch.Tensor], total: int, block: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:meth:`_Ricker.select` on one row's candidates ``c``, ``block`` candidates at a time, so
+    that its memory does not grow with the recording: the same peaks.
+
+    The polarity rule's figures come from the whole recording first (:meth:`_Ricker.polarity_of`).
+    Each part then goes through the rules with candidates either side, and keeps the beats
+    whose columns lie in its own stretch. The T-wave rule looks one beat back, and the
+    search-back's decisions reach at most :data:`SELECT_HALO_BEATS` beats in from a part's edge
+    (see its note), so the side candidates are widened until each side holds that many beats.
+    """
+    n = c["cols"].numel()
+    if n <= block:
+        return r.select(c, 1, total)
+    polarity = r.polarity_of(c, block)
+    rows_out, refined_out = [], []
+    for s in range(0, n, block):
+        e = min(n, s + block)
+        lo = int(c["cols"][s]) if s > 0 else -1
+        hi = int(c["cols"][e]) if e < n else total
+        halo = max(1, block // 4)
+        while True:
+            a, b = max(0, s - halo), min(n, e + halo)
+            rows, cols, refined, plain = r.beats({k: v[a:b] for k, v in c.items()}, 1, total, polarity)
+            left_ok = a == 0 or int((plain < lo).sum()) >= SELECT_HALO_BEATS
+            right_ok = b == n or int((plain >= hi).sum()) >= SELECT_HALO_BEATS
+            if left_ok and right_ok:
+                break
+            halo *= 2
+        own = torch.nonzero((cols >= lo) & (cols < hi)).squeeze(1)
+        rows_out.append(rows[own])
+        refined_out.append(refined[own])
+    return _unique_peaks(torch.cat(rows_out), torch.cat(refined_out), total)
 
 
 def _checked(x: torch.Tensor, sampling_rate: float, offset: int) -> torch.Tensor:

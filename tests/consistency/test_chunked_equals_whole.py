@@ -46,6 +46,29 @@ def test_chunks_of_mitdb_100_give_the_peaks_of_one_call(device):
         assert torch.equal(_chunked(rec.samples, rec.sampling_rate, chunk), whole), chunk
 
 
+@pytest.mark.parametrize("block", [1, 7, 64, 500])
+def test_the_rules_applied_a_part_at_a_time_give_the_peaks_of_one_call(monkeypatch, block):
+    # chunked detection applies the T-wave, polarity and search-back rules SELECT_BLOCK candidates
+    # at a time (a week holds about 700,000); parts this small put an edge every few beats
+    from devicepipe import ecg
+
+    monkeypatch.setattr(ecg, "SELECT_BLOCK", block)
+    rec = read_series(require_data("mitdb/100"), "MLII")
+    whole = ecg_peaks(rec.samples, rec.sampling_rate)
+    assert torch.equal(_chunked(rec.samples, rec.sampling_rate, 50_000), whole)
+    # the search-back at work: stretches of beats at a tenth of their size, under the threshold
+    sim = simulate_ecg(600, 250, seed=7, ectopic_rate=0.05, noise_mV=0.1)
+    t = torch.arange(sim.signal.numel())
+    x = sim.signal * (1 - 0.9 * (torch.sin(t / 311 * 6.283) > 0.6).float())
+    whole = ecg_peaks(x, 250)
+    assert whole.numel() - ecg_peaks(x, 250, searchback_rr=0).numel() >= 30  # beats only the search-back finds
+    assert torch.equal(_chunked(x, 250, 20_000), whole)
+    for path in sorted(require_data("cpsc2021").glob("*.hea"))[:6]:
+        rec = read_series(path, 0)
+        whole = ecg_peaks(rec.samples, rec.sampling_rate)
+        assert torch.equal(_chunked(rec.samples, rec.sampling_rate, 7_777), whole), path.name
+
+
 def test_chunks_of_every_shared_cpsc_record_give_the_peaks_of_one_call():
     records = sorted(require_data("cpsc2021").glob("*.hea")) + sorted(require_data("cpsc2019").glob("*.hea"))
     assert len(records) >= 34
