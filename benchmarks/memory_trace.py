@@ -1,0 +1,147 @@
+"""Where a long recording's chunked run holds its memory: resident size by stage.
+
+    python benchmarks/memory_trace.py
+
+Simulated single-lead recordings of 1 h and 7 days at 250 Hz (float32 NPY, as in
+``datasets_and_long.py``). Each measurement runs in a fresh process, 2 torch threads, and
+samples the process's resident size (``VmRSS``) every 3 ms:
+
+- ``beats --chunk 10min --no-figures`` through the CLI's own entry point, the samples grouped
+  by the stage the run is in (``outside`` is between stages: the checks of the peaks, the
+  kept beats, releasing memory);
+- detection alone (``ecg_peaks_chunked``, 10-minute chunks), with the beat rules applied
+  65,536 candidates at a time (as shipped) and all at once (``SELECT_BLOCK`` set past the
+  candidates' count), to show what the parts save.
+
+Results: ``benchmarks/results/memory_trace.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+
+
+@contextlib.contextmanager
+def _sampling(peaks: dict[str, float], where: list[str]):
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            peaks[where[0]] = max(peaks.get(where[0], 0.0), _rss_mib())
+            time.sleep(0.003)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def child_beats(path: str, out: str) -> dict:
+    from devicepipe import timing
+    from devicepipe.cli import app
+
+    where, peaks = ["outside"], {}
+    original = timing.StageTimer.stage
+
+    @contextlib.contextmanager
+    def stage(self, name, **kw):
+        before, where[0] = where[0], name
+        with original(self, name, **kw):
+            yield
+        where[0] = before
+
+    timing.StageTimer.stage = stage
+    with _sampling(peaks, where):
+        app(["beats", path, "--sampling-rate", "250", "--no-figures", "--out", out, "--device", "cpu",
+             "--chunk", "10min"], standalone_mode=False)  # fmt: skip
+    return {k: round(v, 1) for k, v in peaks.items()}
+
+
+def child_detect(path: str, block: int) -> dict:
+    from devicepipe import ecg
+    from devicepipe.io.chunks import chunk_reader
+
+    ecg.SELECT_BLOCK = block
+    read, n, fs = chunk_reader(path, sampling_rate=250)
+    where, peaks = ["detect"], {}
+    start = _rss_mib()
+    with _sampling(peaks, where):
+        found = ecg.ecg_peaks_chunked(read, n, fs, chunk=int(600 * fs))
+    return {"start_mib": round(start, 1), "peak_mib": round(peaks["detect"], 1), "beats": int(found.numel())}
+
+
+def _child(*args: str) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": "2"}
+    proc = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-2000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    sys.path.insert(0, str(HERE))
+    from datasets_and_long import write_long
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for hours in (1.0, 168.0):
+            path = Path(tmp) / f"ecg_{hours:g}h.npy"
+            n = write_long(path, hours)
+            stages = _child("beats", str(path), str(Path(tmp) / f"out{hours:g}"))
+            parts = _child("detect", str(path), "65536")
+            whole = _child("detect", str(path), str(10**9))
+            rows.append({"hours": hours, "samples": n, "beats_stages_mib": stages,
+                         "detect_in_parts": parts, "detect_all_at_once": whole})  # fmt: skip
+            print(rows[-1], flush=True)
+    import torch
+
+    result = {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": {"platform": platform.platform(), "cores": os.cpu_count(), "torch": torch.__version__},
+        "threads": 2,
+        "rows": rows,
+    }
+    (RESULTS / "memory_trace.json").write_text(json.dumps(result, indent=2) + "\n")
+    lines = [f"# Resident memory by stage, `beats --chunk 10min` ({result['date']} UTC, 2 threads)", ""]
+    names = sorted({k for r in rows for k in r["beats_stages_mib"]})
+    lines += ["| length | " + " | ".join(names) + " | detection, rules in parts | detection, rules at once |",
+              "|---|" + "---|" * (len(names) + 2)]  # fmt: skip
+    for r in rows:
+        cells = [f"{r['beats_stages_mib'].get(k, float('nan')):.0f}" for k in names]
+        lines.append(
+            f"| {r['hours']:g} h | "
+            + " | ".join(cells)
+            + f" | {r['detect_in_parts']['peak_mib']:.0f} | {r['detect_all_at_once']['peak_mib']:.0f} |"
+        )
+    lines += ["", "Peak resident MiB within each stage (sampled every 3 ms)."]
+    (RESULTS / "memory_trace.md").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        kind, *rest = sys.argv[2:]
+        out = child_beats(*rest) if kind == "beats" else child_detect(rest[0], int(rest[1]))
+        print(json.dumps(out))
+        raise SystemExit(0)
+    raise SystemExit(main())
