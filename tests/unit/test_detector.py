@@ -281,8 +281,12 @@ def test_auto_neighbours_outnumber_a_group_of_anomalies_among_the_training_rows(
     hidden = small(epochs=1, neighbours=2).fit(x)
     assert hidden.labels_[-3:].sum() == 0  # by hand: each copy's 2 nearest rows are the other two copies
     assert small(epochs=1, contamination=0.05).fit(x).neighbours_ == int(0.05 * 403) + 1
-    with pytest.raises(DevicepipeError, match="'auto' or at least 1"):
-        small(neighbours=0).fit(x)
+    # a fixed threshold or the robust rule says no share: k allows for 1 %
+    assert small(epochs=1, threshold=3.0).fit(x).neighbours_ == small(epochs=1, contamination="auto").fit(x).neighbours_
+    assert small(epochs=1, threshold=3.0).fit(x).neighbours_ == 5
+    for bad in (0, True, 2.5):
+        with pytest.raises(DevicepipeError, match="'auto' or at least 1"):
+            small(neighbours=bad).fit(x)
 
 
 def test_training_rows_scored_again_get_their_training_scores():
