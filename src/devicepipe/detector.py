@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from devicepipe.device import resolve_device
 from devicepipe.errors import DevicepipeError
@@ -77,6 +78,7 @@ __all__ = [
     "BeatAnomalyDetector",
     "knn_distance",
     "neighbours_for",
+    "row_pyramid",
     "auto_threshold",
     "load_model",
     "nearest_power_of_two",
@@ -98,6 +100,8 @@ _MAD_TO_SD = 1.4826  # MAD of a normal distribution times this is its standard d
 #: The share of anomalous training rows the nearest-neighbour scorer allows for when
 #: ``contamination`` is not a share (``"auto"``, or a fixed ``threshold``).
 KNN_SHARE = 0.01
+#: The coarsest resolution of the multiscale scorer, in samples per row (see :func:`row_pyramid`).
+MULTISCALE_FLOOR = 16
 #: Fewer training rows than this is a small set: the summary of a fit says so, and why its scorer.
 SMALL_SET = 300
 
@@ -164,6 +168,16 @@ def knn_distance(
         else:
             out.append(d.topk(k, dim=1, largest=False).values.mean(1))
     return torch.cat(out)
+
+
+def row_pyramid(rows: torch.Tensor, floor: int = MULTISCALE_FLOOR) -> list[torch.Tensor]:
+    """``rows`` ``(n, w)`` at their own resolution and averaged down by halves (each sample the
+    mean of two, ``adaptive_avg_pool1d``) while at least ``floor`` samples remain: a list of
+    ``(n, w)``, ``(n, w // 2)``, ... ``(n, >= floor)``."""
+    levels = [rows]
+    while levels[-1].shape[1] >= 2 * floor:
+        levels.append(F.adaptive_avg_pool1d(levels[-1][:, None], levels[-1].shape[1] // 2)[:, 0])
+    return levels
 
 
 def neighbours_for(n_reference: int, share: float) -> int:
@@ -270,13 +284,16 @@ class BeatAnomalyDetector:
         (``patience`` epochs, ``min_improvement`` relative), at most ``max_epochs``.
     batch_size, lr, weight_decay, val_fraction, seed, bf16, threads : as
         :class:`devicepipe.learn.LearnSettings` has them.
-    scorer : what a row's score is. ``"knn"`` (the default): the mean Euclidean distance from
-        the (scaled, resampled) row to its ``neighbours`` nearest training rows (a training
-        row's own score leaves itself out); ``"reconstruction"``: the mean squared
-        reconstruction error (averaged over the members); ``"combined"``: the mean of the two,
-        each as robust z-scores of its log against the training rows
-        (``(log s - median) / (1.4826 MAD)``). On the one-class tasks of
-        ``benchmarks/one_class.py``, ``knn`` ranks anomalies better than ``reconstruction`` on every task.
+    scorer : what a row's score is. ``"knn"``: the mean Euclidean distance from the (scaled,
+        resampled) row to its ``neighbours`` nearest training rows (a training row's own score
+        leaves itself out); ``"multiscale"`` (the default): that distance at the row's own
+        resolution and averaged down by halves to :data:`MULTISCALE_FLOOR` samples
+        (:func:`row_pyramid`), each as a robust z-score of its log against the training rows'
+        own distances at that resolution (``(log d - median) / (1.4826 MAD)``), the largest of
+        them; ``"reconstruction"``: the mean squared reconstruction error (averaged over the
+        members); ``"combined"``: the mean of the knn and reconstruction robust z-scores. On
+        the one-class tasks of ``benchmarks/one_class.py`` (BENCHMARKS.md), ``multiscale``
+        reaches the best simple baseline on more tasks than the others.
     neighbours : k of the nearest-neighbour scores, or ``"auto"``: :func:`neighbours_for` the
         reference rows and the share ``contamination`` (:data:`KNN_SHARE` when it is not a share).
     reference_rows : the most training rows kept for the nearest-neighbour scores (every row
@@ -307,7 +324,7 @@ class BeatAnomalyDetector:
         seed: int = 0,
         bf16: bool = False,
         threads: int | None = None,
-        scorer: str = "knn",
+        scorer: str = "multiscale",
         neighbours: int | str = "auto",
         reference_rows: int = 20_000,
     ) -> None:
@@ -554,13 +571,11 @@ class BeatAnomalyDetector:
             self.reference_, positions = self._reference(data, every)
             self.neighbours_ = self._k(self.reference_.shape[0])
             with using_threads(threads.threads):
-                neighbours = knn_distance(data, self.reference_, self.neighbours_, exclude=positions)
-            details = _Details(
-                details.embeddings, self._combined(details.scores, neighbours, train_rows), details.spread
-            )
+                scores = self._nn_scores(details.scores, data, exclude=positions, train_rows=train_rows)
+            details = _Details(details.embeddings, scores, details.spread)
         # a row's distance leaves itself out, so every row's is a fair training score; the
         # reconstruction error is fair only on the rows that did not steer training
-        train_rows = every if self.scorer == "knn" else train_rows
+        train_rows = every if self.scorer in ("knn", "multiscale") else train_rows
         train_scores = details.scores[train_rows]
         self.device_ = device
         self.models_ = models
@@ -604,6 +619,30 @@ class BeatAnomalyDetector:
         reference = data[kept.to(data.device)].to(train_rows.device)
         return reference, positions
 
+    def _nn_scores(
+        self,
+        recon: torch.Tensor,
+        data: torch.Tensor,
+        *,
+        exclude: torch.Tensor | None = None,
+        train_rows: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """The scores ``(n,)`` of the scorers that use the nearest training rows, for the scaled
+        rows ``data`` whose reconstruction errors are ``recon``. In ``fit`` (``exclude``: each row's
+        own reference row), the calibrations are fitted first: on every row for ``multiscale``,
+        on ``train_rows`` for ``combined``."""
+        if self.scorer == "multiscale":
+            z = []
+            for rows, reference in zip(row_pyramid(data), row_pyramid(self.reference_), strict=True):
+                d = knn_distance(rows, reference, self.neighbours_, exclude=exclude, skip_equal=exclude is None)
+                name = f"knn{reference.shape[1]}"
+                if exclude is not None:
+                    self.calibration_[name] = _robust_log_scale(d)
+                z.append(_robust_z(d, *self.calibration_[name]))
+            return torch.stack(z).amax(0)
+        neighbours = knn_distance(data, self.reference_, self.neighbours_, exclude=exclude, skip_equal=exclude is None)
+        return self._combined(recon, neighbours, train_rows if exclude is not None else None)
+
     def _combined(
         self, recon: torch.Tensor, neighbours: torch.Tensor, train_rows: torch.Tensor | None = None
     ) -> torch.Tensor:
@@ -623,7 +662,7 @@ class BeatAnomalyDetector:
         if self.threshold is not None:
             return float(self.threshold)
         if self.contamination == "auto":
-            return auto_threshold(train_scores, log=self.scorer != "combined")
+            return auto_threshold(train_scores, log=self.scorer not in ("combined", "multiscale"))
         return _quantile(train_scores.double(), 1.0 - float(self.contamination))
 
     @property
@@ -647,11 +686,8 @@ class BeatAnomalyDetector:
         data = self._prepare(X, "score_details()")
         with using_threads(self.threads_.threads):
             d = _details(self.models_, data)
-            scores = d.scores if self.scorer == "reconstruction" else self._combined(d.scores, self._knn(data))
+            scores = d.scores if self.scorer == "reconstruction" else self._nn_scores(d.scores, data)
         return Scores(d.embeddings, scores, d.spread, self.threshold_, scores > self.threshold_)
-
-    def _knn(self, data: torch.Tensor) -> torch.Tensor:
-        return knn_distance(data, self.reference_, self.neighbours_, skip_equal=True)
 
     def score_meaning(self, rows: str = "a row", units: str = "scaled values") -> str:
         """What a score of this fitted detector is, in words, for ``rows`` (e.g. "a beat
@@ -661,6 +697,14 @@ class BeatAnomalyDetector:
         if self.scorer == "reconstruction":
             return f"a score is {recon}"
         m = self.reference_.shape[0]
+        if self.scorer == "multiscale":
+            widths = ", ".join(str(level.shape[1]) for level in row_pyramid(self.reference_[:1]))
+            return (
+                f"a score is the largest, over {rows} at {widths} samples (averaged down by halves), of its mean "
+                f"Euclidean distance to its {self.neighbours_} nearest of {m:,} training rows at that resolution, "
+                "as a robust z-score against the training rows' own distances there (units: robust standard "
+                "deviations of the log distance)"
+            )
         knn = (
             f"the mean Euclidean distance from {rows} to its {self.neighbours_} nearest of {m:,} training rows "
             f"(units: {units})"
@@ -685,15 +729,20 @@ class BeatAnomalyDetector:
                     f"k = floor({self._share:g} x {m:,} reference rows) + 1 = {self.neighbours_}: "
                     "a group of similar anomalous training rows up to that share cannot vouch for itself"
                 )
-        if self.scorer == "knn":
+        if self.scorer in ("knn", "multiscale"):
             why.append(
-                "the distance to the training rows ranked anomalies better than the reconstruction error on every "
-                "one-class task measured (benchmarks/one_class.py), and needs no model to have learned normal"
+                "distances to the training rows ranked anomalies better than the reconstruction error on every "
+                "one-class task measured (benchmarks/one_class.py), and need no model to have learned normal"
+            )
+        if self.scorer == "multiscale":
+            why.append(
+                "at several resolutions: some anomalies differ in fine detail, others in a coarse shape that "
+                "noise hides at full resolution; each resolution is calibrated on the training rows' own distances"
             )
         if rows < SMALL_SET:
             tail = (
                 "the scores use every row (each leaves itself out)"
-                if self.scorer == "knn"
+                if self.scorer in ("knn", "multiscale")
                 else "reconstruction errors of a model trained on so few rows are a weak score; scorer='knn' is the "
                 "better choice here"
             )
@@ -708,7 +757,7 @@ class BeatAnomalyDetector:
         data = self._prepare(X, caller)
         with using_threads(self.threads_.threads):
             recon = torch.stack([reconstruction_error(m, data) for m in self.models_]).mean(0)
-            return recon if self.scorer == "reconstruction" else self._combined(recon, self._knn(data))
+            return recon if self.scorer == "reconstruction" else self._nn_scores(recon, data)
 
     def _out(self, X: Any, values: torch.Tensor) -> Any:
         return values.detach().cpu().numpy() if _host_kind(X) else values

@@ -41,7 +41,7 @@ __all__ = [
 ENSEMBLE_NAME = "ensemble.pt"
 
 #: What a row's score can be (see :class:`devicepipe.detector.BeatAnomalyDetector`).
-SCORERS = ("knn", "reconstruction", "combined")
+SCORERS = ("multiscale", "knn", "reconstruction", "combined")
 
 EpochCallback = Callable[[int, float, float], None]
 
@@ -70,7 +70,7 @@ class LearnSettings:
     tensorboard: str | None = None  # also log losses for TensorBoard here
     bf16: bool = False  # bfloat16 autocast (CUDA only)
     threads: int | None = None  # CPU threads for training and scoring (None: by the size of a step)
-    scorer: str | None = None  # a row's score (see SCORERS); None: the pipeline's default ("knn")
+    scorer: str | None = None  # a row's score (see SCORERS); None: the pipeline's default ("multiscale")
     neighbours: int | None = None  # k of the nearest-neighbour scorer; None: from the share flagged
 
     def __post_init__(self) -> None:

@@ -811,7 +811,7 @@ class _Learned:
 
 
 def _detector(
-    settings: LearnSettings, device: torch.device, *, scorer: str = "knn", **model: Any
+    settings: LearnSettings, device: torch.device, *, scorer: str = "multiscale", **model: Any
 ) -> BeatAnomalyDetector:
     """The estimator a learning pipeline trains, from its settings (``scorer``: the pipeline's
     default when they name none); ``model`` its model's choices."""
@@ -1584,7 +1584,7 @@ def run_series(
             f"scorer {settings.scorer!r} cannot score single samples; pointwise models use scorer='reconstruction'.",
             cli=f"--scorer {settings.scorer} cannot score single samples; drop it with --pointwise.",
         )
-    default_scorer = "reconstruction" if pointwise else "knn"
+    default_scorer = "reconstruction" if pointwise else "multiscale"
     with run.stage("read"):
         rec = read_series(
             source,

@@ -195,7 +195,7 @@ def test_a_model_moves_between_gpu_and_cpu(tmp_path):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize(("scorer", "contamination"), [("reconstruction", "auto"), ("knn", 0.02)])
+@pytest.mark.parametrize(("scorer", "contamination"), [("reconstruction", "auto"), ("knn", 0.02), ("multiscale", 0.02)])
 def test_training_on_a_gpu_gives_the_cpu_answers(scorer, contamination):
     # the split, batch order and VAE noise are drawn on the CPU whatever the device, so the
     # two runs differ only by float32 summation order (and the distances by the order of cdist's sums)
@@ -234,7 +234,7 @@ def test_knn_scorer_equals_scikit_learns_neighbours(tmp_path):
     from sklearn.neighbors import NearestNeighbors
 
     x, new = beats(150, seed=11), np.concatenate([beats(20, seed=12), beats(5, seed=13, anomalous=True)])
-    det = small(neighbours=3, epochs=2, scaling="none").fit(x)  # knn is the default scorer
+    det = small(scorer="knn", neighbours=3, epochs=2, scaling="none").fit(x)
     nn = NearestNeighbors(n_neighbors=3).fit(x)
     expected = nn.kneighbors(new)[0].mean(1)
     np.testing.assert_allclose(det.decision_function(new), expected, rtol=1e-4, atol=1e-5)
@@ -291,7 +291,9 @@ def test_auto_neighbours_outnumber_a_group_of_anomalies_among_the_training_rows(
 
 def test_training_rows_scored_again_get_their_training_scores():
     x = beats(120, seed=23)
-    det = small(epochs=1, scaling="none").fit(x)
+    multiscale = small(epochs=1).fit(x)
+    np.testing.assert_array_equal(multiscale.decision_function(x), multiscale.decision_scores_)
+    det = small(epochs=1, scaling="none", scorer="knn").fit(x)
     # a row equal to a training row leaves that row out, as the training row's own score did
     np.testing.assert_array_equal(det.decision_function(x), det.decision_scores_)
     from sklearn.neighbors import NearestNeighbors
@@ -307,7 +309,7 @@ def test_training_rows_scored_again_get_their_training_scores():
 def test_the_summary_says_which_scorer_and_why_on_a_small_set():
     det = small(epochs=1).fit(beats(57, seed=24))
     s = det.scorer_summary()
-    assert (s["scorer"], s["training_rows"], s["held_out_for_stopping"], s["neighbours"]) == ("knn", 57, 6, 1)
+    assert (s["scorer"], s["training_rows"], s["held_out_for_stopping"], s["neighbours"]) == ("multiscale", 57, 6, 1)
     assert any("small set" in w and "every row" in w for w in s["why"])
     assert "nearest of 57 training rows" in det.score_meaning()
     recon = small(epochs=1, scorer="reconstruction").fit(beats(57, seed=24)).scorer_summary("told")
@@ -315,3 +317,37 @@ def test_the_summary_says_which_scorer_and_why_on_a_small_set():
     assert "neighbours" not in recon
     large = small(epochs=1).fit(beats(400, seed=25)).scorer_summary()
     assert not any("small set" in w for w in large["why"])
+
+
+def test_the_multiscale_scorer_equals_its_definition_in_numpy():
+    # by hand: rows averaged down by pairs to 16 samples; at each resolution the mean distance to the
+    # k nearest training rows (scikit-learn), a training row's own left out; robust z-scores of the
+    # logs against the training rows' own; the largest
+    from sklearn.neighbors import NearestNeighbors
+
+    x = beats(200, seed=30)
+    new = np.concatenate([beats(20, seed=31), beats(5, seed=32, anomalous=True)])
+    det = small(epochs=1, scaling="none").fit(x)
+    k = det.neighbours_
+    assert k == 3
+
+    def halves(rows):
+        out = [rows.astype(np.float64)]
+        while out[-1].shape[1] >= 32:
+            out.append(out[-1].reshape(len(rows), -1, 2).mean(-1))
+        return out
+
+    assert [r.shape[1] for r in halves(x)] == [64, 32, 16]
+    z_train, z_new = [], []
+    for train, rows in zip(halves(x), halves(new), strict=True):
+        nn = NearestNeighbors(n_neighbors=k + 1).fit(train)
+        own = np.log(nn.kneighbors(train)[0][:, 1:].mean(1))
+        other = np.log(nn.kneighbors(rows, n_neighbors=k)[0].mean(1))
+        median = np.median(own)
+        scale = 1.4826 * np.median(np.abs(own - median))
+        z_train.append((own - median) / scale)
+        z_new.append((other - median) / scale)
+    np.testing.assert_allclose(det.decision_scores_, np.max(z_train, 0), rtol=1e-4, atol=2e-4)
+    np.testing.assert_allclose(det.decision_function(new), np.max(z_new, 0), rtol=1e-4, atol=2e-4)
+    assert det.decision_function(new)[-5:].min() > det.threshold_  # the anomalous rows are flagged
+    assert "at 64, 32, 16 samples" in det.score_meaning()
