@@ -48,6 +48,7 @@ _EXPORTS = {
     "run_train": "devicepipe.pipeline",
     "BeatAnomalyDetector": "devicepipe.detector",
     "load_model": "devicepipe.detector",
+    "row_pyramid": "devicepipe.detector",
     "evaluate_anomalies": "devicepipe.score",
     "resample_rows": "devicepipe.signal.resample",
     "run_dataset": "devicepipe.datasets",
