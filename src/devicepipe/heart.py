@@ -33,6 +33,8 @@ ECTOPIC_SHARE = 0.2
 NEIGHBOURS = 5
 #: Segment length for SDANN and the SDNN index, in seconds.
 SEGMENT_S = 300.0
+#: Intervals reduced at a time: the memory beyond the intervals themselves stays a few blocks.
+BLOCK = 65_536
 
 
 @dataclass(frozen=True)
@@ -103,8 +105,13 @@ def _intervals(
         return rr, ~none, none, none
     lo, hi = (s * float(sampling_rate) for s in NN_RANGE_S)
     implausible = (rr < lo) | (rr > hi)
-    local = neighbour_median(rr.masked_fill(implausible, float("nan")), NEIGHBOURS, exclude_self=True)
-    ectopic = ~implausible & ((rr - local).abs() > ECTOPIC_SHARE * local).nan_to_num(False)
+    ectopic = torch.zeros_like(implausible)
+    for s, e in _blocks(rr.numel()):  # the neighbours of a block's intervals: NEIGHBOURS either side
+        a, b = max(0, s - NEIGHBOURS), min(rr.numel(), e + NEIGHBOURS)
+        near = rr[a:b].masked_fill(implausible[a:b], float("nan"))
+        local = neighbour_median(near, NEIGHBOURS, exclude_self=True)[s - a : e - a]
+        own = rr[s:e]
+        ectopic[s:e] = ~implausible[s:e] & ((own - local).abs() > ECTOPIC_SHARE * local).nan_to_num(False)
     return rr, ~(implausible | ectopic), implausible, ectopic
 
 
@@ -139,23 +146,16 @@ def hrv(
     def pad(t: torch.Tensor, value: float | bool) -> torch.Tensor:
         return F.pad(t[None], (0, width - t.numel()), value=value)[0]
 
+    if single:  # (no padded copy of a long recording's intervals)
+        rr, kept = parts[0][0][None], parts[0][1][None]
+    else:
+        rr = torch.stack([pad(p[0], 0.0) for p in parts])  # (recordings, width) samples
+        kept = torch.stack([pad(p[1], False) for p in parts])
+    implausible = torch.stack([p[2].sum() for p in parts])
+    ectopic = torch.stack([p[3].sum() for p in parts])
+    del parts  # (the masks: only their counts are needed)
+    mean, sdnn, rmssd, pnn50, n, sdann, sdnni = _measures(rr, kept, float(sampling_rate), segment_s)
     ms = 1000.0 / float(sampling_rate)
-    rr = torch.stack([pad(p[0], 0.0) for p in parts])  # (recordings, width) samples
-    kept = torch.stack([pad(p[1], False) for p in parts])
-    implausible = torch.stack([pad(p[2], False) for p in parts]).sum(1)
-    ectopic = torch.stack([pad(p[3], False) for p in parts]).sum(1)
-    ends = rr.cumsum(1)  # samples from the first R peak to each interval's end (padding beyond the end)
-    n = kept.sum(1)
-    nf = n.to(rr.dtype)
-    mean = (rr * kept).sum(1) / nf
-    sdnn = (((rr - mean[:, None]) ** 2) * kept).sum(1).div(nf - 1).sqrt()
-    successive = kept[:, 1:] & kept[:, :-1]
-    diffs = torch.diff(rr, dim=1)
-    n_diff = successive.sum(1).to(rr.dtype)
-    rmssd = ((diffs**2) * successive).sum(1).div(n_diff).sqrt()
-    # over 50 ms, compared in whole samples: a difference of exactly 50 ms is not counted
-    pnn50 = ((diffs.abs() > 0.05 * float(sampling_rate)) & successive).sum(1).to(rr.dtype) / nf * 100.0
-    sdann, sdnni = _segment_measures(rr, kept, ends, segment_s * float(sampling_rate))
     mean_ms = mean * ms
     out = HRV(
         mean_ms, 60_000.0 / mean_ms, sdnn * ms, rmssd * ms, pnn50, sdann * ms, sdnni * ms, n, implausible, ectopic
@@ -165,26 +165,69 @@ def hrv(
     return out
 
 
-def _segment_measures(
-    rr: torch.Tensor, kept: torch.Tensor, ends: torch.Tensor, segment_len: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """SDANN and the SDNN index over segments of ``segment_len`` samples (``rr`` and ``ends`` in samples
-    too); NaN under three segments."""
-    total = (ends * kept).amax(1)  # the last kept interval's end
-    n_segments = torch.round(total / segment_len).to(torch.int64).clamp(min=0)
+def _blocks(width: int) -> list[tuple[int, int]]:
+    return [(s, min(width, s + BLOCK)) for s in range(0, width, BLOCK)]
+
+
+def _measures(rr: torch.Tensor, kept: torch.Tensor, sampling_rate: float, segment_s: float) -> tuple[torch.Tensor, ...]:
+    """Mean NN, SDNN, RMSSD, pNN50, the kept count, SDANN and the SDNN index (in samples, pNN50
+    in percent; ``(recordings,)`` each) of padded intervals ``rr`` (``(recordings, width)``,
+    whole samples) and their ``kept`` mask, :data:`BLOCK` intervals at a time: the temporaries
+    stay small however long the recording. Sums of whole samples in float64 are exact, so the
+    mean and the segments' means do not depend on the blocks."""
+    batch, width = rr.shape
+    segment_len = segment_s * sampling_rate
+    zero = rr.new_zeros(batch)
+    # pass 1: counts, sums, successive differences, each row's last kept interval's end
+    n, total_rr, n_diff, sum_sq_diff, over_50 = zero.clone(), zero.clone(), zero.clone(), zero.clone(), zero.clone()
+    last_end, carry = zero.clone(), zero.clone()
+    for s, e in _blocks(width):
+        r, k = rr[:, s:e], kept[:, s:e]
+        ends = carry[:, None] + r.cumsum(1)  # samples from the first R peak to each interval's end
+        carry = ends[:, -1]
+        n += k.sum(1)
+        total_rr += (r * k).sum(1)
+        last_end = torch.maximum(last_end, (ends * k).amax(1))
+        lo = max(0, s - 1)  # one interval back: the difference across the blocks' seam
+        r2, k2 = rr[:, lo:e], kept[:, lo:e]
+        successive = k2[:, 1:] & k2[:, :-1]
+        diffs = torch.diff(r2, dim=1)
+        n_diff += successive.sum(1)
+        sum_sq_diff += ((diffs**2) * successive).sum(1)
+        # over 50 ms, compared in whole samples: a difference of exactly 50 ms is not counted
+        over_50 += ((diffs.abs() > 0.05 * sampling_rate) & successive).sum(1)
+    mean = total_rr / n
+    rmssd = (sum_sq_diff / n_diff).sqrt()
+    pnn50 = over_50 / n * 100.0
+    # the segments: an interval belongs to the segment its end falls in
+    n_segments = torch.round(last_end / segment_len).to(torch.int64).clamp(min=0)
     slots = int(n_segments.max()) + 1
-    segment = torch.div(ends, segment_len, rounding_mode="floor").to(torch.int64)  # where each interval ends
-    inside = kept & (segment < n_segments[:, None])
-    index = segment.clamp(0, slots - 1) + slots * torch.arange(rr.shape[0], device=rr.device)[:, None]
-    flat = index[inside]
-    count = torch.zeros(rr.shape[0] * slots, dtype=rr.dtype, device=rr.device).index_add_(
-        0, flat, torch.ones_like(rr[inside])
-    )
-    total_rr = torch.zeros_like(count).index_add_(0, flat, rr[inside])
-    seg_mean = total_rr / count
-    dev = (rr - seg_mean[index]) ** 2
-    seg_var = torch.zeros_like(count).index_add_(0, flat, dev[inside]) / (count - 1)
-    seg_mean, seg_sd = seg_mean.view(-1, slots), seg_var.sqrt().view(-1, slots)
+    offset = slots * torch.arange(batch, device=rr.device)[:, None]
+    count = rr.new_zeros(batch * slots)
+    seg_total = torch.zeros_like(count)
+
+    def segments(s: int, e: int, carry: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        ends = carry[:, None] + rr[:, s:e].cumsum(1)
+        segment = torch.div(ends, segment_len, rounding_mode="floor").to(torch.int64)
+        inside = kept[:, s:e] & (segment < n_segments[:, None])
+        return (segment.clamp(0, slots - 1) + offset), inside, ends[:, -1]
+
+    carry = zero.clone()
+    for s, e in _blocks(width):
+        index, inside, carry = segments(s, e, carry)
+        r = rr[:, s:e][inside]
+        count.index_add_(0, index[inside], torch.ones_like(r))
+        seg_total.index_add_(0, index[inside], r)
+    seg_mean = seg_total / count
+    # pass 2: deviations from the mean and from each segment's mean
+    dev_sq, seg_dev_sq, carry = zero.clone(), torch.zeros_like(count), zero.clone()
+    for s, e in _blocks(width):
+        r, k = rr[:, s:e], kept[:, s:e]
+        dev_sq += (((r - mean[:, None]) ** 2) * k).sum(1)
+        index, inside, carry = segments(s, e, carry)
+        seg_dev_sq.index_add_(0, index[inside], ((r - seg_mean[index]) ** 2)[inside])
+    sdnn = (dev_sq / (n - 1)).sqrt()
+    seg_mean, seg_sd = seg_mean.view(-1, slots), (seg_dev_sq / (count - 1)).sqrt().view(-1, slots)
     used = torch.arange(slots, device=rr.device)[None] < n_segments[:, None]
     m = used.sum(1).to(rr.dtype)
     centre = torch.where(used, seg_mean, 0.0).sum(1) / m
@@ -192,4 +235,4 @@ def _segment_measures(
     sdnni = torch.where(used, seg_sd, 0.0).sum(1) / m
     few = n_segments < 3
     nan = torch.full_like(sdann, float("nan"))
-    return torch.where(few, nan, sdann), torch.where(few, nan, sdnni)
+    return mean, sdnn, rmssd, pnn50, n.to(torch.int64), torch.where(few, nan, sdann), torch.where(few, nan, sdnni)

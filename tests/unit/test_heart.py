@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from devicepipe import heart
 from devicepipe.errors import DevicepipeError
 from devicepipe.heart import hrv, nn_intervals
 
@@ -76,3 +77,24 @@ def test_bad_peaks_are_clear_errors():
         hrv(torch.tensor([10, 50]), 100.0)
     with pytest.raises(DevicepipeError, match="sampling_rate"):
         hrv(torch.tensor([10, 50, 90]), 0)
+
+
+def test_blocks_of_intervals_give_the_measures_of_one_block(monkeypatch):
+    # long recordings are reduced BLOCK intervals at a time; blocks that cut through segments,
+    # successive differences and cleaned intervals must not change any measure
+    rng = np.random.default_rng(3)
+    fs = 250.0
+    recordings = []
+    for n in (1500, 900):
+        rr = rng.integers(170, 260, n)
+        rr[rng.choice(n, 20, replace=False)] = 90  # premature beats
+        rr[rng.choice(n, 5, replace=False)] = 700  # missed beats, implausible
+        recordings.append(_peaks(rr))
+    whole = [hrv(p, fs).to_dict() for p in recordings] + [hrv(recordings, fs).to_dict()]
+    monkeypatch.setattr(heart, "BLOCK", 7)
+    parts = [hrv(p, fs).to_dict() for p in recordings] + [hrv(recordings, fs).to_dict()]
+    assert not np.isnan(whole[0]["sdann_ms"])  # several 5-minute segments
+    for a, b in zip(whole, parts, strict=True):
+        assert a.keys() == b.keys()
+        for key in a:
+            np.testing.assert_allclose(b[key], a[key], rtol=1e-12, err_msg=key)
