@@ -8,6 +8,7 @@ directory without it is an interrupted run.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,9 @@ from devicepipe.plot import (
 )
 from devicepipe.train import CHECKPOINT_NAME
 from devicepipe.windows import Windows
+
+#: Rows of a beat table built and written at a time.
+TABLE_PART = 65_536
 
 __all__ = [
     "beats_figures",
@@ -86,15 +90,28 @@ def write_beat_files(
     :func:`devicepipe.ecg.beat_quality`), and, for a learning run, its score (NaN where not
     kept) and flag. Every array has shape ``(n_peaks,)``.
     """
-    rr = np.diff(peaks, prepend=np.nan) / sampling_rate if peaks.size else np.zeros(0)
-    columns: dict[str, Any] = {"peak": peaks, "time_s": peaks / sampling_rate, "rr_s": rr, "kept": kept}
-    if quality is not None:
-        columns.update(quality=quality[0], stretch_quality=quality[1])
-    if scores is not None and flags is not None:
-        columns.update(score=scores, flagged=flags)
+
+    def parts() -> Iterator[dict[str, Any]]:
+        """The table :data:`TABLE_PART` rows at a time (a week's beats hold no full-length temporaries)."""
+        for s in range(0, max(1, peaks.size), TABLE_PART):
+            e = min(peaks.size, s + TABLE_PART)
+            own = peaks[s:e]
+            before = peaks[s - 1 : e] if s > 0 else np.concatenate([[np.nan], peaks[:e]])
+            columns: dict[str, Any] = {
+                "peak": own,
+                "time_s": own / sampling_rate,
+                "rr_s": np.diff(before.astype(np.float64)) / sampling_rate,
+                "kept": kept[s:e],
+            }
+            if quality is not None:
+                columns.update(quality=quality[0][s:e], stretch_quality=quality[1][s:e])
+            if scores is not None and flags is not None:
+                columns.update(score=scores[s:e], flagged=flags[s:e])
+            yield columns
+
     files = {
-        "beats.parquet": write_parquet(columns, out / "beats.parquet", sampling_rate=sampling_rate),
-        "beats.csv": write_csv(columns, out / "beats.csv"),
+        "beats.parquet": write_parquet(parts(), out / "beats.parquet", sampling_rate=sampling_rate),
+        "beats.csv": write_csv(parts(), out / "beats.csv"),
     }
     qrs = write_beat_annotations(out, record, peaks, sampling_rate, scores=scores, flags=flags)
     if qrs is not None:

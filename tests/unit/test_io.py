@@ -422,3 +422,28 @@ def test_beat_annotations_refuse_samples_out_of_order(tmp_path):
     with pytest.raises(ValueError, match="increasing"):
         write_beat_annotations(tmp_path, "rec", np.array([10, 5]), 250.0)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("part", [1, 3, 65_536])
+def test_the_beat_table_written_in_parts_holds_each_beat_once(tmp_path, monkeypatch, part):
+    # a week's beats are written TABLE_PART rows at a time: the seams must not drop, repeat or
+    # change a row (the interval before a part's first beat comes from the part before)
+    import pyarrow.csv as pacsv
+
+    from devicepipe import outputs
+
+    monkeypatch.setattr(outputs, "TABLE_PART", part)
+    fs = 250.0
+    peaks = np.array([30, 260, 470, 700, 950, 1210, 1400], dtype=np.int64)
+    kept = np.array([0, 1, 1, 1, 1, 1, 0], dtype=bool)
+    quality = (np.linspace(0.1, 0.7, 7).astype(np.float32), np.full(7, 0.5, np.float32))
+    outputs.write_beat_files(tmp_path, "rec", peaks, kept, fs, quality=quality)
+    rr = np.array([np.nan, 230, 210, 230, 250, 260, 190]) / fs  # by hand
+    for table in (pq.read_table(tmp_path / "beats.parquet"), pacsv.read_csv(tmp_path / "beats.csv")):
+        np.testing.assert_array_equal(table["peak"].to_numpy(), peaks)
+        np.testing.assert_allclose(table["time_s"].to_numpy(), peaks / fs)
+        np.testing.assert_allclose(table["rr_s"].to_numpy(), rr)
+        np.testing.assert_array_equal(table["kept"].to_numpy(zero_copy_only=False), kept)
+        np.testing.assert_allclose(table["quality"].to_numpy(), quality[0], rtol=1e-6)
+    assert pq.read_schema(tmp_path / "beats.parquet").metadata[b"devicepipe.sampling_rate"] == b"250.0"
+    assert (tmp_path / "beats.csv").read_text().count("\n") == peaks.size + 1  # one header

@@ -15,7 +15,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,10 @@ __all__ = [
     "write_parquet",
     "write_torch",
 ]
+
+#: Rows per Parquet row group written: the encoder holds one group at a time, so writing a
+#: week's 700,000 beats does not hold a second copy of the table (and readers can take a group).
+ROW_GROUP = 65_536
 
 
 def check_output_dir(out: str | os.PathLike[str], *, probe: bool = True) -> Path:
@@ -185,28 +189,67 @@ def _to_table(data: pa.Table | Mapping[str, Any]) -> pa.Table:
     return pa.table(columns)
 
 
+def _parts(data: pa.Table | Mapping[str, Any] | Iterable[Mapping[str, Any]]) -> Iterator[pa.Table]:
+    """Tables to write one after another: ``data`` itself, or each part of an iterable of them."""
+    if isinstance(data, (pa.Table, Mapping)):
+        yield _to_table(data)
+        return
+    for part in data:
+        yield _to_table(part)
+
+
 def write_parquet(
-    data: pa.Table | Mapping[str, Any], path: str | os.PathLike[str], *, sampling_rate: float | None = None
+    data: pa.Table | Mapping[str, Any] | Iterable[Mapping[str, Any]],
+    path: str | os.PathLike[str],
+    *,
+    sampling_rate: float | None = None,
 ) -> Path:
     """Write a table (or a mapping of column name to 1-D/2-D array or tensor) as Parquet, atomically.
 
+    ``data`` may also be an iterable of such mappings with the same columns, written one after
+    another: a long table a part at a time, each part in memory only while it is written.
     ``sampling_rate`` (Hz) is stored in the schema metadata and read back by ``read_series``.
     """
-    table = _to_table(data)
-    if sampling_rate is not None:
-        meta = dict(table.schema.metadata or {})
-        meta[SAMPLING_RATE_KEY] = repr(float(sampling_rate)).encode()
-        table = table.replace_schema_metadata(meta)
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, write_page_checksum=True)  # readers can tell a damaged page
+        writer = None
+        try:
+            for table in _parts(data):
+                if writer is None:
+                    schema = table.schema
+                    if sampling_rate is not None:
+                        meta = dict(schema.metadata or {})
+                        meta[SAMPLING_RATE_KEY] = repr(float(sampling_rate)).encode()
+                        schema = schema.with_metadata(meta)
+                    # readers can tell a damaged page
+                    writer = pq.ParquetWriter(str(tmp), schema, write_page_checksum=True)
+                # row groups of ROW_GROUP rows keep the encoder's buffers small
+                writer.write_table(table.cast(schema), row_group_size=ROW_GROUP)
+            if writer is None:
+                raise ValueError("write_parquet(): no table to write (an empty iterable of parts).")
+        finally:
+            if writer is not None:
+                writer.close()
     return Path(path)
 
 
-def write_csv(data: pa.Table | Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
-    """Write a table (or a mapping of column name to 1-D array or tensor) as CSV with a header, atomically."""
-    table = _to_table(data)
+def write_csv(data: pa.Table | Mapping[str, Any] | Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
+    """Write a table (or a mapping of column name to 1-D array or tensor) as CSV with a header,
+    atomically; or an iterable of such mappings with the same columns, one after another (see
+    :func:`write_parquet`)."""
+    options = pacsv.WriteOptions(quoting_style="needed")
     with atomic_path(path) as tmp:
-        pacsv.write_csv(table, tmp, write_options=pacsv.WriteOptions(quoting_style="needed"))
+        writer = None
+        try:
+            for table in _parts(data):
+                if writer is None:
+                    schema = table.schema
+                    writer = pacsv.CSVWriter(str(tmp), schema, write_options=options)
+                writer.write_table(table.cast(schema))
+            if writer is None:
+                raise ValueError("write_csv(): no table to write (an empty iterable of parts).")
+        finally:
+            if writer is not None:
+                writer.close()
     return Path(path)
 
 
