@@ -47,7 +47,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from devicepipe.device import all_finite
+from devicepipe.device import all_finite, release_freed_memory
 from devicepipe.errors import DevicepipeError
 from devicepipe.signal.blocks import block_reduce, centred_window, neighbour_median, row_median
 from devicepipe.signal.filters import centred_convolve, convolve
@@ -269,14 +269,23 @@ class _Ricker:
         the multiple of the noise floor): it looks for a beat smaller than its neighbours, not
         for one inside noise.
         """
+        return self.local_thresholds(block_max, block_mean, *self.typical_level(block_max, subsample, magnitude))
+
+    @property
+    def threshold_reach(self) -> int:
+        """Blocks either side of a stretch of blocks that decide its :meth:`local_thresholds`."""
         span = _samples(self.envelope_s / self.block_s, 1.0)
-        envelope = centred_window(block_max, span, "max")
-        level = centred_window(envelope, _samples(self.level_s / self.block_s, 1.0), "min")
-        noise = centred_window(block_mean, span, "min")
+        return span + _samples(self.level_s / self.block_s, 1.0) + 2
+
+    def typical_level(
+        self, block_max: torch.Tensor, subsample: torch.Tensor, magnitude: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """What :meth:`thresholds` takes from the whole recording: each row's typical QRS
+        response (the median of its envelope, ``(batch, 1)``) and whether the row holds no ECG
+        (``(batch,)`` bool)."""
+        envelope = centred_window(block_max, _samples(self.envelope_s / self.block_s, 1.0), "max")
         typical = envelope.median(-1, keepdim=True).values
-        floor = torch.maximum(self.global_floor * typical, self.noise_factor * noise)
-        per_block = torch.maximum(self.threshold * level, floor)
-        per_block = torch.clamp(per_block, min=float(torch.finfo(block_max.dtype).tiny))
+        del envelope
         # contrast = typical / median(subsample) < min_contrast, that is, the (lower) median above
         # typical / min_contrast: at most (k - 1) // 2 of the k samples at or below it. A count,
         # not a median: the same answer (but at the boundary's last bit) in one pass, where a
@@ -296,6 +305,22 @@ class _Ricker:
         no_ecg = (below <= (subsample.shape[-1] - 1) // 2) | (typical.squeeze(-1) <= 0)
         if magnitude is not None:  # (batch,): the signal's size, to tell a response from rounding
             no_ecg |= typical.squeeze(-1) <= ROUNDING * magnitude
+        return typical, no_ecg
+
+    def local_thresholds(
+        self, block_max: torch.Tensor, block_mean: torch.Tensor, typical: torch.Tensor, no_ecg: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`thresholds` from the block summaries and :meth:`typical_level`'s answer. Each
+        block's values depend on the summaries :attr:`threshold_reach` blocks either side, so a
+        stretch of blocks with that many more on each side (or the recording's end) gives the
+        stretch's values of the whole recording."""
+        span = _samples(self.envelope_s / self.block_s, 1.0)
+        envelope = centred_window(block_max, span, "max")
+        level = centred_window(envelope, _samples(self.level_s / self.block_s, 1.0), "min")
+        noise = centred_window(block_mean, span, "min")
+        floor = torch.maximum(self.global_floor * typical, self.noise_factor * noise)
+        per_block = torch.maximum(self.threshold * level, floor)
+        per_block = torch.clamp(per_block, min=float(torch.finfo(block_max.dtype).tiny))
         per_block[no_ecg] = torch.inf
         return per_block, level, torch.maximum(self.searchback_ratio * per_block, floor)
 
@@ -314,12 +339,18 @@ class _Ricker:
         return {"rows": rows, "cols": cols + offset, "height": feature[rows, cols], "sign": sign, "refined": refined}
 
     def accept(
-        self, c: dict[str, torch.Tensor], per_block: torch.Tensor, level: torch.Tensor, secondary: torch.Tensor
+        self,
+        c: dict[str, torch.Tensor],
+        per_block: torch.Tensor,
+        level: torch.Tensor,
+        secondary: torch.Tensor,
+        first_block: int = 0,
     ) -> dict[str, torch.Tensor]:
         """The candidates above their block's threshold (``strong``), and, where the search-back
         is on, those above the ``secondary`` threshold (its only candidates), with the local
-        beat level at each. The three tensors are :meth:`thresholds`' answer."""
-        blocks = c["cols"] // self.block
+        beat level at each. The three tensors are :meth:`thresholds`' answer, for the blocks
+        from ``first_block`` on."""
+        blocks = c["cols"] // self.block - first_block
         strong = c["height"] > per_block[c["rows"], blocks]
         keep = strong | (c["height"] > secondary[c["rows"], blocks]) if self.searchback_rr > 0 else strong
         taken = torch.nonzero(keep).squeeze(1)
@@ -393,7 +424,8 @@ class _Ricker:
             signs += sign[kept].sum()
             levels.append(level[kept])
         level = torch.cat(levels) if levels else c["level"][:0]
-        return torch.sign(signs), row_median(level, torch.zeros_like(level, dtype=torch.int64), 1)
+        # one row: its lower median, as row_median() gives it, without row_median's sorted copies
+        return torch.sign(signs), level.median().reshape(1) if level.numel() else level.new_zeros(1)
 
 
 def _abs_max(x: torch.Tensor) -> torch.Tensor:
@@ -835,12 +867,20 @@ def _peaks_chunked(
         found.append(r.candidates(x, feature, negative, a, (c0, c1)))
         if progress is not None:
             progress(c1, n_samples)
-    summaries = (torch.cat(maxima, -1), torch.cat(averages, -1), torch.cat(subsample, -1))
-    limits = r.thresholds(*summaries, magnitude.reshape(1))
-    for i, part in enumerate(found):  # chunk by chunk: each candidate's test is its own
-        found[i] = r.accept(part, *limits)
-    candidates = {key: torch.cat([f[key] for f in found]) for key in found[0]}
+    block_max, block_mean = torch.cat(maxima, -1), torch.cat(averages, -1)
+    del maxima, averages
+    release_freed_memory()  # the chunks' blocks, freed among the kept candidates, would hold the resident size up
+    typical = r.typical_level(block_max, torch.cat(subsample, -1), magnitude.reshape(1))
+    reach = r.threshold_reach
+    for i, c0 in enumerate(range(0, n_samples, chunk)):  # chunk by chunk: each candidate's test is its own,
+        b0, b1 = c0 // r.block, -(-min(n_samples, c0 + chunk) // r.block)  # its block's thresholds local
+        a, b = max(0, b0 - reach), min(block_max.shape[-1], b1 + reach)
+        limits = r.local_thresholds(block_max[:, a:b], block_mean[:, a:b], *typical)
+        found[i] = r.accept(found[i], *limits, first_block=a)
+    del block_max, block_mean
+    candidates = {key: torch.cat([f.pop(key) for f in found]) for key in list(found[0])}  # a key at a time
     del found
+    release_freed_memory()
     return _select_in_parts(r, candidates, n_samples, SELECT_BLOCK)[1]
 
 
@@ -860,7 +900,7 @@ def _select_in_parts(
     if n <= block:
         return r.select(c, 1, total)
     polarity = r.polarity_of(c, block)
-    rows_out, refined_out = [], []
+    refined_out = []
     for s in range(0, n, block):
         e = min(n, s + block)
         lo = int(c["cols"][s]) if s > 0 else -1
@@ -868,16 +908,15 @@ def _select_in_parts(
         halo = max(1, block // 4)
         while True:
             a, b = max(0, s - halo), min(n, e + halo)
-            rows, cols, refined, plain = r.beats({k: v[a:b] for k, v in c.items()}, 1, total, polarity)
+            _, cols, refined, plain = r.beats({k: v[a:b] for k, v in c.items()}, 1, total, polarity)
             left_ok = a == 0 or int((plain < lo).sum()) >= SELECT_HALO_BEATS
             right_ok = b == n or int((plain >= hi).sum()) >= SELECT_HALO_BEATS
             if left_ok and right_ok:
                 break
             halo *= 2
-        own = torch.nonzero((cols >= lo) & (cols < hi)).squeeze(1)
-        rows_out.append(rows[own])
-        refined_out.append(refined[own])
-    return _unique_peaks(torch.cat(rows_out), torch.cat(refined_out), total)
+        refined_out.append(refined[(cols >= lo) & (cols < hi)])
+    peaks = torch.unique(torch.cat(refined_out))  # (one row: _unique_peaks without the row keys)
+    return torch.zeros_like(peaks), peaks
 
 
 def _checked(x: torch.Tensor, sampling_rate: float, offset: int) -> torch.Tensor:
@@ -1020,7 +1059,30 @@ def beat_quality(beats: Beats, *, window_s: float = 10.0, correlation: torch.Ten
     if corr.numel() == 0:
         return BeatQuality(corr, corr, window_s)
     stretch_of = torch.div(beats.peaks.to(corr.device), _samples(window_s, beats.sampling_rate), rounding_mode="floor")
-    return BeatQuality(corr, row_median(corr, stretch_of, int(stretch_of.max()) + 1)[stretch_of], window_s)
+    return BeatQuality(corr, _stretch_median(corr, stretch_of), window_s)
+
+
+#: Beats whose stretch medians are taken at a time (rounded up to a whole stretch).
+QUALITY_BLOCK = 65_536
+
+
+def _stretch_median(corr: torch.Tensor, stretch_of: torch.Tensor) -> torch.Tensor:
+    """Each beat's stretch's (lower) median of ``corr`` (``(n,)``; ``stretch_of``: each beat's
+    stretch number). With the stretches in order, as the R peaks are, :data:`QUALITY_BLOCK` beats
+    at a time, cut between stretches: the same medians, with temporaries that stay small."""
+    n = corr.numel()
+    if n <= QUALITY_BLOCK or not bool((stretch_of[1:] >= stretch_of[:-1]).all()):
+        return row_median(corr, stretch_of, int(stretch_of.max()) + 1)[stretch_of]
+    out = torch.empty_like(corr)
+    s = 0
+    while s < n:
+        e = min(n, s + QUALITY_BLOCK)
+        if e < n:  # on to the end of the stretch the block's last beat is in
+            e = int(torch.searchsorted(stretch_of, stretch_of[e - 1], right=True))
+        local = stretch_of[s:e] - stretch_of[s]
+        out[s:e] = row_median(corr[s:e], local, int(local[-1]) + 1)[local]
+        s = e
+    return out
 
 
 def stretch_medians(quality: BeatQuality, peaks: torch.Tensor, n_samples: int, sampling_rate: float) -> torch.Tensor:

@@ -519,7 +519,7 @@ def _excerpt_start(peaks: np.ndarray, n_samples: int, fs: float) -> int:
     return max(0, min(n_samples - int(round(10 * fs)), first - int(0.5 * fs)))
 
 
-def _quality_on_disk(matrix_file: Path, kept_peaks: torch.Tensor, fs: float, rows: int = 16_384) -> BeatQuality:
+def _quality_on_disk(matrix_file: Path, kept_peaks: torch.Tensor, fs: float, rows: int = 4096) -> BeatQuality:
     """:func:`~devicepipe.ecg.beat_quality` of a beat matrix in an NPY file, ``rows`` rows at a
     time (the same values as on the whole matrix in memory); only the rows at work are in memory."""
     n, width, read = npy_rows(matrix_file)

@@ -490,3 +490,24 @@ def test_chunked_detection_names_the_first_non_finite_sample(bad):
         ecg_peaks_chunked(lambda a, b: x[a:b], x.numel(), 250, chunk=4000)
     huge = torch.full((3000,), 3e38)  # finite samples whose sum is not: still accepted
     assert ecg_peaks_chunked(lambda a, b: huge[a:b], huge.numel(), 250, chunk=1000).numel() == 0
+
+
+def test_stretch_medians_taken_a_block_at_a_time_equal_numpy(monkeypatch):
+    # a week's beats have their stretch medians taken QUALITY_BLOCK beats at a time, cut between
+    # stretches; blocks that end inside a stretch must still give that whole stretch's median
+    from devicepipe import ecg
+    from devicepipe.ecg import Beats, beat_quality
+
+    rng = np.random.default_rng(4)
+    fs = 100.0
+    peaks = torch.from_numpy(np.cumsum(rng.integers(40, 160, 3000)))  # 10-s stretches of 7 to 25 beats
+    corr = torch.from_numpy(rng.uniform(-1, 1, peaks.numel()))
+    holder = Beats(torch.zeros(0, 1), peaks[:0], peaks, peaks[:0], peaks[:0] > 0, fs)
+    stretch = peaks.numpy() // 1000
+    expected = np.empty(peaks.numel())
+    for s in np.unique(stretch):
+        values = np.sort(corr.numpy()[stretch == s])
+        expected[stretch == s] = values[(values.size - 1) // 2]  # the lower middle value
+    for block in (5, 64, 1000):
+        monkeypatch.setattr(ecg, "QUALITY_BLOCK", block)
+        np.testing.assert_array_equal(beat_quality(holder, correlation=corr).stretch.numpy(), expected)
