@@ -361,6 +361,13 @@ class _LedgerMode(TorchDispatchMode):
         super().__init__()
         self.ledger = ledger
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's __torch_dispatch__ to keep torch.compile out of it, and the
+        # wrapper imports torch._dynamo at its first call: 1.3 s of every command's start on
+        # the CPU. Nothing is compiled inside a counted block, so the wrapper is not needed.
+        return False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's protocol
         kwargs = kwargs or {}
         out = func(*args, **kwargs)

@@ -216,3 +216,18 @@ def test_beats_pipeline_moves_the_recording_once(tmp_path):
     # back come only the results (peaks, kept flags, beat matrix) and a few scalars
     results = result.peaks.nbytes + result.beats.kept.numel() + result.beats.matrix.numel() * 4
     assert results <= ledger.device_to_host_bytes <= results + 4096
+
+
+def test_counting_transfers_does_not_load_the_compiler():
+    # torch's wrapper around a dispatch mode imports torch._dynamo at its first call: about
+    # a second of every command's start on the CPU, for a compiler nothing here uses
+    code = (
+        "import sys, torch\n"
+        "from devicepipe.interop import count_transfers\n"
+        "with count_transfers() as ledger:\n"
+        "    float((torch.ones(3) * 2).sum())\n"
+        "assert ledger.device_to_host == 0\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
