@@ -153,3 +153,32 @@ def test_npy_rows_reads_the_rows_asked_for(tmp_path):
     assert (n, width) == (70, 9)
     np.testing.assert_array_equal(read([(3, 7)]).numpy(), matrix[3:7])
     np.testing.assert_array_equal(read([(0, 1), (69, 70), (10, 12)]).numpy(), matrix[[0, 69, 10, 11]])
+
+
+@pytest.mark.parametrize(
+    ("array", "column"),
+    [
+        (np.linspace(-1, 1, 5000, dtype=np.float32), None),
+        (np.linspace(-1, 1, 5000, dtype=np.float64), 0),
+        ((np.arange(15000).reshape(3, 5000) % 977 - 400).astype(np.int16), 2),  # (channels, time), a later row
+        ((np.arange(15000).reshape(3, 5000) % 977 - 400).astype(np.int16), "ch1"),
+        (np.asfortranarray(np.arange(10000, dtype=np.float32).reshape(2, 5000)), 1),  # read_series' path
+        (np.linspace(-1, 1, 5000).astype(">f8"), None),  # big-endian: read_series' path
+    ],
+)
+def test_chunks_of_an_npy_file_equal_read_series_ranges(tmp_path, array, column):
+    # NPY chunks are read with the header parsed once and a positioned read per chunk; each must be
+    # exactly read_series' range of the same file (values, dtype, channel)
+    from devicepipe.io.chunks import chunk_reader
+
+    path = tmp_path / "x.npy"
+    np.save(path, array)
+    read, n, fs = chunk_reader(path, column, sampling_rate=100.0)
+    assert (n, fs) == (5000, 100.0)
+    for start, stop in ((0, 1), (0, 5000), (1234, 1300), (4999, 5000)):
+        expected = read_series(path, 0 if column is None else column, start=start, stop=stop, sampling_rate=100.0)
+        got = read(start, stop)
+        assert got.dtype == expected.samples.dtype == torch.float32
+        torch.testing.assert_close(got, expected.samples, rtol=0, atol=0)
+    with pytest.raises(DevicepipeError, match="ch7"):
+        chunk_reader(path, "ch7", sampling_rate=100.0)[0](0, 10)  # (read_series's path: at the first read)
