@@ -62,7 +62,7 @@ from devicepipe.device import resolve_device
 from devicepipe.errors import DevicepipeError
 from devicepipe.interop import to_torch
 from devicepipe.io.write import write_torch
-from devicepipe.learn import ENSEMBLE_NAME, SCORERS, LearnSettings, train_models
+from devicepipe.learn import DEFAULT_SCORER, DISTANCE_SCORERS, ENSEMBLE_NAME, SCORERS, LearnSettings, train_models
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
 from devicepipe.scale import MinMaxScaler, StandardScaler
 from devicepipe.score import Scores, embed, reconstruction_error
@@ -324,7 +324,7 @@ class BeatAnomalyDetector:
         seed: int = 0,
         bf16: bool = False,
         threads: int | None = None,
-        scorer: str = "multiscale",
+        scorer: str = DEFAULT_SCORER,
         neighbours: int | str = "auto",
         reference_rows: int = 20_000,
     ) -> None:
@@ -575,7 +575,7 @@ class BeatAnomalyDetector:
             details = _Details(details.embeddings, scores, details.spread)
         # a row's distance leaves itself out, so every row's is a fair training score; the
         # reconstruction error is fair only on the rows that did not steer training
-        train_rows = every if self.scorer in ("knn", "multiscale") else train_rows
+        train_rows = every if self.scorer in DISTANCE_SCORERS else train_rows
         train_scores = details.scores[train_rows]
         self.device_ = device
         self.models_ = models
@@ -729,7 +729,7 @@ class BeatAnomalyDetector:
                     f"k = floor({self._share:g} x {m:,} reference rows) + 1 = {self.neighbours_}: "
                     "a group of similar anomalous training rows up to that share cannot vouch for itself"
                 )
-        if self.scorer in ("knn", "multiscale"):
+        if self.scorer in DISTANCE_SCORERS:
             why.append(
                 "distances to the training rows ranked anomalies better than the reconstruction error on every "
                 "one-class task measured (benchmarks/one_class.py), and need no model to have learned normal"
@@ -742,7 +742,7 @@ class BeatAnomalyDetector:
         if rows < SMALL_SET:
             tail = (
                 "the scores use every row (each leaves itself out)"
-                if self.scorer in ("knn", "multiscale")
+                if self.scorer in DISTANCE_SCORERS
                 else "reconstruction errors of a model trained on so few rows are a weak score; scorer='knn' is the "
                 "better choice here"
             )

@@ -235,8 +235,7 @@ class _Ricker:
         takes it) and its contrast, that over the median response, ``(batch,)`` each: how far
         beats stand above the rest (Gaussian noise 4.3 to 5.3, real recordings 6.5 to 110; 0 for a
         row with no response)."""
-        envelope = centred_window(block_max, _samples(self.envelope_s / self.block_s, 1.0), "max")
-        typical = envelope.median(-1).values
+        typical = self.envelope(block_max).median(-1).values
         median = subsample.median(-1).values
         tiny = float(torch.finfo(block_max.dtype).tiny)
         return typical, torch.where(typical > 0, typical / median.clamp(min=tiny), torch.zeros_like(typical))
@@ -269,7 +268,8 @@ class _Ricker:
         the multiple of the noise floor): it looks for a beat smaller than its neighbours, not
         for one inside noise.
         """
-        return self.local_thresholds(block_max, block_mean, *self.typical_level(block_max, subsample, magnitude))
+        envelope = self.envelope(block_max)
+        return self.local_thresholds(envelope, block_mean, *self.typical_level(envelope, subsample, magnitude))
 
     @property
     def threshold_reach(self) -> int:
@@ -277,15 +277,17 @@ class _Ricker:
         span = _samples(self.envelope_s / self.block_s, 1.0)
         return span + _samples(self.level_s / self.block_s, 1.0) + 2
 
+    def envelope(self, block_max: torch.Tensor) -> torch.Tensor:
+        """The strongest block maximum within +-envelope_s/2 of each block, ``(batch, blocks)``."""
+        return centred_window(block_max, _samples(self.envelope_s / self.block_s, 1.0), "max")
+
     def typical_level(
-        self, block_max: torch.Tensor, subsample: torch.Tensor, magnitude: torch.Tensor | None = None
+        self, envelope: torch.Tensor, subsample: torch.Tensor, magnitude: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """What :meth:`thresholds` takes from the whole recording: each row's typical QRS
-        response (the median of its envelope, ``(batch, 1)``) and whether the row holds no ECG
-        (``(batch,)`` bool)."""
-        envelope = centred_window(block_max, _samples(self.envelope_s / self.block_s, 1.0), "max")
+        """What :meth:`thresholds` takes from the whole recording's :meth:`envelope`: each row's
+        typical QRS response (the envelope's median, ``(batch, 1)``) and whether the row holds no
+        ECG (``(batch,)`` bool)."""
         typical = envelope.median(-1, keepdim=True).values
-        del envelope
         # contrast = typical / median(subsample) < min_contrast, that is, the (lower) median above
         # typical / min_contrast: at most (k - 1) // 2 of the k samples at or below it. A count,
         # not a median: the same answer (but at the boundary's last bit) in one pass, where a
@@ -308,19 +310,18 @@ class _Ricker:
         return typical, no_ecg
 
     def local_thresholds(
-        self, block_max: torch.Tensor, block_mean: torch.Tensor, typical: torch.Tensor, no_ecg: torch.Tensor
+        self, envelope: torch.Tensor, block_mean: torch.Tensor, typical: torch.Tensor, no_ecg: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """:meth:`thresholds` from the block summaries and :meth:`typical_level`'s answer. Each
-        block's values depend on the summaries :attr:`threshold_reach` blocks either side, so a
-        stretch of blocks with that many more on each side (or the recording's end) gives the
-        stretch's values of the whole recording."""
+        """:meth:`thresholds` from the :meth:`envelope`, the block means and :meth:`typical_level`'s
+        answer. Each block's values depend on the block summaries :attr:`threshold_reach` blocks
+        either side, so a stretch of blocks with that many more on each side (or the recording's
+        end) gives the stretch's values of the whole recording."""
         span = _samples(self.envelope_s / self.block_s, 1.0)
-        envelope = centred_window(block_max, span, "max")
         level = centred_window(envelope, _samples(self.level_s / self.block_s, 1.0), "min")
         noise = centred_window(block_mean, span, "min")
         floor = torch.maximum(self.global_floor * typical, self.noise_factor * noise)
         per_block = torch.maximum(self.threshold * level, floor)
-        per_block = torch.clamp(per_block, min=float(torch.finfo(block_max.dtype).tiny))
+        per_block = torch.clamp(per_block, min=float(torch.finfo(envelope.dtype).tiny))
         per_block[no_ecg] = torch.inf
         return per_block, level, torch.maximum(self.searchback_ratio * per_block, floor)
 
@@ -870,25 +871,23 @@ def _peaks_chunked(
     block_max, block_mean = torch.cat(maxima, -1), torch.cat(averages, -1)
     del maxima, averages
     release_freed_memory()  # the chunks' blocks, freed among the kept candidates, would hold the resident size up
-    typical = r.typical_level(block_max, torch.cat(subsample, -1), magnitude.reshape(1))
+    typical = r.typical_level(r.envelope(block_max), torch.cat(subsample, -1), magnitude.reshape(1))
     reach = r.threshold_reach
     for i, c0 in enumerate(range(0, n_samples, chunk)):  # chunk by chunk: each candidate's test is its own,
         b0, b1 = c0 // r.block, -(-min(n_samples, c0 + chunk) // r.block)  # its block's thresholds local
         a, b = max(0, b0 - reach), min(block_max.shape[-1], b1 + reach)
-        limits = r.local_thresholds(block_max[:, a:b], block_mean[:, a:b], *typical)
+        limits = r.local_thresholds(r.envelope(block_max[:, a:b]), block_mean[:, a:b], *typical)
         found[i] = r.accept(found[i], *limits, first_block=a)
     del block_max, block_mean
     candidates = {key: torch.cat([f.pop(key) for f in found]) for key in list(found[0])}  # a key at a time
     del found
     release_freed_memory()
-    return _select_in_parts(r, candidates, n_samples, SELECT_BLOCK)[1]
+    return _select_in_parts(r, candidates, n_samples, SELECT_BLOCK)
 
 
-def _select_in_parts(
-    r: _Ricker, c: dict[str, torch.Tensor], total: int, block: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """:meth:`_Ricker.select` on one row's candidates ``c``, ``block`` candidates at a time, so
-    that its memory does not grow with the recording: the same peaks.
+def _select_in_parts(r: _Ricker, c: dict[str, torch.Tensor], total: int, block: int) -> torch.Tensor:
+    """The peaks of :meth:`_Ricker.select` on one row's candidates ``c`` (``(n_peaks,)``, sorted),
+    ``block`` candidates at a time, so that its memory does not grow with the recording.
 
     The polarity rule's figures come from the whole recording first (:meth:`_Ricker.polarity_of`).
     Each part then goes through the rules with candidates either side, and keeps the beats
@@ -898,7 +897,7 @@ def _select_in_parts(
     """
     n = c["cols"].numel()
     if n <= block:
-        return r.select(c, 1, total)
+        return r.select(c, 1, total)[1]
     polarity = r.polarity_of(c, block)
     refined_out = []
     for s in range(0, n, block):
@@ -915,8 +914,7 @@ def _select_in_parts(
                 break
             halo *= 2
         refined_out.append(refined[(cols >= lo) & (cols < hi)])
-    peaks = torch.unique(torch.cat(refined_out))  # (one row: _unique_peaks without the row keys)
-    return torch.zeros_like(peaks), peaks
+    return torch.unique(torch.cat(refined_out))  # (one row: _unique_peaks without the row keys)
 
 
 def _checked(x: torch.Tensor, sampling_rate: float, offset: int) -> torch.Tensor:

@@ -26,6 +26,8 @@ from devicepipe.threads import check_thread_count, requested_threads
 from devicepipe.train import CHECKPOINT_NAME, History, distributed, fit, load_checkpoint, split_indices
 
 __all__ = [
+    "DEFAULT_SCORER",
+    "DISTANCE_SCORERS",
     "ENSEMBLE_NAME",
     "LearnSettings",
     "SCORERS",
@@ -42,6 +44,10 @@ ENSEMBLE_NAME = "ensemble.pt"
 
 #: What a row's score can be (see :class:`devicepipe.detector.BeatAnomalyDetector`).
 SCORERS = ("multiscale", "knn", "reconstruction", "combined")
+#: The scorer of the estimator and of the ecg and series pipelines when none is named.
+DEFAULT_SCORER = SCORERS[0]
+#: The scorers that are distances to the training rows alone (each row leaves itself out).
+DISTANCE_SCORERS = ("multiscale", "knn")
 
 EpochCallback = Callable[[int, float, float], None]
 
@@ -70,7 +76,7 @@ class LearnSettings:
     tensorboard: str | None = None  # also log losses for TensorBoard here
     bf16: bool = False  # bfloat16 autocast (CUDA only)
     threads: int | None = None  # CPU threads for training and scoring (None: by the size of a step)
-    scorer: str | None = None  # a row's score (see SCORERS); None: the pipeline's default ("multiscale")
+    scorer: str | None = None  # a row's score (see SCORERS); None: the pipeline's default (DEFAULT_SCORER)
     neighbours: int | None = None  # k of the nearest-neighbour scorer; None: from the share flagged
 
     def __post_init__(self) -> None:

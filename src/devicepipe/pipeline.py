@@ -63,7 +63,13 @@ from devicepipe.io import (
 )
 from devicepipe.io.chunks import chunk_reader, npy_rows, recording_length
 from devicepipe.io.read import declares_sampling_rate, header_sampling_rate, input_fingerprint
-from devicepipe.learn import LearnSettings, SeriesLearnSettings, check_before_start, convergence_warning
+from devicepipe.learn import (
+    DEFAULT_SCORER,
+    LearnSettings,
+    SeriesLearnSettings,
+    check_before_start,
+    convergence_warning,
+)
 from devicepipe.models import LightVAEConfig
 from devicepipe.outputs import (
     beats_figures,
@@ -811,7 +817,7 @@ class _Learned:
 
 
 def _detector(
-    settings: LearnSettings, device: torch.device, *, scorer: str = "multiscale", **model: Any
+    settings: LearnSettings, device: torch.device, *, scorer: str = DEFAULT_SCORER, **model: Any
 ) -> BeatAnomalyDetector:
     """The estimator a learning pipeline trains, from its settings (``scorer``: the pipeline's
     default when they name none); ``model`` its model's choices."""
@@ -1584,7 +1590,7 @@ def run_series(
             f"scorer {settings.scorer!r} cannot score single samples; pointwise models use scorer='reconstruction'.",
             cli=f"--scorer {settings.scorer} cannot score single samples; drop it with --pointwise.",
         )
-    default_scorer = "reconstruction" if pointwise else "multiscale"
+    default_scorer = "reconstruction" if pointwise else DEFAULT_SCORER
     with run.stage("read"):
         rec = read_series(
             source,

@@ -22,7 +22,7 @@ import wfdb
 from devicepipe.device import resolve_device
 from devicepipe.errors import ReadError
 from devicepipe.io.edf import EDF_SUFFIXES, edf_header
-from devicepipe.io.raw import ColumnSpec, column_list, resolve_names
+from devicepipe.io.raw import ColumnSpec, channel_names, column_list, resolve_names
 from devicepipe.io.read import header_sampling_rate, read_series
 from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES
 from devicepipe.io.wfdb import is_wfdb_record
@@ -166,7 +166,7 @@ def _npy_reader(
         return None  # read_series says what is wrong with it
     if fortran or len(shape) not in (1, 2) or stored.kind not in "fiu" or not stored.isnative:
         return None
-    names = [f"ch{i}" for i in range(shape[0] if len(shape) == 2 else 1)]
+    names = channel_names(shape[0] if len(shape) == 2 else 1)
     wanted = resolve_names(column_list(column), names, "channel", path.name)
     if len(wanted) != 1:
         return None

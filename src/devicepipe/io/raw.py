@@ -17,7 +17,7 @@ import torch
 
 from devicepipe.errors import ReadError
 
-__all__ = ["ColumnSpec", "RawSeries", "column_list", "pick_columns", "resolve_names"]
+__all__ = ["ColumnSpec", "RawSeries", "channel_names", "column_list", "pick_columns", "resolve_names"]
 
 ColumnSpec = str | int | Sequence[str | int] | None
 
@@ -36,6 +36,11 @@ class RawSeries:
     @property
     def n_time(self) -> int:
         return int(self.values.shape[-1])
+
+
+def channel_names(n: int) -> list[str]:
+    """The names of the ``n`` channels of an array, which has none of its own: ``ch0``, ``ch1``, ..."""
+    return [f"ch{i}" for i in range(n)]
 
 
 def resolve_names(wanted: Sequence[str | int], names: list[str], what: str, source: str) -> list[int]:

@@ -26,7 +26,7 @@ from devicepipe.device import resolve_device
 from devicepipe.errors import ReadError
 from devicepipe.interop import library_of, to_torch
 from devicepipe.io.edf import EDF_SUFFIXES, edf_header, read_edf
-from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names
+from devicepipe.io.raw import ColumnSpec, RawSeries, channel_names, column_list, resolve_names
 from devicepipe.io.tables import (
     CSV_DELIMITERS,
     PARQUET_SUFFIXES,
@@ -432,7 +432,7 @@ def _from_array(arr: Any, column: ColumnSpec, source: str) -> RawSeries:
     if not (tensor.dtype.is_floating_point or tensor.dtype in _NUMERIC_INTS):
         raise ReadError(f"read_series(): {source} holds {tensor.dtype}, not numbers.")
     tensor = tensor.unsqueeze(0) if tensor.ndim == 1 else tensor
-    names = [f"ch{i}" for i in range(tensor.shape[0])]
+    names = channel_names(tensor.shape[0])
     wanted = column_list(column)
     if wanted is not None:
         idx = resolve_names(wanted, names, "channel", source)

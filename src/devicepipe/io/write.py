@@ -15,7 +15,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -189,13 +189,33 @@ def _to_table(data: pa.Table | Mapping[str, Any]) -> pa.Table:
     return pa.table(columns)
 
 
-def _parts(data: pa.Table | Mapping[str, Any] | Iterable[Mapping[str, Any]]) -> Iterator[pa.Table]:
-    """Tables to write one after another: ``data`` itself, or each part of an iterable of them."""
-    if isinstance(data, (pa.Table, Mapping)):
-        yield _to_table(data)
-        return
-    for part in data:
-        yield _to_table(part)
+def _write_parts(
+    data: pa.Table | Mapping[str, Any] | Iterable[Mapping[str, Any]],
+    path: str | os.PathLike[str],
+    open_writer: Callable[[str, pa.Schema], Any],
+    schema_of: Callable[[pa.Schema], pa.Schema] = lambda schema: schema,
+    **write_options: Any,
+) -> Path:
+    """Write ``data`` (a table, a mapping of columns, or an iterable of mappings with the same
+    columns, each in memory only while it is written) atomically with the writer
+    ``open_writer(path, schema)`` opens for the first part's schema (``schema_of`` of it), each
+    part by its ``write_table(table, **write_options)``."""
+    parts = [data] if isinstance(data, (pa.Table, Mapping)) else data
+    with atomic_path(path) as tmp:
+        writer, schema = None, None
+        try:
+            for part in parts:
+                table = _to_table(part)
+                if writer is None:
+                    schema = schema_of(table.schema)
+                    writer = open_writer(str(tmp), schema)
+                writer.write_table(table.cast(schema), **write_options)
+            if writer is None:
+                raise ValueError(f"cannot write {Path(path).name}: no table (an empty iterable of parts).")
+        finally:
+            if writer is not None:
+                writer.close()
+    return Path(path)
 
 
 def write_parquet(
@@ -210,26 +230,17 @@ def write_parquet(
     another: a long table a part at a time, each part in memory only while it is written.
     ``sampling_rate`` (Hz) is stored in the schema metadata and read back by ``read_series``.
     """
-    with atomic_path(path) as tmp:
-        writer = None
-        try:
-            for table in _parts(data):
-                if writer is None:
-                    schema = table.schema
-                    if sampling_rate is not None:
-                        meta = dict(schema.metadata or {})
-                        meta[SAMPLING_RATE_KEY] = repr(float(sampling_rate)).encode()
-                        schema = schema.with_metadata(meta)
-                    # readers can tell a damaged page
-                    writer = pq.ParquetWriter(str(tmp), schema, write_page_checksum=True)
-                # row groups of ROW_GROUP rows keep the encoder's buffers small
-                writer.write_table(table.cast(schema), row_group_size=ROW_GROUP)
-            if writer is None:
-                raise ValueError("write_parquet(): no table to write (an empty iterable of parts).")
-        finally:
-            if writer is not None:
-                writer.close()
-    return Path(path)
+
+    def with_rate(schema: pa.Schema) -> pa.Schema:
+        if sampling_rate is None:
+            return schema
+        return schema.with_metadata({**(schema.metadata or {}), SAMPLING_RATE_KEY: repr(float(sampling_rate)).encode()})
+
+    def open_writer(tmp: str, schema: pa.Schema) -> pq.ParquetWriter:
+        return pq.ParquetWriter(tmp, schema, write_page_checksum=True)  # readers can tell a damaged page
+
+    # row groups of ROW_GROUP rows keep the encoder's buffers small
+    return _write_parts(data, path, open_writer, with_rate, row_group_size=ROW_GROUP)
 
 
 def write_csv(data: pa.Table | Mapping[str, Any] | Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
@@ -237,20 +248,7 @@ def write_csv(data: pa.Table | Mapping[str, Any] | Iterable[Mapping[str, Any]], 
     atomically; or an iterable of such mappings with the same columns, one after another (see
     :func:`write_parquet`)."""
     options = pacsv.WriteOptions(quoting_style="needed")
-    with atomic_path(path) as tmp:
-        writer = None
-        try:
-            for table in _parts(data):
-                if writer is None:
-                    schema = table.schema
-                    writer = pacsv.CSVWriter(str(tmp), schema, write_options=options)
-                writer.write_table(table.cast(schema))
-            if writer is None:
-                raise ValueError("write_csv(): no table to write (an empty iterable of parts).")
-        finally:
-            if writer is not None:
-                writer.close()
-    return Path(path)
+    return _write_parts(data, path, lambda tmp, schema: pacsv.CSVWriter(tmp, schema, write_options=options))
 
 
 def write_npy(array: Any, path: str | os.PathLike[str]) -> Path:
