@@ -30,6 +30,7 @@ __all__ = [
     "plot_score_distribution",
     "plot_training",
     "save_figure",
+    "time_axis",
 ]
 
 
@@ -104,29 +105,39 @@ def add_warning(fig: Figure, text: str | None) -> Figure:
     return fig
 
 
+def time_axis(total_s: float) -> tuple[float, str]:
+    """Seconds per unit and the unit's name for a time axis ``total_s`` seconds long: seconds up
+    to 10 minutes, minutes up to 3 hours, hours beyond (a day's axis in minutes reads 0-1440)."""
+    if total_s > 3 * 3600:
+        return 3600.0, "h"
+    return (60.0, "min") if total_s > 600 else (1.0, "s")
+
+
 def plot_heart_rate(peaks: np.ndarray, sampling_rate: float, *, minute_s: float = 60.0) -> Figure:
     """Heart rate over the recording: each beat's rate from the RR interval before it (dots) and
-    the median of each minute (line), in beats per minute against minutes.
+    the median of each minute (line), in beats per minute against time (:func:`time_axis`:
+    minutes, or hours for recordings over 3 hours).
 
     ``peaks`` are sample indices, shape ``(n_peaks,)``, increasing.
     """
     fig = Figure(figsize=(11, 3.4))
     ax = fig.add_subplot()
     fs = float(sampling_rate)
+    scale, unit = time_axis(float(peaks[-1]) / fs if peaks.size else 0.0)
+    scale, unit = (60.0, "min") if unit == "s" else (scale, unit)  # (per-minute medians: never seconds)
     if peaks.size >= 2:
-        t_min = peaks[1:] / fs / 60.0
         bpm = 60.0 * fs / np.diff(peaks)
-        ax.plot(t_min, bpm, ".", ms=2, color="0.6", label="each beat (60 / RR)")
+        ax.plot(peaks[1:] / fs / scale, bpm, ".", ms=2, color="0.6", label="each beat (60 / RR)")
         minute = np.floor(peaks[1:] / fs / minute_s).astype(np.int64)
         edges = np.flatnonzero(np.diff(minute)) + 1
         groups = np.split(np.arange(bpm.size), edges)
-        centres = [(minute[g[0]] + 0.5) * minute_s / 60.0 for g in groups]
+        centres = [(minute[g[0]] + 0.5) * minute_s / scale for g in groups]
         medians = [float(np.median(bpm[g])) for g in groups]
         ax.plot(centres, medians, "-", color="tab:red", lw=1.5, label="median of each minute")
         lo, hi = np.percentile(bpm, [0.5, 99.5])
         ax.set_ylim(max(0.0, lo - 10), hi + 10)  # a few wild intervals do not flatten the rest
         ax.legend(fontsize=8, loc="upper right")
-    ax.set_xlabel("time (min)")
+    ax.set_xlabel(f"time ({unit})")
     ax.set_ylabel("heart rate (bpm)")
     ax.set_title("Heart rate over the recording")
     ax.grid(alpha=0.3)
@@ -147,12 +158,12 @@ def plot_quality(
 
     ``beat_times_s``/``beat_quality``: ``(n,)`` each; ``stretch_medians``: ``(k,)`` (NaN: no
     beat) for stretches of ``window_s`` seconds from 0; ``poor_s``: ``(m, 2)`` start and end
-    seconds of the unusable parts. Minutes on the time axis for recordings over 10 minutes.
+    seconds of the unusable parts. The time axis in the unit of :func:`time_axis`.
     """
     fig = Figure(figsize=(11, 3.4))
     ax = fig.add_subplot()
     total_s = max(float(stretch_medians.size * window_s), float(beat_times_s.max()) if beat_times_s.size else 0.0)
-    scale, unit = (60.0, "min") if total_s > 600 else (1.0, "s")
+    scale, unit = time_axis(total_s)
     for i, (a, b) in enumerate(poor_s):
         ax.axvspan(a / scale, b / scale, color="tab:red", alpha=0.15, lw=0, label="unusable" if i == 0 else None)
     ax.plot(beat_times_s / scale, beat_quality, ".", ms=2, color="0.7", alpha=0.6, label="each beat", zorder=2)

@@ -139,3 +139,23 @@ def test_score_distribution_is_logarithmic_only_for_positive_scores():
     assert ax.get_xscale() == "linear" and ax.get_xlabel() == "anomaly score"
     assert ax.get_xlim()[0] <= z_train.min() and ax.get_xlim()[1] >= z_new.max()
     assert "above the threshold" in ax.get_legend().get_texts()[0].get_text()
+
+
+@pytest.mark.parametrize(("hours", "unit", "end"), [(0.25, "min", 15.0), (2.0, "min", 120.0), (24.0, "h", 24.0)])
+def test_heart_rate_and_quality_axes_are_in_a_unit_a_day_reads_in(hours, unit, end):
+    # a day's heart rate against minutes reads 0-1440; past 3 hours the axes are in hours
+    from devicepipe.ecg import POOR_QUALITY
+    from devicepipe.plot import plot_heart_rate, plot_quality
+
+    fs = 100.0
+    peaks = np.arange(0, int(hours * 3600 * fs), 80)  # 75 bpm throughout
+    rate = plot_heart_rate(peaks, fs).axes[0]
+    assert rate.get_xlabel() == f"time ({unit})"
+    beats_x = rate.lines[0].get_xdata()
+    assert beats_x[-1] == pytest.approx(end, rel=1e-3)  # the last beat at the recording's end, in that unit
+    assert np.allclose(rate.lines[0].get_ydata(), 75.0)
+    times = peaks / fs
+    stretches = np.full(int(np.ceil(times[-1] / 10)), 0.9)
+    quality = plot_quality(times, np.full(times.size, 0.9), stretches, 10.0, np.zeros((0, 2)), threshold=POOR_QUALITY)
+    ax = quality.axes[0]
+    assert ax.get_xlabel() == f"time ({unit})" and ax.get_xlim()[1] == pytest.approx(end, rel=1e-2)
