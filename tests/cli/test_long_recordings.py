@@ -4,6 +4,7 @@ of one piece, byte for byte; EDF input with its own EDF+ annotations as the refe
 from __future__ import annotations
 
 import json
+import re
 
 import edfio
 import numpy as np
@@ -55,6 +56,26 @@ def test_a_small_memory_budget_switches_chunking_on(tmp_path):
 def test_bad_chunk_settings_are_one_line(tmp_path, args, message):
     result = beats(require_data("mitdb/100"), "--out", tmp_path / "o", *args)
     assert result.exit_code == 2 and message in result.stderr and result.stderr.count("\n") == 1
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (lambda whole: whole[: len(whole) // 2], "greater than file size|could only read"),  # cut short
+        (lambda whole: whole[:100], "reading array header"),  # the header cut
+        (lambda whole: b"not an array at all " * 10, "not an .npy header"),  # not NPY
+    ],
+)
+@pytest.mark.parametrize("chunking", [["--chunk", "1min"], []])
+def test_a_damaged_npy_recording_is_one_line(tmp_path, content, message, chunking):
+    good = tmp_path / "good.npy"
+    np.save(good, np.zeros(60_000, np.float32))
+    bad = tmp_path / "bad.npy"
+    bad.write_bytes(content(good.read_bytes()))
+    result = beats(bad, "--sampling-rate", 250, *chunking, "--out", tmp_path / "o")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
+    assert "bad.npy is not a readable .npy array of numbers" in result.stderr and re.search(message, result.stderr)
     assert not (tmp_path / "o").exists()
 
 

@@ -23,7 +23,7 @@ from devicepipe.device import resolve_device
 from devicepipe.errors import ReadError
 from devicepipe.io.edf import EDF_SUFFIXES, edf_header
 from devicepipe.io.raw import ColumnSpec, channel_names, column_list, resolve_names
-from devicepipe.io.read import header_sampling_rate, read_series
+from devicepipe.io.read import header_sampling_rate, npy_error, read_series
 from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES
 from devicepipe.io.wfdb import is_wfdb_record
 
@@ -48,7 +48,10 @@ def recording_length(source: str | os.PathLike[str], column: ColumnSpec = None) 
         if suffix in PARQUET_SUFFIXES:
             return int(pq.ParquetFile(path).metadata.num_rows)
         if suffix == ".npy":
-            return int(np.load(path, mmap_mode="r", allow_pickle=False).shape[-1])
+            try:
+                return int(np.load(path, mmap_mode="r", allow_pickle=False).shape[-1])
+            except (ValueError, EOFError) as exc:
+                raise npy_error(path, exc) from None
     except ReadError:
         raise
     except Exception as exc:  # noqa: BLE001 - any reader's failure, as one line

@@ -53,6 +53,7 @@ __all__ = [
     "declares_sampling_rate",
     "header_sampling_rate",
     "input_fingerprint",
+    "npy_error",
     "read_series",
     "recording_files",
 ]
@@ -412,11 +413,18 @@ def _read_path(
     )
 
 
+def npy_error(path: Path, exc: BaseException) -> ReadError:
+    """The one-line error for an ``.npy`` file numpy cannot load (``exc``: numpy's exception)."""
+    # numpy calls a file that is not an array "pickled (object) data" and offers to run it
+    why = "not an .npy header" if "pickle" in str(exc) else str(exc)
+    return ReadError(f"{path.name} is not a readable .npy array of numbers ({why}).")
+
+
 def _read_npy(path: Path, column: ColumnSpec, span: Span = Span()) -> RawSeries:
     try:
         arr = np.load(path, allow_pickle=False, mmap_mode="r" if span != Span() else None)
     except (ValueError, OSError, EOFError) as exc:
-        raise ReadError(f"read_series(): {path.name} is not a readable .npy array ({exc}).") from None
+        raise npy_error(path, exc) from None
     if span != Span():  # only the part asked for leaves the disk
         arr = np.array(arr[..., span.start : span.stop])
     return _from_array(arr, column, path.name)
