@@ -350,13 +350,15 @@ class _Ricker:
         """The candidates above their block's threshold (``strong``), and, where the search-back
         is on, those above the ``secondary`` threshold (its only candidates), with the local
         beat level at each. The three tensors are :meth:`thresholds`' answer, for the blocks
-        from ``first_block`` on."""
+        from ``first_block`` on. ``c`` may be one row's candidates as :func:`_packed` holds them
+        (no row numbers); the answer is then held so too."""
         blocks = c["cols"] // self.block - first_block
-        strong = c["height"] > per_block[c["rows"], blocks]
-        keep = strong | (c["height"] > secondary[c["rows"], blocks]) if self.searchback_rr > 0 else strong
+        rows = c["rows"] if "rows" in c else 0
+        strong = c["height"] > per_block[rows, blocks]
+        keep = strong | (c["height"] > secondary[rows, blocks]) if self.searchback_rr > 0 else strong
         taken = torch.nonzero(keep).squeeze(1)
         kept = {key: value[taken] for key, value in c.items()}
-        kept["level"] = level[kept["rows"], blocks[taken]]
+        kept["level"] = level[kept["rows"] if "rows" in c else 0, blocks[taken]]
         kept["strong"] = strong[taken]
         return kept
 
@@ -409,22 +411,25 @@ class _Ricker:
         return rows, cols, refined, plain
 
     def polarity_of(self, c: dict[str, torch.Tensor], block: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The polarity rule's whole-recording figures for one row's candidates ``c``: its
+        """The polarity rule's whole-recording figures for one row's candidates ``c`` (as
+        :func:`_packed` holds them; their columns, heights, levels and signs are read): its
         dominant polarity and typical beat level, ``(1,)`` each, as :meth:`beats` finds them,
-        from ``block`` strong candidates at a time (and the one before each block, which the
+        from ``block`` candidates at a time (and the last strong one before each block, which the
         T-wave rule looks back to)."""
-        strong = torch.nonzero(c["strong"]).squeeze(1)
-        signs = torch.zeros(1, device=strong.device, dtype=c["sign"].dtype)
-        levels = []
-        for s in range(0, strong.numel(), block):
-            part = strong[max(0, s - 1) : s + block]
-            rows, cols, height, level, sign = (c[k][part] for k in ("rows", "cols", "height", "level", "sign"))
-            follower = self._followers(rows, cols, height, level)
+        n = c["cols"].numel()
+        signs = torch.zeros(1, device=c["cols"].device, dtype=c["height"].dtype)
+        levels, before = [], c["cols"].new_zeros(0)
+        for s in range(0, n, block):
+            part = torch.cat([before, torch.nonzero(c["strong"][s : s + block]).squeeze(1) + s])
+            cols, height, level, sign = (c[k][part] for k in ("cols", "height", "level", "sign"))
+            follower = self._followers(torch.zeros_like(cols), cols, height, level)
             kept = torch.ones_like(cols, dtype=torch.bool) if follower is None else ~follower
-            kept[: 1 if s > 0 else 0] = False  # the block before decided that one
-            signs += sign[kept].sum()
+            kept[: before.numel()] = False  # the block before decided that one
+            signs += sign[kept].sum(dtype=signs.dtype)
             levels.append(level[kept])
+            before = part[-1:]
         level = torch.cat(levels) if levels else c["level"][:0]
+        del levels
         # one row: its lower median, as row_median() gives it, without row_median's sorted copies
         return torch.sign(signs), level.median().reshape(1) if level.numel() else level.new_zeros(1)
 
@@ -525,7 +530,7 @@ SEARCH_BACK_PASSES = 8
 #: two for the T-wave rule's look back at the edge.
 SELECT_HALO_BEATS = SEARCH_BACK_PASSES * (RR_NEIGHBOURS + 1) + 2
 #: Candidates per part when chunked detection applies the rules (memory a few times this many).
-SELECT_BLOCK = 65_536
+SELECT_BLOCK = 16_384
 
 
 def _search_back(
@@ -865,7 +870,7 @@ def _peaks_chunked(
         taken = x[:, c0 - a : c1 - a][:, (-c0) % stride :: stride]
         if taken.numel():
             magnitude = torch.maximum(magnitude, _abs_max(taken)[0])
-        found.append(r.candidates(x, feature, negative, a, (c0, c1)))
+        found.append(_packed(r.candidates(x, feature, negative, a, (c0, c1)), r))
         if progress is not None:
             progress(c1, n_samples)
     block_max, block_mean = torch.cat(maxima, -1), torch.cat(averages, -1)
@@ -888,6 +893,7 @@ def _peaks_chunked(
 def _select_in_parts(r: _Ricker, c: dict[str, torch.Tensor], total: int, block: int) -> torch.Tensor:
     """The peaks of :meth:`_Ricker.select` on one row's candidates ``c`` (``(n_peaks,)``, sorted),
     ``block`` candidates at a time, so that its memory does not grow with the recording.
+    ``c`` is held as :func:`_packed` holds it, and emptied once read.
 
     The polarity rule's figures come from the whole recording first (:meth:`_Ricker.polarity_of`).
     Each part then goes through the rules with candidates either side, and keeps the beats
@@ -897,7 +903,7 @@ def _select_in_parts(r: _Ricker, c: dict[str, torch.Tensor], total: int, block: 
     """
     n = c["cols"].numel()
     if n <= block:
-        return r.select(c, 1, total)[1]
+        return r.select(_unpacked(c), 1, total)[1]
     polarity = r.polarity_of(c, block)
     refined_out = []
     for s in range(0, n, block):
@@ -907,14 +913,49 @@ def _select_in_parts(r: _Ricker, c: dict[str, torch.Tensor], total: int, block: 
         halo = max(1, block // 4)
         while True:
             a, b = max(0, s - halo), min(n, e + halo)
-            _, cols, refined, plain = r.beats({k: v[a:b] for k, v in c.items()}, 1, total, polarity)
+            _, cols, refined, plain = r.beats(_unpacked({k: v[a:b] for k, v in c.items()}), 1, total, polarity)
             left_ok = a == 0 or int((plain < lo).sum()) >= SELECT_HALO_BEATS
             right_ok = b == n or int((plain >= hi).sum()) >= SELECT_HALO_BEATS
             if left_ok and right_ok:
                 break
             halo *= 2
-        refined_out.append(refined[(cols >= lo) & (cols < hi)])
-    return torch.unique(torch.cat(refined_out))  # (one row: _unique_peaks without the row keys)
+        refined_out.append(torch.unique(refined[(cols >= lo) & (cols < hi)]))
+    c.clear()  # (read: the candidates' memory goes back before the peaks are merged)
+    peaks = torch.cat(refined_out)
+    del refined_out
+    return _merged(peaks)
+
+
+def _merged(parts: torch.Tensor) -> torch.Tensor:
+    """``torch.unique`` of the parts' sorted, unique peaks laid end to end (``(n,)`` int64): where
+    they stay in order across the seams, as they do unless a refined position crossed one, the
+    repeats are neighbours and dropping them is enough (no sort of every peak, no sorted copy)."""
+    if parts.numel() < 2 or not bool((parts[1:] >= parts[:-1]).all()):
+        return torch.unique(parts)
+    keep = torch.ones_like(parts, dtype=torch.bool)
+    torch.ne(parts[1:], parts[:-1], out=keep[1:])
+    return parts[keep]
+
+
+def _packed(c: dict[str, torch.Tensor], r: _Ricker) -> dict[str, torch.Tensor]:
+    """One row's candidates (:meth:`_Ricker.candidates`, :meth:`_Ricker.accept`) held compactly
+    while a chunked detection gathers those of the whole recording: no row numbers (all 0),
+    the refined position as its shift from the column (within the refinement window), the
+    sign as int8: 15 bytes a candidate where the plain form takes 32. :func:`_unpacked` undoes it."""
+    shift_type = torch.int16 if _samples(r.refine_s, r.fs) < 2**15 else torch.int32
+    out = {k: v for k, v in c.items() if k not in ("rows", "refined", "sign")}
+    out["shift"] = (c["refined"] - c["cols"]).to(shift_type)
+    out["sign"] = c["sign"].to(torch.int8)
+    return out
+
+
+def _unpacked(p: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The candidates :func:`_packed` holds, in the plain form the rules take."""
+    out = {k: v for k, v in p.items() if k not in ("shift", "sign")}
+    out["rows"] = torch.zeros_like(p["cols"])
+    out["sign"] = p["sign"].to(p["height"].dtype)
+    out["refined"] = p["cols"] + p["shift"]
+    return out
 
 
 def _checked(x: torch.Tensor, sampling_rate: float, offset: int) -> torch.Tensor:
@@ -1030,7 +1071,13 @@ def template_rows(n: int) -> torch.Tensor:
 def typical_beat(matrix: torch.Tensor) -> torch.Tensor:
     """The recording's typical beat, ``(width,)``: the (lower) median, sample by sample, of the
     rows :func:`template_rows` picks of ``matrix`` ``(n, width)``."""
-    return matrix[template_rows(matrix.shape[0]).to(matrix.device)].median(0).values
+    picked = matrix[template_rows(matrix.shape[0]).to(matrix.device)]
+    step = TEMPLATE_COLUMNS  # a median per column: a few columns at a time, the same values, small copies
+    return torch.cat([picked[:, s : s + step].median(0).values for s in range(0, picked.shape[1], step)])
+
+
+#: Columns of the typical beat's median taken at a time.
+TEMPLATE_COLUMNS = 32
 
 
 def beat_correlation(matrix: torch.Tensor, template: torch.Tensor) -> torch.Tensor:

@@ -34,7 +34,7 @@ NEIGHBOURS = 5
 #: Segment length for SDANN and the SDNN index, in seconds.
 SEGMENT_S = 300.0
 #: Intervals reduced at a time: the memory beyond the intervals themselves stays a few blocks.
-BLOCK = 65_536
+BLOCK = 16_384
 
 
 @dataclass(frozen=True)

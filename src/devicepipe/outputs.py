@@ -36,7 +36,7 @@ from devicepipe.train import CHECKPOINT_NAME
 from devicepipe.windows import Windows
 
 #: Rows of a beat table built and written at a time.
-TABLE_PART = 65_536
+TABLE_PART = 16_384
 
 __all__ = [
     "beats_figures",

@@ -511,3 +511,46 @@ def test_stretch_medians_taken_a_block_at_a_time_equal_numpy(monkeypatch):
     for block in (5, 64, 1000):
         monkeypatch.setattr(ecg, "QUALITY_BLOCK", block)
         np.testing.assert_array_equal(beat_quality(holder, correlation=corr).stretch.numpy(), expected)
+
+
+def _strong_candidates(signs, levels, spacing):
+    """Strong candidates of one row, ``spacing`` samples apart (far past the T-wave rule's reach)."""
+    n = len(signs)
+    cols = torch.arange(1, n + 1) * spacing
+    return {
+        "rows": torch.zeros(n, dtype=torch.int64), "cols": cols, "height": torch.tensor(levels, dtype=torch.float32),
+        "sign": torch.tensor(signs, dtype=torch.float32), "refined": cols + 1,
+        "level": torch.tensor(levels, dtype=torch.float32), "strong": torch.ones(n, dtype=torch.bool),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 100])
+def test_the_polarity_figures_in_parts_equal_those_of_all_candidates_at_once(block):
+    from devicepipe import ecg
+
+    r = ecg._Ricker(250.0)
+    # a tie of signs: a candidate counted in two parts would break it
+    c = _strong_candidates([1, 1, -1, -1], [4.0, 1.0, 3.0, 2.0], 1000)
+    c["strong"][2] = False  # a weak one between: the part boundaries still find the strong one before
+    keep = c["strong"]
+    expected = ecg._polarity(c["rows"][keep], c["sign"][keep], c["level"][keep], 1)
+    got = r.polarity_of(ecg._packed(c, r), block)
+    assert got[0].tolist() == expected[0].tolist() == [1.0]  # +1 +1 -1: one more positive
+    assert got[1].tolist() == expected[1].tolist() == [2.0]  # the lower median of 4, 1, 2
+    c = _strong_candidates([1, -1, 1, -1], [4.0, 1.0, 3.0, 2.0], 1000)
+    assert r.polarity_of(ecg._packed(c, r), block)[0].tolist() == [0.0]  # a tie: no dominant polarity
+    # a weak follower (the T-wave rule: close after a beat, under half its height) is left out, in any part
+    c = _strong_candidates([1, -1, -1, 1], [4.0, 4.0, 3.0, 2.0], 1000)
+    c["cols"][1], c["height"][1] = c["cols"][0] + 10, 0.5
+    assert r.polarity_of(ecg._packed(c, r), block)[0].tolist() == [1.0]  # +1 -1 +1 without it (a tie with it)
+
+
+def test_merged_parts_equal_unique_of_all_peaks():
+    from devicepipe.ecg import _merged
+
+    in_order = torch.tensor([1, 5, 9, 9, 12, 20])  # a repeat at a seam
+    np.testing.assert_array_equal(_merged(in_order).numpy(), [1, 5, 9, 12, 20])
+    crossed = torch.tensor([1, 5, 9, 8, 12])  # a refined position moved over a seam
+    np.testing.assert_array_equal(_merged(crossed).numpy(), [1, 5, 8, 9, 12])
+    for parts in (torch.tensor([], dtype=torch.int64), torch.tensor([3])):
+        assert torch.equal(_merged(parts), torch.unique(parts))

@@ -153,6 +153,11 @@ def test_npy_rows_reads_the_rows_asked_for(tmp_path):
     assert (n, width) == (70, 9)
     np.testing.assert_array_equal(read([(3, 7)]).numpy(), matrix[3:7])
     np.testing.assert_array_equal(read([(0, 1), (69, 70), (10, 12)]).numpy(), matrix[[0, 69, 10, 11]])
+    with open(tmp_path / "m.npy", "r+b") as fh:  # cut short: the last row's last value gone
+        fh.truncate(fh.seek(0, 2) - 4)
+    np.testing.assert_array_equal(read([(0, 69)]).numpy(), matrix[:69])
+    with pytest.raises(DevicepipeError, match="ends before row 70: the file is cut short"):
+        read([(65, 70)])
 
 
 @pytest.mark.parametrize(

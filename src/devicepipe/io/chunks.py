@@ -192,11 +192,15 @@ def npy_rows(path: Path) -> tuple[int, int, Callable[[Sequence[tuple[int, int]]]
 
     def rows(picks: Sequence[tuple[int, int]]) -> torch.Tensor:
         """The rows ``[start, stop)`` of each pick, one after the other."""
-        parts = []
+        out = np.empty((sum(stop - start for start, stop in picks), width), dtype=dtype)
+        done = 0
         with path.open("rb") as fh:
-            for start, stop in picks:
+            for start, stop in picks:  # each read straight into its place: no parts to join
                 fh.seek(offset + start * row)
-                parts.append(np.fromfile(fh, dtype=dtype, count=(stop - start) * width))
-        return torch.from_numpy(np.concatenate(parts).reshape(-1, width))
+                got = fh.readinto(memoryview(out[done : done + stop - start]).cast("B"))
+                if got != (stop - start) * row:
+                    raise ReadError(f"{path} ends before row {stop:,}: the file is cut short.")
+                done += stop - start
+        return torch.from_numpy(out)
 
     return n, width, rows
