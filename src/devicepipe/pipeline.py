@@ -62,7 +62,7 @@ from devicepipe.io import (
     write_parquet,
 )
 from devicepipe.io.chunks import chunk_reader, npy_rows, recording_length
-from devicepipe.io.read import declares_sampling_rate, header_sampling_rate, input_fingerprint
+from devicepipe.io.read import declares_sampling_rate, header_sampling_rate, input_fingerprint, signal_column
 from devicepipe.learn import (
     DEFAULT_SCORER,
     LearnSettings,
@@ -209,10 +209,12 @@ def _read_ecg(
     non-finite samples) and ``encoding`` (a CSV's) as :func:`devicepipe.io.read_series` takes them."""
     if sampling_rate is None and declares_sampling_rate(source) is False:
         raise _unknown_rate(Path(source).name)  # said before a long read, not after
+    if channel is None:
+        channel = _signal_channel(run, source)
     with run.stage("read"):
         rec = read_series(
             source,
-            None if channel == ALL_LEADS else 0 if channel is None else channel,
+            None if channel == ALL_LEADS else channel,
             device=run.device,
             sampling_rate=sampling_rate,
             nan=nan,
@@ -221,6 +223,16 @@ def _read_ecg(
     if rec.sampling_rate is None:
         raise _unknown_rate(rec.source)
     return rec
+
+
+def _signal_channel(run: _Run, source: Any) -> int | str:
+    """The channel read when none is named (:func:`~devicepipe.io.read.signal_column`), saying
+    which leading columns were passed over as axes."""
+    channel, passed = signal_column(source)
+    if passed:
+        names = ", ".join(repr(name) for name in passed)
+        run.note(f"reading column {channel!r}: {names} only rise (a time or sample axis); --channel picks another")
+    return channel
 
 
 #: ``channel`` value that finds one set of beats from every lead (``ecg_peaks(..., leads="fuse")``).
@@ -453,8 +465,9 @@ def _run_beats_chunked(
             f"nan={opts.nan!r} needs the whole recording in memory; detect it in one piece (no chunk=).",
             cli=f"--nan {opts.nan} needs the whole recording in memory; drop --chunk (and --memory-budget).",
         )
+    channel = _signal_channel(run, source) if opts.channel is None else opts.channel
     read, n, fs = chunk_reader(
-        source, opts.channel, sampling_rate=opts.sampling_rate, device=run.device, encoding=opts.encoding
+        source, channel, sampling_rate=opts.sampling_rate, device=run.device, encoding=opts.encoding
     )
     run.note(f"finding beats in {n:,} samples at {fs:g} Hz on {run.device}, {size:,} samples at a time")
     read = run.timer.counted(read)  # chunks cross to the device in read() alone: count there, not every operator
@@ -468,7 +481,7 @@ def _run_beats_chunked(
     with run.stage("read"):  # ten seconds for the excerpt (and the channel's name and unit)
         first = _excerpt_start(host_peaks, n, fs)
         rec = read_series(
-            source, 0 if opts.channel is None else opts.channel, device=run.device, sampling_rate=fs,
+            source, channel, device=run.device, sampling_rate=fs,
             start=first, stop=min(n, first + int(round(10 * fs))), encoding=opts.encoding,
         )  # fmt: skip
     checked = _check_beats(run, rec, n, peaks, host_peaks, ref, opts)

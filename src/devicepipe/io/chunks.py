@@ -23,15 +23,16 @@ from devicepipe.device import resolve_device
 from devicepipe.errors import ReadError
 from devicepipe.io.edf import EDF_SUFFIXES, edf_header
 from devicepipe.io.raw import ColumnSpec, channel_names, column_list, resolve_names
-from devicepipe.io.read import header_sampling_rate, npy_error, read_series
-from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES
+from devicepipe.io.read import header_sampling_rate, npy_error, npy_time_first, read_series
+from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES, csv_rows
 from devicepipe.io.wfdb import is_wfdb_record
 
 __all__ = ["Chunk", "chunk_reader", "iter_chunks", "npy_rows", "recording_length"]
 
 
 def recording_length(source: str | os.PathLike[str], column: ColumnSpec = None) -> int:
-    """Samples in a recording file, from its header where it has one (a CSV is streamed once)."""
+    """Samples in a recording file, from its header where it has one (a CSV's rows are counted
+    in one streamed pass, its values not converted)."""
     path = Path(source)
     suffix = path.suffix.lower()
     try:
@@ -49,21 +50,16 @@ def recording_length(source: str | os.PathLike[str], column: ColumnSpec = None) 
             return int(pq.ParquetFile(path).metadata.num_rows)
         if suffix == ".npy":
             try:
-                return int(np.load(path, mmap_mode="r", allow_pickle=False).shape[-1])
+                shape = np.load(path, mmap_mode="r", allow_pickle=False).shape
+                return int(shape[0] if npy_time_first(shape) else shape[-1])
             except (ValueError, EOFError) as exc:
                 raise npy_error(path, exc) from None
+        if suffix in CSV_DELIMITERS:
+            return csv_rows(path)
     except ReadError:
         raise
     except Exception as exc:  # noqa: BLE001 - any reader's failure, as one line
         raise ReadError(f"cannot read the length of {path.name} ({exc}).") from None
-    if suffix in CSV_DELIMITERS:
-        import pyarrow.csv as pacsv
-
-        rows = 0
-        with pacsv.open_csv(path) as reader:
-            for batch in reader:
-                rows += batch.num_rows
-        return rows
     raise ReadError(f"cannot read {path.name} in chunks; use a WFDB record, EDF, Parquet, NPY or CSV file.")
 
 
@@ -167,8 +163,8 @@ def _npy_reader(
         shape, fortran, stored, offset = _npy_header(path)
     except (OSError, ValueError, EOFError):
         return None  # read_series says what is wrong with it
-    if fortran or len(shape) not in (1, 2) or stored.kind not in "fiu" or not stored.isnative:
-        return None
+    if fortran or len(shape) not in (1, 2) or npy_time_first(shape) or stored.kind not in "fiu" or not stored.isnative:
+        return None  # (a (time, channels) array's channel is strided: read_series reads it)
     names = channel_names(shape[0] if len(shape) == 2 else 1)
     wanted = resolve_names(column_list(column), names, "channel", path.name)
     if len(wanted) != 1:

@@ -6,8 +6,10 @@ ordered by their time column (:mod:`~devicepipe.io.timeline`), the bytes cross t
 once, and the NaN policy runs there.
 
 Layouts: a recording is ``(time,)`` for one channel and ``(channels, time)`` for several.
-Tables (CSV, Parquet, pandas, Polars) hold channels as columns; arrays (NPY files, NumPy,
-torch) are taken in devicepipe's own layout, ``(time,)`` or ``(channels, time)``.
+Tables (CSV, Parquet, pandas, Polars) hold channels as columns; arrays (NumPy, torch) are
+taken in devicepipe's own layout, ``(time,)`` or ``(channels, time)``. An NPY file may also
+hold ``(time, channels)``: a 2-D file with more rows than columns is read with its rows along
+time (:func:`npy_time_first`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import torch
 
 from devicepipe.device import resolve_device
@@ -30,10 +33,12 @@ from devicepipe.io.raw import ColumnSpec, RawSeries, channel_names, column_list,
 from devicepipe.io.tables import (
     CSV_DELIMITERS,
     PARQUET_SUFFIXES,
+    csv_layout,
     parquet_sampling_rate,
     read_csv_table,
     read_frame,
     read_parquet_table,
+    table_head,
 )
 from devicepipe.io.timeline import (
     DUPLICATE_POLICIES,
@@ -54,8 +59,10 @@ __all__ = [
     "header_sampling_rate",
     "input_fingerprint",
     "npy_error",
+    "npy_time_first",
     "read_series",
     "recording_files",
+    "signal_column",
 ]
 
 _NUMERIC_INTS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool)
@@ -356,6 +363,45 @@ def input_fingerprint(source: Any) -> str | None:
     return digest.hexdigest() if found else None
 
 
+#: Rows a table's columns are judged by when :func:`signal_column` looks for the signal.
+AXIS_ROWS = 1000
+
+
+def signal_column(source: Any) -> tuple[int | str, list[str]]:
+    """The channel a one-channel command reads when none is named, and the columns passed over
+    on the way.
+
+    For a CSV or Parquet table: its first column that is not an axis. An axis is a column of
+    timestamps, or of numbers whose first :data:`AXIS_ROWS` values only rise (never falling,
+    and rising in most steps): the time in seconds, a sample number, an epoch time. A signal
+    (an ECG, a load) falls as often as it rises. A column of text is not an axis (reading it
+    says what is wrong with it). A table whose every column is an axis, and any other source,
+    gives the first channel.
+    """
+    if not isinstance(source, (str, os.PathLike)):
+        return 0, []
+    path = Path(source)
+    if path.suffix.lower() not in (*CSV_DELIMITERS, *PARQUET_SUFFIXES) or not path.is_file():
+        return 0, []
+    try:
+        head = table_head(path, AXIS_ROWS)
+    except ReadError:
+        return 0, []  # the read proper says what is wrong
+    names = head.column_names
+    first = next((i for i, name in enumerate(names) if not _is_axis(head.column(name))), 0)
+    return (names[first], names[:first]) if first else (0, [])
+
+
+def _is_axis(col: pa.ChunkedArray) -> bool:
+    """Whether a table column's first values are an axis (see :func:`signal_column`)."""
+    if pa.types.is_timestamp(col.type) or pa.types.is_date(col.type):
+        return True
+    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+        return False
+    steps = np.diff(col.drop_null().to_numpy().astype(np.float64))
+    return steps.size >= 9 and bool((steps >= 0).all()) and 2 * int((steps > 0).sum()) > steps.size
+
+
 def declares_sampling_rate(source: Any) -> bool | None:
     """Whether a source says its sampling rate, found without reading its samples.
 
@@ -393,9 +439,9 @@ def _read_path(
     if path.is_dir():
         raise ReadError(f"read_series(): {path} is a directory; pass a file.")
     if suffix in CSV_DELIMITERS:
-        delimiter = CSV_DELIMITERS[suffix]
+        delimiter, decimal = csv_layout(path, encoding)
         return read_csv_table(
-            path, column, time_column, time_format, header, delimiter, encoding, span.start, span.stop
+            path, column, time_column, time_format, header, delimiter, encoding, span.start, span.stop, decimal
         )
     if suffix in PARQUET_SUFFIXES:
         return read_parquet_table(path, column, time_column, span.start, span.stop)
@@ -420,11 +466,21 @@ def npy_error(path: Path, exc: BaseException) -> ReadError:
     return ReadError(f"{path.name} is not a readable .npy array of numbers ({why}).")
 
 
+def npy_time_first(shape: tuple[int, ...]) -> bool:
+    """Whether a 2-D NPY array of this shape holds ``(time, channels)``: more rows than columns.
+    A recording has far more samples than channels, so an array saved with its samples down the
+    rows (``np.stack(leads, axis=1)``, a DataFrame's ``to_numpy()``) is read with them along
+    time, not as thousands of channels of a few samples."""
+    return len(shape) == 2 and shape[0] > shape[1]
+
+
 def _read_npy(path: Path, column: ColumnSpec, span: Span = Span()) -> RawSeries:
     try:
         arr = np.load(path, allow_pickle=False, mmap_mode="r" if span != Span() else None)
     except (ValueError, OSError, EOFError) as exc:
         raise npy_error(path, exc) from None
+    if npy_time_first(arr.shape):
+        arr = np.ascontiguousarray(arr.T) if span == Span() else arr.T  # (channels, time)
     if span != Span():  # only the part asked for leaves the disk
         arr = np.array(arr[..., span.start : span.stop])
     return _from_array(arr, column, path.name)

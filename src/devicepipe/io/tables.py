@@ -28,7 +28,10 @@ __all__ = [
     "PARQUET_SUFFIXES",
     "SAMPLING_RATE_KEY",
     "parquet_sampling_rate",
+    "csv_layout",
+    "csv_rows",
     "read_csv_table",
+    "table_head",
     "read_frame",
     "read_parquet_table",
     "stack_columns",
@@ -45,13 +48,47 @@ _TIME_PARSERS = ("%m/%d/%Y %H:%M", "%m/%d/%Y %H:%M:%S", "%Y-%m-%d %H:%M", "%d.%m
 _NUMBER = r"^\s*[-+]?((\d+\.?\d*)|(\.\d+))([eE][-+]?\d+)?\s*$|^\s*[-+]?(nan|NaN|NAN|inf|Inf|INF)\s*$"
 
 
-def _looks_numeric(fields: list[str]) -> bool:
+def _looks_numeric(fields: list[str], decimal: str = ".") -> bool:
     for f in fields:
         try:
-            float(f)
+            float(f.replace(",", ".") if decimal == "," else f)
         except ValueError:
             return False
     return True
+
+
+def csv_layout(path: Path, encoding: str | None = None) -> tuple[str, str]:
+    """The field delimiter and the decimal mark of a delimited text file (``path`` a ``.csv`` or
+    ``.tsv``): the suffix's delimiter (:data:`CSV_DELIMITERS`) and ``"."``, except for a ``.csv``
+    whose rows are not numbers when split at commas but are when split at semicolons: the
+    export of spreadsheets in locales that write decimals with a comma (``0,5;-1,25``). Then
+    ``";"``, and ``","`` as the decimal mark where the numbers are written so. Decided from the
+    last of the file's first three lines (the first may be a header)."""
+    delimiter = CSV_DELIMITERS[path.suffix.lower()]
+    if delimiter != ",":
+        return delimiter, "."
+    try:
+        with path.open("rb") as fh:
+            probe = fh.read(_PROBE_BYTES)
+    except OSError:
+        return delimiter, "."  # the reader says what is wrong
+    utf16 = encoding is None and probe.startswith((b"\xff\xfe", b"\xfe\xff"))
+    text = probe.decode("utf-16" if utf16 else encoding or "utf-8", errors="replace")
+    pieces = re.split(r"\r\n|\n|\r", text)
+    if len(probe) == _PROBE_BYTES and len(pieces) > 1:
+        pieces = pieces[:-1]  # the probe may end inside its last line
+    lines = [line for line in pieces[:3] if line.strip()]
+    if not lines or ";" not in lines[-1]:
+        return delimiter, "."
+    row = lines[-1]
+    if _looks_numeric(row.split(",")):
+        return delimiter, "."
+    fields = row.split(";")
+    if _looks_numeric(fields):
+        return ";", "."
+    if _looks_numeric(fields, decimal=","):
+        return ";", ","
+    return delimiter, "."
 
 
 #: A header or first row with more fields than this is not a recording laid out as columns.
@@ -151,6 +188,50 @@ def _first_row(path: Path, delimiter: str, encoding: str | None) -> tuple[list[s
     return first, encoding
 
 
+def csv_rows(path: Path, encoding: str | None = None) -> int:
+    """The data rows of a delimited text file (its header line, when it has one, not counted),
+    counted in one streamed pass that converts no value: memory flat in the file's size."""
+    delimiter, decimal = csv_layout(path, encoding)
+    first, encoding = _first_row(path, delimiter, encoding)
+    names = [f"f{i}" for i in range(len(first))]
+    read_opts = pacsv.ReadOptions(
+        column_names=names, skip_rows=0 if _looks_numeric(first, decimal) else 1, encoding=encoding
+    )
+    convert = pacsv.ConvertOptions(include_columns=names[:1], column_types={names[0]: pa.string()})
+    parse = pacsv.ParseOptions(delimiter=delimiter, ignore_empty_lines=False)
+    rows = 0
+    try:
+        with pacsv.open_csv(path, read_options=read_opts, parse_options=parse, convert_options=convert) as reader:
+            for batch in reader:
+                rows += batch.num_rows
+    except pa.ArrowInvalid as exc:
+        raise ReadError(f"read_series(): cannot parse {path.name}: {exc}.") from None
+    return rows
+
+
+def table_head(path: Path, rows: int, encoding: str | None = None) -> pa.Table:
+    """The first ``rows`` rows of a CSV/TSV or Parquet file, every column, with the types the
+    readers infer (numbers, timestamps, text), the rest of the file unread. Column names as
+    :func:`read_csv_table` and :func:`read_parquet_table` give them."""
+    if path.suffix.lower() in PARQUET_SUFFIXES:
+        try:
+            batch = next(pq.ParquetFile(path).iter_batches(batch_size=rows), None)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise ReadError(f"read_series(): cannot read {path.name} as Parquet ({exc}).") from None
+        return pa.table({}) if batch is None else pa.Table.from_batches([batch])
+    delimiter, decimal = csv_layout(path, encoding)
+    first, encoding = _first_row(path, delimiter, encoding)
+    header = not _looks_numeric(first, decimal)
+    names = [f.strip() for f in first] if header else [f"f{i}" for i in range(len(first))]
+    read_opts = pacsv.ReadOptions(column_names=names, skip_rows=1 if header else 0, encoding=encoding)
+    parse = pacsv.ParseOptions(delimiter=delimiter)
+    convert = pacsv.ConvertOptions(decimal_point=decimal, timestamp_parsers=[pacsv.ISO8601, *_TIME_PARSERS])
+    try:
+        return _read_rows(path, read_opts, parse, convert, rows)
+    except (pa.ArrowInvalid, pa.ArrowKeyError) as exc:
+        raise ReadError(f"read_series(): cannot parse {path.name}: {exc}.") from None
+
+
 def read_csv_table(
     path: Path,
     column: ColumnSpec,
@@ -161,14 +242,16 @@ def read_csv_table(
     encoding: str | None = None,
     start: int = 0,
     stop: int | None = None,
+    decimal: str = ".",
 ) -> RawSeries:
     """The chosen columns of a delimited text file (``header=None`` detects a header line) in
-    ``encoding`` (None: UTF-16 by its byte-order mark, else UTF-8); data rows ``[start, stop)``
-    only (skipped rows are not parsed; reading stops after ``stop``)."""
+    ``encoding`` (None: UTF-16 by its byte-order mark, else UTF-8), numbers written with the
+    ``decimal`` mark (see :func:`csv_layout`); data rows ``[start, stop)`` only (skipped rows
+    are not parsed; reading stops after ``stop``)."""
     source = path.name
     first, encoding = _first_row(path, delimiter, encoding)
     if header is None:
-        header = not _looks_numeric(first)
+        header = not _looks_numeric(first, decimal)
     names = [f.strip() for f in first] if header else [f"f{i}" for i in range(len(first))]
     if header:
         repeated = sorted({n for n in names if names.count(n) > 1})
@@ -194,6 +277,7 @@ def read_csv_table(
         include_columns=[*chosen, *([time_name] if time_name else [])],
         column_types=types,
         timestamp_parsers=parsers,
+        decimal_point=decimal,
     )
     parse = pacsv.ParseOptions(delimiter=delimiter, ignore_empty_lines=False)  # never drop a row in silence
     try:
@@ -213,7 +297,7 @@ def read_csv_table(
                 table.column_names.index(time_name), time_name, table.column(time_name).cast(pa.timestamp("ns"))
             )
     except (pa.ArrowInvalid, pa.ArrowKeyError) as exc:
-        message = _explain_csv_error(path, exc, chosen, time_name, names, header, delimiter, encoding)
+        message = _explain_csv_error(path, exc, chosen, time_name, names, header, delimiter, encoding, decimal)
         if time_format is not None:  # the format given does not fit: say so, not to pass one
             message = message.replace("pass time_format= (e.g.", f"check time_format={time_format!r} (e.g.")
         raise ReadError(
@@ -242,6 +326,7 @@ def _explain_csv_error(
     header: bool,
     delimiter: str,
     encoding: str,
+    decimal: str = ".",
 ) -> str:
     """Find the first offending value (its line number and text) for a one-line error."""
     message = str(exc)
@@ -268,7 +353,8 @@ def _explain_csv_error(
             )
     for name in chosen:
         col = table.column(name)
-        ok = pc.or_(pc.is_null(col), pc.match_substring_regex(col, _NUMBER))
+        written = pc.replace_substring(col, ",", ".") if decimal == "," else col
+        ok = pc.or_(pc.is_null(col), pc.match_substring_regex(written, _NUMBER))
         bad = pc.index(ok, False).as_py()
         if bad >= 0:
             line = bad + 1 + int(header)

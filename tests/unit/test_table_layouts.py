@@ -1,0 +1,150 @@
+"""Recordings as people save them: semicolons and decimal commas, a time or sample column before
+the signal, arrays with the samples down the rows."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from devicepipe.cli import app
+from devicepipe.ecg import ecg_peaks, evaluate_beats
+from devicepipe.errors import ReadError
+from devicepipe.io import read_series
+from devicepipe.io.chunks import chunk_reader, recording_length
+from devicepipe.io.read import signal_column
+from devicepipe.io.tables import csv_layout, csv_rows
+from devicepipe.simulate import simulate_ecg
+
+runner = CliRunner()
+
+
+def _european(values: np.ndarray, header: bool) -> str:
+    rows = [f"{i / 250:.3f};{v:.5f}".replace(".", ",") for i, v in enumerate(values)]
+    return "\n".join((["time;ecg"] if header else []) + rows) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "layout"),
+    [
+        ("a,b\n1.5,2\n3,4\n", (",", ".")),
+        ("a;b\n1.5;2\n3;4\n", (";", ".")),
+        ("a;b\n1,5;2\n-3,25;4e-3\n", (";", ",")),
+        ("1,5;2\n3,0;4\n", (";", ",")),  # no header: the fields are numbers only when split at semicolons
+        ("1,5\n3,0\n", (",", ".")),  # two columns of whole numbers: commas
+        ("note,text\nok;fine,x\n", (",", ".")),  # semicolons inside text: still commas
+    ],
+)
+def test_the_delimiter_and_decimal_mark_are_read_from_the_rows(tmp_path, text, layout):
+    path = tmp_path / "x.csv"
+    path.write_text(text)
+    assert csv_layout(path) == layout
+    tsv = tmp_path / "x.tsv"
+    tsv.write_text(text)
+    assert csv_layout(tsv) == ("\t", ".")
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_a_semicolon_file_with_decimal_commas_reads_the_values_written(tmp_path, header):
+    values = np.random.default_rng(1).normal(size=300)
+    path = tmp_path / "eu.csv"
+    path.write_text(_european(values, header))
+    rec = read_series(path, "ecg" if header else 1, sampling_rate=250)
+    np.testing.assert_allclose(rec.samples.numpy(), values, atol=5e-6)
+    assert csv_rows(path) == recording_length(path) == 300
+
+
+def test_rows_are_counted_with_and_without_a_header_and_an_empty_file_is_one_error(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text("0.5\n0.25\n-1\n")
+    assert csv_rows(path) == 3  # (the first row is data, not names)
+    path.write_text("ecg\n0.5\n0.25\n-1\n")
+    assert csv_rows(path) == 3
+    path.write_text("")
+    with pytest.raises(ReadError, match="is empty"):
+        recording_length(path)
+
+
+def test_a_time_or_sample_column_before_the_signal_is_passed_over(tmp_path):
+    sim = simulate_ecg(30, 250, seed=3)
+    x = sim.signal.numpy()
+    n = x.size
+    stamps = pd.date_range("2024-03-01", periods=n, freq="4ms")
+    tables = {
+        "seconds.csv": pd.DataFrame({"time": np.arange(n) / 250, "ecg": x}),
+        "sample.csv": pd.DataFrame({"sample #": np.arange(n), "MLII": x, "V5": -x}),
+        "stamps.csv": pd.DataFrame({"Datetime": stamps.strftime("%Y-%m-%d %H:%M:%S.%f"), "ecg": x}),
+        "stamps.parquet": pd.DataFrame({"Datetime": stamps, "ecg": x}),
+        "epoch_ms.parquet": pd.DataFrame({"t_ms": 1.7e12 + 4.0 * np.arange(n), "ecg": x}),
+        "two_axes.csv": pd.DataFrame({"sample": np.arange(n), "time": np.arange(n) / 250, "lead": x}),
+        "label.csv": pd.DataFrame({"time": np.arange(n) / 250, "ecg": x, "label": ["N"] * n}),
+    }
+    expected = {
+        "seconds.csv": ("ecg", ["time"]), "sample.csv": ("MLII", ["sample #"]),
+        "stamps.csv": ("ecg", ["Datetime"]), "stamps.parquet": ("ecg", ["Datetime"]),
+        "epoch_ms.parquet": ("ecg", ["t_ms"]), "two_axes.csv": ("lead", ["sample", "time"]),
+        "label.csv": ("ecg", ["time"]),
+    }  # fmt: skip
+    for name, frame in tables.items():
+        path = tmp_path / name
+        frame.to_csv(path, index=False) if name.endswith(".csv") else frame.to_parquet(path, index=False)
+        assert signal_column(path) == expected[name], name
+    # no axis: the first column, whatever it holds
+    pd.DataFrame({"ecg": x, "time": np.arange(n) / 250}).to_csv(tmp_path / "first.csv", index=False)
+    assert signal_column(tmp_path / "first.csv") == (0, [])
+    pd.DataFrame({"ramp": np.arange(n) / 250}).to_csv(tmp_path / "ramp.csv", index=False)
+    assert signal_column(tmp_path / "ramp.csv") == (0, [])  # every column rises: nothing to choose instead
+    flat = np.zeros(n)
+    flat[::50] = 1.0  # a lead that never falls below zero but falls back to it
+    pd.DataFrame({"time": np.arange(n) / 250, "spikes": flat}).to_csv(tmp_path / "spikes.csv", index=False)
+    assert signal_column(tmp_path / "spikes.csv") == ("spikes", ["time"])
+    # a lead that never falls but does not rise either (disconnected, flat) is a signal, not an axis
+    pd.DataFrame({"lead_I": np.zeros(n), "ecg": x}).to_csv(tmp_path / "flat_first.csv", index=False)
+    assert signal_column(tmp_path / "flat_first.csv") == (0, [])
+    assert signal_column(np.zeros(10)) == (0, [])
+
+
+def test_beats_of_a_csv_with_a_time_column_are_the_true_beats(tmp_path):
+    sim = simulate_ecg(120, 500, seed=5)
+    x = sim.signal.numpy()
+    path = tmp_path / "export.csv"
+    text = "time;ecg\n" + "".join(f"{i / 500:.4f};{v:.5f}\n".replace(".", ",") for i, v in enumerate(x))
+    path.write_text(text)
+    result = runner.invoke(app, ["beats", str(path), "--sampling-rate", "500", "--out", str(tmp_path / "o"),
+                                 "--no-figures", "--device", "cpu"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "(ecg, 500 Hz" in result.output
+    table = pd.read_parquet(tmp_path / "o" / "beats.parquet")
+    score = evaluate_beats(sim.r_peaks.numpy(), table["peak"].to_numpy(), 500)
+    assert score.sensitivity >= 0.99 and score.ppv >= 0.99, score
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["channel"] == "ecg"
+
+
+def test_an_npy_with_the_samples_down_the_rows_is_read_along_time(tmp_path):
+    sim = simulate_ecg(40, 250, seed=6)
+    x = sim.signal.numpy()
+    leads = np.stack([x, -0.5 * x], axis=1)  # (time, 2)
+    np.save(tmp_path / "rows.npy", leads)
+    rec = read_series(tmp_path / "rows.npy", sampling_rate=250)
+    assert tuple(rec.samples.shape) == (2, x.size)
+    np.testing.assert_array_equal(rec.samples.numpy(), leads.T)
+    part = read_series(tmp_path / "rows.npy", 1, sampling_rate=250, start=100, stop=400)
+    np.testing.assert_array_equal(part.samples.numpy(), leads[100:400, 1])
+    assert recording_length(tmp_path / "rows.npy") == x.size
+    read, n, _ = chunk_reader(tmp_path / "rows.npy", 1, sampling_rate=250)
+    assert n == x.size and torch.equal(read(1000, 1500), torch.from_numpy(leads[1000:1500, 1]))
+    assert torch.equal(ecg_peaks(rec.samples[0], 250), ecg_peaks(torch.from_numpy(x), 250))
+    np.save(tmp_path / "cols.npy", leads.T.copy())  # (2, time): as before
+    assert torch.equal(read_series(tmp_path / "cols.npy", sampling_rate=250).samples, rec.samples)
+
+
+def test_beats_of_an_empty_csv_is_one_line(tmp_path):
+    (tmp_path / "empty.csv").write_text("")
+    result = runner.invoke(app, ["beats", str(tmp_path / "empty.csv"), "--sampling-rate", "250",
+                                 "--out", str(tmp_path / "o")])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "empty.csv is empty" in lines[0], result.stderr
+    assert not (tmp_path / "o").exists()
