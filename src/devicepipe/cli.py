@@ -259,8 +259,9 @@ EcgChannelOpt = Annotated[
     typer.Option(
         "--channel",
         "-c",
-        help="Channel or column, by name or position (default: the first); 'all' finds the beats on every lead "
-        "together (a flat or noisy lead left out) and cuts them from the first.",
+        help="Channel or column, by name or position (default: the first signal named as an ECG lead in an EDF "
+        "or WFDB record, the first column after any time or sample-number columns in a table, else the first); "
+        "'all' finds the beats on every lead together (a flat or noisy lead left out) and cuts them from the first.",
     ),
 ]
 EncodingOpt = Annotated[

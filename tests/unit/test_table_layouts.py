@@ -148,3 +148,44 @@ def test_beats_of_an_empty_csv_is_one_line(tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "empty.csv is empty" in lines[0], result.stderr
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "ecg"),
+    [("ECG II", True), ("EKG", True), ("ecg1", True), ("MLII", True), ("V5", True), ("aVF", True), ("II", True),
+     ("V", True), ("EEG Fpz-Cz", False), ("Resp", False), ("PLETH", False), ("ABP", False), ("V7", False),
+     ("Volume", False), ("IIII", False)],
+)  # fmt: skip
+def test_ecg_lead_names(name, ecg):
+    from devicepipe.io.read import is_ecg_name
+
+    assert is_ecg_name(name) is ecg
+
+
+def test_named_signals_before_the_ecg_are_passed_over(tmp_path):
+    import edfio
+    import wfdb
+
+    sim = simulate_ecg(60, 500, seed=8)
+    x = sim.signal.numpy().astype(np.float64)
+    resp = np.sin(np.arange(60 * 25) / 25 * 2 * np.pi * 0.25)
+    edf = edfio.Edf([
+        edfio.EdfSignal(resp, sampling_frequency=25, label="Resp", physical_range=(-2, 2)),
+        edfio.EdfSignal(x, sampling_frequency=500, label="ECG II", physical_dimension="mV", physical_range=(-5, 5)),
+    ])  # fmt: skip
+    edf.write(tmp_path / "psg.edf")
+    assert signal_column(tmp_path / "psg.edf") == ("ECG II", ["Resp"])
+    result = runner.invoke(app, ["beats", str(tmp_path / "psg.edf"), "--out", str(tmp_path / "o"), "--no-figures"])
+    assert result.exit_code == 0, result.output
+    found = pd.read_parquet(tmp_path / "o" / "beats.parquet")["peak"].to_numpy()
+    score = evaluate_beats(sim.r_peaks.numpy(), found, 500)
+    assert score.sensitivity >= 0.99 and score.ppv >= 0.99, score
+    sig = np.stack([np.resize(resp, x.size), x], 1)
+    wfdb.wrsamp("mon", fs=500, units=["l", "mV"], sig_name=["RESP", "II"], p_signal=sig, fmt=["16", "16"],
+                write_dir=str(tmp_path))  # fmt: skip
+    assert signal_column(tmp_path / "mon") == ("II", ["RESP"])
+    assert signal_column(tmp_path / "mon.hea") == ("II", ["RESP"])
+    edfio.Edf([edfio.EdfSignal(resp, sampling_frequency=25, label="Resp", physical_range=(-2, 2))]).write(
+        tmp_path / "resp.edf"
+    )
+    assert signal_column(tmp_path / "resp.edf") == (0, [])  # no ECG named: the first, as always

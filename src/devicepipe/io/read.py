@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import torch
+import wfdb
 
 from devicepipe.device import resolve_device
 from devicepipe.errors import ReadError
@@ -58,6 +60,7 @@ __all__ = [
     "declares_sampling_rate",
     "header_sampling_rate",
     "input_fingerprint",
+    "is_ecg_name",
     "npy_error",
     "npy_time_first",
     "read_series",
@@ -367,28 +370,52 @@ def input_fingerprint(source: Any) -> str | None:
 AXIS_ROWS = 1000
 
 
-def signal_column(source: Any) -> tuple[int | str, list[str]]:
-    """The channel a one-channel command reads when none is named, and the columns passed over
-    on the way.
+#: Signal names that are an ECG lead: an EDF+ type ``ECG``/``EKG`` anywhere in the label, or a
+#: lead's own name (the limb and chest leads, MIT-BIH's modified leads, a monitor's ``V``).
+_ECG_NAME = re.compile(r"ECG|EKG|^(I{1,3}|AVR|AVL|AVF|V[1-6]?|MLI{1,3})$", re.IGNORECASE)
 
-    For a CSV or Parquet table: its first column that is not an axis. An axis is a column of
-    timestamps, or of numbers whose first :data:`AXIS_ROWS` values only rise (never falling,
-    and rising in most steps): the time in seconds, a sample number, an epoch time. A signal
-    (an ECG, a load) falls as often as it rises. A column of text is not an axis (reading it
-    says what is wrong with it). A table whose every column is an axis, and any other source,
-    gives the first channel.
+
+def is_ecg_name(name: str) -> bool:
+    """Whether a signal's name says it is an ECG lead (``"ECG II"``, ``"EKG"``, ``"MLII"``, ``"V5"``)."""
+    return bool(_ECG_NAME.search(name.strip()))
+
+
+def signal_column(source: Any) -> tuple[int | str, list[str]]:
+    """The channel an ECG command reads when none is named, and the channels passed over on
+    the way.
+
+    - A CSV or Parquet table: its first column that is not an axis. An axis is a column of
+      timestamps, or of numbers whose first :data:`AXIS_ROWS` values only rise (never falling,
+      and rising in most steps): the time in seconds, a sample number, an epoch time. A signal
+      (an ECG, a load) falls as often as it rises. A column of text is not an axis (reading it
+      says what is wrong with it).
+    - An EDF/BDF file or a WFDB record, whose signals are named: the first whose name says it is
+      an ECG lead (:func:`is_ecg_name`; a sleep study's EEG or a monitor's respiration comes
+      first in many files).
+    - Anything else, or a source with no such column or signal: the first channel.
     """
     if not isinstance(source, (str, os.PathLike)):
         return 0, []
     path = Path(source)
-    if path.suffix.lower() not in (*CSV_DELIMITERS, *PARQUET_SUFFIXES) or not path.is_file():
-        return 0, []
+    suffix = path.suffix.lower()
     try:
+        if is_wfdb_record(path):
+            base = path.with_suffix("") if suffix in (".hea", ".dat", ".atr") else path
+            return _first_named_ecg(list(wfdb.rdheader(str(base)).sig_name or []))
+        if suffix in EDF_SUFFIXES and path.is_file():
+            return _first_named_ecg(edf_header(path)["labels"])
+        if suffix not in (*CSV_DELIMITERS, *PARQUET_SUFFIXES) or not path.is_file():
+            return 0, []
         head = table_head(path, AXIS_ROWS)
-    except ReadError:
-        return 0, []  # the read proper says what is wrong
+    except Exception:  # noqa: BLE001 - the read proper says what is wrong
+        return 0, []
     names = head.column_names
     first = next((i for i, name in enumerate(names) if not _is_axis(head.column(name))), 0)
+    return (names[first], names[:first]) if first else (0, [])
+
+
+def _first_named_ecg(names: list[str]) -> tuple[int | str, list[str]]:
+    first = next((i for i, name in enumerate(names) if is_ecg_name(name)), 0)
     return (names[first], names[:first]) if first else (0, [])
 
 
