@@ -1303,7 +1303,7 @@ def series(
     ] = None,
     time_column: Annotated[str, typer.Option(help="The timestamp column.")] = "Datetime",
     time_format: TimeFormatOpt = None,
-    window: Annotated[str, typer.Option(help="Window length: 1d (days), 12h, 7d ...")] = SERIES_WINDOW,
+    window: Annotated[str, typer.Option(help="Window length: 1d (days), 12h, 1w (weeks) ...")] = SERIES_WINDOW,
     pointwise: Annotated[
         bool, typer.Option("--pointwise", help="The notebook's per-sample autoencoder (input size 1).")
     ] = False,

@@ -8,12 +8,12 @@ from devicepipe.errors import DevicepipeError
 
 __all__ = ["format_duration", "parse_bytes", "parse_duration"]
 
-_UNITS_S = {"d": 86400.0, "h": 3600.0, "min": 60.0, "m": 60.0, "s": 1.0, "ms": 1e-3}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|min|d|h|m|s)")
+_UNITS_S = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "min": 60.0, "m": 60.0, "s": 1.0, "ms": 1e-3}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|min|w|d|h|m|s)")
 
 
 def parse_duration(text: str | float) -> float:
-    """Seconds in a duration such as ``"24h"``, ``"30min"``, ``"1h30m"``, ``"1.5d"`` or ``"90s"``.
+    """Seconds in a duration such as ``"24h"``, ``"30min"``, ``"1h30m"``, ``"1.5d"``, ``"1w"`` or ``"90s"``.
 
     Written durations need their unit (``"90"`` is refused: seconds, minutes or days?); a
     number (``int``/``float``) is taken as seconds. Raises DevicepipeError for anything else,
@@ -27,7 +27,9 @@ def parse_duration(text: str | float) -> float:
             raise DevicepipeError(f"duration {text!r} has no unit; write e.g. '{s}s', '{s}min', '{s}h' or '{s}d'.")
         parts = _PART.findall(s)
         if not parts or "".join(n + u for n, u in parts) != s:
-            raise DevicepipeError(f"cannot read duration {text!r}; write e.g. '24h', '30min', '1h30m', '90s' or '2d'.")
+            raise DevicepipeError(
+                f"cannot read duration {text!r}; write e.g. '24h', '30min', '1h30m', '90s', '2d' or '1w'."
+            )
         seconds = sum(float(n) * _UNITS_S[u] for n, u in parts)
     if not seconds > 0:
         raise DevicepipeError(f"duration {text!r} must be positive.")

@@ -86,7 +86,17 @@ def test_load_series_anomalies_stand_out():
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("24h", 86400), ("30min", 1800), ("1h30m", 5400), ("90s", 90), ("1.5d", 129600), ("250ms", 0.25), (" 2 h ", 7200)],
+    [
+        ("24h", 86400),
+        ("30min", 1800),
+        ("1h30m", 5400),
+        ("90s", 90),
+        ("1.5d", 129600),
+        ("250ms", 0.25),
+        (" 2 h ", 7200),
+        ("1w", 604800),
+        ("2w1d", 1296000),
+    ],
 )
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds)

@@ -35,6 +35,8 @@ def _european(values: np.ndarray, header: bool) -> str:
         ("1,5;2\n3,0;4\n", (";", ",")),  # no header: the fields are numbers only when split at semicolons
         ("1,5\n3,0\n", (",", ".")),  # two columns of whole numbers: commas
         ("note,text\nok;fine,x\n", (",", ".")),  # semicolons inside text: still commas
+        ("id,notes\n1,a;b\n2,c;d\n", (",", ".")),  # ... on every row, but not in the header
+        ("Datetime;load\n2023-01-01 00:00;512,5\n2023-01-01 01:00;498,25\n", (";", ",")),  # times beside
     ],
 )
 def test_the_delimiter_and_decimal_mark_are_read_from_the_rows(tmp_path, text, layout):
@@ -54,6 +56,14 @@ def test_a_semicolon_file_with_decimal_commas_reads_the_values_written(tmp_path,
     rec = read_series(path, "ecg" if header else 1, sampling_rate=250)
     np.testing.assert_allclose(rec.samples.numpy(), values, atol=5e-6)
     assert csv_rows(path) == recording_length(path) == 300
+
+
+def test_a_load_series_exported_with_semicolons_reads_its_times_and_values(tmp_path):
+    path = tmp_path / "load.csv"
+    path.write_text("Datetime;load_MW\n2023-01-01 00:00;512,5\n2023-01-01 01:00;498,25\n2023-01-01 02:00;-1,5\n")
+    rec = read_series(path, "load_MW", time_column="Datetime")
+    np.testing.assert_allclose(rec.samples.numpy(), [512.5, 498.25, -1.5])
+    assert rec.sampling_rate == pytest.approx(1 / 3600)
 
 
 def test_rows_are_counted_with_and_without_a_header_and_an_empty_file_is_one_error(tmp_path):

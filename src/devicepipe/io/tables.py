@@ -60,10 +60,15 @@ def _looks_numeric(fields: list[str], decimal: str = ".") -> bool:
 def csv_layout(path: Path, encoding: str | None = None) -> tuple[str, str]:
     """The field delimiter and the decimal mark of a delimited text file (``path`` a ``.csv`` or
     ``.tsv``): the suffix's delimiter (:data:`CSV_DELIMITERS`) and ``"."``, except for a ``.csv``
-    whose rows are not numbers when split at commas but are when split at semicolons: the
-    export of spreadsheets in locales that write decimals with a comma (``0,5;-1,25``). Then
-    ``";"``, and ``","`` as the decimal mark where the numbers are written so. Decided from the
-    last of the file's first three lines (the first may be a header)."""
+    laid out with semicolons: the export of spreadsheets in locales that write decimals with a
+    comma (``Datetime;load`` then ``2023-01-01 00:00;512,5``). Then ``";"``, and ``","`` as the
+    decimal mark where the numbers are written so.
+
+    Judged from the file's first three lines: semicolons when each line splits into the same
+    number of fields at semicolons but not at commas (a header ``a;b`` has no comma at all); or,
+    where both split evenly (no header, ``1,5;2``), when the last line's fields are numbers only
+    when split at semicolons.
+    """
     delimiter = CSV_DELIMITERS[path.suffix.lower()]
     if delimiter != ",":
         return delimiter, "."
@@ -80,15 +85,21 @@ def csv_layout(path: Path, encoding: str | None = None) -> tuple[str, str]:
     lines = [line for line in pieces[:3] if line.strip()]
     if not lines or ";" not in lines[-1]:
         return delimiter, "."
-    row = lines[-1]
-    if _looks_numeric(row.split(",")):
-        return delimiter, "."
-    fields = row.split(";")
-    if _looks_numeric(fields):
-        return ";", "."
-    if _looks_numeric(fields, decimal=","):
-        return ";", ","
+
+    def even(mark: str) -> bool:  # every line splits into the same number (>= 2) of fields
+        return len({line.count(mark) for line in lines}) == 1 and lines[0].count(mark) >= 1
+
+    fields = lines[-1].split(";")
+    decimal = "," if any(_DECIMAL_COMMA.match(f) for f in fields) else "."
+    if even(";") and not even(","):
+        return ";", decimal
+    if even(";") and not _looks_numeric(lines[-1].split(",")) and _looks_numeric(fields, decimal):
+        return ";", decimal
     return delimiter, "."
+
+
+#: A number written with a decimal comma (``-0,5``, ``12,25``, ``1,5e-3``).
+_DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d*,\d+([eE][-+]?\d+)?\s*$")
 
 
 #: A header or first row with more fields than this is not a recording laid out as columns.
