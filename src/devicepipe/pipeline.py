@@ -63,6 +63,7 @@ from devicepipe.io import (
 )
 from devicepipe.io.chunks import chunk_reader, npy_rows, recording_length
 from devicepipe.io.read import declares_sampling_rate, header_sampling_rate, input_fingerprint, signal_column
+from devicepipe.io.tables import CSV_DELIMITERS
 from devicepipe.learn import (
     DEFAULT_SCORER,
     LearnSettings,
@@ -231,7 +232,7 @@ def _signal_channel(run: _Run, source: Any) -> int | str:
     channel, passed = signal_column(source)
     if passed:
         names = ", ".join(repr(name) for name in passed)
-        run.note(f"reading column {channel!r}: {names} only rise (a time or sample axis); --channel picks another")
+        run.note(f"reading {channel!r}, past {names} (an axis, or not named as an ECG); --channel picks another")
     return channel
 
 
@@ -447,11 +448,18 @@ def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | 
         return int(opts.chunk)
     if opts.method != "ricker" or opts.nan != "error":
         return None
+    budget = opts.memory_budget if opts.memory_budget is not None else free_memory(device) // 4
+    path = Path(source)
+    if (
+        path.suffix.lower() in CSV_DELIMITERS
+        and path.is_file()
+        and path.stat().st_size // 2 * BYTES_PER_SAMPLE <= budget
+    ):
+        return None  # a row takes two bytes at least: it fits, without a pass over the file to count its rows
     try:
         n = recording_length(source, opts.channel)
     except DevicepipeError:
         return None  # read in one piece, which says what is wrong with it
-    budget = opts.memory_budget if opts.memory_budget is not None else free_memory(device) // 4
     return AUTO_CHUNK_SAMPLES if n * BYTES_PER_SAMPLE > budget else None
 
 
