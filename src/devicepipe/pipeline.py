@@ -62,7 +62,13 @@ from devicepipe.io import (
     write_parquet,
 )
 from devicepipe.io.chunks import chunk_reader, npy_rows, recording_length
-from devicepipe.io.read import declares_sampling_rate, header_sampling_rate, input_fingerprint, signal_column
+from devicepipe.io.read import (
+    declares_sampling_rate,
+    header_sampling_rate,
+    input_fingerprint,
+    leading_time_column,
+    signal_column,
+)
 from devicepipe.io.tables import CSV_DELIMITERS
 from devicepipe.learn import (
     DEFAULT_SCORER,
@@ -208,8 +214,11 @@ def _read_ecg(
 ) -> Recording:
     """Read one ECG channel (the first by default) onto the run's device; ``nan`` (the policy for
     non-finite samples) and ``encoding`` (a CSV's) as :func:`devicepipe.io.read_series` takes them."""
+    time_column = None
     if sampling_rate is None and declares_sampling_rate(source) is False:
-        raise _unknown_rate(Path(source).name)  # said before a long read, not after
+        time_column = leading_time_column(source)  # a table's timestamps say the rate
+        if time_column is None:
+            raise _unknown_rate(Path(source).name)  # said before a long read, not after
     if channel is None:
         channel = _signal_channel(run, source)
     with run.stage("read"):
@@ -218,6 +227,7 @@ def _read_ecg(
             None if channel == ALL_LEADS else channel,
             device=run.device,
             sampling_rate=sampling_rate,
+            time_column=time_column,
             nan=nan,
             encoding=encoding,
         )

@@ -199,3 +199,22 @@ def test_named_signals_before_the_ecg_are_passed_over(tmp_path):
         tmp_path / "resp.edf"
     )
     assert signal_column(tmp_path / "resp.edf") == (0, [])  # no ECG named: the first, as always
+
+
+def test_a_table_with_timestamps_before_the_ecg_needs_no_stated_rate(tmp_path):
+    sim = simulate_ecg(60, 250, seed=9)
+    x = sim.signal.numpy()
+    stamps = pd.date_range("2024-05-01 08:00", periods=x.size, freq="4ms")
+    table = pd.DataFrame({"Datetime": stamps.strftime("%Y-%m-%d %H:%M:%S.%f"), "ecg": x})
+    table.to_csv(tmp_path / "t.csv", index=False)
+    result = runner.invoke(app, ["beats", str(tmp_path / "t.csv"), "--out", str(tmp_path / "o"), "--no-figures"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["sampling_rate_hz"] == pytest.approx(250.0) and summary["channel"] == "ecg"
+    found = pd.read_parquet(tmp_path / "o" / "beats.parquet")["peak"].to_numpy()
+    score = evaluate_beats(sim.r_peaks.numpy(), found, 250)
+    assert score.sensitivity >= 0.99 and score.ppv >= 0.99, score
+    # seconds as plain numbers say nothing sure about the rate (seconds? milliseconds?): asked for
+    pd.DataFrame({"time": np.arange(x.size) / 250, "ecg": x}).to_csv(tmp_path / "s.csv", index=False)
+    result = runner.invoke(app, ["beats", str(tmp_path / "s.csv"), "--out", str(tmp_path / "o2")])
+    assert result.exit_code == 2 and "pass --sampling-rate" in result.stderr, result.output

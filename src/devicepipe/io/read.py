@@ -61,6 +61,7 @@ __all__ = [
     "header_sampling_rate",
     "input_fingerprint",
     "is_ecg_name",
+    "leading_time_column",
     "npy_error",
     "npy_time_first",
     "read_series",
@@ -412,6 +413,16 @@ def signal_column(source: Any) -> tuple[int | str, list[str]]:
     names = head.column_names
     first = next((i for i, name in enumerate(names) if not _is_axis(head.column(name))), 0)
     return (names[first], names[:first]) if first else (0, [])
+
+
+def leading_time_column(source: Any) -> str | None:
+    """The first column of timestamps among a CSV or Parquet table's leading axis columns (those
+    :func:`signal_column` passes over), or None: where a table with no stated rate has its times."""
+    _, passed = signal_column(source)
+    if not passed:
+        return None
+    head = table_head(Path(source), AXIS_ROWS)
+    return next((n for n in passed if pa.types.is_timestamp(head.column(n).type)), None)
 
 
 def _first_named_ecg(names: list[str]) -> tuple[int | str, list[str]]:
