@@ -876,14 +876,16 @@ def _peaks_chunked(
     block_max, block_mean = torch.cat(maxima, -1), torch.cat(averages, -1)
     del maxima, averages
     release_freed_memory()  # the chunks' blocks, freed among the kept candidates, would hold the resident size up
-    typical = r.typical_level(r.envelope(block_max), torch.cat(subsample, -1), magnitude.reshape(1))
+    envelope = r.envelope(block_max)
+    del block_max
+    typical = r.typical_level(envelope, torch.cat(subsample, -1), magnitude.reshape(1))
     reach = r.threshold_reach
     for i, c0 in enumerate(range(0, n_samples, chunk)):  # chunk by chunk: each candidate's test is its own,
         b0, b1 = c0 // r.block, -(-min(n_samples, c0 + chunk) // r.block)  # its block's thresholds local
-        a, b = max(0, b0 - reach), min(block_max.shape[-1], b1 + reach)
-        limits = r.local_thresholds(r.envelope(block_max[:, a:b]), block_mean[:, a:b], *typical)
+        a, b = max(0, b0 - reach), min(envelope.shape[-1], b1 + reach)
+        limits = r.local_thresholds(envelope[:, a:b], block_mean[:, a:b], *typical)
         found[i] = r.accept(found[i], *limits, first_block=a)
-    del block_max, block_mean
+    del envelope, block_mean
     candidates = {key: torch.cat([f.pop(key) for f in found]) for key in list(found[0])}  # a key at a time
     del found
     release_freed_memory()

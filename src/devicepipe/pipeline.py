@@ -61,15 +61,9 @@ from devicepipe.io import (
     write_npy,
     write_parquet,
 )
-from devicepipe.io.chunks import chunk_reader, npy_rows, recording_length
-from devicepipe.io.read import (
-    declares_sampling_rate,
-    header_sampling_rate,
-    input_fingerprint,
-    leading_time_column,
-    signal_column,
-)
-from devicepipe.io.tables import CSV_DELIMITERS
+from devicepipe.io.channels import choose_signal
+from devicepipe.io.chunks import chunk_reader, npy_rows, recording_length, samples_at_most
+from devicepipe.io.read import declares_sampling_rate, header_sampling_rate, input_fingerprint
 from devicepipe.learn import (
     DEFAULT_SCORER,
     LearnSettings,
@@ -211,23 +205,24 @@ def _read_ecg(
     sampling_rate: float | None,
     nan: str,
     encoding: str | None,
+    time_column: str | None = None,
 ) -> Recording:
-    """Read one ECG channel (the first by default) onto the run's device; ``nan`` (the policy for
-    non-finite samples) and ``encoding`` (a CSV's) as :func:`devicepipe.io.read_series` takes them."""
-    time_column = None
-    if sampling_rate is None and declares_sampling_rate(source) is False:
-        time_column = leading_time_column(source)  # a table's timestamps say the rate
-        if time_column is None:
-            raise _unknown_rate(Path(source).name)  # said before a long read, not after
+    """Read one ECG channel onto the run's device: the one named, else :func:`_signal_choice`'s;
+    ``nan`` (the policy for non-finite samples) and ``encoding`` (a CSV's) as
+    :func:`devicepipe.io.read_series` takes them. With no rate given or stated by the file, the
+    rate is that of ``time_column``'s timestamps (a table's, as :func:`_signal_choice` finds it)."""
     if channel is None:
-        channel = _signal_channel(run, source)
+        channel, time_column = _signal_choice(run, source, None)
+    times = sampling_rate is None and declares_sampling_rate(source) is False
+    if times and time_column is None:
+        raise _unknown_rate(Path(source).name)  # said before a long read, not after
     with run.stage("read"):
         rec = read_series(
             source,
             None if channel == ALL_LEADS else channel,
             device=run.device,
             sampling_rate=sampling_rate,
-            time_column=time_column,
+            time_column=time_column if times else None,
             nan=nan,
             encoding=encoding,
         )
@@ -236,14 +231,16 @@ def _read_ecg(
     return rec
 
 
-def _signal_channel(run: _Run, source: Any) -> int | str:
-    """The channel read when none is named (:func:`~devicepipe.io.read.signal_column`), saying
-    which leading columns were passed over as axes."""
-    channel, passed = signal_column(source)
-    if passed:
-        names = ", ".join(repr(name) for name in passed)
-        run.note(f"reading {channel!r}, past {names} (an axis, or not named as an ECG); --channel picks another")
-    return channel
+def _signal_choice(run: _Run, source: Any, channel: str | int | None) -> tuple[str | int, str | None]:
+    """The channel to read (``channel`` where named, else :func:`~devicepipe.io.channels.choose_signal`'s,
+    saying which channels were passed over) and a table's column of timestamps before it (or None)."""
+    if channel is not None:
+        return channel, None
+    choice = choose_signal(source)
+    if choice.passed:
+        names = ", ".join(repr(name) for name in choice.passed)
+        run.note(f"reading {choice.channel!r}, past {names} (an axis, or not named as an ECG); --channel picks another")
+    return choice.channel, choice.time_column
 
 
 #: ``channel`` value that finds one set of beats from every lead (``ecg_peaks(..., leads="fuse")``).
@@ -345,11 +342,12 @@ def run_beats(
     Chunking also starts by itself for a file whose detection would need more than
     ``memory_budget`` bytes (default: a quarter of the device's free memory).
     """
+    run = _start(out, device, count_transfers, progress)
+    ref = None if reference is None else read_reference(reference)  # checked before the recording is read
+    channel, time_column = _signal_choice(run, source, channel)  # (the chunk size may need its rate)
     opts = BeatsOptions(
         channel, sampling_rate, method, mode, nan, encoding, figures, strict, count_transfers, chunk, memory_budget
     )
-    run = _start(out, device, count_transfers, progress)
-    ref = None if reference is None else read_reference(reference)  # checked before the recording is read
     size = _chunk_size(source, opts, run.device)
     if size is not None:
         if channel == ALL_LEADS:
@@ -358,7 +356,7 @@ def run_beats(
                 "(--chunk, or beyond --memory-budget); pick one channel (--channel 0) or raise --memory-budget."
             )
         return _run_beats_chunked(run, source, ref, opts, size)
-    rec = _read_ecg(run, source, channel, sampling_rate, nan, encoding)
+    rec = _read_ecg(run, source, channel, sampling_rate, nan, encoding, time_column)
     run.note(f"finding beats in {rec.n_samples:,} samples at {rec.sampling_rate:g} Hz on {run.device}")
     with run.stage("detect"):
         peaks = _find_peaks(rec, method, channel)
@@ -459,14 +457,9 @@ def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | 
     if opts.method != "ricker" or opts.nan != "error":
         return None
     budget = opts.memory_budget if opts.memory_budget is not None else free_memory(device) // 4
-    path = Path(source)
-    if (
-        path.suffix.lower() in CSV_DELIMITERS
-        and path.is_file()
-        and path.stat().st_size // 2 * BYTES_PER_SAMPLE <= budget
-    ):
-        return None  # a row takes two bytes at least: it fits, without a pass over the file to count its rows
     try:
+        if samples_at_most(source, opts.channel) * BYTES_PER_SAMPLE <= budget:
+            return None  # it fits (a CSV plainly small enough is not counted first)
         n = recording_length(source, opts.channel)
     except DevicepipeError:
         return None  # read in one piece, which says what is wrong with it
@@ -483,7 +476,7 @@ def _run_beats_chunked(
             f"nan={opts.nan!r} needs the whole recording in memory; detect it in one piece (no chunk=).",
             cli=f"--nan {opts.nan} needs the whole recording in memory; drop --chunk (and --memory-budget).",
         )
-    channel = _signal_channel(run, source) if opts.channel is None else opts.channel
+    channel = opts.channel  # (chosen by run_beats where none was named)
     read, n, fs = chunk_reader(
         source, channel, sampling_rate=opts.sampling_rate, device=run.device, encoding=opts.encoding
     )

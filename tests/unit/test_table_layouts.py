@@ -13,8 +13,8 @@ from devicepipe.cli import app
 from devicepipe.ecg import ecg_peaks, evaluate_beats
 from devicepipe.errors import ReadError
 from devicepipe.io import read_series
+from devicepipe.io.channels import signal_column
 from devicepipe.io.chunks import chunk_reader, recording_length
-from devicepipe.io.read import signal_column
 from devicepipe.io.tables import csv_layout, csv_rows
 from devicepipe.simulate import simulate_ecg
 
@@ -167,7 +167,7 @@ def test_beats_of_an_empty_csv_is_one_line(tmp_path):
      ("Volume", False), ("IIII", False)],
 )  # fmt: skip
 def test_ecg_lead_names(name, ecg):
-    from devicepipe.io.read import is_ecg_name
+    from devicepipe.io.channels import is_ecg_name
 
     assert is_ecg_name(name) is ecg
 
@@ -218,3 +218,21 @@ def test_a_table_with_timestamps_before_the_ecg_needs_no_stated_rate(tmp_path):
     pd.DataFrame({"time": np.arange(x.size) / 250, "ecg": x}).to_csv(tmp_path / "s.csv", index=False)
     result = runner.invoke(app, ["beats", str(tmp_path / "s.csv"), "--out", str(tmp_path / "o2")])
     assert result.exit_code == 2 and "pass --sampling-rate" in result.stderr, result.output
+
+
+def test_chunks_of_a_duration_are_timed_by_the_rate_of_the_signal_chosen(tmp_path):
+    import edfio
+
+    sim = simulate_ecg(60, 500, seed=10)
+    resp = np.sin(np.arange(60 * 25) / 25 * 2 * np.pi * 0.25)
+    edfio.Edf([
+        edfio.EdfSignal(resp, sampling_frequency=25, label="Resp", physical_range=(-2, 2)),
+        edfio.EdfSignal(sim.signal.numpy().astype(np.float64), sampling_frequency=500, label="ECG II",
+                        physical_range=(-5, 5)),
+    ]).write(tmp_path / "psg.edf")  # fmt: skip
+    result = runner.invoke(app, ["beats", str(tmp_path / "psg.edf"), "--chunk", "20s", "--out", str(tmp_path / "o"),
+                                 "--no-figures"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["channel"] == "ECG II" and summary["sampling_rate_hz"] == 500
+    assert summary["chunked"]["seconds_per_chunk"] == pytest.approx(20.0)  # not 20 s at the first signal's 25 Hz

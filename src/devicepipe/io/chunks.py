@@ -25,9 +25,9 @@ from devicepipe.io.edf import EDF_SUFFIXES, edf_header
 from devicepipe.io.raw import ColumnSpec, channel_names, column_list, resolve_names
 from devicepipe.io.read import header_sampling_rate, npy_error, npy_time_first, read_series
 from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES, csv_rows
-from devicepipe.io.wfdb import is_wfdb_record
+from devicepipe.io.wfdb import is_wfdb_record, record_base
 
-__all__ = ["Chunk", "chunk_reader", "iter_chunks", "npy_rows", "recording_length"]
+__all__ = ["Chunk", "chunk_reader", "iter_chunks", "npy_rows", "recording_length", "samples_at_most"]
 
 
 def recording_length(source: str | os.PathLike[str], column: ColumnSpec = None) -> int:
@@ -37,8 +37,7 @@ def recording_length(source: str | os.PathLike[str], column: ColumnSpec = None) 
     suffix = path.suffix.lower()
     try:
         if is_wfdb_record(path):
-            base = path.with_suffix("") if suffix in (".hea", ".dat", ".atr") else path
-            return int(wfdb.rdheader(str(base)).sig_len)
+            return int(wfdb.rdheader(str(record_base(path))).sig_len)
         if suffix in EDF_SUFFIXES:
             head = edf_header(path)
             wanted = column_list(column)
@@ -61,6 +60,16 @@ def recording_length(source: str | os.PathLike[str], column: ColumnSpec = None) 
     except Exception as exc:  # noqa: BLE001 - any reader's failure, as one line
         raise ReadError(f"cannot read the length of {path.name} ({exc}).") from None
     raise ReadError(f"cannot read {path.name} in chunks; use a WFDB record, EDF, Parquet, NPY or CSV file.")
+
+
+def samples_at_most(source: str | os.PathLike[str], column: ColumnSpec = None) -> int:
+    """An upper bound of :func:`recording_length` found without a pass over the file: the length
+    itself where a header says it; for a CSV, its size in bytes over two (a row holds a value
+    and a line end at least), so that a file plainly small enough is not read to be counted."""
+    path = Path(source)
+    if path.suffix.lower() in CSV_DELIMITERS and path.is_file():
+        return path.stat().st_size // 2
+    return recording_length(source, column)
 
 
 def chunk_reader(

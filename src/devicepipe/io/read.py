@@ -17,15 +17,12 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import torch
-import wfdb
 
 from devicepipe.device import resolve_device
 from devicepipe.errors import ReadError
@@ -40,7 +37,6 @@ from devicepipe.io.tables import (
     read_csv_table,
     read_frame,
     read_parquet_table,
-    table_head,
 )
 from devicepipe.io.timeline import (
     DUPLICATE_POLICIES,
@@ -51,7 +47,7 @@ from devicepipe.io.timeline import (
     apply_nan_policy,
     order_by_time,
 )
-from devicepipe.io.wfdb import is_wfdb_record, read_wfdb, wfdb_sampling_rate
+from devicepipe.io.wfdb import is_wfdb_record, read_wfdb, record_base, wfdb_sampling_rate
 from devicepipe.units import parse_duration
 
 __all__ = [
@@ -60,13 +56,10 @@ __all__ = [
     "declares_sampling_rate",
     "header_sampling_rate",
     "input_fingerprint",
-    "is_ecg_name",
-    "leading_time_column",
     "npy_error",
     "npy_time_first",
     "read_series",
     "recording_files",
-    "signal_column",
 ]
 
 _NUMERIC_INTS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool)
@@ -345,7 +338,7 @@ def recording_files(path: Path) -> list[Path]:
     """The files that hold the recording ``path`` names: a WFDB record's header and signal
     file, else the file itself (whether or not they exist)."""
     if is_wfdb_record(path):
-        base = path.with_suffix("") if path.suffix.lower() in (".hea", ".dat", ".atr") else path
+        base = record_base(path)
         return [base.with_name(base.name + ext) for ext in (".hea", ".dat")]
     return [path]
 
@@ -365,79 +358,6 @@ def input_fingerprint(source: Any) -> str | None:
                 while chunk := fh.read(1 << 22):
                     digest.update(chunk)
     return digest.hexdigest() if found else None
-
-
-#: Rows a table's columns are judged by when :func:`signal_column` looks for the signal.
-AXIS_ROWS = 1000
-
-
-#: Signal names that are an ECG lead: an EDF+ type ``ECG``/``EKG`` anywhere in the label, or a
-#: lead's own name (the limb and chest leads, MIT-BIH's modified leads, a monitor's ``V``).
-_ECG_NAME = re.compile(r"ECG|EKG|^(I{1,3}|AVR|AVL|AVF|V[1-6]?|MLI{1,3})$", re.IGNORECASE)
-
-
-def is_ecg_name(name: str) -> bool:
-    """Whether a signal's name says it is an ECG lead (``"ECG II"``, ``"EKG"``, ``"MLII"``, ``"V5"``)."""
-    return bool(_ECG_NAME.search(name.strip()))
-
-
-def signal_column(source: Any) -> tuple[int | str, list[str]]:
-    """The channel an ECG command reads when none is named, and the channels passed over on
-    the way.
-
-    - A CSV or Parquet table: its first column that is not an axis. An axis is a column of
-      timestamps, or of numbers whose first :data:`AXIS_ROWS` values only rise (never falling,
-      and rising in most steps): the time in seconds, a sample number, an epoch time. A signal
-      (an ECG, a load) falls as often as it rises. A column of text is not an axis (reading it
-      says what is wrong with it).
-    - An EDF/BDF file or a WFDB record, whose signals are named: the first whose name says it is
-      an ECG lead (:func:`is_ecg_name`; a sleep study's EEG or a monitor's respiration comes
-      first in many files).
-    - Anything else, or a source with no such column or signal: the first channel.
-    """
-    if not isinstance(source, (str, os.PathLike)):
-        return 0, []
-    path = Path(source)
-    suffix = path.suffix.lower()
-    try:
-        if is_wfdb_record(path):
-            base = path.with_suffix("") if suffix in (".hea", ".dat", ".atr") else path
-            return _first_named_ecg(list(wfdb.rdheader(str(base)).sig_name or []))
-        if suffix in EDF_SUFFIXES and path.is_file():
-            return _first_named_ecg(edf_header(path)["labels"])
-        if suffix not in (*CSV_DELIMITERS, *PARQUET_SUFFIXES) or not path.is_file():
-            return 0, []
-        head = table_head(path, AXIS_ROWS)
-    except Exception:  # noqa: BLE001 - the read proper says what is wrong
-        return 0, []
-    names = head.column_names
-    first = next((i for i, name in enumerate(names) if not _is_axis(head.column(name))), 0)
-    return (names[first], names[:first]) if first else (0, [])
-
-
-def leading_time_column(source: Any) -> str | None:
-    """The first column of timestamps among a CSV or Parquet table's leading axis columns (those
-    :func:`signal_column` passes over), or None: where a table with no stated rate has its times."""
-    _, passed = signal_column(source)
-    if not passed:
-        return None
-    head = table_head(Path(source), AXIS_ROWS)
-    return next((n for n in passed if pa.types.is_timestamp(head.column(n).type)), None)
-
-
-def _first_named_ecg(names: list[str]) -> tuple[int | str, list[str]]:
-    first = next((i for i, name in enumerate(names) if is_ecg_name(name)), 0)
-    return (names[first], names[:first]) if first else (0, [])
-
-
-def _is_axis(col: pa.ChunkedArray) -> bool:
-    """Whether a table column's first values are an axis (see :func:`signal_column`)."""
-    if pa.types.is_timestamp(col.type) or pa.types.is_date(col.type):
-        return True
-    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
-        return False
-    steps = np.diff(col.drop_null().to_numpy().astype(np.float64))
-    return steps.size >= 9 and bool((steps >= 0).all()) and 2 * int((steps > 0).sum()) > steps.size
 
 
 def declares_sampling_rate(source: Any) -> bool | None:

@@ -23,6 +23,8 @@ __all__ = [
     "is_wfdb_record",
     "read_beat_annotations",
     "read_wfdb",
+    "record_base",
+    "wfdb_signal_names",
     "write_beat_annotations",
 ]
 
@@ -34,7 +36,8 @@ DETECTOR_EXTENSION = "qrs"
 WFDB_SUFFIXES = frozenset({".hea", ".dat", ".atr"})
 
 
-def _record_base(path: Path) -> Path:
+def record_base(path: Path) -> Path:
+    """A WFDB record's path without a suffix (``mitdb/100`` for ``mitdb/100.hea``), as wfdb takes it."""
     return path.with_suffix("") if path.suffix.lower() in WFDB_SUFFIXES else path
 
 
@@ -46,15 +49,20 @@ def is_wfdb_record(path: Path) -> bool:
 def wfdb_sampling_rate(path: Path) -> float | None:
     """The sampling rate in a WFDB record's header (None where the header cannot be read)."""
     try:
-        return float(wfdb.rdheader(str(_record_base(path))).fs)
+        return float(wfdb.rdheader(str(record_base(path))).fs)
     except Exception:  # noqa: BLE001 - read_wfdb says what is wrong with it
         return None
+
+
+def wfdb_signal_names(path: Path) -> list[str]:
+    """The signal names in a WFDB record's header (raises what wfdb raises for a bad header)."""
+    return list(wfdb.rdheader(str(record_base(path))).sig_name or [])
 
 
 def read_wfdb(path: Path, column: ColumnSpec, start: int = 0, stop: int | None = None) -> RawSeries:
     """The chosen channels (default: all) of a WFDB record, in physical units, with its rate;
     samples ``[start, stop)`` only."""
-    base = _record_base(path)
+    base = record_base(path)
     if not base.with_name(base.name + ".hea").exists():
         raise ReadError(f"read_series(): WFDB header not found: {base}.hea.")
     wanted = column_list(column)

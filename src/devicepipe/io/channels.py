@@ -1,0 +1,102 @@
+"""Which channel of a recording holds the ECG, when none is named.
+
+Files put other things first: a table its time or sample-number column, a sleep study's EDF
+its EEG, a monitor's WFDB record its respiration. :func:`choose_signal` looks at what the file
+says without reading its samples (a table's first :data:`AXIS_ROWS` rows, a header's signal
+names) and gives the channel to read, the channels passed over, and a table's column of
+timestamps, whose steps are the rate where no rate is stated.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pyarrow as pa
+
+from devicepipe.io.edf import EDF_SUFFIXES, edf_header
+from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES, table_head
+from devicepipe.io.wfdb import is_wfdb_record, wfdb_signal_names
+
+__all__ = ["AXIS_ROWS", "SignalChoice", "choose_signal", "is_ecg_name", "signal_column"]
+
+#: Rows a table's columns are judged by when :func:`choose_signal` looks for the signal.
+AXIS_ROWS = 1000
+
+#: Signal names that are an ECG lead: an EDF+ type ``ECG``/``EKG`` anywhere in the label, or a
+#: lead's own name (the limb and chest leads, MIT-BIH's modified leads, a monitor's ``V``).
+_ECG_NAME = re.compile(r"ECG|EKG|^(I{1,3}|AVR|AVL|AVF|V[1-6]?|MLI{1,3})$", re.IGNORECASE)
+
+
+class SignalChoice(NamedTuple):
+    """What :func:`choose_signal` found: the channel to read (a name, or 0 for the first), the
+    channels passed over before it, and the first of those that holds timestamps (or None)."""
+
+    channel: int | str
+    passed: list[str]
+    time_column: str | None
+
+
+def is_ecg_name(name: str) -> bool:
+    """Whether a signal's name says it is an ECG lead (``"ECG II"``, ``"EKG"``, ``"MLII"``, ``"V5"``)."""
+    return bool(_ECG_NAME.search(name.strip()))
+
+
+def choose_signal(source: Any) -> SignalChoice:
+    """The channel an ECG command reads when none is named.
+
+    - A CSV or Parquet table: its first column that is not an axis. An axis is a column of
+      timestamps, or of numbers whose first :data:`AXIS_ROWS` values only rise (never falling,
+      and rising in most steps): the time in seconds, a sample number, an epoch time. A signal
+      (an ECG, a load) falls as often as it rises. A column of text is not an axis (reading it
+      says what is wrong with it).
+    - An EDF/BDF file or a WFDB record, whose signals are named: the first whose name says it is
+      an ECG lead (:func:`is_ecg_name`).
+    - Anything else, or a source with no such column or signal: the first channel.
+    """
+    first = SignalChoice(0, [], None)
+    if not isinstance(source, (str, os.PathLike)):
+        return first
+    path = Path(source)
+    suffix = path.suffix.lower()
+    try:
+        if is_wfdb_record(path):
+            return _first_named_ecg(wfdb_signal_names(path))
+        if suffix in EDF_SUFFIXES and path.is_file():
+            return _first_named_ecg(edf_header(path)["labels"])
+        if suffix not in (*CSV_DELIMITERS, *PARQUET_SUFFIXES) or not path.is_file():
+            return first
+        head = table_head(path, AXIS_ROWS)
+    except Exception:  # noqa: BLE001 - the read proper says what is wrong
+        return first
+    names = head.column_names
+    at = next((i for i, name in enumerate(names) if not _is_axis(head.column(name))), 0)
+    if not at:
+        return first
+    passed = names[:at]
+    times = next((n for n in passed if pa.types.is_timestamp(head.column(n).type)), None)
+    return SignalChoice(names[at], passed, times)
+
+
+def signal_column(source: Any) -> tuple[int | str, list[str]]:
+    """:func:`choose_signal`'s channel and the channels it passed over."""
+    choice = choose_signal(source)
+    return choice.channel, choice.passed
+
+
+def _first_named_ecg(names: list[str]) -> SignalChoice:
+    at = next((i for i, name in enumerate(names) if is_ecg_name(name)), 0)
+    return SignalChoice(names[at], names[:at], None) if at else SignalChoice(0, [], None)
+
+
+def _is_axis(col: pa.ChunkedArray) -> bool:
+    """Whether a table column's first values are an axis (see :func:`choose_signal`)."""
+    if pa.types.is_timestamp(col.type) or pa.types.is_date(col.type):
+        return True
+    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+        return False
+    steps = np.diff(col.drop_null().to_numpy().astype(np.float64))
+    return steps.size >= 9 and bool((steps >= 0).all()) and 2 * int((steps > 0).sum()) > steps.size
