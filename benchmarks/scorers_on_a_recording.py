@@ -5,7 +5,7 @@
 The demo's recording (``devicepipe demo``: 30 minutes at 250 Hz, seed 0, about 1 % ventricular
 ectopic beats), and the same with 3 %: its beats are cut as ``ecg`` cuts them, the detector is
 fitted on all of them (anomalies included) with each scorer, and the flags are counted per
-simulated label. ``multiscale`` is the default scorer, and ``k`` "auto" the default,
+simulated label. ``local`` is the default scorer, and ``k`` "auto" the default,
 ``floor(contamination x beats) + 1``: the 3 % recording shows what it does when the ectopic
 beats outnumber the share it allows for, at the default contamination (0.01) and at one that
 says how many there are (0.05).
@@ -30,14 +30,17 @@ def main() -> int:
     torch.set_num_threads(1)
     rows = []
     cases = [
+        (0.01, 0.01, "local", "auto"),
         (0.01, 0.01, "multiscale", "auto"),
         (0.01, 0.01, "reconstruction", "auto"),
         (0.01, 0.01, "knn", 5),
         (0.01, 0.01, "knn", "auto"),
         (0.01, 0.01, "combined", "auto"),
+        (0.03, 0.01, "local", "auto"),
         (0.03, 0.01, "multiscale", "auto"),
         (0.03, 0.01, "reconstruction", "auto"),
         (0.03, 0.01, "knn", "auto"),
+        (0.03, 0.05, "local", "auto"),
         (0.03, 0.05, "multiscale", "auto"),
         (0.03, 0.05, "knn", "auto"),
         (0.03, 0.05, "reconstruction", "auto"),

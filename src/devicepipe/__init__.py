@@ -49,6 +49,8 @@ _EXPORTS = {
     "BeatAnomalyDetector": "devicepipe.detector",
     "load_model": "devicepipe.detector",
     "row_pyramid": "devicepipe.detector",
+    "knn_distance": "devicepipe.detector",
+    "local_residual": "devicepipe.detector",
     "evaluate_anomalies": "devicepipe.score",
     "resample_rows": "devicepipe.signal.resample",
     "run_dataset": "devicepipe.datasets",

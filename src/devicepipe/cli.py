@@ -859,9 +859,10 @@ Scorer = _choices("Scorer", SCORERS)
 ScorerOpt = Annotated[
     Scorer | None,
     typer.Option(
-        help="How a row is scored. multiscale (default): its distance to its k nearest training rows at its "
-        "own resolution and at halves of it, each as a robust z-score, the largest; knn: that distance at its own "
-        "resolution; reconstruction: the model's reconstruction error; combined: knn and reconstruction as "
+        help="How a row is scored. local (default): at its own resolution and at halves of it, its distance to "
+        "its k nearest training rows and how far it lies from the nearest weighted mean of its nearest training "
+        "rows, each as a robust z-score, the largest; multiscale: the distances alone; knn: the distance at its "
+        "own resolution; reconstruction: the model's reconstruction error; combined: knn and reconstruction as "
         "robust z-scores. --pointwise takes reconstruction.",
         show_default=False,
     ),
@@ -869,8 +870,8 @@ ScorerOpt = Annotated[
 NeighboursOpt = Annotated[
     int | None,
     typer.Option(
-        help="k of the multiscale and knn scorers. Default: floor(share flagged x training rows) + 1, so that "
-        "a group of anomalous training rows up to that share cannot hide each other.",
+        help="k of the local, multiscale and knn scorers' distance. Default: floor(share flagged x training "
+        "rows) + 1, so that a group of anomalous training rows up to that share cannot hide each other.",
         min=1,
         show_default=False,
     ),

@@ -2,7 +2,8 @@
 
 :class:`BeatAnomalyDetector` trains a convolutional VAE (or the MLP autoencoder, or a vmap
 ensemble of either) on rows that are normal, for their embeddings, and scores new rows by their
-distance to the nearest training rows (``scorer="knn"``, the default) or by the model's
+distance to the nearest training rows and how well those rebuild them (``scorer="local"``,
+the default; ``"multiscale"`` and ``"knn"`` the distances alone), or by the model's
 reconstruction error (``"reconstruction"``), or both (``"combined"``). It follows PyOD's
 conventions, which scikit-learn's outlier detectors share in shape:
 
@@ -62,7 +63,15 @@ from devicepipe.device import resolve_device
 from devicepipe.errors import DevicepipeError
 from devicepipe.interop import to_torch
 from devicepipe.io.write import write_torch
-from devicepipe.learn import DEFAULT_SCORER, DISTANCE_SCORERS, ENSEMBLE_NAME, SCORERS, LearnSettings, train_models
+from devicepipe.learn import (
+    DEFAULT_SCORER,
+    DISTANCE_SCORERS,
+    ENSEMBLE_NAME,
+    PYRAMID_SCORERS,
+    SCORERS,
+    LearnSettings,
+    train_models,
+)
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
 from devicepipe.scale import MinMaxScaler, StandardScaler
 from devicepipe.score import Scores, embed, reconstruction_error
@@ -77,6 +86,8 @@ __all__ = [
     "SCORERS",
     "BeatAnomalyDetector",
     "knn_distance",
+    "local_neighbours",
+    "local_residual",
     "neighbours_for",
     "row_pyramid",
     "auto_threshold",
@@ -102,6 +113,11 @@ _MAD_TO_SD = 1.4826  # MAD of a normal distribution times this is its standard d
 KNN_SHARE = 0.01
 #: The coarsest resolution of the multiscale scorer, in samples per row (see :func:`row_pyramid`).
 MULTISCALE_FLOOR = 16
+#: The local scorer's ridge, as a share of the trace of the neighbours' Gram matrix (see
+#: :func:`local_residual`).
+LOCAL_RIDGE = 0.03
+#: The most neighbours the local scorer reconstructs a row from: each row solves a system of that size.
+LOCAL_MOST = 32
 #: Fewer training rows than this is a small set: the summary of a fit says so, and why its scorer.
 SMALL_SET = 300
 
@@ -170,6 +186,54 @@ def knn_distance(
     return torch.cat(out)
 
 
+def local_residual(
+    x: torch.Tensor,
+    reference: torch.Tensor,
+    k: int,
+    *,
+    exclude: torch.Tensor | None = None,
+    skip_equal: bool = False,
+    ridge: float = LOCAL_RIDGE,
+) -> torch.Tensor:
+    """Distance from each row of ``x`` ``(n, w)`` to the nearest affine combination of its ``k``
+    nearest rows of ``reference`` ``(m, w)``: the reconstruction error of locally linear
+    embedding (Roweis and Saul, 2000). Returns ``(n,)``, in the units of the rows.
+
+    With ``D`` the ``(k, w)`` differences of the neighbours from the row and ``G = D D^T``, the
+    weights solve ``(G + ridge * trace(G) * I) v = 1``, scaled to sum to one; the score is
+    ``|v^T D|``. The ridge pulls the weights toward equal (``k = 1``: the distance to the nearest
+    row). A row between normal rows scores low even where no single normal row is near it, and
+    a row off the shape the normal rows vary along scores high even when it is near some.
+
+    Computed on the reference's device in blocks of about 32 M values; ``exclude`` and
+    ``skip_equal`` as :func:`knn_distance` has them."""
+    m, width = reference.shape
+    k = max(1, min(k, m - (1 if exclude is not None or skip_equal else 0)))
+    step = max(1, 2**25 // max(m, k * width, 1))
+    out = []
+    for i in range(0, x.shape[0], step):
+        block = x[i : i + step].to(reference.device)
+        d = torch.cdist(block, reference)
+        if exclude is not None:
+            own = exclude[i : i + step].to(reference.device)
+            rows = torch.nonzero(own >= 0).flatten()
+            d[rows, own[rows]] = float("inf")
+        if skip_equal and k < m:
+            index = d.topk(k + 1, dim=1, largest=False).indices
+            itself = (block == reference[index[:, 0]]).all(1)
+            index = torch.where(itself[:, None], index[:, 1:], index[:, :k])
+        else:
+            index = d.topk(k, dim=1, largest=False).indices
+        diff = reference[index] - block[:, None, :]  # (b, k, w)
+        gram = diff @ diff.transpose(1, 2)
+        trace = gram.diagonal(dim1=1, dim2=2).sum(1).clamp_min(1e-30)
+        eye = torch.eye(k, dtype=gram.dtype, device=gram.device)
+        weights = torch.linalg.solve(gram + (ridge * trace)[:, None, None] * eye, torch.ones_like(gram[:, :, :1]))
+        weights = weights / weights.sum(1, keepdim=True)  # (b, k, 1)
+        out.append((weights.transpose(1, 2) @ diff)[:, 0].norm(dim=1))
+    return torch.cat(out)
+
+
 def row_pyramid(rows: torch.Tensor, floor: int = MULTISCALE_FLOOR) -> list[torch.Tensor]:
     """``rows`` ``(n, w)`` at their own resolution and averaged down by halves (each sample the
     mean of two, ``adaptive_avg_pool1d``) while at least ``floor`` samples remain: a list of
@@ -188,6 +252,14 @@ def neighbours_for(n_reference: int, share: float) -> int:
     with ``k`` above the group's size, each of them also reaches normal rows and scores high.
     Small sets get ``k = 1`` (the distance to the nearest row), which ranks best there."""
     return int(math.floor(share * n_reference)) + 1
+
+
+def local_neighbours(n_reference: int) -> int:
+    """How many nearest rows the local scorer reconstructs a row from, for ``n_reference`` rows:
+    the square root of ``n``, at most :data:`LOCAL_MOST` (each row solves a system of that size).
+    Anomalies among the training rows are the nearest-neighbour distance's to find, with its own
+    ``k`` (:func:`neighbours_for`): a group of similar ones can reconstruct each other."""
+    return max(1, min(round(math.sqrt(n_reference)), LOCAL_MOST))
 
 
 def _robust_log_scale(values: torch.Tensor) -> tuple[float, float]:
@@ -286,14 +358,17 @@ class BeatAnomalyDetector:
         :class:`devicepipe.learn.LearnSettings` has them.
     scorer : what a row's score is. ``"knn"``: the mean Euclidean distance from the (scaled,
         resampled) row to its ``neighbours`` nearest training rows (a training row's own score
-        leaves itself out); ``"multiscale"`` (the default): that distance at the row's own
-        resolution and averaged down by halves to :data:`MULTISCALE_FLOOR` samples
-        (:func:`row_pyramid`), each as a robust z-score of its log against the training rows'
-        own distances at that resolution (``(log d - median) / (1.4826 MAD)``), the largest of
-        them; ``"reconstruction"``: the mean squared reconstruction error (averaged over the
-        members); ``"combined"``: the mean of the knn and reconstruction robust z-scores. On
-        the one-class tasks of ``benchmarks/one_class.py`` (BENCHMARKS.md), ``multiscale``
-        reaches the best simple baseline on more tasks than the others.
+        leaves itself out); ``"multiscale"``: that distance at the row's own resolution and
+        averaged down by halves to :data:`MULTISCALE_FLOOR` samples (:func:`row_pyramid`), each
+        as a robust z-score of its log against the training rows' own distances at that
+        resolution (``(log d - median) / (1.4826 MAD)``), the largest of them; ``"local"`` (the
+        default): as ``multiscale``, with a second robust z-score at each resolution, of the
+        row's local linear reconstruction error from its :func:`local_neighbours` nearest
+        training rows (:func:`local_residual`), the largest of all; ``"reconstruction"``: the
+        mean squared reconstruction error (averaged over the members); ``"combined"``: the mean
+        of the knn and reconstruction robust z-scores. On the one-class tasks of
+        ``benchmarks/one_class.py`` (BENCHMARKS.md), ``local`` reaches the best simple baseline
+        on more tasks than the others.
     neighbours : k of the nearest-neighbour scores, or ``"auto"``: :func:`neighbours_for` the
         reference rows and the share ``contamination`` (:data:`KNN_SHARE` when it is not a share).
     reference_rows : the most training rows kept for the nearest-neighbour scores (every row
@@ -631,17 +706,30 @@ class BeatAnomalyDetector:
         rows ``data`` whose reconstruction errors are ``recon``. In ``fit`` (``exclude``: each row's
         own reference row), the calibrations are fitted first: on every row for ``multiscale``,
         on ``train_rows`` for ``combined``."""
-        if self.scorer == "multiscale":
+        if self.scorer in PYRAMID_SCORERS:
             z = []
             for rows, reference in zip(row_pyramid(data), row_pyramid(self.reference_), strict=True):
-                d = knn_distance(rows, reference, self.neighbours_, exclude=exclude, skip_equal=exclude is None)
-                name = f"knn{reference.shape[1]}"
-                if exclude is not None:
-                    self.calibration_[name] = _robust_log_scale(d)
-                z.append(_robust_z(d, *self.calibration_[name]))
+                for name, d in self._distances(rows, reference, exclude).items():
+                    if exclude is not None:
+                        self.calibration_[name] = _robust_log_scale(d)
+                    z.append(_robust_z(d, *self.calibration_[name]))
             return torch.stack(z).amax(0)
         neighbours = knn_distance(data, self.reference_, self.neighbours_, exclude=exclude, skip_equal=exclude is None)
         return self._combined(recon, neighbours, train_rows if exclude is not None else None)
+
+    def _distances(
+        self, rows: torch.Tensor, reference: torch.Tensor, exclude: torch.Tensor | None
+    ) -> dict[str, torch.Tensor]:
+        """The distances ``(n,)`` of the pyramid scorers at one resolution, by calibration name
+        (``exclude``: in ``fit``, each row's own reference row)."""
+        width = reference.shape[1]
+        found = {
+            f"knn{width}": knn_distance(rows, reference, self.neighbours_, exclude=exclude, skip_equal=exclude is None)
+        }
+        if self.scorer == "local":
+            k = local_neighbours(self.reference_.shape[0])
+            found[f"local{width}"] = local_residual(rows, reference, k, exclude=exclude, skip_equal=exclude is None)
+        return found
 
     def _combined(
         self, recon: torch.Tensor, neighbours: torch.Tensor, train_rows: torch.Tensor | None = None
@@ -662,7 +750,7 @@ class BeatAnomalyDetector:
         if self.threshold is not None:
             return float(self.threshold)
         if self.contamination == "auto":
-            return auto_threshold(train_scores, log=self.scorer not in ("combined", "multiscale"))
+            return auto_threshold(train_scores, log=self.scorer not in ("combined", *PYRAMID_SCORERS))
         return _quantile(train_scores.double(), 1.0 - float(self.contamination))
 
     @property
@@ -697,13 +785,19 @@ class BeatAnomalyDetector:
         if self.scorer == "reconstruction":
             return f"a score is {recon}"
         m = self.reference_.shape[0]
-        if self.scorer == "multiscale":
+        if self.scorer in PYRAMID_SCORERS:
             widths = ", ".join(str(level.shape[1]) for level in row_pyramid(self.reference_[:1]))
+            local = (
+                f", and of the distance from it to the nearest weighted mean of its {local_neighbours(m)} nearest "
+                "training rows (the weights solved as locally linear embedding solves them)"
+                if self.scorer == "local"
+                else ""
+            )
             return (
                 f"a score is the largest, over {rows} at {widths} samples (averaged down by halves), of its mean "
-                f"Euclidean distance to its {self.neighbours_} nearest of {m:,} training rows at that resolution, "
-                "as a robust z-score against the training rows' own distances there (units: robust standard "
-                "deviations of the log distance)"
+                f"Euclidean distance to its {self.neighbours_} nearest of {m:,} training rows at that resolution"
+                f"{local}, each as a robust z-score against the training rows' own values there (units: robust "
+                "standard deviations of the log distance)"
             )
         knn = (
             f"the mean Euclidean distance from {rows} to its {self.neighbours_} nearest of {m:,} training rows "
@@ -734,10 +828,15 @@ class BeatAnomalyDetector:
                 "distances to the training rows ranked anomalies better than the reconstruction error on every "
                 "one-class task measured (benchmarks/one_class.py), and need no model to have learned normal"
             )
-        if self.scorer == "multiscale":
+        if self.scorer in PYRAMID_SCORERS:
             why.append(
                 "at several resolutions: some anomalies differ in fine detail, others in a coarse shape that "
                 "noise hides at full resolution; each resolution is calibrated on the training rows' own distances"
+            )
+        if self.scorer == "local":
+            why.append(
+                "with the local linear reconstruction error too: a row off the shapes the normal rows vary along "
+                "scores high even when some normal rows are near it"
             )
         if rows < SMALL_SET:
             tail = (

@@ -306,7 +306,7 @@ def test_series_end_to_end_small(tmp_path):
     assert summary["steps_per_window"] == 24 and summary["windows"]["used"] == 60
     for name in ("training.png", "latent.png", "extremes.png", "days.png"):
         assert _png_ok(out / name), name
-    assert summary["scorer"]["scorer"] == "multiscale" and "robust standard deviations" in summary["threshold_means"]
+    assert summary["scorer"]["scorer"] == "local" and "robust standard deviations" in summary["threshold_means"]
     pointwise = run(
         "series", src, "--out", tmp_path / "pw", "-c", "load_MW", "--pointwise", "--epochs", 2, "--device", "cpu"
     )
@@ -336,7 +336,7 @@ def test_demo_end_to_end(tmp_path):
     # at 256, 128, 64, 32 and 16 samples, as robust z-scores
     assert "at 256, 128, 64, 32, 16 samples" in summary["threshold_means"]
     assert "robust standard deviations" in summary["threshold_means"]
-    assert summary["scorer"]["scorer"] == "multiscale" and summary["scorer"]["training_rows"] == table.num_rows
+    assert summary["scorer"]["scorer"] == "local" and summary["scorer"]["training_rows"] == table.num_rows
     assert summary["scorer"]["neighbours"] == table.num_rows // 100 + 1
     # three epochs have not converged: the summary and the terminal say so
     assert summary["converged"] is False and "not converged" in summary["warnings"][0]

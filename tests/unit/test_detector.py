@@ -195,7 +195,9 @@ def test_a_model_moves_between_gpu_and_cpu(tmp_path):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize(("scorer", "contamination"), [("reconstruction", "auto"), ("knn", 0.02), ("multiscale", 0.02)])
+@pytest.mark.parametrize(
+    ("scorer", "contamination"), [("reconstruction", "auto"), ("knn", 0.02), ("multiscale", 0.02), ("local", 0.02)]
+)
 def test_training_on_a_gpu_gives_the_cpu_answers(scorer, contamination):
     # the split, batch order and VAE noise are drawn on the CPU whatever the device, so the
     # two runs differ only by float32 summation order (and the distances by the order of cdist's sums)
@@ -278,7 +280,7 @@ def test_auto_neighbours_outnumber_a_group_of_anomalies_among_the_training_rows(
     auto = small(epochs=1).fit(x)
     assert auto.neighbours_ == 403 // 100 + 1 == 5
     assert auto.labels_[-3:].tolist() == [1, 1, 1]
-    hidden = small(epochs=1, neighbours=2).fit(x)
+    hidden = small(epochs=1, neighbours=2, scorer="multiscale").fit(x)
     assert hidden.labels_[-3:].sum() == 0  # by hand: each copy's 2 nearest rows are the other two copies
     assert small(epochs=1, contamination=0.05).fit(x).neighbours_ == int(0.05 * 403) + 1
     # a fixed threshold or the robust rule says no share: k allows for 1 %
@@ -309,7 +311,7 @@ def test_training_rows_scored_again_get_their_training_scores():
 def test_the_summary_says_which_scorer_and_why_on_a_small_set():
     det = small(epochs=1).fit(beats(57, seed=24))
     s = det.scorer_summary()
-    assert (s["scorer"], s["training_rows"], s["held_out_for_stopping"], s["neighbours"]) == ("multiscale", 57, 6, 1)
+    assert (s["scorer"], s["training_rows"], s["held_out_for_stopping"], s["neighbours"]) == ("local", 57, 6, 1)
     assert any("small set" in w and "every row" in w for w in s["why"])
     assert "nearest of 57 training rows" in det.score_meaning()
     recon = small(epochs=1, scorer="reconstruction").fit(beats(57, seed=24)).scorer_summary("told")
@@ -319,15 +321,79 @@ def test_the_summary_says_which_scorer_and_why_on_a_small_set():
     assert not any("small set" in w for w in large["why"])
 
 
-def test_the_multiscale_scorer_equals_its_definition_in_numpy():
+def local_residuals_by_hand(train: np.ndarray, rows: np.ndarray, k: int, *, leave_out: bool) -> np.ndarray:
+    """Locally linear embedding's reconstruction error, one row at a time in NumPy: the k nearest
+    training rows (a training row's own left out), D their differences from the row, G = D D^T,
+    (G + 0.03 trace(G) I) v = 1, v scaled to sum to one, |v^T D|."""
+    out = np.empty(len(rows))
+    for i, row in enumerate(rows):
+        d = ((train - row) ** 2).sum(1)
+        if leave_out:
+            d[i] = np.inf
+        diff = train[np.argsort(d, kind="stable")[:k]] - row
+        gram = diff @ diff.T
+        v = np.linalg.solve(gram + 0.03 * np.trace(gram) * np.eye(k), np.ones(k))
+        out[i] = np.linalg.norm((v / v.sum()) @ diff)
+    return out
+
+
+def test_local_residual_by_hand_on_a_line():
+    # reference rows on the x axis at -5 .. 5; with two neighbours the weights are equal by symmetry
+    reference = torch.tensor([[float(i), 0.0] for i in range(-5, 6)])
+    between = torch.tensor([[0.5, 0.0], [0.5, 1.0], [0.5, -2.0]])
+    got = dp.local_residual(between, reference, 2)
+    # on the line between two rows: rebuilt exactly, though 0.5 from each; off it: the distance to the line
+    np.testing.assert_allclose(got.numpy(), [0.0, 1.0, 2.0], atol=1e-6)
+    near = dp.knn_distance(between, reference, 2)
+    np.testing.assert_allclose(near.numpy(), [0.5, np.sqrt(1.25), np.sqrt(4.25)], rtol=1e-6)
+    # one neighbour: the distance to the nearest row
+    np.testing.assert_allclose(dp.local_residual(between, reference, 1).numpy(), [0.5, np.sqrt(1.25), np.sqrt(4.25)])
+
+
+def test_local_residual_equals_numpy_row_by_row():
+    rng = np.random.default_rng(40)
+    train = rng.normal(size=(150, 24)).cumsum(1)
+    rows = rng.normal(size=(30, 24)).cumsum(1)
+    t = torch.from_numpy(train)
+    got = dp.local_residual(torch.from_numpy(rows), t, 7)
+    np.testing.assert_allclose(got.numpy(), local_residuals_by_hand(train, rows, 7, leave_out=False), rtol=1e-9)
+    own = dp.local_residual(t, t, 7, exclude=torch.arange(150))
+    np.testing.assert_allclose(own.numpy(), local_residuals_by_hand(train, train, 7, leave_out=True), rtol=1e-9)
+    # a row equal to a reference row leaves that one out, as its own score did
+    np.testing.assert_array_equal(dp.local_residual(t, t, 7, skip_equal=True).numpy(), own.numpy())
+
+
+def test_the_local_scorer_finds_rows_off_the_normal_shapes_that_distances_miss():
+    # normal rows: a bump at any of a range of places (one shape family); the anomalies lie where
+    # that family runs, between normal rows, with a small dip no normal row has
+    rng = np.random.default_rng(41)
+    t = np.linspace(0, 1, 64)
+
+    def bumps(centres, dip=0.0):
+        rows = np.exp(-(((t - centres[:, None]) / 0.08) ** 2)) - dip * np.exp(-(((t - 0.85) / 0.03) ** 2))
+        return (rows + rng.normal(0, 0.005, rows.shape)).astype(np.float32)
+
+    train = bumps(rng.uniform(0.3, 0.7, 120))
+    new = np.concatenate([bumps(rng.uniform(0.3, 0.7, 60)), bumps(rng.uniform(0.3, 0.7, 20), dip=0.05)])
+    labels = np.r_[np.zeros(60), np.ones(20)]
+    auc = {
+        scorer: roc_auc_score(labels, small(epochs=1, scaling="none", scorer=scorer).fit(train).decision_function(new))
+        for scorer in ("local", "multiscale")
+    }
+    assert auc["local"] >= 0.95 and auc["multiscale"] < auc["local"] - 0.1, auc
+
+
+@pytest.mark.parametrize("scorer", ["multiscale", "local"])
+def test_the_pyramid_scorers_equal_their_definition_in_numpy(scorer):
     # by hand: rows averaged down by pairs to 16 samples; at each resolution the mean distance to the
-    # k nearest training rows (scikit-learn), a training row's own left out; robust z-scores of the
-    # logs against the training rows' own; the largest
+    # k nearest training rows (scikit-learn), a training row's own left out, and for local also the
+    # reconstruction error from the sqrt(200) = 14 nearest; robust z-scores of the logs against the
+    # training rows' own; the largest
     from sklearn.neighbors import NearestNeighbors
 
     x = beats(200, seed=30)
     new = np.concatenate([beats(20, seed=31), beats(5, seed=32, anomalous=True)])
-    det = small(epochs=1, scaling="none").fit(x)
+    det = small(epochs=1, scaling="none", scorer=scorer).fit(x)
     k = det.neighbours_
     assert k == 3
 
@@ -337,17 +403,24 @@ def test_the_multiscale_scorer_equals_its_definition_in_numpy():
             out.append(out[-1].reshape(len(rows), -1, 2).mean(-1))
         return out
 
+    def z(own, other):
+        median = np.median(np.log(own))
+        scale = 1.4826 * np.median(np.abs(np.log(own) - median))
+        return (np.log(own) - median) / scale, (np.log(other) - median) / scale
+
     assert [r.shape[1] for r in halves(x)] == [64, 32, 16]
     z_train, z_new = [], []
     for train, rows in zip(halves(x), halves(new), strict=True):
         nn = NearestNeighbors(n_neighbors=k + 1).fit(train)
-        own = np.log(nn.kneighbors(train)[0][:, 1:].mean(1))
-        other = np.log(nn.kneighbors(rows, n_neighbors=k)[0].mean(1))
-        median = np.median(own)
-        scale = 1.4826 * np.median(np.abs(own - median))
-        z_train.append((own - median) / scale)
-        z_new.append((other - median) / scale)
+        pair = [z(nn.kneighbors(train)[0][:, 1:].mean(1), nn.kneighbors(rows, n_neighbors=k)[0].mean(1))]
+        if scorer == "local":
+            own = local_residuals_by_hand(train, train, 14, leave_out=True)
+            pair.append(z(own, local_residuals_by_hand(train, rows, 14, leave_out=False)))
+        for a, b in pair:
+            z_train.append(a)
+            z_new.append(b)
     np.testing.assert_allclose(det.decision_scores_, np.max(z_train, 0), rtol=1e-4, atol=2e-4)
     np.testing.assert_allclose(det.decision_function(new), np.max(z_new, 0), rtol=1e-4, atol=2e-4)
     assert det.decision_function(new)[-5:].min() > det.threshold_  # the anomalous rows are flagged
     assert "at 64, 32, 16 samples" in det.score_meaning()
+    assert ("14 nearest training rows" in det.score_meaning()) == (scorer == "local")
