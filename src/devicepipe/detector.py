@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,7 @@ __all__ = [
     "MODEL_NAME",
     "SCORERS",
     "BeatAnomalyDetector",
+    "knn_and_local",
     "knn_distance",
     "local_neighbours",
     "local_residual",
@@ -150,6 +151,39 @@ def auto_threshold(train_scores: torch.Tensor, k: float = AUTO_K, *, log: bool =
     return float(torch.exp(edge) if log else edge)
 
 
+def _nearest(
+    x: torch.Tensor,
+    reference: torch.Tensor,
+    k: int,
+    *,
+    exclude: torch.Tensor | None,
+    skip_equal: bool,
+    row_values: int = 0,
+) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """For blocks of the rows of ``x`` ``(n, w)``: the block ``(b, w)`` on the reference's device,
+    and the distances ``(b, k)`` (ascending) and indices ``(b, k)`` of each row's ``k`` nearest rows
+    of ``reference`` ``(m, w)`` (``torch.cdist`` then ``topk``; ``k`` already within ``m``). A
+    block holds about 32 M distances, or 32 M values at ``row_values`` per row when that is more.
+    ``exclude`` and ``skip_equal`` as :func:`knn_distance` has them."""
+    m = reference.shape[0]
+    step = max(1, 2**25 // max(m, row_values, 1))
+    for i in range(0, x.shape[0], step):
+        block = x[i : i + step].to(reference.device)
+        d = torch.cdist(block, reference)
+        if exclude is not None:
+            own = exclude[i : i + step].to(reference.device)
+            rows = torch.nonzero(own >= 0).flatten()
+            d[rows, own[rows]] = float("inf")
+        if skip_equal and k < m:
+            values, index = d.topk(k + 1, dim=1, largest=False)
+            itself = (block == reference[index[:, 0]]).all(1)[:, None]
+            values = torch.where(itself, values[:, 1:], values[:, :k])
+            index = torch.where(itself, index[:, 1:], index[:, :k])
+        else:
+            values, index = d.topk(k, dim=1, largest=False)
+        yield block, values, index
+
+
 def knn_distance(
     x: torch.Tensor,
     reference: torch.Tensor,
@@ -166,24 +200,7 @@ def knn_distance(
     for a training row's own score), or -1. ``skip_equal``: a row of ``x`` equal, bit for bit,
     to its nearest reference row leaves that one row out, as its own score did when it trained
     (so scoring the training rows again gives their training scores)."""
-    m = reference.shape[0]
-    k = max(1, min(k, m - (1 if exclude is not None or skip_equal else 0)))
-    step = max(1, 2**25 // max(m, 1))
-    out = []
-    for i in range(0, x.shape[0], step):
-        block = x[i : i + step].to(reference.device)
-        d = torch.cdist(block, reference)
-        if exclude is not None:
-            own = exclude[i : i + step].to(reference.device)
-            rows = torch.nonzero(own >= 0).flatten()
-            d[rows, own[rows]] = float("inf")
-        if skip_equal and k < m:
-            values, index = d.topk(k + 1, dim=1, largest=False)
-            itself = (block == reference[index[:, 0]]).all(1)
-            out.append(torch.where(itself, values[:, 1:].mean(1), values[:, :k].mean(1)))
-        else:
-            out.append(d.topk(k, dim=1, largest=False).values.mean(1))
-    return torch.cat(out)
+    return knn_and_local(x, reference, k, 0, exclude=exclude, skip_equal=skip_equal)[0]
 
 
 def local_residual(
@@ -207,31 +224,45 @@ def local_residual(
 
     Computed on the reference's device in blocks of about 32 M values; ``exclude`` and
     ``skip_equal`` as :func:`knn_distance` has them."""
+    return knn_and_local(x, reference, 0, k, exclude=exclude, skip_equal=skip_equal, ridge=ridge)[1]
+
+
+def knn_and_local(
+    x: torch.Tensor,
+    reference: torch.Tensor,
+    k: int,
+    k_local: int,
+    *,
+    exclude: torch.Tensor | None = None,
+    skip_equal: bool = False,
+    ridge: float = LOCAL_RIDGE,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`knn_distance` with ``k`` and :func:`local_residual` with ``k_local``, from one search
+    for each row's nearest rows: two tensors ``(n,)`` (an empty one for a ``k`` of 0)."""
     m, width = reference.shape
-    k = max(1, min(k, m - (1 if exclude is not None or skip_equal else 0)))
-    step = max(1, 2**25 // max(m, k * width, 1))
-    out = []
-    for i in range(0, x.shape[0], step):
-        block = x[i : i + step].to(reference.device)
-        d = torch.cdist(block, reference)
-        if exclude is not None:
-            own = exclude[i : i + step].to(reference.device)
-            rows = torch.nonzero(own >= 0).flatten()
-            d[rows, own[rows]] = float("inf")
-        if skip_equal and k < m:
-            index = d.topk(k + 1, dim=1, largest=False).indices
-            itself = (block == reference[index[:, 0]]).all(1)
-            index = torch.where(itself[:, None], index[:, 1:], index[:, :k])
-        else:
-            index = d.topk(k, dim=1, largest=False).indices
-        diff = reference[index] - block[:, None, :]  # (b, k, w)
-        gram = diff @ diff.transpose(1, 2)
-        trace = gram.diagonal(dim1=1, dim2=2).sum(1).clamp_min(1e-30)
-        eye = torch.eye(k, dtype=gram.dtype, device=gram.device)
-        weights = torch.linalg.solve(gram + (ridge * trace)[:, None, None] * eye, torch.ones_like(gram[:, :, :1]))
-        weights = weights / weights.sum(1, keepdim=True)  # (b, k, 1)
-        out.append((weights.transpose(1, 2) @ diff)[:, 0].norm(dim=1))
-    return torch.cat(out)
+    one_out = 1 if exclude is not None or skip_equal else 0
+    k, k_local = (max(1, min(n, m - one_out)) if n else 0 for n in (k, k_local))
+    means, errors = [], []
+    for block, values, index in _nearest(
+        x, reference, max(k, k_local), exclude=exclude, skip_equal=skip_equal, row_values=k_local * width
+    ):
+        if k:
+            means.append(values[:, :k].mean(1))
+        if k_local:
+            errors.append(_local_error(block, reference[index[:, :k_local]], ridge))
+    empty = torch.empty(0, dtype=x.dtype, device=reference.device)
+    return (torch.cat(means) if means else empty), (torch.cat(errors) if errors else empty)
+
+
+def _local_error(block: torch.Tensor, neighbours: torch.Tensor, ridge: float) -> torch.Tensor:
+    """:func:`local_residual` of the rows ``block`` ``(b, w)`` from their ``neighbours`` ``(b, k, w)``."""
+    diff = neighbours - block[:, None, :]  # (b, k, w)
+    gram = diff @ diff.transpose(1, 2)
+    trace = gram.diagonal(dim1=1, dim2=2).sum(1).clamp_min(1e-30)
+    eye = torch.eye(gram.shape[1], dtype=gram.dtype, device=gram.device)
+    weights = torch.linalg.solve(gram + (ridge * trace)[:, None, None] * eye, torch.ones_like(gram[:, :, :1]))
+    weights = weights / weights.sum(1, keepdim=True)  # (b, k, 1)
+    return (weights.transpose(1, 2) @ diff)[:, 0].norm(dim=1)
 
 
 def row_pyramid(rows: torch.Tensor, floor: int = MULTISCALE_FLOOR) -> list[torch.Tensor]:
@@ -723,13 +754,11 @@ class BeatAnomalyDetector:
         """The distances ``(n,)`` of the pyramid scorers at one resolution, by calibration name
         (``exclude``: in ``fit``, each row's own reference row)."""
         width = reference.shape[1]
-        found = {
-            f"knn{width}": knn_distance(rows, reference, self.neighbours_, exclude=exclude, skip_equal=exclude is None)
-        }
-        if self.scorer == "local":
-            k = local_neighbours(self.reference_.shape[0])
-            found[f"local{width}"] = local_residual(rows, reference, k, exclude=exclude, skip_equal=exclude is None)
-        return found
+        k_local = local_neighbours(self.reference_.shape[0]) if self.scorer == "local" else 0
+        near, local = knn_and_local(
+            rows, reference, self.neighbours_, k_local, exclude=exclude, skip_equal=exclude is None
+        )
+        return {f"knn{width}": near} | ({f"local{width}": local} if k_local else {})
 
     def _combined(
         self, recon: torch.Tensor, neighbours: torch.Tensor, train_rows: torch.Tensor | None = None
