@@ -239,6 +239,11 @@ def knn_and_local(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`knn_distance` with ``k`` and :func:`local_residual` with ``k_local``, from one search
     for each row's nearest rows: two tensors ``(n,)`` (an empty one for a ``k`` of 0)."""
+    if x.ndim != 2 or reference.ndim != 2 or x.shape[1] != reference.shape[1] or reference.shape[0] == 0:
+        raise DevicepipeError(
+            f"nearest rows: x {tuple(x.shape)} and reference {tuple(reference.shape)} must be (n, w) and (m, w) "
+            "with the same w and m >= 1; resample the rows to one width first (devicepipe.resample_rows)."
+        )
     m, width = reference.shape
     one_out = 1 if exclude is not None or skip_equal else 0
     k, k_local = (max(1, min(n, m - one_out)) if n else 0 for n in (k, k_local))
@@ -846,6 +851,8 @@ class BeatAnomalyDetector:
         why = [] if reason is None else [reason]
         if self.scorer != "reconstruction":
             out |= {"neighbours": self.neighbours_, "reference_rows": int(self.reference_.shape[0])}
+            if self.scorer == "local":
+                out["local_neighbours"] = local_neighbours(self.reference_.shape[0])
             if self.neighbours == "auto":
                 m = self.reference_.shape[0]
                 why.append(

@@ -313,6 +313,7 @@ def test_the_summary_says_which_scorer_and_why_on_a_small_set():
     s = det.scorer_summary()
     assert (s["scorer"], s["training_rows"], s["held_out_for_stopping"], s["neighbours"]) == ("local", 57, 6, 1)
     assert any("small set" in w and "every row" in w for w in s["why"])
+    assert s["local_neighbours"] == 8  # the local error's rows: sqrt(57) = 7.5, rounded
     assert "nearest of 57 training rows" in det.score_meaning()
     recon = small(epochs=1, scorer="reconstruction").fit(beats(57, seed=24)).scorer_summary("told")
     assert recon["why"][0] == "told" and any("scorer='knn'" in w for w in recon["why"])
@@ -348,6 +349,14 @@ def test_local_residual_by_hand_on_a_line():
     np.testing.assert_allclose(near.numpy(), [0.5, np.sqrt(1.25), np.sqrt(4.25)], rtol=1e-6)
     # one neighbour: the distance to the nearest row
     np.testing.assert_allclose(dp.local_residual(between, reference, 1).numpy(), [0.5, np.sqrt(1.25), np.sqrt(4.25)])
+
+
+def test_nearest_rows_of_another_width_are_one_line():
+    for call in (dp.local_residual, dp.knn_distance):
+        with pytest.raises(DevicepipeError, match=r"x \(3, 4\) and reference \(5, 3\).*resample_rows"):
+            call(torch.zeros(3, 4), torch.zeros(5, 3), 2)
+        with pytest.raises(DevicepipeError, match="m >= 1"):
+            call(torch.zeros(3, 4), torch.zeros(0, 4), 2)
 
 
 def test_local_residual_equals_numpy_row_by_row():
