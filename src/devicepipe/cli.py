@@ -1302,7 +1302,13 @@ def series(
     column: Annotated[
         str | None, typer.Option("--column", "-c", help="The value column (default: the only one).")
     ] = None,
-    time_column: Annotated[str, typer.Option(help="The timestamp column.")] = "Datetime",
+    time_column: Annotated[
+        str | None,
+        typer.Option(
+            help="The timestamp column (default: the first column of times, else of text named as times: "
+            "Datetime, timestamp, date)."
+        ),
+    ] = None,
     time_format: TimeFormatOpt = None,
     window: Annotated[str, typer.Option(help="Window length: 1d (days), 12h, 1w (weeks) ...")] = SERIES_WINDOW,
     pointwise: Annotated[

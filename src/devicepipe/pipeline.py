@@ -61,7 +61,7 @@ from devicepipe.io import (
     write_npy,
     write_parquet,
 )
-from devicepipe.io.channels import choose_signal
+from devicepipe.io.channels import choose_signal, time_column_of
 from devicepipe.io.chunks import chunk_reader, npy_rows, recording_length, samples_at_most
 from devicepipe.io.read import declares_sampling_rate, header_sampling_rate, input_fingerprint
 from devicepipe.learn import (
@@ -1590,12 +1590,25 @@ def run_series(
     """
     settings = settings or SeriesLearnSettings()
     window_s = parse_duration(window)
-    if time_column is None:
+    # one sample's distance to its nearest samples says nothing of the window it is in
+    if pointwise and settings.scorer not in (None, "reconstruction"):
         raise DevicepipeError(
-            "a load series needs its time column: pass time_column= (e.g. time_column='Datetime').",
-            cli="a load series needs its time column: pass --time-column (e.g. --time-column Datetime).",
+            f"scorer {settings.scorer!r} cannot score single samples; pointwise models use scorer='reconstruction'.",
+            cli=f"--scorer {settings.scorer} cannot score single samples; drop it with --pointwise.",
+        )
+    found = time_column is None
+    time_column = time_column_of(source) if found else time_column
+    if time_column is None:
+        where = (
+            f"found no column of times in {Path(source).name}" if isinstance(source, (str, Path)) else "no time column"
+        )
+        raise DevicepipeError(
+            f"a load series needs its time column: {where}; pass time_column= (e.g. time_column='Datetime').",
+            cli=f"a load series needs its time column: {where}; pass --time-column (e.g. --time-column Datetime).",
         )
     run = _start(out, device, count_transfers, progress)
+    if found:
+        run.note(f"times from column {time_column!r}; --time-column picks another")
     identity = _identity(
         source,
         settings,
@@ -1608,12 +1621,6 @@ def run_series(
         nan=nan,
     )
     check_before_start(run.out, settings, identity)
-    # one sample's distance to its nearest samples says nothing of the window it is in
-    if pointwise and settings.scorer not in (None, "reconstruction"):
-        raise DevicepipeError(
-            f"scorer {settings.scorer!r} cannot score single samples; pointwise models use scorer='reconstruction'.",
-            cli=f"--scorer {settings.scorer} cannot score single samples; drop it with --pointwise.",
-        )
     default_scorer = "reconstruction" if pointwise else DEFAULT_SCORER
     with run.stage("read"):
         rec = read_series(

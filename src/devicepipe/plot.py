@@ -243,7 +243,9 @@ def _project_2d(embeddings: np.ndarray) -> tuple[np.ndarray, tuple[str, str]]:
         xy, names = centred @ vt[:2].T, ["principal component 1", "principal component 2"]
     spread = xy.std(0) if len(xy) else np.ones(2)
     for j in range(2):
-        if spread[j] < 0.1 * spread[1 - j]:
+        if spread[j] == 0 and spread[1 - j] > 0:
+            names[j] += " (no spread: every point has the same value)"
+        elif spread[j] < 0.1 * spread[1 - j]:
             names[j] += f" (spread {spread[j]:.2g}, {spread[1 - j] / spread[j]:.0f}x less than along {names[1 - j]})"
     return xy, (names[0], names[1])
 

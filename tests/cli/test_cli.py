@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import torch
@@ -566,3 +567,21 @@ def test_beats_marks_the_unusable_stretches(tmp_path):
     assert q["unusable_s"] == 20.0 and q["unusable_share"] == pytest.approx(20 / 120)
     assert (out / "quality.png").stat().st_size > 10_000
     assert "quality.png" in (out / "report.html").read_text()
+
+
+def test_series_finds_a_time_column_of_any_name(tmp_path):
+    days = 14
+    stamps = pd.date_range("2023-03-01", periods=24 * days, freq="h")
+    load = 100 + 10 * np.sin(2 * np.pi * np.arange(stamps.size) / 24)
+    src = tmp_path / "meter.csv"
+    pd.DataFrame({"kW": load, "reading time": stamps.strftime("%d.%m.%Y %H:%M")}).to_csv(src, index=False)
+    out = tmp_path / "run"
+    result = run("series", src, "--out", out, "--epochs", 2, "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    assert "times from column 'reading time'" in result.output
+    starts = pq.read_table(out / "embeddings.parquet").column("start").to_pylist()
+    assert len(starts) == days and str(starts[0]).startswith("2023-03-01") and str(starts[-1]).startswith("2023-03-14")
+    bare = tmp_path / "bare.csv"
+    pd.DataFrame({"kW": load}).to_csv(bare, index=False)
+    assert_user_error(run("series", bare, "--out", tmp_path / "r2"), "found no column of times in bare.csv")
+    assert not (tmp_path / "r2").exists()

@@ -1,5 +1,7 @@
 """Figures answer a user's question: checked on the artists they draw, against hand-built inputs."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -77,6 +79,12 @@ def test_latent_figure_rings_flags_marks_reference_labels_and_names_a_narrow_axi
     ratio = emb[:, 1].std() / emb[:, 0].std()
     assert ax.get_xlabel() == f"z0 (spread {emb[:, 0].std():.2g}, {ratio:.0f}x less than along z1)"
     assert "less than" not in ax.get_ylabel()
+    flat = emb.copy()
+    flat[:, 0] = 0.5  # every point alike along z0: said so, with no division by its zero spread
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        labels = plot_latent(flat, scores=rng.random(300), flags=flags).axes[0]
+    assert labels.get_xlabel() == "z0 (no spread: every point has the same value)" and labels.get_ylabel() == "z1"
 
 
 def test_extremes_name_the_threshold_the_units_and_the_flags():

@@ -236,3 +236,24 @@ def test_chunks_of_a_duration_are_timed_by_the_rate_of_the_signal_chosen(tmp_pat
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["channel"] == "ECG II" and summary["sampling_rate_hz"] == 500
     assert summary["chunked"]["seconds_per_chunk"] == pytest.approx(20.0)  # not 20 s at the first signal's 25 Hz
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        ({"load": [1.0, 2.0], "timestamp": pd.to_datetime(["2024-01-01 00:00", "2024-01-01 01:00"])}, "timestamp"),
+        ({"v": [1.0, 2.0], "when": pd.to_datetime(["2024-01-01", "2024-01-02"]).date}, "when"),
+        ({"Date_UTC": ["1/2/2024 0h", "1/2/2024 1h"], "load": [1.0, 2.0]}, "Date_UTC"),  # text named as times
+        ({"site": ["a", "b"], "load": [1.0, 2.0]}, None),  # text not named as times
+        ({"seconds": [0.0, 1.0], "load": [1.0, 2.0]}, None),  # numbers are not times
+    ],
+)
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_the_time_column_of_a_table_is_its_first_column_of_times(tmp_path, table, expected, suffix):
+    from devicepipe.io.channels import time_column_of
+
+    path = tmp_path / f"t{suffix}"
+    frame = pd.DataFrame(table)
+    frame.to_csv(path, index=False) if suffix == ".csv" else frame.to_parquet(path, index=False)
+    assert time_column_of(path) == expected
+    assert time_column_of(tmp_path / f"missing{suffix}") is None and time_column_of(frame) is None

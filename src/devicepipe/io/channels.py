@@ -21,7 +21,7 @@ from devicepipe.io.edf import EDF_SUFFIXES, edf_header
 from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES, table_head
 from devicepipe.io.wfdb import is_wfdb_record, wfdb_signal_names
 
-__all__ = ["AXIS_ROWS", "SignalChoice", "choose_signal", "is_ecg_name", "signal_column"]
+__all__ = ["AXIS_ROWS", "SignalChoice", "choose_signal", "is_ecg_name", "signal_column", "time_column_of"]
 
 #: Rows a table's columns are judged by when :func:`choose_signal` looks for the signal.
 AXIS_ROWS = 1000
@@ -29,6 +29,9 @@ AXIS_ROWS = 1000
 #: Signal names that are an ECG lead: an EDF+ type ``ECG``/``EKG`` anywhere in the label, or a
 #: lead's own name (the limb and chest leads, MIT-BIH's modified leads, a monitor's ``V``).
 _ECG_NAME = re.compile(r"ECG|EKG|^(I{1,3}|AVR|AVL|AVF|V[1-6]?|MLI{1,3})$", re.IGNORECASE)
+
+#: Column names that say a column of text holds times (``Datetime``, ``timestamp``, ``date_utc``).
+_TIME_NAME = re.compile(r"time|date|^ts$|^when$", re.IGNORECASE)
 
 
 class SignalChoice(NamedTuple):
@@ -79,6 +82,31 @@ def choose_signal(source: Any) -> SignalChoice:
     passed = names[:at]
     times = next((n for n in passed if pa.types.is_timestamp(head.column(n).type)), None)
     return SignalChoice(names[at], passed, times)
+
+
+def time_column_of(source: Any) -> str | None:
+    """The column of timestamps of a CSV or Parquet table, when none is named: the first column
+    the reader takes for times or dates (of its first :data:`AXIS_ROWS` rows), else the first
+    column of text named as times (``Datetime``, ``timestamp``, ``date``: times in a layout the
+    reader does not guess, which ``time_format`` then gives). None for anything else, or a
+    table with no such column (the read proper says what is wrong with an unreadable file)."""
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    path = Path(source)
+    if path.suffix.lower() not in (*CSV_DELIMITERS, *PARQUET_SUFFIXES) or not path.is_file():
+        return None
+    try:
+        head = table_head(path, AXIS_ROWS)
+    except Exception:  # noqa: BLE001 - the read proper says what is wrong
+        return None
+    columns = [(name, head.column(name).type) for name in head.column_names]
+    typed = (name for name, kind in columns if pa.types.is_timestamp(kind) or pa.types.is_date(kind))
+    named = (name for name, kind in columns if _is_text(kind) and _TIME_NAME.search(name))
+    return next(typed, None) or next(named, None)
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
 
 
 def signal_column(source: Any) -> tuple[int | str, list[str]]:

@@ -60,7 +60,7 @@ class TimeReport:
 
     def summary(self) -> str:
         """One line describing the irregularities (or their absence)."""
-        parts = [f"{self.n_rows:,} rows from {self.start} to {self.end}, step {self.step_s:g} s"]
+        parts = [f"{self.n_rows:,} rows from {_when(self.start)} to {_when(self.end)}, step {self.step_s:g} s"]
         if not self.was_sorted:
             parts.append("was not sorted (sorted now)")
         if self.n_duplicates:
@@ -86,6 +86,12 @@ class TimeReport:
             "gaps": [[str(a), str(b), n] for a, b, n in self.gaps],
             "missing_steps": self.missing_steps,
         }
+
+
+def _when(t: np.datetime64) -> str:
+    """A time for a sentence: ``2024-01-01 00:00:00``, with milliseconds only when it has them."""
+    unit = "s" if np.datetime64(t, "s") == t else "ms"
+    return np.datetime_as_string(t, unit=unit).replace("T", " ")
 
 
 def order_by_time(
