@@ -597,7 +597,7 @@ def _run_dataset_cli(
 
     def start(total: int, to_run: int) -> None:
         kept = f" ({total - to_run:,} complete from an earlier run)" if total != to_run else ""
-        con.print(f"{total:,} recordings in {input}{kept}")
+        con.print(f"{total:,} recording{'' if total == 1 else 's'} in {input}{kept}")
         progress.update(task, total=total)
 
     def cluster(how: dict[str, Any]) -> None:

@@ -231,6 +231,15 @@ def _read_ecg(
     return rec
 
 
+def _no_beats(rec: Recording, peaks: torch.Tensor) -> DevicepipeError:
+    """The error of a recording from which no whole beat was cut (a model needs beats)."""
+    problem = f"no whole beat was cut from {rec.source} ({int(peaks.numel())} R peaks found)"
+    return DevicepipeError(
+        f"{problem}; is it an ECG, and is the sampling rate right?",
+        cli=f"{problem}; is it an ECG, and is --sampling-rate right?",
+    )
+
+
 def _signal_choice(run: _Run, source: Any, channel: str | int | None) -> tuple[str | int, str | None]:
     """The channel to read (``channel`` where named, else :func:`~devicepipe.io.channels.choose_signal`'s,
     saying which channels were passed over) and a table's column of timestamps before it (or None)."""
@@ -1212,11 +1221,7 @@ def run_score(
         run, source, channel, sampling_rate, geometry["method"], geometry["mode"], nan, encoding
     )
     if beats.matrix.shape[0] == 0:
-        problem = f"no whole beat was cut from {rec.source} ({int(peaks.numel())} R peaks found)"
-        raise DevicepipeError(
-            f"{problem}; is it an ECG, and is the sampling rate right?",
-            cli=f"{problem}; is it an ECG, and is --sampling-rate right?",
-        )
+        raise _no_beats(rec, peaks)
     with run.stage("scale"):
         data = beat_rows(beats.matrix, detector.n_features_in_)
     with run.stage("score"):
@@ -1432,7 +1437,7 @@ def run_train(
             with run.stage("segment"):
                 beats = ecg_segment(rec.samples, peaks, rec.sampling_rate, mode=mode)
             if beats.matrix.shape[0] == 0:
-                raise DevicepipeError(f"no whole beat was cut from {rec.source}")
+                raise _no_beats(rec, peaks)
             left_out = 0
             if min_quality is not None:
                 with run.stage("segment"):

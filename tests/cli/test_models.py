@@ -134,6 +134,12 @@ def test_bad_models_are_one_line_and_write_nothing(population, tmp_path):
         assert r.returncode == 2, (model, r.stderr)
         assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert "Traceback" not in r.stderr and not out.exists()
+    noise = tmp_path / "noise.npy"
+    np.save(noise, np.random.default_rng(0).normal(size=30_000).astype(np.float32))
+    r = run("train", str(noise), "--sampling-rate", "250", "--out", str(tmp_path / "noisy"))
+    assert r.returncode == 2 and not (tmp_path / "noisy").exists(), r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no whole beat was cut from noise.npy" in lines[0] and "--sampling-rate" in lines[0]
 
 
 def test_two_gloo_processes_train_the_weights_of_one(population, tmp_path):
