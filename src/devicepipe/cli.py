@@ -62,6 +62,7 @@ from devicepipe.device import device_report
 from devicepipe.ecg import ECG_PEAK_METHODS, EDGE_S, MATCH_TOLERANCE_S, SEGMENT_MODES
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import DUPLICATE_POLICIES, NAN_POLICIES, check_output_dir, read_series
+from devicepipe.io.channels import time_column_of
 from devicepipe.learn import SCORERS
 from devicepipe.pipeline import (
     BEAT_WIDTH,
@@ -384,7 +385,8 @@ def _print_summary(summary: dict[str, Any], con: Console) -> None:
     con.print(table)
     t = summary["time"]
     if t is not None:
-        con.print(f"time column: {t['n_rows']:,} rows, {t['start']} to {t['end']}, step {t['step_s']:g} s")
+        step = format_duration(t["step_s"]) if t["step_s"] >= 1 else f"{t['step_s']:g} s"
+        con.print(f"time column: {t['n_rows']:,} rows, {t['start']} to {t['end']}, step {step}")
         con.print(f"  sorted on input: {'yes' if t['was_sorted'] else 'no (sorted now)'}")
         con.print(
             f"  duplicate timestamps: {t['n_duplicates']} ({t['duplicates_policy']})"
@@ -411,7 +413,11 @@ def read_cmd(
         ),
     ] = None,
     time_column: Annotated[
-        str | None, typer.Option(help="Column of timestamps: rows are sorted by it and gaps/duplicates reported.")
+        str | None,
+        typer.Option(
+            help="Column of timestamps: rows are sorted by it and gaps/duplicates reported "
+            "(default: a table's first column of times, as series finds it)."
+        ),
     ] = None,
     time_format: TimeFormatOpt = None,
     encoding: EncodingOpt = None,
@@ -426,12 +432,13 @@ def read_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Read a recording onto the device and summarise it (shape, rate, statistics, time irregularities)."""
+    times = _maybe_int(time_column) if time_column is not None else time_column_of(input)
     rec = read_series(
         input,
         _columns(column),
         device=device,
         sampling_rate=sampling_rate,
-        time_column=_maybe_int(time_column),
+        time_column=times,
         time_format=time_format,
         encoding=encoding,
         nan=nan.value,
@@ -440,8 +447,11 @@ def read_cmd(
     summary = rec.describe()
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
-    else:
-        _print_summary(summary, _console())
+        return
+    con = _console()
+    if time_column is None and times is not None:
+        con.print(f"times from column {times!r}; --time-column picks another")
+    _print_summary(summary, con)
 
 
 # ----------------------------------------------------------------------------- simulate

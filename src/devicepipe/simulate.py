@@ -378,7 +378,8 @@ def write_simulated_load(sim: SimulatedLoad, path: str | Path) -> tuple[Path, Pa
     anomalous days and their kinds to :func:`truth_path`; returns both paths."""
     path = simulation_path(path, "load")
     suffix = path.suffix.lower()
-    table = {"Datetime": sim.timestamps, "load_MW": sim.values}
+    seconds = sim.timestamps.astype("datetime64[s]")  # written as 2020-01-01 00:00:00, not to the nanosecond
+    table = {"Datetime": seconds if (seconds == sim.timestamps).all() else sim.timestamps, "load_MW": sim.values}
     (write_csv if suffix == ".csv" else write_parquet)(table, path)
     days = {"day": sim.anomalous_days.astype(str), "kind": list(sim.anomaly_kinds)}
     return path, write_csv(days, truth_path(path))

@@ -82,6 +82,17 @@ def test_simulate_load_and_read_with_time_column(tmp_path):
     assert rec.n_samples == 30 * 24 and rec.time_report.regular
     result = run("read", out, "--time-column", "Datetime", "-c", "load_MW")
     assert result.exit_code == 0 and "duplicate timestamps: 0" in result.stdout
+    assert "times from column" not in result.stdout  # named, not found
+    # no column named: the column of times is found, and the times are said as written
+    shuffled = tmp_path / "shuffled.csv"
+    lines = out.read_text().splitlines()
+    shuffled.write_text("\n".join([lines[0], lines[5], *lines[1:5], *lines[6:], lines[1]]) + "\n")
+    result = run("read", shuffled)
+    assert result.exit_code == 0, result.output
+    first, last = (pd.Timestamp(line.split(",")[0]).isoformat() for line in (lines[1], lines[-1]))
+    assert "times from column 'Datetime'" in result.stdout and "1 channel(s)" in result.stdout
+    assert f"rows, {first} to {last}, step 1.00 h" in result.stdout
+    assert "sorted on input: no" in result.stdout and "duplicate timestamps: 1" in result.stdout
 
 
 @pytest.mark.parametrize(

@@ -99,7 +99,7 @@ def time_column_of(source: Any) -> str | None:
         head = table_head(path, AXIS_ROWS)
     except Exception:  # noqa: BLE001 - the read proper says what is wrong
         return None
-    columns = [(name, head.column(name).type) for name in head.column_names]
+    columns = [(f.name, f.type) for f in head.schema]  # by position: a repeated name is the read's to refuse
     typed = (name for name, kind in columns if pa.types.is_timestamp(kind) or pa.types.is_date(kind))
     named = (name for name, kind in columns if _is_text(kind) and _TIME_NAME.search(name))
     return next(typed, None) or next(named, None)

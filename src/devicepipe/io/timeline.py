@@ -75,23 +75,24 @@ class TimeReport:
         """JSON-serialisable form (times as ISO strings)."""
         return {
             "n_rows": self.n_rows,
-            "start": str(self.start),
-            "end": str(self.end),
+            "start": _when(self.start, "T"),
+            "end": _when(self.end, "T"),
             "step_s": self.step_s,
             "was_sorted": self.was_sorted,
             "n_duplicates": self.n_duplicates,
-            "duplicates": [str(t) for t in self.duplicates],
+            "duplicates": [_when(t, "T") for t in self.duplicates],
             "duplicates_policy": self.duplicates_policy,
             "n_gaps": self.n_gaps,
-            "gaps": [[str(a), str(b), n] for a, b, n in self.gaps],
+            "gaps": [[_when(a, "T"), _when(b, "T"), n] for a, b, n in self.gaps],
             "missing_steps": self.missing_steps,
         }
 
 
-def _when(t: np.datetime64) -> str:
-    """A time for a sentence: ``2024-01-01 00:00:00``, with milliseconds only when it has them."""
-    unit = "s" if np.datetime64(t, "s") == t else "ms"
-    return np.datetime_as_string(t, unit=unit).replace("T", " ")
+def _when(t: np.datetime64, sep: str = " ") -> str:
+    """A time as ISO 8601 text to the precision it has: ``2024-01-01 00:00:00`` (``sep`` between
+    date and time; ``"T"`` for JSON), with fractions of a second only where there are some."""
+    unit = next(u for u in ("s", "ms", "us", "ns") if np.datetime64(t, u) == t)
+    return np.datetime_as_string(t, unit=unit).replace("T", sep)
 
 
 def order_by_time(
