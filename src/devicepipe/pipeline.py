@@ -11,6 +11,7 @@ here, once.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -1603,16 +1604,15 @@ def run_series(
         )
     found = time_column is None
     time_column = time_column_of(source) if found else time_column
-    if time_column is None:
-        where = (
-            f"found no column of times in {Path(source).name}" if isinstance(source, (str, Path)) else "no time column"
-        )
+    in_memory = not isinstance(source, (str, os.PathLike))  # a DataFrame's DatetimeIndex is its times
+    if time_column is None and not in_memory:
+        where = f"found no column of times in {Path(source).name}"
         raise DevicepipeError(
             f"a load series needs its time column: {where}; pass time_column= (e.g. time_column='Datetime').",
             cli=f"a load series needs its time column: {where}; pass --time-column (e.g. --time-column Datetime).",
         )
     run = _start(out, device, count_transfers, progress)
-    if found:
+    if found and time_column is not None:
         run.note(f"times from column {time_column!r}; --time-column picks another")
     identity = _identity(
         source,
@@ -1642,6 +1642,11 @@ def run_series(
         problem = f"{rec.source} has {rec.n_channels} value columns"
         raise DevicepipeError(f"{problem}; choose one with column=.", cli=f"{problem}; choose one with --column.")
     report = rec.time_report
+    if report is None:
+        raise DevicepipeError(
+            f"the {rec.source} has no times: give a DataFrame with a DatetimeIndex, or name its column of times "
+            "with time_column=."
+        )
     run.note(f"read {report.summary()}; {rec.n_samples:,} time points after that")
     with run.stage("window"):
         wins = make_windows(rec.samples, rec.timestamps, window_s=window_s, step_s=report.step_s)

@@ -115,6 +115,21 @@ def test_pandas_series_with_datetime_index():
     assert not rec.time_report.was_sorted
 
 
+def test_a_dataframe_with_a_datetime_index_has_its_times():
+    pd = pytest.importorskip("pandas")
+    idx = pd.date_range("2024-03-30", periods=48, freq="h", tz="Europe/Rome")  # over a change of clock
+    df = pd.DataFrame({"a": np.arange(48.0), "b": -np.arange(48.0)}, index=idx)
+    rec = read_series(df.iloc[::-1], "a")
+    utc = idx.tz_convert("UTC").tz_localize(None).to_numpy()  # a zone's times in UTC, as from a file's column
+    np.testing.assert_array_equal(rec.timestamps_numpy(), utc)
+    np.testing.assert_array_equal(rec.samples.numpy(), np.arange(48.0))
+    report = rec.time_report
+    assert not report.was_sorted and report.n_gaps == report.n_duplicates == 0 and report.step_s == 3600
+    assert read_series(df.reset_index(drop=True)).time_report is None  # a plain index: no times
+    with pytest.raises(ReadError, match=r"column 'when' holds .*pass it as the time column \(time_column='when'\)"):
+        read_series(df.reset_index(names="when"))
+
+
 def test_time_column_sorts_and_reports(tmp_path):
     # hand-made irregular hourly series: unsorted, one duplicate, one two-hour gap
     rows = [

@@ -266,3 +266,18 @@ def test_training_figure_marks_the_kept_epochs():
     assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == "kept: each member's best epoch"
     dots = [line for line in ax.get_lines() if line.get_marker() == "o"]
     assert [(int(d.get_xdata()[0]), float(d.get_ydata()[0])) for d in dots] == [(3, 1.2), (4, 1.4)]
+
+
+def test_run_series_takes_a_dataframe_with_a_datetime_index(tmp_path):
+    pd = pytest.importorskip("pandas")
+    from devicepipe.pipeline import SeriesLearnSettings, run_series
+
+    stamps = pd.date_range("2024-05-01", periods=24 * 12, freq="h")
+    load = 50 + 5 * np.sin(2 * np.pi * np.arange(stamps.size) / 24) + np.random.default_rng(0).random(stamps.size)
+    frame = pd.DataFrame({"kW": load}, index=stamps)
+    result = run_series(frame.sample(frac=1, random_state=0), tmp_path / "r", settings=SeriesLearnSettings(epochs=2))
+    assert result.summary["windows"]["used"] == 12 and result.summary["time"]["start"] == "2024-05-01T00:00:00"
+    assert result.summary["time"]["was_sorted"] is False  # shuffled rows, put back in order by their times
+    with pytest.raises(DevicepipeError, match="has no times: give a DataFrame with a DatetimeIndex"):
+        run_series(frame.reset_index(drop=True), tmp_path / "none", settings=SeriesLearnSettings(epochs=2))
+    assert not (tmp_path / "none" / "summary.json").exists()

@@ -33,6 +33,7 @@ from devicepipe.io.tables import (
     CSV_DELIMITERS,
     PARQUET_SUFFIXES,
     csv_layout,
+    index_times,
     parquet_sampling_rate,
     read_csv_table,
     read_frame,
@@ -472,11 +473,7 @@ def _read_object(obj: Any, column: ColumnSpec, time_column: str | int | None) ->
     if lib == "pandas" and kind == "Series":
         raw = _from_array(obj, column, "pandas Series")
         name = str(obj.name) if obj.name is not None else "ch0"
-        times = None
-        index = obj.index
-        if getattr(index, "dtype", None) is not None and str(index.dtype).startswith("datetime64"):
-            times = index.to_numpy().astype("datetime64[ns]")
-        return RawSeries(raw.values, [name], [None], None, times, "pandas Series")
+        return RawSeries(raw.values, [name], [None], None, index_times(obj, "pandas Series"), "pandas Series")
     if lib == "polars" and kind == "Series":
         raw = _from_array(obj, column, "Polars Series")
         return RawSeries(raw.values, [obj.name or "ch0"], [None], None, None, "Polars Series")

@@ -408,7 +408,13 @@ def stack_columns(table: pa.Table, chosen: list[str]) -> torch.Tensor:
     for name in chosen:
         col = table.column(name)
         if not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type) or pa.types.is_boolean(col.type)):
-            raise ReadError(f"read_series(): column {name!r} holds {col.type}, not numbers; choose a numeric column.")
+            problem = f"read_series(): column {name!r} holds {col.type}, not numbers"
+            if pa.types.is_timestamp(col.type) or pa.types.is_date(col.type):
+                raise ReadError(
+                    f"{problem}; pass it as the time column (time_column={name!r}) or choose a numeric column.",
+                    cli=f"{problem}; pass it as the time column (--time-column {name}) or choose a numeric column.",
+                )
+            raise ReadError(f"{problem}; choose a numeric column.")
         if not pa.types.is_floating(col.type):
             col = col.cast(pa.float64())
         if col.null_count:
@@ -497,6 +503,15 @@ def times_from_arrow(col: pa.ChunkedArray, name: str, source: str) -> np.ndarray
     return col.to_numpy().astype("datetime64[ns]")
 
 
+def index_times(obj: Any, source: str) -> np.ndarray | None:
+    """A pandas object's DatetimeIndex as ``datetime64[ns]`` (times with a zone in UTC, as Arrow
+    gives a column of them), or None for any other index."""
+    index = obj.index
+    if not str(getattr(index, "dtype", "")).startswith("datetime64"):
+        return None
+    return times_from_arrow(pa.chunked_array([pa.array(index)]), str(index.name or "index"), source)
+
+
 def read_frame(obj: Any, lib: str, column: ColumnSpec, time_column: str | int | None) -> RawSeries:
     """The chosen columns of an in-memory pandas or Polars DataFrame or PyArrow Table (``lib`` names which)."""
     kind = type(obj).__name__
@@ -509,4 +524,6 @@ def read_frame(obj: Any, lib: str, column: ColumnSpec, time_column: str | int | 
     names = list(table.column_names)
     chosen, time_name = pick_columns(names, column, time_column, f"the {lib} {kind}")
     times = None if time_name is None else times_from_arrow(table.column(time_name), time_name, kind)
+    if times is None and lib == "pandas":
+        times = index_times(obj, kind)  # a DatetimeIndex: the times, as of a pandas Series
     return RawSeries(stack_columns(table, chosen), chosen, [None] * len(chosen), None, times, f"{lib} {kind}")
