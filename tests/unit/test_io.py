@@ -252,6 +252,12 @@ def test_path_errors(tmp_path):
     write_parquet({"s": np.array(["a", "b"])}, tmp_path / "s.parquet")
     with pytest.raises(ReadError, match="holds string, not numbers"):
         read_series(tmp_path / "s.parquet")
+    (tmp_path / "short.hea").write_text("short 2 250 5000\nshort.dat 16 200 16 0 0 0 0 I\n")  # one signal line of two
+    with pytest.raises(ReadError, match=r"short.hea declares 2 signal\(s\) but describes 1; it is incomplete"):
+        read_series(tmp_path / "short.hea")
+    (tmp_path / "none.hea").write_text("none 0 250\n")
+    with pytest.raises(ReadError, match="none.hea declares no signal"):
+        read_series(tmp_path / "none")
 
 
 def test_wfdb_written_record(tmp_path):

@@ -80,6 +80,13 @@ def read_wfdb(path: Path, column: ColumnSpec, start: int = 0, stop: int | None =
     except Exception as exc:
         raise ReadError(f"read_series(): cannot read WFDB header {base}.hea ({exc}).") from None
     names = list(head.sig_name or [])
+    if not names and not head.n_sig:
+        raise ReadError(f"read_series(): the header {base.name}.hea declares no signal; there is nothing to read.")
+    if len(names) != int(head.n_sig or 0):
+        raise ReadError(
+            f"read_series(): the header {base.name}.hea declares {head.n_sig} signal(s) but describes "
+            f"{len(names)}; it is incomplete (one line per signal: file, format, gain, ..., name)."
+        )
     idx = list(range(len(names))) if wanted is None else resolve_names(wanted, names, "channel", base.name)
     try:
         length = int(head.sig_len or 0)
