@@ -75,15 +75,28 @@ def test_signals_at_different_rates_must_be_chosen_one_rate(tmp_path):
     assert read_series(path, "ACC").sampling_rate == 25.0
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
-def test_a_damaged_edf_is_one_line_and_exit_2(tmp_path, damage):
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        ("truncated", "not a readable EDF/BDF file"),
+        ("garbage", "not a readable EDF/BDF file"),
+        ("empty", "holds 0 bytes, under the 256 of the fixed header"),
+        ("cut in the header", "holds 100 bytes, under the 256 of the fixed header"),
+    ],
+)
+def test_a_damaged_edf_is_one_line_and_exit_2(tmp_path, damage, says):
     path = write_edf(tmp_path / "ok.edf", [np.sin(np.arange(5000) / 40)], 250)
     data = path.read_bytes()
-    bad = tmp_path / f"{damage}.edf"
+    bad = tmp_path / f"{damage.replace(' ', '_')}.edf"
     bad.write_bytes(
-        {"truncated": data[: len(data) // 2], "garbage": b"0       " + bytes(range(256)) * 4, "empty": b""}[damage]
+        {
+            "truncated": data[: len(data) // 2],
+            "garbage": b"0       " + bytes(range(256)) * 4,
+            "empty": b"",
+            "cut in the header": data[:100],
+        }[damage]
     )
-    with pytest.raises(DevicepipeError, match="not a readable EDF/BDF file"):
+    with pytest.raises(DevicepipeError, match=says):
         read_series(bad)
     result = runner.invoke(app, ["beats", str(bad), "--out", str(tmp_path / "out")])
     assert result.exit_code == 2

@@ -29,6 +29,9 @@ __all__ = ["EDF_SUFFIXES", "edf_header", "read_edf", "read_edf_annotations"]
 
 EDF_SUFFIXES = frozenset({".edf", ".bdf"})
 
+#: Bytes of the fixed part of an EDF/BDF header (version, patient, recording, dates, counts).
+EDF_HEADER_BYTES = 256
+
 
 def _open(path: Path, where: str) -> Any:
     """The file's header (its samples are read later, only where asked); a clear error for a
@@ -37,6 +40,12 @@ def _open(path: Path, where: str) -> Any:
 
     if not path.is_file():
         raise ReadError(f"{where}: file not found: {path}.")
+    size = path.stat().st_size
+    if size < EDF_HEADER_BYTES:
+        raise ReadError(
+            f"{where}: {path.name} is not a readable EDF/BDF file: it holds {size} bytes, under the "
+            f"{EDF_HEADER_BYTES} of the fixed header every EDF/BDF file starts with (truncated, or not an EDF)."
+        )
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
