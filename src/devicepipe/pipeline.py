@@ -1682,6 +1682,7 @@ def run_series(
         files.update(series_figures(run.out, wins, *args))
     summary = {
         **input_summary(source, rec, run.device, channel_key="column"),
+        "time_column": time_column if time_column is not None else "the DataFrame's DatetimeIndex",
         "window": window,
         "steps_per_window": per,
         "pointwise": pointwise,

@@ -590,6 +590,7 @@ def test_series_finds_a_time_column_of_any_name(tmp_path):
     result = run("series", src, "--out", out, "--epochs", 2, "--device", "cpu")
     assert result.exit_code == 0, result.output
     assert "times from column 'reading time'" in result.output
+    assert json.loads((out / "summary.json").read_text())["time_column"] == "reading time"
     starts = pq.read_table(out / "embeddings.parquet").column("start").to_pylist()
     assert len(starts) == days and str(starts[0]).startswith("2023-03-01") and str(starts[-1]).startswith("2023-03-14")
     bare = tmp_path / "bare.csv"

@@ -278,6 +278,7 @@ def test_run_series_takes_a_dataframe_with_a_datetime_index(tmp_path):
     result = run_series(frame.sample(frac=1, random_state=0), tmp_path / "r", settings=SeriesLearnSettings(epochs=2))
     assert result.summary["windows"]["used"] == 12 and result.summary["time"]["start"] == "2024-05-01T00:00:00"
     assert result.summary["time"]["was_sorted"] is False  # shuffled rows, put back in order by their times
+    assert result.summary["time_column"] == "the DataFrame's DatetimeIndex"
     with pytest.raises(DevicepipeError, match="has no times: give a DataFrame with a DatetimeIndex"):
         run_series(frame.reset_index(drop=True), tmp_path / "none", settings=SeriesLearnSettings(epochs=2))
     assert not (tmp_path / "none" / "summary.json").exists()
