@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib import colormaps
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from devicepipe.io import atomic_path
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 __all__ = [
     "add_warning",
+    "new_figure",
     "plot_beats_excerpt",
     "plot_days",
     "plot_extremes",
@@ -32,6 +33,14 @@ __all__ = [
     "save_figure",
     "time_axis",
 ]
+
+
+def new_figure(**kwargs: Any) -> Figure:
+    """A :class:`matplotlib.figure.Figure` (``kwargs`` as it takes them); matplotlib is imported
+    here, at the first figure, so that runs without figures do not load it."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)
 
 
 def save_figure(fig: Figure, path: str | os.PathLike[str], *, dpi: int = 120) -> Path:
@@ -72,7 +81,7 @@ def plot_beats_excerpt(
         start = max(0, min(n - span, int(round(start_s * sampling_rate))))
     stop = start + span
     t = np.arange(start + offset, stop + offset) / sampling_rate
-    fig = Figure(figsize=(11, 3.4))
+    fig = new_figure(figsize=(11, 3.4))
     ax = fig.add_subplot()
     ax.plot(t, signal[start:stop], lw=0.8, color="0.25", label="signal")
     shown = peaks[(peaks >= start) & (peaks < stop)]
@@ -120,7 +129,7 @@ def plot_heart_rate(peaks: np.ndarray, sampling_rate: float, *, minute_s: float 
 
     ``peaks`` are sample indices, shape ``(n_peaks,)``, increasing.
     """
-    fig = Figure(figsize=(11, 3.4))
+    fig = new_figure(figsize=(11, 3.4))
     ax = fig.add_subplot()
     fs = float(sampling_rate)
     scale, unit = time_axis(float(peaks[-1]) / fs if peaks.size else 0.0)
@@ -160,7 +169,7 @@ def plot_quality(
     beat) for stretches of ``window_s`` seconds from 0; ``poor_s``: ``(m, 2)`` start and end
     seconds of the unusable parts. The time axis in the unit of :func:`time_axis`.
     """
-    fig = Figure(figsize=(11, 3.4))
+    fig = new_figure(figsize=(11, 3.4))
     ax = fig.add_subplot()
     total_s = max(float(stretch_medians.size * window_s), float(beat_times_s.max()) if beat_times_s.size else 0.0)
     scale, unit = time_axis(total_s)
@@ -202,7 +211,7 @@ def plot_intervals(
     ``rr_samples`` are whole samples (peak to next peak); bins are whole samples wide.
     ``keep_range`` (samples) shades the beat lengths the seed's segmentation keeps.
     """
-    fig = Figure(figsize=(11, 3.6))
+    fig = new_figure(figsize=(11, 3.6))
     ax1, ax2 = fig.subplots(1, 2)
     fs = float(sampling_rate)
     if rr_samples.size:
@@ -254,7 +263,7 @@ def plot_training(histories: list[dict[str, Any]], *, title: str = "Training", w
     """Train and validation loss per epoch (one pair of lines per ensemble member), and, where
     training stopped by itself, the epoch whose weights were kept (a dot on the validation line).
     ``warning`` (e.g. not converged) is written under the plot."""
-    fig = Figure(figsize=(7, 4))
+    fig = new_figure(figsize=(7, 4))
     ax = fig.add_subplot()
     members = len(histories)
     each = f" (each of {members} members)" if members > 1 else ""
@@ -269,6 +278,8 @@ def plot_training(histories: list[dict[str, Any]], *, title: str = "Training", w
         if best:
             kept = f"kept: epoch {best}" if members == 1 else "kept: each member's best epoch"
             ax.plot([best], [h["val"][best - 1]], "o", color="tab:red", label=None if i else kept)
+    from matplotlib.ticker import MaxNLocator
+
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_yscale("log")
     ax.set_xlabel("epoch")
@@ -298,7 +309,7 @@ def plot_latent(
     label, so a reader sees whether the flags fall on the known abnormal beats.
     """
     xy, (xl, yl) = _project_2d(embeddings)
-    fig = Figure(figsize=(7.5, 6))
+    fig = new_figure(figsize=(7.5, 6))
     ax = fig.add_subplot()
     if labels is not None:
         for value in sorted(set(labels.tolist())):
@@ -357,7 +368,7 @@ def plot_generated(
     each generated beat differs from the typical one shows even where the differences are small.
     """
     n = int(np.ceil(np.sqrt(len(decoded))))
-    fig = Figure(figsize=(2.3 * n, 1.9 * n + 0.4))
+    fig = new_figure(figsize=(2.3 * n, 1.9 * n + 0.4))
     axes = fig.subplots(n, n, sharex=True, sharey=True, squeeze=False)
     t = np.arange(decoded.shape[1]) / sampling_rate if sampling_rate else np.arange(decoded.shape[1])
     for k, ax in enumerate(axes.flat):
@@ -408,7 +419,7 @@ def plot_extremes(
     """
     order = np.argsort(scores)
     picks = [("most anomalous", order[::-1][:k]), ("least anomalous", order[:k])]
-    fig = Figure(figsize=(2.8 * k, 5.4))
+    fig = new_figure(figsize=(2.8 * k, 5.4))
     axes = fig.subplots(2, k, sharex=True, squeeze=False)
     if x is not None:
         t = x
@@ -456,11 +467,13 @@ def plot_days(
     alike), labelled with the date, its weekday and, given ``scores``, its score.
     """
     hours = np.arange(days.shape[1]) * 24.0 / days.shape[1] if hours is None else hours
-    fig = Figure(figsize=(10, 5))
+    fig = new_figure(figsize=(10, 5))
     ax = fig.add_subplot()
     lo, med, hi = np.percentile(days, [10, 50, 90], axis=0)
     ax.fill_between(hours, lo, hi, color="0.85", label="10-90 % of all days")
     ax.plot(hours, med, color="k", lw=2.5, label="typical day (median)")
+    from matplotlib import colormaps
+
     palette = colormaps["tab10"]
     for j, i in enumerate(flagged[:max_lines]):
         label = dates[i]
@@ -493,7 +506,7 @@ def plot_score_distribution(
     axis (each as a share of its rows, so different counts compare), logarithmic for positive
     scores (errors, distances) and linear where some are not (the combined scorer's z-scores),
     with the threshold marked and the share of each above it in the legend."""
-    fig = Figure(figsize=(9, 3.6))
+    fig = new_figure(figsize=(9, 3.6))
     ax = fig.add_subplot()
     both = np.concatenate([train_scores, scores])
     positive = both[both > 0]
@@ -519,6 +532,8 @@ def plot_score_distribution(
     ax.axvline(threshold, color="tab:red", linestyle="--", linewidth=1.2, label=f"threshold {threshold:.4g}")
     if log:
         ax.set_xscale("log")
+        from matplotlib.ticker import FuncFormatter
+
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
         ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
     ax.set_xlabel("anomaly score, log scale" if log else "anomaly score")

@@ -1,5 +1,7 @@
 """Figures answer a user's question: checked on the artists they draw, against hand-built inputs."""
 
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -167,3 +169,24 @@ def test_heart_rate_and_quality_axes_are_in_a_unit_a_day_reads_in(hours, unit, e
     quality = plot_quality(times, np.full(times.size, 0.9), stretches, 10.0, np.zeros((0, 2)), threshold=POOR_QUALITY)
     ax = quality.axes[0]
     assert ax.get_xlabel() == f"time ({unit})" and ax.get_xlim()[1] == pytest.approx(end, rel=1e-2)
+
+
+def test_runs_without_figures_do_not_load_matplotlib(tmp_path):
+    # matplotlib costs a few tenths of a second to import: the command line's start, each Dask
+    # worker's, and every run with figures=False; it is loaded at the first figure only
+    code = (
+        "import sys\n"
+        "import devicepipe.cli, devicepipe.pipeline\n"
+        "from devicepipe.simulate import simulate_ecg\n"
+        "from devicepipe.io import write_parquet\n"
+        "sim = simulate_ecg(20, 250, seed=1)\n"
+        f"write_parquet({{'ecg': sim.signal}}, {str(tmp_path / 'e.parquet')!r}, sampling_rate=250)\n"
+        f"devicepipe.pipeline.run_beats({str(tmp_path / 'e.parquet')!r}, {str(tmp_path / 'out')!r}, "
+        "device='cpu', figures=False)\n"
+        "print('matplotlib' in sys.modules)\n"
+        "from devicepipe.plot import plot_heart_rate\n"
+        "plot_heart_rate(sim.r_peaks.numpy(), 250.0)\n"
+        "print('matplotlib.figure' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"], out.stderr

@@ -10,13 +10,12 @@ import platform
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from markdown_it import MarkdownIt
 from markupsafe import Markup
-from matplotlib.figure import Figure
 
 from devicepipe.bench.baselines import run_baselines
 from devicepipe.bench.ddp import ddp_scaling
@@ -30,9 +29,12 @@ from devicepipe.device import device_report, resolve_device
 from devicepipe.ecg import evaluate_beats
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import atomic_path, write_json
-from devicepipe.plot import save_figure
+from devicepipe.plot import new_figure, save_figure
 from devicepipe.report import REPORT_NAME
 from devicepipe.report import write_report as write_page
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "SECTIONS",
@@ -503,7 +505,7 @@ def _ratio_axis(ax: Any) -> None:
 
 def _paired_chart(paired: list[dict[str, Any]]) -> Figure:
     """Ratios of the paired comparisons (theirs / ours) with their 95% intervals, per thread count."""
-    fig = Figure(figsize=(10, 4.8))
+    fig = new_figure(figsize=(10, 4.8))
     ax = fig.add_subplot()
     labels, values, low, high, colors = [], [], [], [], []
     for rec in paired:
@@ -530,7 +532,7 @@ def charts(result: dict[str, Any]) -> dict[str, Figure]:
     figs: dict[str, Figure] = {}
     stages = result.get("stages", [])
     devices = result["devices"]
-    fig = Figure(figsize=(9, 4.5))
+    fig = new_figure(figsize=(9, 4.5))
     ax = fig.add_subplot()
     if len(devices) > 1 and stages:
         cpu = {r["stage"]: r["median_s"] for r in stages if r["device"] == "cpu"}
@@ -578,7 +580,7 @@ def charts(result: dict[str, Any]) -> dict[str, Figure]:
         figs["paired.png"] = _paired_chart(result["paired"])
     micro = result.get("micro")
     if micro and micro["bandwidth"]:
-        fig = Figure(figsize=(8, 4.5))
+        fig = new_figure(figsize=(8, 4.5))
         ax = fig.add_subplot()
         for key in sorted({(r["device"], r["kind"]) for r in micro["bandwidth"]}):
             pts = [r for r in micro["bandwidth"] if (r["device"], r["kind"]) == key]
@@ -592,7 +594,7 @@ def charts(result: dict[str, Any]) -> dict[str, Figure]:
         figs["bandwidth.png"] = fig
     cross = result.get("crossover")
     if cross:
-        fig = Figure(figsize=(11, 4.5))
+        fig = new_figure(figsize=(11, 4.5))
         axes = fig.subplots(1, 2)
         for ax, key, unit in ((axes[0], "detect", "samples"), (axes[1], "train_epoch", "beats")):
             for dev in devices:
