@@ -8,10 +8,11 @@ samples the process's resident size (``VmRSS``) every 3 ms:
 
 - ``beats --chunk 10min --no-figures`` through the CLI's own entry point, the samples grouped
   by the stage the run is in (``outside`` is between stages: the checks of the peaks, the
-  kept beats, releasing memory);
+  kept beats, releasing memory); at its end, the resident size, how much of it glibc's heap
+  holds freed (``mallinfo2``), and the resident size after ``malloc_trim``;
 - detection alone (``ecg_peaks_chunked``, 10-minute chunks), with the beat rules applied
-  65,536 candidates at a time (as shipped) and all at once (``SELECT_BLOCK`` set past the
-  candidates' count), to show what the parts save.
+  ``SELECT_BLOCK`` candidates at a time (as shipped) and all at once (``SELECT_BLOCK`` set past
+  the candidates' count), to show what the parts save.
 
 Results: ``benchmarks/results/memory_trace.{json,md}``.
 """
@@ -74,7 +75,28 @@ def child_beats(path: str, out: str) -> dict:
     with _sampling(peaks, where):
         app(["beats", path, "--sampling-rate", "250", "--no-figures", "--out", out, "--device", "cpu",
              "--chunk", "10min"], standalone_mode=False)  # fmt: skip
-    return {k: round(v, 1) for k, v in peaks.items()}
+    found = {k: round(v, 1) for k, v in peaks.items()}
+    found["end"] = round(_rss_mib(), 1)
+    found["end_heap_free"] = round(_heap_free_mib(), 1)
+    import ctypes
+
+    ctypes.CDLL("libc.so.6").malloc_trim(0)  # what the heap holds freed, handed back
+    found["end_after_trim"] = round(_rss_mib(), 1)
+    return found
+
+
+def _heap_free_mib() -> float:
+    """Bytes glibc's heap holds freed but not handed back (``mallinfo2().fordblks``), in MiB."""
+    import ctypes
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost"
+        )]  # fmt: skip
+
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = MallInfo2
+    return libc.mallinfo2().fordblks / 2**20
 
 
 def child_detect(path: str, block: int) -> dict:
@@ -102,13 +124,15 @@ def main() -> int:
     sys.path.insert(0, str(HERE))
     from datasets_and_long import write_long
 
+    from devicepipe.ecg import SELECT_BLOCK
+
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for hours in (1.0, 24.0, 168.0):
             path = Path(tmp) / f"ecg_{hours:g}h.npy"
             n = write_long(path, hours)
             stages = _child("beats", str(path), str(Path(tmp) / f"out{hours:g}"))
-            parts = _child("detect", str(path), "65536")
+            parts = _child("detect", str(path), str(SELECT_BLOCK))
             whole = _child("detect", str(path), str(10**9))
             rows.append({"hours": hours, "samples": n, "beats_stages_mib": stages,
                          "detect_in_parts": parts, "detect_all_at_once": whole})  # fmt: skip
@@ -123,17 +147,23 @@ def main() -> int:
     }
     (RESULTS / "memory_trace.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [f"# Resident memory by stage, `beats --chunk 10min` ({result['date']} UTC, 2 threads)", ""]
-    names = sorted({k for r in rows for k in r["beats_stages_mib"]})
-    lines += ["| length | " + " | ".join(names) + " | detection, rules in parts | detection, rules at once |",
-              "|---|" + "---|" * (len(names) + 2)]  # fmt: skip
+    ends = ("end", "end_heap_free", "end_after_trim")
+    names = sorted({k for r in rows for k in r["beats_stages_mib"] if k not in ends})
+    lines += ["| length | " + " | ".join(names) + " | detection, rules in parts | detection, rules at once "
+              "| at the end | of it freed, held by the heap | at the end, after malloc_trim |",
+              "|---|" + "---|" * (len(names) + 5)]  # fmt: skip
     for r in rows:
         cells = [f"{r['beats_stages_mib'][k]:.0f}" if k in r["beats_stages_mib"] else "—" for k in names]
         lines.append(
             f"| {r['hours']:g} h | "
             + " | ".join(cells)
-            + f" | {r['detect_in_parts']['peak_mib']:.0f} | {r['detect_all_at_once']['peak_mib']:.0f} |"
+            + f" | {r['detect_in_parts']['peak_mib']:.0f} | {r['detect_all_at_once']['peak_mib']:.0f} | "
+            + " | ".join(f"{r['beats_stages_mib'][k]:.0f}" for k in ends)
+            + " |"
         )
-    lines += ["", "Peak resident MiB within each stage (sampled every 3 ms; — where a stage ran under a sample)."]
+    lines += ["", "Peak resident MiB within each stage (sampled every 3 ms; — where a stage ran under a sample); "
+              "at the end of the run, the resident size, the part of glibc's heap that is freed but not handed "
+              "back (mallinfo2's fordblks), and the resident size once malloc_trim has handed it back."]  # fmt: skip
     (RESULTS / "memory_trace.md").write_text("\n".join(lines) + "\n")
     return 0
 
