@@ -1586,6 +1586,9 @@ def run_series(
 ) -> LearnResult:
     """Windows of a load series, MinMax scaling, the MLP autoencoder, anomalous windows.
 
+    ``source``: a CSV or Parquet file, or an in-memory table (pandas, Polars, PyArrow). The
+    times are ``time_column``'s; with none named, a file's first column of times
+    (:func:`~devicepipe.io.channels.time_column_of`) or a pandas DataFrame's DatetimeIndex.
     Duplicate timestamps are averaged and gaps filled (up to two steps per window) or the
     window dropped, all reported in ``summary.json``. ``pointwise`` trains the notebook's
     per-sample autoencoder (input size 1) instead and scores each window by the mean error
