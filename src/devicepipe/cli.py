@@ -371,10 +371,10 @@ def _print_summary(summary: dict[str, Any], con: Console) -> None:
         f"[bold]{summary['source']}[/bold]: {summary['n_samples']:,} samples x {len(summary['channels'])} channel(s), "
         f"{summary['dtype']} on {summary['device']}"
     )
-    con.print(
-        f"sampling rate: {'unknown' if rate is None else f'{rate:g} Hz'}; "
-        f"duration: {'unknown' if dur is None else format_duration(dur)}"
-    )
+    said = "unknown" if rate is None else f"{rate:g} Hz"
+    if rate is not None and 0 < rate < 1:  # a meter's rate reads better as its step
+        said += f" (a sample every {format_duration(1 / rate)})"
+    con.print(f"sampling rate: {said}; duration: {'unknown' if dur is None else format_duration(dur)}")
     if summary["n_nan"]:
         con.print(f"non-finite values: {summary['n_nan']:,} ({summary['nan_policy']})")
     table = Table()

@@ -91,6 +91,7 @@ def test_simulate_load_and_read_with_time_column(tmp_path):
     assert result.exit_code == 0, result.output
     first, last = (pd.Timestamp(line.split(",")[0]).isoformat() for line in (lines[1], lines[-1]))
     assert "times from column 'Datetime'" in result.stdout and "1 channel(s)" in result.stdout
+    assert f"{1 / 3600:g} Hz (a sample every 1.00 h)" in result.stdout
     assert f"rows, {first} to {last}, step 1.00 h" in result.stdout
     assert "sorted on input: no" in result.stdout and "duplicate timestamps: 1" in result.stdout
 
