@@ -44,6 +44,7 @@ _EXPORTS = {
     "run_beats": "devicepipe.pipeline",
     "run_ecg": "devicepipe.pipeline",
     "run_series": "devicepipe.pipeline",
+    "run_score_series": "devicepipe.pipeline",
     "run_score": "devicepipe.pipeline",
     "run_train": "devicepipe.pipeline",
     "BeatAnomalyDetector": "devicepipe.detector",

@@ -57,7 +57,6 @@ from devicepipe.bench.report import (
 from devicepipe.bench.report import compare as compare_results
 from devicepipe.bench.stages import STAGES
 from devicepipe.datasets import INDEX_NAME, DatasetResult, Engine, is_dataset, run_dataset
-from devicepipe.detector import load_model
 from devicepipe.device import device_report
 from devicepipe.ecg import ECG_PEAK_METHODS, EDGE_S, MATCH_TOLERANCE_S, SEGMENT_MODES
 from devicepipe.errors import DevicepipeError
@@ -74,10 +73,12 @@ from devicepipe.pipeline import (
     LearnResult,
     LearnSettings,
     SeriesLearnSettings,
+    model_input,
     run_beats,
     run_demo,
     run_ecg,
     run_score,
+    run_score_series,
     run_series,
     run_train,
 )
@@ -1132,11 +1133,24 @@ ModelOpt = Annotated[
 
 @app.command(cls=_Command)
 def score(
-    input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
+    input: Annotated[
+        Path,
+        typer.Argument(
+            help=ONE_ECG + DATASET_INPUT + "; with a model from 'devicepipe series', a load series (CSV or Parquet)."
+        ),
+    ],
     model: ModelOpt,
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
     device: DeviceOpt = "auto",
     channel: EcgChannelOpt = None,
+    time_column: Annotated[
+        str | None,
+        typer.Option(
+            help="With a load-series model: the timestamp column (default: the first column of times, as "
+            "series finds it)."
+        ),
+    ] = None,
+    time_format: TimeFormatOpt = None,
     sampling_rate: Annotated[
         float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
     ] = None,
@@ -1160,7 +1174,16 @@ def score(
     The beats are found and cut as the model's were, standardised by each recording's own
     beats, and each gets a score, a flag and a tail probability (the share of the model's
     training beats that scored as high). A model trained on a GPU scores on a CPU and the reverse.
+    With a model from 'devicepipe series', the windows (days) of a new period of a load series
+    are scored the same way, scaled as the model's training series was (-c names its column).
     """
+    if model_input(model) == "load-windows":  # (a bad model is one line here, before any cluster starts)
+        _score_series(input, model, out, device, channel, time_column, time_format, nan, encoding,
+                      sampling_rate=sampling_rate, reference=reference, resume=resume, workers=workers,
+                      scheduler=scheduler, devices=devices)  # fmt: skip
+        return
+    if time_column is not None or time_format is not None:
+        raise DevicepipeError("--time-column and --time-format are for a model from 'devicepipe series'.")
     options = {
         "model": str(model.resolve()) if model.exists() else str(model),
         "channel": _maybe_int(channel),
@@ -1169,7 +1192,6 @@ def score(
         "encoding": encoding,
     }
     if is_dataset(input):
-        load_model(model, "cpu")  # a bad model is one line before any cluster starts
         engine = _engine(workers, scheduler, devices, device)
         _run_dataset_cli("score", input, out, options, engine, reference, resume)
         return
@@ -1193,6 +1215,40 @@ def score(
         )
     _print_aami(con, s)
     _print_outputs(con, result, ["scores.png", "extremes.png", "latent.png"])
+
+
+def _score_series(
+    input: Path,
+    model: Path,
+    out: Path,
+    device: str,
+    column: str | None,
+    time_column: str | None,
+    time_format: str | None,
+    nan: NanPolicy,
+    encoding: str | None,
+    **ecg_only: Any,
+) -> None:
+    """``score`` with a model of load-series windows: one series, scored and printed."""
+    given = [f"--{name.replace('_', '-')}" for name, value in ecg_only.items() if value not in (None, False)]
+    if given:
+        raise DevicepipeError(f"{given[0]} is not for a load-series model (from 'devicepipe series'); drop it.")
+    if is_dataset(input):
+        raise DevicepipeError("a load-series model scores one series at a time; give one CSV or Parquet file.")
+    con = _console()
+    result = run_score_series(
+        input, out, model=model, column=_maybe_int(column), time_column=_maybe_int(time_column),
+        time_format=time_format, device=device, nan=nan.value, encoding=encoding, progress=con.print,
+    )  # fmt: skip
+    s = result.summary
+    w = s["windows"]
+    con.print(
+        f"{w['used']:,} windows of {s['window']} scored, {len(s['flagged']):,} flagged as anomalous "
+        f"({100 * s['flag_rate']:.2f} %; the model's threshold {s['threshold']:.4g}, trained on "
+        f"{s['model']['training_windows']:,} windows)"
+        + (": " + ", ".join(f["start"][:10] for f in s["flagged"][:8]) if s["flagged"] else "")
+    )
+    _print_outputs(con, result, ["days.png", "extremes.png", "scores.png", "latent.png"])
 
 
 @app.command(cls=_Command)

@@ -45,6 +45,7 @@ __all__ = [
     "input_summary",
     "score_figures",
     "series_figures",
+    "series_score_figures",
     "train_figures",
     "heart_rate_summary",
     "write_beat_files",
@@ -384,19 +385,61 @@ def series_figures(
 ) -> dict[str, Path]:
     """The ``series`` run's figures: training, latent, extremes and days (the ``flagged`` windows,
     indices from the highest score down, drawn)."""
-    names = [str(s)[:10] for s in wins.starts]
-    unit = "MW" if "MW" in unit_name.upper() else "value"
-    hours = np.arange(host["days"].shape[1]) * wins.step_s / 3600
     kind = "per-sample autoencoder" if pointwise else "autoencoder"
     figs = {
         **_learning_figures(
             host,
             histories,
             threshold,
-            f"{kind} training on {len(names):,} windows",
+            f"{kind} training on {wins.values.shape[0]:,} windows",
             "Window codes, coloured by anomaly score",
             warning,
         ),
+        **_window_figures(wins, host, threshold, unit_name, flagged, warning),
+    }
+    return {name: save_figure(fig, out / name) for name, fig in figs.items()}
+
+
+def series_score_figures(
+    out: Path, wins: Windows, host: dict[str, np.ndarray], threshold: float, unit_name: str, flagged: np.ndarray
+) -> dict[str, Path]:
+    """The figures of a load series scored by a ``series`` model: ``scores.png`` (the windows'
+    scores against the model's training windows'), ``latent.png``, ``extremes.png`` and ``days.png``."""
+    figs = {
+        "scores.png": plot_score_distribution(
+            host["train_scores"],
+            host["scores"],
+            threshold,
+            title="Scores of this series' windows against the model's training windows",
+            what="windows",
+            names=("training", "this series"),
+        ),
+        "latent.png": plot_latent(
+            host["emb"],
+            scores=host["scores"],
+            threshold=threshold,
+            flags=host["flags"],
+            title=f"Codes of {wins.values.shape[0]:,} windows under the model, coloured by anomaly score",
+        ),
+        **_window_figures(wins, host, threshold, unit_name, flagged),
+    }
+    return {name: save_figure(fig, out / name) for name, fig in figs.items()}
+
+
+def _window_figures(
+    wins: Windows,
+    host: dict[str, np.ndarray],
+    threshold: float,
+    unit_name: str,
+    flagged: np.ndarray,
+    warning: str | None = None,
+) -> dict[str, Any]:
+    """``extremes.png`` (the most and least anomalous windows with their reconstructions) and
+    ``days.png`` (the ``flagged`` windows against a typical one) of a load series."""
+    names = [str(s)[:10] for s in wins.starts]
+    unit = "MW" if "MW" in unit_name.upper() else "value"
+    hours = np.arange(host["days"].shape[1]) * wins.step_s / 3600
+    return {
         "extremes.png": plot_extremes(
             host["days"],
             host["recon"],
@@ -411,4 +454,3 @@ def series_figures(
         ),
         "days.png": plot_days(host["days"], flagged, names, unit=unit, hours=hours, scores=host["scores"]),
     }
-    return {name: save_figure(fig, out / name) for name, fig in figs.items()}

@@ -54,6 +54,7 @@ from devicepipe.interop import TransferLedger
 from devicepipe.io import (
     Recording,
     ReferenceBeats,
+    TimeReport,
     check_output_dir,
     read_reference,
     read_series,
@@ -81,6 +82,7 @@ from devicepipe.outputs import (
     quality_figure,
     score_figures,
     series_figures,
+    series_score_figures,
     train_figures,
     write_beat_files,
     write_score_table,
@@ -95,8 +97,8 @@ from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 from devicepipe.threads import ThreadChoice
 from devicepipe.timing import StageTimer
 from devicepipe.train import distributed, distributed_summary
-from devicepipe.units import parse_duration
-from devicepipe.windows import make_windows
+from devicepipe.units import format_duration, parse_duration
+from devicepipe.windows import Windows, make_windows
 
 __all__ = [
     "BeatsOptions",
@@ -111,7 +113,10 @@ __all__ = [
     "run_beats_many",
     "run_demo",
     "run_ecg",
+    "MODEL_INPUTS",
+    "model_input",
     "run_score",
+    "run_score_series",
     "run_series",
     "run_train",
 ]
@@ -1161,19 +1166,30 @@ def _flagged_beats(host: dict[str, np.ndarray], fs: float, labelled: bool) -> Fl
     )
 
 
-def _beat_model(model: Any, device: torch.device) -> BeatAnomalyDetector:
-    """A fitted beat model from a path (a run directory or ``model.pt``) or a detector, on ``device``."""
+#: What a saved model's ``geometry_["input"]`` says it takes, and the command that trains one.
+MODEL_INPUTS = {
+    "ecg-beats": "ECG beats, from 'devicepipe ecg' or 'devicepipe train'",
+    "load-windows": "windows of a load series, from 'devicepipe series'",
+}
+
+
+def model_input(model: Any, device: str | torch.device = "cpu") -> str | None:
+    """What a saved model takes (a key of :data:`MODEL_INPUTS`, or None for rows fitted through
+    the Python API); ``model`` is a run directory, a ``model.pt`` or a fitted detector."""
+    detector = model if isinstance(model, BeatAnomalyDetector) else load_model(model, device)
+    return (getattr(detector, "geometry_", {}) or {}).get("input")
+
+
+def _fitted_model(model: Any, device: torch.device, takes: str) -> BeatAnomalyDetector:
+    """A fitted model of ``takes`` (a key of :data:`MODEL_INPUTS`) from a path (a run directory
+    or ``model.pt``) or a detector, on ``device``."""
     detector = model if isinstance(model, BeatAnomalyDetector) else load_model(model, device)
     if isinstance(model, BeatAnomalyDetector):
         detector.to(device)
-    geometry = getattr(detector, "geometry_", {}) or {}
-    if geometry.get("input") != "ecg-beats":
-        what = {"load-windows": "windows of a load series (from 'devicepipe series')"}.get(
-            geometry.get("input"), "rows of no known recording (fitted through the Python API)"
-        )
-        raise DevicepipeError(
-            f"the model takes {what}; score takes a model of ECG beats, from 'devicepipe ecg' or 'devicepipe train'."
-        )
+    got = model_input(detector)
+    if got != takes:
+        what = MODEL_INPUTS.get(got or "", "rows of no known recording (fitted through the Python API)")
+        raise DevicepipeError(f"the model takes {what}; this scores {MODEL_INPUTS[takes]}.")
     return detector
 
 
@@ -1214,7 +1230,7 @@ def run_score(
     ``report.html``, and ``summary.json`` last.
     """
     dev = resolve_device(device)
-    detector = _beat_model(model, dev)
+    detector = _fitted_model(model, dev, "ecg-beats")
     geometry = detector.geometry_
     ref = None if reference is None else read_reference(reference)
     run = _start(out, dev, count_transfers, progress)
@@ -1262,17 +1278,9 @@ def run_score(
         files.update(score_figures(run.out, rec, signal, host, detector.threshold_, detector.width_ / beats.window_s))
     flagged = np.flatnonzero(host["flags"])
     flagged = flagged[np.argsort(host["scores"][flagged])[::-1]]
-    model_path = None if isinstance(model, BeatAnomalyDetector) else str(model)
     summary = {
         **input_summary(source, rec, run.device),
-        "model": {
-            "path": model_path,
-            "trained_on_device": getattr(detector, "trained_on_", None),
-            "versions": getattr(detector, "versions_", None),
-            "geometry": geometry,
-            "members": len(detector.models_),
-            "training_beats": detector.fit_rows_["rows"],
-        },
+        "model": _model_summary(model, detector, "training_beats"),
         "heart_rate": heart_rate,
         "counts": {
             "beats_found": int(host["all_peaks"].size),
@@ -1566,6 +1574,57 @@ def _reference_counts(source: str, truth: np.ndarray, flags: np.ndarray) -> dict
     return {"source": source, "tolerance_s": MATCH_TOLERANCE_S, "labels": labels, "aami": classes}
 
 
+def _load_times(source: Any, time_column: str | int | None, need: str) -> tuple[str | int | None, bool]:
+    """A load series' time column: the one named, else a file's first column of times
+    (:func:`~devicepipe.io.channels.time_column_of`), else None for an in-memory table (whose
+    DatetimeIndex the read takes); and whether it was found rather than named. A file with no
+    column of times is refused in one line that begins with ``need``."""
+    found = time_column is None
+    time_column = time_column_of(source) if found else time_column
+    if time_column is None and isinstance(source, (str, os.PathLike)):
+        where = f"found no column of times in {Path(source).name}"
+        raise DevicepipeError(
+            f"{need}: {where}; pass time_column= (e.g. time_column='Datetime').",
+            cli=f"{need}: {where}; pass --time-column (e.g. --time-column Datetime).",
+        )
+    return time_column, found
+
+
+def _read_load(
+    run: _Run,
+    source: Any,
+    column: str | int | None,
+    time_column: str | int | None,
+    time_format: str | None,
+    nan: str,
+    encoding: str | None,
+) -> tuple[Recording, TimeReport]:
+    """One value column of a load series onto the run's device, sorted by its times, duplicate
+    times averaged; the recording and its time report."""
+    with run.stage("read"):
+        rec = read_series(
+            source,
+            column,
+            device=run.device,
+            time_column=time_column,
+            time_format=time_format,
+            duplicates="mean",
+            nan=nan,
+            encoding=encoding,
+        )
+    if rec.samples.ndim != 1:
+        problem = f"{rec.source} has {rec.n_channels} value columns"
+        raise DevicepipeError(f"{problem}; choose one with column=.", cli=f"{problem}; choose one with --column.")
+    report = rec.time_report
+    if report is None:
+        raise DevicepipeError(
+            f"the {rec.source} has no times: give a DataFrame with a DatetimeIndex, or name its column of times "
+            "with time_column=."
+        )
+    run.note(f"read {report.summary()}; {rec.n_samples:,} time points after that")
+    return rec, report
+
+
 def run_series(
     source: Any,
     out: str | Path,
@@ -1605,15 +1664,7 @@ def run_series(
             f"scorer {settings.scorer!r} cannot score single samples; pointwise models use scorer='reconstruction'.",
             cli=f"--scorer {settings.scorer} cannot score single samples; drop it with --pointwise.",
         )
-    found = time_column is None
-    time_column = time_column_of(source) if found else time_column
-    in_memory = not isinstance(source, (str, os.PathLike))  # a DataFrame's DatetimeIndex is its times
-    if time_column is None and not in_memory:
-        where = f"found no column of times in {Path(source).name}"
-        raise DevicepipeError(
-            f"a load series needs its time column: {where}; pass time_column= (e.g. time_column='Datetime').",
-            cli=f"a load series needs its time column: {where}; pass --time-column (e.g. --time-column Datetime).",
-        )
+    time_column, found = _load_times(source, time_column, "a load series needs its time column")
     run = _start(out, device, count_transfers, progress)
     if found and time_column is not None:
         run.note(f"times from column {time_column!r}; --time-column picks another")
@@ -1630,27 +1681,7 @@ def run_series(
     )
     check_before_start(run.out, settings, identity)
     default_scorer = "reconstruction" if pointwise else DEFAULT_SCORER
-    with run.stage("read"):
-        rec = read_series(
-            source,
-            column,
-            device=run.device,
-            time_column=time_column,
-            time_format=time_format,
-            duplicates="mean",
-            nan=nan,
-            encoding=encoding,
-        )
-    if rec.samples.ndim != 1:
-        problem = f"{rec.source} has {rec.n_channels} value columns"
-        raise DevicepipeError(f"{problem}; choose one with column=.", cli=f"{problem}; choose one with --column.")
-    report = rec.time_report
-    if report is None:
-        raise DevicepipeError(
-            f"the {rec.source} has no times: give a DataFrame with a DatetimeIndex, or name its column of times "
-            "with time_column=."
-        )
-    run.note(f"read {report.summary()}; {rec.n_samples:,} time points after that")
+    rec, report = _read_load(run, source, column, time_column, time_format, nan, encoding)
     with run.stage("window"):
         wins = make_windows(rec.samples, rec.timestamps, window_s=window_s, step_s=report.step_s)
     if wins.values.shape[0] < MIN_WINDOWS_TO_TRAIN:
@@ -1691,12 +1722,7 @@ def run_series(
         "pointwise": pointwise,
         "settings": {**settings.to_dict(), "hidden": hidden},
         "time": report.to_dict(),
-        "windows": {
-            "used": int(wins.values.shape[0]),
-            "filled_slots": int(wins.filled.sum()),
-            "windows_with_filled_slots": int((wins.filled > 0).sum()),
-            "dropped": [str(d)[:19] for d in wins.dropped],
-        },
+        "windows": _windows_summary(wins),
         "threshold": scores.threshold,
         "threshold_means": (
             f"the {settings.percentile:g}th percentile of the training windows' scores; "
@@ -1711,16 +1737,151 @@ def run_series(
         ),
         "flagged": [{"start": str(wins.starts[i])[:19], "score": float(host["scores"][i])} for i in flagged],
     }
+    page = _flagged_windows(wins, host, flagged, rec.channels[0])
+    return _finish(run, summary, learned, files, "series", page)
+
+
+def _model_summary(model: Any, detector: BeatAnomalyDetector, rows_key: str) -> dict[str, Any]:
+    """``summary.json``'s account of the model a ``score`` run used (``rows_key`` names its
+    training rows: beats or windows)."""
+    return {
+        "path": None if isinstance(model, BeatAnomalyDetector) else str(model),
+        "trained_on_device": getattr(detector, "trained_on_", None),
+        "versions": getattr(detector, "versions_", None),
+        "geometry": detector.geometry_,
+        "members": len(detector.models_),
+        rows_key: detector.fit_rows_["rows"],
+    }
+
+
+def _windows_summary(wins: Windows) -> dict[str, Any]:
+    """``summary.json``'s account of a load series' windows: used, gaps filled, dropped."""
+    return {
+        "used": int(wins.values.shape[0]),
+        "filled_slots": int(wins.filled.sum()),
+        "windows_with_filled_slots": int((wins.filled > 0).sum()),
+        "dropped": [str(d)[:19] for d in wins.dropped],
+    }
+
+
+def _flagged_windows(wins: Windows, host: dict[str, np.ndarray], flagged: np.ndarray, unit: str) -> FlaggedRows:
+    """The report's list of flagged windows (``flagged``: indices, highest score first)."""
     top = flagged[:MAX_FLAGGED_ROWS]
-    page = FlaggedRows(
+    return FlaggedRows(
         names=[str(wins.starts[i])[:10] for i in top],
         scores=host["scores"][top],
         rows=host["days"][top],
         typical=np.median(host["days"], axis=0),
-        unit=rec.channels[0],
+        unit=unit,
         total=int(flagged.size),
     )
-    return _finish(run, summary, learned, files, "series", page)
+
+
+def run_score_series(
+    source: Any,
+    out: str | Path,
+    *,
+    model: str | Path | BeatAnomalyDetector,
+    column: str | int | None = None,
+    time_column: str | int | None = None,
+    time_format: str | None = None,
+    device: str | torch.device = "auto",
+    nan: str = "error",
+    encoding: str | None = None,
+    progress: Progress | None = None,
+    count_transfers: bool = True,
+) -> LearnResult:
+    """Score every window of a load series with a model trained earlier by :func:`run_series`,
+    against the model's own threshold: the days (or other windows) of a new period judged by
+    a model of what was normal before.
+
+    The series is read as :func:`run_series` reads it (``source``, ``column``, ``time_column``:
+    the same choices) and cut into windows of the model's length; its time step must be the
+    model's (24 steps to a day for a model of hourly days). The windows are scaled by the
+    model's own minimum and maximum (those of its training series), so a period of higher
+    load than any it saw scores high. Each window gets its score, flag (score above the
+    model's threshold) and tail probability (the share of the model's training windows
+    scoring at least as high). A per-sample model (``series --pointwise``) is refused.
+
+    Writes to ``out``: ``scores.parquet`` (window start, filled slots, codes, score, flag,
+    spread, tail probability), ``scores.png``, ``latent.png``, ``extremes.png``, ``days.png``,
+    ``report.html``, and ``summary.json`` last.
+    """
+    dev = resolve_device(device)
+    detector = _fitted_model(model, dev, "load-windows")
+    geometry = detector.geometry_
+    if geometry.get("pointwise"):
+        raise DevicepipeError(
+            "the model is a per-sample autoencoder (series --pointwise): it scores samples, not windows; "
+            "train a model of whole windows (series without --pointwise) to score a new period."
+        )
+    time_column, found = _load_times(source, time_column, "the model scores windows of a load series")
+    window = str(geometry["window"])
+    window_s = parse_duration(window)
+    run = _start(out, dev, count_transfers, progress)
+    if found and time_column is not None:
+        run.note(f"times from column {time_column!r}; --time-column picks another")
+    rec, report = _read_load(run, source, column, time_column, time_format, nan, encoding)
+    with run.stage("window"):
+        wins = make_windows(rec.samples, rec.timestamps, window_s=window_s, step_s=report.step_s)
+    per = int(geometry["steps_per_window"])
+    if wins.per_window != per:
+        raise DevicepipeError(
+            f"the model takes windows of {window} in {per} steps of {format_duration(window_s / per)}; "
+            f"{rec.source} has a step of {format_duration(report.step_s)} ({wins.per_window} to a window): "
+            "give the series at the model's step."
+        )
+    if wins.values.shape[0] == 0:
+        raise DevicepipeError(f"{rec.source} holds no complete window of {window} to score.")
+    with run.stage("score"):
+        scores = detector.score_details(wins.values)
+        tail = detector.tail_of(scores.scores)
+        scaler = detector.scaler_
+        rows = scaler.transform(wins.values.reshape(-1)).reshape(wins.values.shape).float()
+        recon = reconstruct(detector.models_[0], rows)
+        raw_recon = scaler.inverse_transform(recon.reshape(-1)).reshape(recon.shape)
+    with run.stage("transfer"):
+        host = scores.to_host() | _to_host(
+            {"days": wins.values, "recon": raw_recon, "tail": tail, "train_scores": detector.train_scores_}
+        )
+    flagged = np.array([i for i in np.argsort(host["scores"])[::-1] if host["flags"][i]], dtype=np.int64)
+    with run.stage("write"):
+        files = write_score_table(run.out, {"start": wins.starts, "filled_slots": wins.filled}, host)
+        files.update(series_score_figures(run.out, wins, host, detector.threshold_, rec.channels[0], flagged))
+    summary = {
+        **input_summary(source, rec, run.device, channel_key="column"),
+        "time_column": time_column if time_column is not None else "the DataFrame's DatetimeIndex",
+        "model": _model_summary(model, detector, "training_windows"),
+        "window": window,
+        "steps_per_window": per,
+        "time": report.to_dict(),
+        "windows": _windows_summary(wins),
+        "threshold": detector.threshold_,
+        "threshold_means": (
+            f"the model's own threshold, {detector.threshold_rule}; "
+            + detector.score_meaning(
+                "a window scaled to [0, 1] by the minimum and maximum of the model's training series",
+                "fractions of that range",
+            )
+        ),
+        "scorer": detector.scorer_summary(),
+        "flag_rate": float(host["flags"].mean()),
+        "flagged": [
+            {
+                "start": str(wins.starts[i])[:19],
+                "score": float(host["scores"][i]),
+                "tail_probability": float(host["tail"][i]),
+            }
+            for i in flagged
+        ],
+        "seconds": run.timer.seconds,
+        "transfers": run.timer.transfers(),
+        "threads": detector.threads_.to_dict(),
+    }
+    page = _flagged_windows(wins, host, flagged, rec.channels[0])
+    files[REPORT_NAME] = write_report(run.out, "score-series", summary, files, flagged=page)
+    files["summary.json"] = write_summary(run.out, summary, files)
+    return LearnResult(run.out, summary, files)
 
 
 @dataclass(frozen=True)

@@ -258,8 +258,8 @@ def render_report(
 ) -> str:
     """The page of one run as HTML text.
 
-    ``kind`` is the command (``beats``, ``ecg``, ``score``, ``train``, ``series``, ``bench``) or
-    ``dataset``; ``summary`` its
+    ``kind`` is the command (``beats``, ``ecg``, ``score``, ``train``, ``series``, ``bench``),
+    ``score-series`` (``score`` with a ``series`` model) or ``dataset``; ``summary`` its
     ``summary.json`` fields; ``files`` the run's files by name (its PNGs are inlined).
     """
     sections: list[_Section] = []
@@ -381,6 +381,31 @@ def render_report(
             sections.append(_flagged_section(flagged, summary["threshold"]))
         sections.append(_Section("Anomalous windows", figures=_figures(files, ["days.png", "extremes.png"])))
         sections.append(_Section("Codes and training", figures=_figures(files, ["latent.png", "training.png"])))
+    elif kind == "score-series":
+        w, m = summary["windows"], summary["model"]
+        facts = [
+            ("windows scored", _number(w["used"])),
+            ("window", str(summary.get("window", ""))),
+            ("windows flagged as anomalous", _number(len(summary["flagged"]))),
+            ("share flagged", f"{100 * summary['flag_rate']:.2f} %"),
+            ("threshold (score, the model's)", _number(summary["threshold"])),
+            *_scorer_facts(summary),
+            ("model", "/".join(Path(m["path"]).parts[-2:]) if m.get("path") else "given in Python"),
+            ("model trained on", f"{_number(m['training_windows'])} windows, on {m.get('trained_on_device')}"),
+            ("windows with gaps filled", _number(w["windows_with_filled_slots"])),
+            *facts,
+        ]
+        if flagged is not None:
+            sections.append(_flagged_section(flagged, summary["threshold"]))
+        sections.append(_Section("Anomalous windows", figures=_figures(files, ["days.png", "extremes.png"])))
+        sections.append(
+            _Section(
+                "Scores against the model's training windows",
+                "A period like the training one has its histogram over theirs; a shift to the right is a "
+                "period the model finds unusual as a whole.",
+                figures=_figures(files, ["scores.png", "latent.png"]),
+            )
+        )
     elif kind == "dataset":
         facts = _dataset_facts(summary)
         acc = summary.get("accuracy")
@@ -411,7 +436,8 @@ def render_report(
         raise ValueError(f"render_report(): unknown kind {kind!r}")
     if kind not in ("bench", "dataset"):
         sections.append(_timing(summary))
-    title = f"devicepipe {kind}: {Path(str(source)).name or source}" if source else f"devicepipe {kind}"
+    command = "score" if kind == "score-series" else kind
+    title = f"devicepipe {command}: {Path(str(source)).name or source}" if source else f"devicepipe {command}"
     subtitle = summary.get("subtitle") or (
         f"{source}" + (f", channel {summary['channel']}" if summary.get("channel") is not None else "")
     )

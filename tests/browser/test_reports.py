@@ -27,6 +27,7 @@ from devicepipe.pipeline import (
     run_beats,
     run_ecg,
     run_score,
+    run_score_series,
     run_series,
     run_train,
 )
@@ -171,6 +172,12 @@ def test_series_report_opens_cleanly(tmp_path, shots):
     )
     seen = open_in_browser(tmp_path / "series" / "report.html", shots)
     _check_page(seen, [f"{result.summary['windows']['used']:,}", "windows flagged as anomalous"], images=4)
+    # the same model on the series again, as 'score' runs it: its own page
+    scored = run_score_series(src, tmp_path / "scored", model=tmp_path / "series", device="cpu")
+    seen = open_in_browser(tmp_path / "scored" / "report.html", shots)
+    s = scored.summary
+    numbers = [f"{s['windows']['used']:,}", "windows scored", f"{100 * s['flag_rate']:.2f} %", "model trained on"]
+    _check_page(seen, numbers, images=4)
 
 
 def test_bench_report_shows_the_tables_and_charts(tmp_path, shots):

@@ -598,3 +598,61 @@ def test_series_finds_a_time_column_of_any_name(tmp_path):
     pd.DataFrame({"kW": load}).to_csv(bare, index=False)
     assert_user_error(run("series", bare, "--out", tmp_path / "r2"), "found no column of times in bare.csv")
     assert not (tmp_path / "r2").exists()
+
+
+def test_a_series_model_scores_a_new_period(tmp_path):
+    src = tmp_path / "load.csv"
+    assert run("simulate", "load", "--days", 120, "--anomalies", 6, "--seed", 3, "--out", src).exit_code == 0
+    table = pd.read_csv(src)
+    truth = pd.read_csv(tmp_path / "load.truth.csv")["day"].tolist()
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    table.iloc[: 24 * 60].to_csv(first, index=False)
+    table.iloc[24 * 60 :].to_csv(second, index=False)
+    assert run("series", first, "--out", tmp_path / "m", "--device", "cpu").exit_code == 0
+
+    # the training period scored again: the training run's own scores and flags, by another path
+    again = run("score", first, "--model", tmp_path / "m", "--out", tmp_path / "again", "--device", "cpu")
+    assert again.exit_code == 0, again.output
+    trained = pq.read_table(tmp_path / "m" / "embeddings.parquet").to_pandas()
+    scored = pq.read_table(tmp_path / "again" / "scores.parquet").to_pandas()
+    assert list(scored["start"]) == list(trained["start"])
+    np.testing.assert_allclose(scored["score"], trained["score"], rtol=1e-4, atol=1e-4)
+    assert list(scored["flag"]) == list(trained["flag"])
+
+    # the new period: its anomalous days (the simulator's truth) rank high; any day flagged is one of them
+    result = run("score", second, "--model", tmp_path / "m", "--out", tmp_path / "new", "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    new = pq.read_table(tmp_path / "new" / "scores.parquet").to_pandas()
+    days = new["start"].astype(str).str[:10]
+    odd = days.isin(truth)
+    assert 0 < odd.sum() < len(new)
+    higher = (new.loc[odd, "score"].to_numpy()[:, None] > new.loc[~odd, "score"].to_numpy()[None, :]).mean()
+    assert higher >= 0.9  # ROC AUC of anomalous against normal days
+    summary = json.loads((tmp_path / "new" / "summary.json").read_text())
+    flagged = {f["start"][:10] for f in summary["flagged"]}
+    assert flagged <= set(truth) and summary["windows"]["used"] == len(new)
+    assert days[new["score"].idxmax()] in truth
+    assert summary["model"]["geometry"]["input"] == "load-windows" and 0 <= new["tail_probability"].min()
+    for name in ("days.png", "extremes.png", "scores.png", "latent.png"):
+        assert _png_ok(tmp_path / "new" / name), name
+    assert "devicepipe score: second.csv" in (tmp_path / "new" / "report.html").read_text()
+
+
+def test_a_series_model_refuses_what_it_cannot_score(tmp_path):
+    src = tmp_path / "load.csv"
+    assert run("simulate", "load", "--days", 30, "--out", src).exit_code == 0
+    assert run("series", src, "--out", tmp_path / "m", "--epochs", 2, "--device", "cpu").exit_code == 0
+    assert run("series", src, "--out", tmp_path / "pw", "--pointwise", "--epochs", 1, "--device", "cpu").exit_code == 0
+    quarter = tmp_path / "quarter.csv"
+    table = pd.read_csv(src)
+    stamps = pd.date_range("2021-01-01", periods=len(table), freq="15min")
+    pd.DataFrame({"Datetime": stamps, "load_MW": table["load_MW"]}).to_csv(quarter, index=False)
+    cases = [
+        (["score", quarter, "--model", tmp_path / "m"], "has a step of 15.0 min (96 to a window)"),
+        (["score", src, "--model", tmp_path / "pw"], "per-sample autoencoder"),
+        (["score", src, "--model", tmp_path / "m", "--reference", src], "--reference is not for a load-series model"),
+        (["score", tmp_path, "--model", tmp_path / "m"], "scores one series at a time"),
+    ]
+    for args, pattern in cases:
+        assert_user_error(run(*args, "--out", tmp_path / "out"), pattern)
+        assert not (tmp_path / "out").exists()
