@@ -57,6 +57,7 @@ from devicepipe.bench.report import (
 from devicepipe.bench.report import compare as compare_results
 from devicepipe.bench.stages import STAGES
 from devicepipe.datasets import INDEX_NAME, DatasetResult, Engine, is_dataset, run_dataset
+from devicepipe.detector import BeatAnomalyDetector, load_model
 from devicepipe.device import device_report
 from devicepipe.ecg import ECG_PEAK_METHODS, EDGE_S, MATCH_TOLERANCE_S, SEGMENT_MODES
 from devicepipe.errors import DevicepipeError
@@ -1177,29 +1178,31 @@ def score(
     With a model from 'devicepipe series', the windows (days) of a new period of a load series
     are scored the same way, scaled as the model's training series was (-c names its column).
     """
-    if model_input(model) == "load-windows":  # (a bad model is one line here, before any cluster starts)
-        _score_series(input, model, out, device, channel, time_column, time_format, nan, encoding,
+    many = is_dataset(input)
+    named = model.resolve() if model.exists() else model
+    fitted = load_model(named, "cpu" if many else device)  # a bad model: one line, before any cluster starts
+    if model_input(fitted) == "load-windows":
+        _score_series(input, fitted, out, device, channel, time_column, time_format, nan, encoding,
                       sampling_rate=sampling_rate, reference=reference, resume=resume, workers=workers,
                       scheduler=scheduler, devices=devices)  # fmt: skip
         return
     if time_column is not None or time_format is not None:
         raise DevicepipeError("--time-column and --time-format are for a model from 'devicepipe series'.")
     options = {
-        "model": str(model.resolve()) if model.exists() else str(model),
         "channel": _maybe_int(channel),
         "sampling_rate": sampling_rate,
         "nan": nan.value,
         "encoding": encoding,
     }
-    if is_dataset(input):
+    if many:
         engine = _engine(workers, scheduler, devices, device)
-        _run_dataset_cli("score", input, out, options, engine, reference, resume)
+        _run_dataset_cli("score", input, out, {"model": str(named), **options}, engine, reference, resume)
         return
     _single_only(workers=workers, scheduler=scheduler, devices=devices)
     if resume:
         raise DevicepipeError("--resume is for many recordings; scoring one recording starts afresh.")
     con = _console()
-    result = run_score(input, out, device=device, reference=reference, progress=con.print, **options)
+    result = run_score(input, out, model=fitted, device=device, reference=reference, progress=con.print, **options)
     s = result.summary
     c = s["counts"]
     con.print(
@@ -1219,7 +1222,7 @@ def score(
 
 def _score_series(
     input: Path,
-    model: Path,
+    model: BeatAnomalyDetector,
     out: Path,
     device: str,
     column: str | None,

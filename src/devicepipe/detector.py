@@ -1020,7 +1020,8 @@ def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAno
     Read with ``weights_only=True`` (a file from elsewhere cannot run code) and placed on
     ``device`` (a model trained on a GPU scores on a CPU and the reverse). The result has
     ``models_``, ``scaler_``, ``threshold_``, ``train_scores_``, ``get_params()`` (the
-    settings it was trained with) and ``geometry_`` (what rows it takes). A training
+    settings it was trained with), ``geometry_`` (what rows it takes) and ``path_`` (``path``
+    as given). A training
     checkpoint, a foreign or damaged file, or one of a newer format is refused with one line.
     """
     file = _model_file(path)
@@ -1091,4 +1092,5 @@ def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAno
     det.geometry_ = dict(state.get("geometry") or {})
     det.versions_ = {"devicepipe": state.get("devicepipe"), "torch": state.get("torch")}
     det.trained_on_ = state.get("trained_on")
+    det.path_ = str(path)  # where it was read from, as named: a run directory or the file
     return det

@@ -1280,7 +1280,7 @@ def run_score(
     flagged = flagged[np.argsort(host["scores"][flagged])[::-1]]
     summary = {
         **input_summary(source, rec, run.device),
-        "model": _model_summary(model, detector, "training_beats"),
+        "model": _model_summary(detector, "training_beats"),
         "heart_rate": heart_rate,
         "counts": {
             "beats_found": int(host["all_peaks"].size),
@@ -1594,13 +1594,17 @@ def _read_load(
     run: _Run,
     source: Any,
     column: str | int | None,
-    time_column: str | int | None,
+    times: tuple[str | int | None, bool],
     time_format: str | None,
     nan: str,
     encoding: str | None,
 ) -> tuple[Recording, TimeReport]:
     """One value column of a load series onto the run's device, sorted by its times, duplicate
-    times averaged; the recording and its time report."""
+    times averaged; the recording and its time report. ``times``: :func:`_load_times`' answer
+    (a column found rather than named is said)."""
+    time_column, found = times
+    if found and time_column is not None:
+        run.note(f"times from column {time_column!r}; --time-column picks another")
     with run.stage("read"):
         rec = read_series(
             source,
@@ -1666,8 +1670,6 @@ def run_series(
         )
     time_column, found = _load_times(source, time_column, "a load series needs its time column")
     run = _start(out, device, count_transfers, progress)
-    if found and time_column is not None:
-        run.note(f"times from column {time_column!r}; --time-column picks another")
     identity = _identity(
         source,
         settings,
@@ -1681,7 +1683,7 @@ def run_series(
     )
     check_before_start(run.out, settings, identity)
     default_scorer = "reconstruction" if pointwise else DEFAULT_SCORER
-    rec, report = _read_load(run, source, column, time_column, time_format, nan, encoding)
+    rec, report = _read_load(run, source, column, (time_column, found), time_format, nan, encoding)
     with run.stage("window"):
         wins = make_windows(rec.samples, rec.timestamps, window_s=window_s, step_s=report.step_s)
     if wins.values.shape[0] < MIN_WINDOWS_TO_TRAIN:
@@ -1741,11 +1743,11 @@ def run_series(
     return _finish(run, summary, learned, files, "series", page)
 
 
-def _model_summary(model: Any, detector: BeatAnomalyDetector, rows_key: str) -> dict[str, Any]:
+def _model_summary(detector: BeatAnomalyDetector, rows_key: str) -> dict[str, Any]:
     """``summary.json``'s account of the model a ``score`` run used (``rows_key`` names its
-    training rows: beats or windows)."""
+    training rows: beats or windows); its path is None for one fitted in this process."""
     return {
-        "path": None if isinstance(model, BeatAnomalyDetector) else str(model),
+        "path": getattr(detector, "path_", None),
         "trained_on_device": getattr(detector, "trained_on_", None),
         "versions": getattr(detector, "versions_", None),
         "geometry": detector.geometry_,
@@ -1819,9 +1821,7 @@ def run_score_series(
     window = str(geometry["window"])
     window_s = parse_duration(window)
     run = _start(out, dev, count_transfers, progress)
-    if found and time_column is not None:
-        run.note(f"times from column {time_column!r}; --time-column picks another")
-    rec, report = _read_load(run, source, column, time_column, time_format, nan, encoding)
+    rec, report = _read_load(run, source, column, (time_column, found), time_format, nan, encoding)
     with run.stage("window"):
         wins = make_windows(rec.samples, rec.timestamps, window_s=window_s, step_s=report.step_s)
     per = int(geometry["steps_per_window"])
@@ -1851,7 +1851,7 @@ def run_score_series(
     summary = {
         **input_summary(source, rec, run.device, channel_key="column"),
         "time_column": time_column if time_column is not None else "the DataFrame's DatetimeIndex",
-        "model": _model_summary(model, detector, "training_windows"),
+        "model": _model_summary(detector, "training_windows"),
         "window": window,
         "steps_per_window": per,
         "time": report.to_dict(),
