@@ -1,10 +1,11 @@
-"""Which channel of a recording holds the ECG, when none is named.
+"""Which channel of a recording holds the ECG, and which column its times, when none is named.
 
 Files put other things first: a table its time or sample-number column, a sleep study's EDF
 its EEG, a monitor's WFDB record its respiration. :func:`choose_signal` looks at what the file
 says without reading its samples (a table's first :data:`AXIS_ROWS` rows, a header's signal
 names) and gives the channel to read, the channels passed over, and a table's column of
-timestamps, whose steps are the rate where no rate is stated.
+timestamps, whose steps are the rate where no rate is stated. :func:`time_column_of` finds a
+load series' column of times the same way.
 """
 
 from __future__ import annotations
