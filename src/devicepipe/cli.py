@@ -871,19 +871,20 @@ Scorer = _choices("Scorer", SCORERS)
 ScorerOpt = Annotated[
     Scorer | None,
     typer.Option(
-        help="How a row is scored. local (default): at its own resolution and at halves of it, its distance to "
-        "its k nearest training rows and how far it lies from the nearest weighted mean of its nearest training "
-        "rows, each as a robust z-score, the largest; multiscale: the distances alone; knn: the distance at its "
-        "own resolution; reconstruction: the model's reconstruction error; combined: knn and reconstruction as "
-        "robust z-scores. --pointwise takes reconstruction.",
+        help="How a row is scored. local (default): at its own resolution and at halves of it down to 8 samples, "
+        "how far it lies from the nearest weighted mean of its nearest training rows past the k - 1 nearest, as "
+        "a robust z-score, the largest; multiscale: the distance to the k nearest training rows at halves down to "
+        "16 samples; knn: that distance at its own resolution; reconstruction: the model's reconstruction error; "
+        "combined: knn and reconstruction as robust z-scores. --pointwise takes reconstruction.",
         show_default=False,
     ),
 ]
 NeighboursOpt = Annotated[
     int | None,
     typer.Option(
-        help="k of the local, multiscale and knn scorers' distance. Default: floor(share flagged x training "
-        "rows) + 1, so that a group of anomalous training rows up to that share cannot hide each other.",
+        help="k of the local, multiscale and knn scorers (local: rows are rebuilt past their k - 1 nearest). "
+        "Default: floor(share flagged x training rows) + 1, so that a group of anomalous training rows up to that "
+        "share cannot hide each other.",
         min=1,
         show_default=False,
     ),

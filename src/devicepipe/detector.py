@@ -2,8 +2,8 @@
 
 :class:`BeatAnomalyDetector` trains a convolutional VAE (or the MLP autoencoder, or a vmap
 ensemble of either) on rows that are normal, for their embeddings, and scores new rows by their
-distance to the nearest training rows and how well those rebuild them (``scorer="local"``,
-the default; ``"multiscale"`` and ``"knn"`` the distances alone), or by the model's
+how well the nearest training rows rebuild them (``scorer="local"``, the default), or by their
+distance to those rows (``"multiscale"`` and ``"knn"``), or by the model's
 reconstruction error (``"reconstruction"``), or both (``"combined"``). It follows PyOD's
 conventions, which scikit-learn's outlier detectors share in shape:
 
@@ -100,8 +100,11 @@ __all__ = [
 MODEL_NAME = "model.pt"
 #: What a model file says it is; files of another format are refused with one line.
 MODEL_FORMAT = "devicepipe-model"
-#: Bumped when the file changes in a way an older reader cannot follow.
-MODEL_FORMAT_VERSION = 1
+#: Bumped when the file changes in a way an older reader cannot follow. Format 2: the local
+#: scorer's rule changed (see :data:`LOCAL_FROM`); a format-1 file of a local scorer is refused.
+MODEL_FORMAT_VERSION = 2
+#: The first model format whose ``scorer="local"`` is today's (format 1 had another rule and calibration).
+LOCAL_FROM = 2
 
 #: The fewest rows :meth:`BeatAnomalyDetector.fit` learns from.
 MIN_ROWS = 10
@@ -114,6 +117,10 @@ _MAD_TO_SD = 1.4826  # MAD of a normal distribution times this is its standard d
 KNN_SHARE = 0.01
 #: The coarsest resolution of the multiscale scorer, in samples per row (see :func:`row_pyramid`).
 MULTISCALE_FLOOR = 16
+#: The coarsest resolution of the local scorer, in samples per row: coarser than the multiscale
+#: scorer's, for anomalies in the shape of a day or a beat that hourly or sample-to-sample
+#: variation hides (benchmarks/one_class.py).
+LOCAL_FLOOR = 8
 #: The local scorer's ridge, as a share of the trace of the neighbours' Gram matrix (see
 #: :func:`local_residual`).
 LOCAL_RIDGE = 0.03
@@ -208,6 +215,7 @@ def local_residual(
     reference: torch.Tensor,
     k: int,
     *,
+    skip: int = 0,
     exclude: torch.Tensor | None = None,
     skip_equal: bool = False,
     ridge: float = LOCAL_RIDGE,
@@ -215,6 +223,11 @@ def local_residual(
     """Distance from each row of ``x`` ``(n, w)`` to the nearest affine combination of its ``k``
     nearest rows of ``reference`` ``(m, w)``: the reconstruction error of locally linear
     embedding (Roweis and Saul, 2000). Returns ``(n,)``, in the units of the rows.
+
+    ``skip``: rebuild the row from its nearest rows after the first ``skip`` (the ``skip + 1``-th
+    to the ``skip + k``-th), so that a group of up to ``skip + 1`` near-identical rows (anomalies
+    among the reference rows, or one unusual row and its few copies) cannot rebuild each other.
+    Where the reference has too few rows, ``k`` comes first and ``skip`` is cut to what is left.
 
     With ``D`` the ``(k, w)`` differences of the neighbours from the row and ``G = D D^T``, the
     weights solve ``(G + ridge * trace(G) * I) v = 1``, scaled to sum to one; the score is
@@ -224,7 +237,7 @@ def local_residual(
 
     Computed on the reference's device in blocks of about 32 M values; ``exclude`` and
     ``skip_equal`` as :func:`knn_distance` has them."""
-    return knn_and_local(x, reference, 0, k, exclude=exclude, skip_equal=skip_equal, ridge=ridge)[1]
+    return knn_and_local(x, reference, 0, k, skip=skip, exclude=exclude, skip_equal=skip_equal, ridge=ridge)[1]
 
 
 def knn_and_local(
@@ -233,12 +246,13 @@ def knn_and_local(
     k: int,
     k_local: int,
     *,
+    skip: int = 0,
     exclude: torch.Tensor | None = None,
     skip_equal: bool = False,
     ridge: float = LOCAL_RIDGE,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`knn_distance` with ``k`` and :func:`local_residual` with ``k_local``, from one search
-    for each row's nearest rows: two tensors ``(n,)`` (an empty one for a ``k`` of 0)."""
+    """:func:`knn_distance` with ``k`` and :func:`local_residual` with ``k_local`` (and ``skip``),
+    from one search for each row's nearest rows: two tensors ``(n,)`` (an empty one for a ``k`` of 0)."""
     if x.ndim != 2 or reference.ndim != 2 or x.shape[1] != reference.shape[1] or reference.shape[0] == 0:
         raise DevicepipeError(
             f"nearest rows: x {tuple(x.shape)} and reference {tuple(reference.shape)} must be (n, w) and (m, w) "
@@ -247,14 +261,15 @@ def knn_and_local(
     m, width = reference.shape
     one_out = 1 if exclude is not None or skip_equal else 0
     k, k_local = (max(1, min(n, m - one_out)) if n else 0 for n in (k, k_local))
+    skip = max(0, min(int(skip), m - one_out - k_local)) if k_local else 0
     means, errors = [], []
     for block, values, index in _nearest(
-        x, reference, max(k, k_local), exclude=exclude, skip_equal=skip_equal, row_values=k_local * width
+        x, reference, max(k, skip + k_local), exclude=exclude, skip_equal=skip_equal, row_values=k_local * width
     ):
         if k:
             means.append(values[:, :k].mean(1))
         if k_local:
-            errors.append(_local_error(block, reference[index[:, :k_local]], ridge))
+            errors.append(_local_error(block, reference[index[:, skip : skip + k_local]], ridge))
     empty = torch.empty(0, dtype=x.dtype, device=reference.device)
     return (torch.cat(means) if means else empty), (torch.cat(errors) if errors else empty)
 
@@ -293,8 +308,8 @@ def neighbours_for(n_reference: int, share: float) -> int:
 def local_neighbours(n_reference: int) -> int:
     """How many nearest rows the local scorer reconstructs a row from, for ``n_reference`` rows:
     the square root of ``n``, at most :data:`LOCAL_MOST` (each row solves a system of that size).
-    Anomalies among the training rows are the nearest-neighbour distance's to find, with its own
-    ``k`` (:func:`neighbours_for`): a group of similar ones can reconstruct each other."""
+    They are taken past the row's ``k - 1`` nearest (``k`` of :func:`neighbours_for`), so that a
+    group of up to ``k`` similar anomalies among the training rows cannot rebuild each other."""
     return max(1, min(round(math.sqrt(n_reference)), LOCAL_MOST))
 
 
@@ -398,15 +413,18 @@ class BeatAnomalyDetector:
         averaged down by halves to :data:`MULTISCALE_FLOOR` samples (:func:`row_pyramid`), each
         as a robust z-score of its log against the training rows' own distances at that
         resolution (``(log d - median) / (1.4826 MAD)``), the largest of them; ``"local"`` (the
-        default): as ``multiscale``, with a second robust z-score at each resolution, of the
-        row's local linear reconstruction error from its :func:`local_neighbours` nearest
-        training rows (:func:`local_residual`), the largest of all; ``"reconstruction"``: the
+        default): as ``multiscale`` down to :data:`LOCAL_FLOOR` samples, with the row's local
+        linear reconstruction error (:func:`local_residual`) in place of the distance, from its
+        :func:`local_neighbours` nearest training rows past its ``neighbours - 1`` nearest (a
+        group of up to ``neighbours`` similar anomalous training rows cannot rebuild each
+        other); ``"reconstruction"``: the
         mean squared reconstruction error (averaged over the members); ``"combined"``: the mean
         of the knn and reconstruction robust z-scores. On the one-class tasks of
         ``benchmarks/one_class.py`` (BENCHMARKS.md), ``local`` reaches the best simple baseline
-        on more tasks than the others.
-    neighbours : k of the nearest-neighbour scores, or ``"auto"``: :func:`neighbours_for` the
-        reference rows and the share ``contamination`` (:data:`KNN_SHARE` when it is not a share).
+        (less 0.01) on every task, and the others do not.
+    neighbours : k of the nearest-neighbour scores (``local``: rows are rebuilt past their
+        ``k - 1`` nearest), or ``"auto"``: :func:`neighbours_for` the reference rows and the share
+        ``contamination`` (:data:`KNN_SHARE` when it is not a share).
     reference_rows : the most training rows kept for the nearest-neighbour scores (every row
         given to ``fit``, validation rows included, or a seeded sample of that many); they are
         saved with the model.
@@ -744,7 +762,8 @@ class BeatAnomalyDetector:
         on ``train_rows`` for ``combined``."""
         if self.scorer in PYRAMID_SCORERS:
             z = []
-            for rows, reference in zip(row_pyramid(data), row_pyramid(self.reference_), strict=True):
+            levels = zip(row_pyramid(data, self._floor), row_pyramid(self.reference_, self._floor), strict=True)
+            for rows, reference in levels:
                 for name, d in self._distances(rows, reference, exclude).items():
                     if exclude is not None:
                         self.calibration_[name] = _robust_log_scale(d)
@@ -759,11 +778,24 @@ class BeatAnomalyDetector:
         """The distances ``(n,)`` of the pyramid scorers at one resolution, by calibration name
         (``exclude``: in ``fit``, each row's own reference row)."""
         width = reference.shape[1]
-        k_local = local_neighbours(self.reference_.shape[0]) if self.scorer == "local" else 0
-        near, local = knn_and_local(
-            rows, reference, self.neighbours_, k_local, exclude=exclude, skip_equal=exclude is None
-        )
-        return {f"knn{width}": near} | ({f"local{width}": local} if k_local else {})
+        if self.scorer == "local":
+            local = local_residual(
+                rows,
+                reference,
+                local_neighbours(self.reference_.shape[0]),
+                skip=self.neighbours_ - 1,
+                exclude=exclude,
+                skip_equal=exclude is None,
+            )
+            return {f"local{width}": local}
+        return {
+            f"knn{width}": knn_distance(rows, reference, self.neighbours_, exclude=exclude, skip_equal=exclude is None)
+        }
+
+    @property
+    def _floor(self) -> int:
+        """The coarsest resolution of the pyramid scorer, in samples per row."""
+        return LOCAL_FLOOR if self.scorer == "local" else MULTISCALE_FLOOR
 
     def _combined(
         self, recon: torch.Tensor, neighbours: torch.Tensor, train_rows: torch.Tensor | None = None
@@ -820,18 +852,20 @@ class BeatAnomalyDetector:
             return f"a score is {recon}"
         m = self.reference_.shape[0]
         if self.scorer in PYRAMID_SCORERS:
-            widths = ", ".join(str(level.shape[1]) for level in row_pyramid(self.reference_[:1]))
-            local = (
-                f", and of the distance from it to the nearest weighted mean of its {local_neighbours(m)} nearest "
-                "training rows (the weights solved as locally linear embedding solves them)"
+            widths = ", ".join(str(level.shape[1]) for level in row_pyramid(self.reference_[:1], self._floor))
+            skip = self.neighbours_ - 1
+            past = f" past the {skip} nearest" if skip else ""
+            distance = (
+                f"the distance from it to the nearest weighted mean of its {local_neighbours(m)} nearest{past} of "
+                f"{m:,} training rows at that resolution (the weights solved as locally linear embedding solves them)"
                 if self.scorer == "local"
-                else ""
+                else f"its mean Euclidean distance to its {self.neighbours_} nearest of {m:,} training rows at that "
+                "resolution"
             )
             return (
-                f"a score is the largest, over {rows} at {widths} samples (averaged down by halves), of its mean "
-                f"Euclidean distance to its {self.neighbours_} nearest of {m:,} training rows at that resolution"
-                f"{local}, each as a robust z-score against the training rows' own values there (units: robust "
-                "standard deviations of the log distance)"
+                f"a score is the largest, over {rows} at {widths} samples (averaged down by halves), of {distance}, "
+                "each as a robust z-score against the training rows' own values there (units: robust standard "
+                "deviations of the log distance)"
             )
         knn = (
             f"the mean Euclidean distance from {rows} to its {self.neighbours_} nearest of {m:,} training rows "
@@ -853,6 +887,7 @@ class BeatAnomalyDetector:
             out |= {"neighbours": self.neighbours_, "reference_rows": int(self.reference_.shape[0])}
             if self.scorer == "local":
                 out["local_neighbours"] = local_neighbours(self.reference_.shape[0])
+                out["local_past_nearest"] = self.neighbours_ - 1
             if self.neighbours == "auto":
                 m = self.reference_.shape[0]
                 why.append(
@@ -871,8 +906,10 @@ class BeatAnomalyDetector:
             )
         if self.scorer == "local":
             why.append(
-                "with the local linear reconstruction error too: a row off the shapes the normal rows vary along "
-                "scores high even when some normal rows are near it"
+                "by the local linear reconstruction error: a row off the shapes the normal rows vary along scores "
+                "high even when some normal rows are near it, and a row between normal rows scores low even where "
+                "none is near it; it is rebuilt from the rows past its k - 1 nearest, so that a few copies of one "
+                "unusual row cannot rebuild each other"
             )
         if rows < SMALL_SET:
             tail = (
@@ -1046,6 +1083,11 @@ def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAno
         raise DevicepipeError(
             f"{file} is model format {version} (written by devicepipe {state.get('devicepipe')}); this devicepipe "
             f"reads format {MODEL_FORMAT_VERSION} and older: upgrade devicepipe to load it."
+        )
+    if version < LOCAL_FROM and state.get("params", {}).get("scorer") == "local":
+        raise DevicepipeError(
+            f"{file} is a model of the local scorer written by devicepipe {state.get('devicepipe')}, whose rule "
+            "has changed since: train it again (devicepipe train, or the run that wrote it)."
         )
     kinds = {"LightVAE": "vae", "MLPAutoencoder": "mlp"}
     kind = kinds.get(state.get("model_kind"))

@@ -229,7 +229,12 @@ def _scorer_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
     if not scorer:
         return []
     k = scorer.get("neighbours")
-    return [("scored by", scorer["scorer"] + ("" if k is None else f" (k = {k} nearest training rows)"))]
+    if k is None:
+        return [("scored by", scorer["scorer"])]
+    if scorer["scorer"] == "local":
+        past = f" past its {k - 1} nearest" if k > 1 else ""
+        return [("scored by", f"local (k = {k}: each row rebuilt from the training rows{past})")]
+    return [("scored by", f"{scorer['scorer']} (k = {k} nearest training rows)")]
 
 
 def _learning_facts(summary: dict[str, Any], what: str) -> list[tuple[str, str]]:

@@ -345,12 +345,14 @@ def test_demo_end_to_end(tmp_path):
     assert summary["reference"]["labels"]["V"] == {"beats": ectopic.size, "flagged": found}
     assert sorted(f["peak"] for f in summary["flagged"]) == sorted(flagged.tolist())
     assert all(f["score"] > summary["threshold"] for f in summary["flagged"])
-    # the default scorer: each beat's mean distance to its k nearest training beats, k = floor(1 % of them) + 1,
-    # at 256, 128, 64, 32 and 16 samples, as robust z-scores
-    assert "at 256, 128, 64, 32, 16 samples" in summary["threshold_means"]
+    # the default scorer: each beat rebuilt from the training beats past its k - 1 nearest, k = floor(1 % of
+    # them) + 1, at 256, 128, 64, 32, 16 and 8 samples, as robust z-scores
+    k = table.num_rows // 100 + 1
+    assert "at 256, 128, 64, 32, 16, 8 samples" in summary["threshold_means"]
+    assert f"past the {k - 1} nearest of {table.num_rows:,} training rows" in summary["threshold_means"]
     assert "robust standard deviations" in summary["threshold_means"]
     assert summary["scorer"]["scorer"] == "local" and summary["scorer"]["training_rows"] == table.num_rows
-    assert summary["scorer"]["neighbours"] == table.num_rows // 100 + 1
+    assert summary["scorer"]["neighbours"] == k
     # three epochs have not converged: the summary and the terminal say so
     assert summary["converged"] is False and "not converged" in summary["warnings"][0]
     assert "warning: not converged" in " ".join(result.stderr.split())  # on stderr, seen even when piped

@@ -172,6 +172,17 @@ def test_foreign_damaged_and_newer_files_are_refused(fitted, tmp_path):
     torch.save(state, tmp_path / "newer.pt")
     with pytest.raises(DevicepipeError, match="upgrade devicepipe"):
         dp.load_model(tmp_path / "newer.pt")
+    # format 1 had another local scorer: its models are refused, those of the other scorers still load
+    assert fitted.scorer == "local"
+    state["format_version"] = 1
+    torch.save(state, tmp_path / "older.pt")
+    with pytest.raises(DevicepipeError, match="local scorer written by devicepipe .* train it again"):
+        dp.load_model(tmp_path / "older.pt")
+    knn = small(epochs=1, scorer="knn").fit(beats(40, seed=5))
+    older = torch.load(knn.save(tmp_path / "knn.pt"), weights_only=True) | {"format_version": 1}
+    torch.save(older, tmp_path / "knn1.pt")
+    x = beats(6, seed=6)
+    np.testing.assert_array_equal(dp.load_model(tmp_path / "knn1.pt").decision_function(x), knn.decision_function(x))
 
     class Payload:  # a pickle that would run code when loaded without weights_only
         def __reduce__(self):
@@ -322,16 +333,18 @@ def test_the_summary_says_which_scorer_and_why_on_a_small_set():
     assert not any("small set" in w for w in large["why"])
 
 
-def local_residuals_by_hand(train: np.ndarray, rows: np.ndarray, k: int, *, leave_out: bool) -> np.ndarray:
+def local_residuals_by_hand(
+    train: np.ndarray, rows: np.ndarray, k: int, *, leave_out: bool, skip: int = 0
+) -> np.ndarray:
     """Locally linear embedding's reconstruction error, one row at a time in NumPy: the k nearest
-    training rows (a training row's own left out), D their differences from the row, G = D D^T,
-    (G + 0.03 trace(G) I) v = 1, v scaled to sum to one, |v^T D|."""
+    training rows after the first ``skip`` (a training row's own left out), D their differences
+    from the row, G = D D^T, (G + 0.03 trace(G) I) v = 1, v scaled to sum to one, |v^T D|."""
     out = np.empty(len(rows))
     for i, row in enumerate(rows):
         d = ((train - row) ** 2).sum(1)
         if leave_out:
             d[i] = np.inf
-        diff = train[np.argsort(d, kind="stable")[:k]] - row
+        diff = train[np.argsort(d, kind="stable")[skip : skip + k]] - row
         gram = diff @ diff.T
         v = np.linalg.solve(gram + 0.03 * np.trace(gram) * np.eye(k), np.ones(k))
         out[i] = np.linalg.norm((v / v.sum()) @ diff)
@@ -370,6 +383,28 @@ def test_local_residual_equals_numpy_row_by_row():
     np.testing.assert_allclose(own.numpy(), local_residuals_by_hand(train, train, 7, leave_out=True), rtol=1e-9)
     # a row equal to a reference row leaves that one out, as its own score did
     np.testing.assert_array_equal(dp.local_residual(t, t, 7, skip_equal=True).numpy(), own.numpy())
+    # rebuilt from the 4th to the 10th nearest rows
+    got = dp.local_residual(torch.from_numpy(rows), t, 7, skip=3)
+    np.testing.assert_allclose(got.numpy(), local_residuals_by_hand(train, rows, 7, leave_out=False, skip=3), rtol=1e-9)
+    own = dp.local_residual(t, t, 7, skip=3, exclude=torch.arange(150))
+    np.testing.assert_allclose(own.numpy(), local_residuals_by_hand(train, train, 7, leave_out=True, skip=3), rtol=1e-9)
+
+
+def test_skipping_the_nearest_rows_keeps_a_group_of_copies_from_vouching_for_itself():
+    # on a line of reference rows at 0 .. 9 (y = 0), three copies of an unusual row at (4.5, 3):
+    # from its own nearest rows (the other copies) the row is rebuilt exactly; past them, from
+    # the line, it is 3 away
+    line = torch.tensor([[float(i), 0.0] for i in range(10)], dtype=torch.float64)
+    copies = torch.tensor([[4.5, 3.0]] * 3, dtype=torch.float64)
+    reference = torch.cat([line, copies])
+    own = torch.arange(10, 13)
+    near = dp.local_residual(copies, reference, 2, exclude=own)
+    np.testing.assert_allclose(near.numpy(), 0.0, atol=1e-9)
+    past = dp.local_residual(copies, reference, 2, skip=2, exclude=own)
+    np.testing.assert_allclose(past.numpy(), 3.0, rtol=1e-9)
+    # too few rows for the skip: k comes first, the skip is cut to what is left
+    few = dp.local_residual(copies[:1], reference[:3], 2, skip=5)
+    np.testing.assert_allclose(few.numpy(), dp.local_residual(copies[:1], reference[:3], 2, skip=1).numpy())
 
 
 def test_the_local_scorer_finds_rows_off_the_normal_shapes_that_distances_miss():
@@ -394,10 +429,10 @@ def test_the_local_scorer_finds_rows_off_the_normal_shapes_that_distances_miss()
 
 @pytest.mark.parametrize("scorer", ["multiscale", "local"])
 def test_the_pyramid_scorers_equal_their_definition_in_numpy(scorer):
-    # by hand: rows averaged down by pairs to 16 samples; at each resolution the mean distance to the
-    # k nearest training rows (scikit-learn), a training row's own left out, and for local also the
-    # reconstruction error from the sqrt(200) = 14 nearest; robust z-scores of the logs against the
-    # training rows' own; the largest
+    # by hand: rows averaged down by pairs to 16 samples (local: 8); at each resolution, for
+    # multiscale the mean distance to the k nearest training rows (scikit-learn), for local the
+    # reconstruction error from the sqrt(200) = 14 nearest after the k - 1 nearest, a training
+    # row's own left out; robust z-scores of the logs against the training rows' own; the largest
     from sklearn.neighbors import NearestNeighbors
 
     x = beats(200, seed=30)
@@ -406,9 +441,11 @@ def test_the_pyramid_scorers_equal_their_definition_in_numpy(scorer):
     k = det.neighbours_
     assert k == 3
 
+    floor = 8 if scorer == "local" else 16
+
     def halves(rows):
         out = [rows.astype(np.float64)]
-        while out[-1].shape[1] >= 32:
+        while out[-1].shape[1] >= 2 * floor:
             out.append(out[-1].reshape(len(rows), -1, 2).mean(-1))
         return out
 
@@ -417,19 +454,19 @@ def test_the_pyramid_scorers_equal_their_definition_in_numpy(scorer):
         scale = 1.4826 * np.median(np.abs(np.log(own) - median))
         return (np.log(own) - median) / scale, (np.log(other) - median) / scale
 
-    assert [r.shape[1] for r in halves(x)] == [64, 32, 16]
+    assert [r.shape[1] for r in halves(x)] == ([64, 32, 16, 8] if scorer == "local" else [64, 32, 16])
     z_train, z_new = [], []
     for train, rows in zip(halves(x), halves(new), strict=True):
-        nn = NearestNeighbors(n_neighbors=k + 1).fit(train)
-        pair = [z(nn.kneighbors(train)[0][:, 1:].mean(1), nn.kneighbors(rows, n_neighbors=k)[0].mean(1))]
         if scorer == "local":
-            own = local_residuals_by_hand(train, train, 14, leave_out=True)
-            pair.append(z(own, local_residuals_by_hand(train, rows, 14, leave_out=False)))
-        for a, b in pair:
-            z_train.append(a)
-            z_new.append(b)
+            own = local_residuals_by_hand(train, train, 14, leave_out=True, skip=k - 1)
+            a, b = z(own, local_residuals_by_hand(train, rows, 14, leave_out=False, skip=k - 1))
+        else:
+            nn = NearestNeighbors(n_neighbors=k + 1).fit(train)
+            a, b = z(nn.kneighbors(train)[0][:, 1:].mean(1), nn.kneighbors(rows, n_neighbors=k)[0].mean(1))
+        z_train.append(a)
+        z_new.append(b)
     np.testing.assert_allclose(det.decision_scores_, np.max(z_train, 0), rtol=1e-4, atol=2e-4)
     np.testing.assert_allclose(det.decision_function(new), np.max(z_new, 0), rtol=1e-4, atol=2e-4)
     assert det.decision_function(new)[-5:].min() > det.threshold_  # the anomalous rows are flagged
-    assert "at 64, 32, 16 samples" in det.score_meaning()
-    assert ("14 nearest training rows" in det.score_meaning()) == (scorer == "local")
+    assert ("at 64, 32, 16, 8 samples" if scorer == "local" else "at 64, 32, 16 samples") in det.score_meaning()
+    assert ("its 14 nearest past the 2 nearest of 200 training rows" in det.score_meaning()) == (scorer == "local")
