@@ -28,6 +28,12 @@ from typing import Annotated, Any
 # An explicit THP_MEM_ALLOC_ENABLE=0 in the environment turns it off.
 os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 
+# A command on many recordings starts its local cluster's fork server now, so that the server's
+# import of torch runs beside this process's own (devicepipe/prestart.py).
+from devicepipe.prestart import start_worker_server
+
+start_worker_server(sys.argv)
+
 import torch
 import typer
 from rich.console import Console

@@ -45,6 +45,7 @@ from devicepipe.device import resolve_device, usable_cores
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import check_output_dir, write_json, write_parquet
 from devicepipe.io.read import recording_files
+from devicepipe.prestart import LIST_SUFFIXES, WORKER_PRELOAD, is_dataset
 from devicepipe.report import REPORT_NAME, dataset_table, write_report
 from devicepipe.threads import requested_threads, using_threads
 
@@ -67,8 +68,6 @@ __all__ = [
 
 #: File suffixes taken as recordings in a folder or a glob (a WFDB record by its ``.hea``).
 RECORDING_SUFFIXES = (".hea", ".csv", ".tsv", ".parquet", ".pq", ".npy", ".edf", ".bdf")
-#: Suffixes of a text file that lists recordings, one path a line.
-LIST_SUFFIXES = (".txt", ".lst", ".list")
 #: Files that sit beside recordings and are not recordings: ``simulate``'s ground truth.
 SIDECAR_ENDINGS = (".truth.csv",)
 #: The per-recording table of a dataset directory.
@@ -134,17 +133,6 @@ def _relative(path: Path, root: Path) -> Path:
         return path.resolve().relative_to(root.resolve())
     except ValueError:
         return Path(path.name)
-
-
-def is_dataset(spec: str | os.PathLike[str]) -> bool:
-    """Whether ``spec`` names many recordings: a folder, a list file (``.txt``, ``.lst``,
-    ``.list``) or a glob pattern that matches no file of its own name."""
-    path = Path(spec)
-    if path.is_dir():
-        return True
-    if path.is_file():
-        return path.suffix.lower() in LIST_SUFFIXES
-    return glob.has_magic(str(spec))
 
 
 def _is_recording(path: Path) -> bool:
@@ -430,7 +418,7 @@ def _start_method() -> str:
         return "spawn"
     with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
         context = get_mp_context()  # Dask's own preload list first, then ours in its place
-    context.set_forkserver_preload(["distributed", "torch", "devicepipe.pipeline"])
+    context.set_forkserver_preload(list(WORKER_PRELOAD))  # no change where the command started it early
     return "forkserver"
 
 

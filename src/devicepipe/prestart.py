@@ -1,0 +1,86 @@
+"""What a command does before it imports torch: start the worker processes' fork server early.
+
+A command on many recordings (``devicepipe beats FOLDER``) starts a local Dask cluster whose
+workers fork from a server that imports torch and the pipelines once (see
+:func:`devicepipe.datasets.run_recordings`). Started when the cluster starts, that import
+comes after the command's own import of torch, and the command waits for both in turn.
+Started here, from the command line alone and before the command imports anything heavy, the
+two imports run side by side. Nothing here imports torch, NumPy or Dask.
+
+Only the top process of a command line of the form ``devicepipe beats|ecg|score SPEC ...``
+starts it, where ``SPEC`` (the first argument after the command) names many recordings and
+neither ``--workers 0`` nor ``--scheduler`` is given; any other command line starts nothing.
+"""
+
+from __future__ import annotations
+
+import glob
+import multiprocessing
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = [
+    "DATASET_COMMANDS",
+    "LIST_SUFFIXES",
+    "STARTED",
+    "WORKER_PRELOAD",
+    "is_dataset",
+    "start_worker_server",
+    "starts_cluster",
+]
+
+#: The commands that take a folder, a glob or a list of recordings.
+DATASET_COMMANDS = ("beats", "ecg", "score")
+#: Suffixes of a text file that lists recordings, one path a line.
+LIST_SUFFIXES = (".txt", ".lst", ".list")
+#: What the local cluster's fork server imports once, for every worker it forks.
+WORKER_PRELOAD = ("distributed", "torch", "devicepipe.pipeline")
+#: Set in the environment of the process that started the server, so that the processes it
+#: starts (which import the command's module again, with its command line) start none.
+STARTED = "DEVICEPIPE_WORKER_SERVER_STARTED"
+
+
+def is_dataset(spec: str | os.PathLike[str]) -> bool:
+    """Whether ``spec`` names many recordings: a folder, a list file (``.txt``, ``.lst``,
+    ``.list``) or a glob pattern that matches no file of its own name."""
+    path = Path(spec)
+    if path.is_dir():
+        return True
+    if path.is_file():
+        return path.suffix.lower() in LIST_SUFFIXES
+    return glob.has_magic(str(spec))
+
+
+def starts_cluster(argv: Sequence[str]) -> bool:
+    """Whether the command line ``argv`` (``sys.argv``: the program, the command, its arguments)
+    will start a local Dask cluster: a dataset command whose first argument names many
+    recordings, without ``--workers 0`` or ``--scheduler``, and not asking for help."""
+    if len(argv) < 3 or argv[1] not in DATASET_COMMANDS or argv[2].startswith("-"):
+        return False
+    args = list(argv[2:])
+    if any(a in ("--help", "-h") or a == "--scheduler" or a.startswith("--scheduler=") for a in args):
+        return False
+    for i, a in enumerate(args):
+        value = a.split("=", 1)[1] if a.startswith("--workers=") else None
+        if a == "--workers" and i + 1 < len(args):
+            value = args[i + 1]
+        if value is not None and value.strip() == "0":
+            return False
+    return is_dataset(argv[2])
+
+
+def start_worker_server(argv: Sequence[str]) -> bool:
+    """Start the fork server of a local cluster's workers now, importing :data:`WORKER_PRELOAD`,
+    when ``argv`` will start one (:func:`starts_cluster`), this is the command's top process and
+    the platform forks from a server. Whether it was started."""
+    if os.environ.get(STARTED) or multiprocessing.parent_process() is not None or not starts_cluster(argv):
+        return False
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return False
+    from multiprocessing import forkserver
+
+    os.environ[STARTED] = "1"  # before the server starts: it and the workers it forks inherit it
+    multiprocessing.get_context("forkserver").set_forkserver_preload(list(WORKER_PRELOAD))
+    forkserver.ensure_running()
+    return True

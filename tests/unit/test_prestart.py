@@ -1,0 +1,87 @@
+"""The fork server of a command's local cluster, started from the command line before torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from devicepipe.datasets import INDEX_NAME, Engine, run_dataset
+from devicepipe.prestart import starts_cluster
+from devicepipe.simulate import simulate_ecg, write_simulated_ecg
+
+
+def test_which_command_lines_start_a_cluster(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    listing = tmp_path / "records.txt"
+    listing.write_text("a.parquet\n")
+    one = tmp_path / "one.parquet"
+    one.write_bytes(b"")
+    dp = "devicepipe"
+    for spec in (str(folder), str(listing), f"{folder}/*.hea"):
+        assert starts_cluster([dp, "beats", spec, "--out", "o"])
+        assert starts_cluster([dp, "ecg", spec, "--workers", "2"])
+        assert starts_cluster([dp, "score", spec, "--model", "m", "--workers=3"])
+    assert not starts_cluster([dp, "beats", str(one), "--out", "o"])  # one recording
+    assert not starts_cluster([dp, "beats", str(tmp_path / "missing.parquet")])
+    assert not starts_cluster([dp, "beats", str(folder), "--workers", "0"])  # the plain loop
+    assert not starts_cluster([dp, "beats", str(folder), "--workers=0"])
+    assert not starts_cluster([dp, "beats", str(folder), "--scheduler", "tcp://h:8786"])  # someone else's cluster
+    assert not starts_cluster([dp, "beats", str(folder), "--scheduler=tcp://h:8786"])
+    assert not starts_cluster([dp, "beats", str(folder), "--help"])
+    assert not starts_cluster([dp, "read", str(folder)])  # not a dataset command
+    assert not starts_cluster([dp, "beats", "--out", "o", str(folder)])  # options first: left to the cluster
+    assert not starts_cluster([dp, "beats"])
+    assert not starts_cluster([dp])
+
+
+def test_the_server_starts_once_with_the_pipelines_imported(tmp_path):
+    (tmp_path / "in").mkdir()
+    code = textwrap.dedent(
+        f"""
+        import os, time, psutil
+        from devicepipe.prestart import STARTED, start_worker_server
+        argv = ["devicepipe", "beats", {str(tmp_path / "in")!r}]
+        print(start_worker_server(argv), start_worker_server(argv), os.environ.get(STARTED))
+        def servers():  # a child shows its command line once it has exec'd
+            lines = [" ".join(p.cmdline()) for p in psutil.Process().children()]
+            return sum("forkserver" in c and "devicepipe.pipeline" in c and "torch" in c for c in lines)
+        deadline = time.monotonic() + 10
+        while not servers() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        print(servers())
+        print("torch" in __import__("sys").modules)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    # started by the first call only; its server imports torch and the pipelines, this process did not
+    assert out == ["True", "False", "1", "1", "False"]
+
+
+def test_a_command_whose_server_started_early_equals_the_plain_loop(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i in range(4):
+        write_simulated_ecg(simulate_ecg(10.0 + i, 250.0, seed=i), folder / f"rec{i}.parquet")
+    run_dataset(folder, tmp_path / "loop", options={"figures": False}, engine=Engine(workers=0))
+    # the installed command: its workers import the command's script again (python -m does not)
+    script = Path(sys.executable).with_name("devicepipe")
+    if not script.exists():
+        pytest.skip(f"no installed devicepipe command beside {sys.executable}")
+    cmd = [str(script), "beats", str(folder), "--out", str(tmp_path / "dask")]
+    done = subprocess.run([*cmd, "--no-figures", "--workers", "2"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "local Dask cluster: 2 worker(s)" in done.stdout
+    a, b = (pq.read_table(tmp_path / d / INDEX_NAME).to_pandas() for d in ("loop", "dask"))
+    keep = [c for c in a.columns if c not in ("seconds", "worker", "resumed")]
+    assert len(a) == 4 and a[keep].equals(b[keep])
+    assert set(b.worker) <= {"0", "1"}
+
+
+if sys.platform == "win32":  # no fork server there: nothing starts early
+    pytestmark = pytest.mark.skip(reason="no fork server on Windows")
