@@ -65,7 +65,7 @@ def starts_cluster(argv: Sequence[str]) -> bool:
         value = a.split("=", 1)[1] if a.startswith("--workers=") else None
         if a == "--workers" and i + 1 < len(args):
             value = args[i + 1]
-        if value is not None and value.strip() == "0":
+        if value is not None and value.strip().lstrip("+").isdigit() and int(value) == 0:
             return False
     return is_dataset(argv[2])
 

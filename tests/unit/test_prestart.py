@@ -31,6 +31,7 @@ def test_which_command_lines_start_a_cluster(tmp_path):
     assert not starts_cluster([dp, "beats", str(tmp_path / "missing.parquet")])
     assert not starts_cluster([dp, "beats", str(folder), "--workers", "0"])  # the plain loop
     assert not starts_cluster([dp, "beats", str(folder), "--workers=0"])
+    assert not starts_cluster([dp, "beats", str(folder), "--workers", "00"])
     assert not starts_cluster([dp, "beats", str(folder), "--scheduler", "tcp://h:8786"])  # someone else's cluster
     assert not starts_cluster([dp, "beats", str(folder), "--scheduler=tcp://h:8786"])
     assert not starts_cluster([dp, "beats", str(folder), "--help"])
