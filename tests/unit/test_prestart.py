@@ -86,3 +86,18 @@ def test_a_command_whose_server_started_early_equals_the_plain_loop(tmp_path):
 
 if sys.platform == "win32":  # no fork server there: nothing starts early
     pytestmark = pytest.mark.skip(reason="no fork server on Windows")
+
+
+def test_the_dataset_commands_are_the_commands_with_workers():
+    # prestart.py cannot import the command line (it runs before torch): its list must follow it
+    import inspect
+
+    from devicepipe.cli import app
+    from devicepipe.prestart import DATASET_COMMANDS
+
+    with_workers = {
+        (c.name or c.callback.__name__)
+        for c in app.registered_commands
+        if "workers" in inspect.signature(c.callback).parameters
+    }
+    assert with_workers == set(DATASET_COMMANDS)
