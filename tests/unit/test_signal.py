@@ -6,7 +6,7 @@ import torch
 
 from devicepipe.errors import DevicepipeError
 from devicepipe.signal import convolve, find_peaks, peak_mask, ricker, segment, segment_between, sliding_max
-from devicepipe.signal.blocks import block_reduce, centred_window
+from devicepipe.signal.blocks import POOLED_BLOCK, POOLED_ROW, block_reduce, centred_window
 from devicepipe.signal.filters import choose_conv_method
 from devicepipe.signal.resample import interpolate_nans, resample_rows
 
@@ -208,6 +208,25 @@ def test_block_reduce_against_a_loop(device, n, block):
         host = x.cpu().numpy()
         expected = np.stack([[fn(row[i : i + block]) for i in range(0, n, block)] for row in host])
         np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape", [(1, 1001), (3, 403), (1, POOLED_ROW + 13)])
+def test_block_reduce_max_equals_numpy_on_both_paths(shape, threads):
+    """Short blocks' maxima go through max pooling or amax by the threads and the row length:
+    either way the exact maxima, NaN and infinities included."""
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(shape[1]))
+    x[0, 5], x[0, 17], x[-1, 40] = torch.nan, torch.inf, -torch.inf
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        for block in (2, 4, 6, POOLED_BLOCK, POOLED_BLOCK + 1):
+            got = block_reduce(x, block, "max").numpy()
+            host = x.numpy()
+            expected = np.stack([[row[i : i + block].max() for i in range(0, shape[1], block)] for row in host])
+            np.testing.assert_array_equal(got, expected)
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("window", [1, 2, 3, 6, 12, 50])

@@ -161,11 +161,13 @@ def _toeplitz_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
     batch, n = rows.shape
     k = kernel.numel()
     block = max(32, -(-(k - 1) // 32) * 32)  # the previous block must hold the k - 1 past samples
-    # tap[s, l, i] = i - l + s * block: output i of a block gets input l of the same block (s = 0)
-    # or of the previous one (s = 1) times kernel[tap]
-    tap = torch.arange(block, device=rows.device)
-    tap = (tap[None, None, :] - tap[None, :, None]) + torch.tensor([[[0]], [[block]]], device=rows.device)
-    same, previous = torch.where((tap >= 0) & (tap < k), kernel[tap.clamp(0, k - 1)], kernel.new_zeros(())).unbind()
+    # output i of a block gets input l of the same block (s = 0) or of the previous one (s = 1)
+    # times kernel[i - l + s * block] (0 off the kernel): with v[block + t] = kernel[t] and zeros
+    # around it, that is v[(s + 1) * block + i - l], read as a Hankel view of v with its rows
+    # reversed (a few operators, where building the tap indices took a dozen)
+    v = kernel.new_zeros(3 * block)
+    v[block : block + k] = kernel
+    same, previous = v.as_strided((2, block, block), (block, 1, 1), v.storage_offset() + 1).flip(1).unbind()
     if batch > 1:
         per_row = -(-(n + k - 1) // block) + 1  # the zero block, then blocks holding every output
         padded = rows.new_empty(batch, per_row * block)
