@@ -219,7 +219,9 @@ class _Ricker:
         response is negative (bool, same shape: the polarity the filter sees)."""
         zero = torch.zeros_like(head)
         response = centred_convolve(x, head if start else zero, kernel, end_mean=tail if end else zero)
-        negative = response < 0
+        # (signbit: a quarter faster than `< 0`; it differs only at -0.0, a zero response, which
+        # no threshold passes)
+        negative = torch.signbit(response)
         return response.abs_(), negative
 
     def summaries(self, feature: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -446,8 +448,25 @@ def _positions(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return true, false
 
 
+#: Samples per group of rows, per torch thread, that a batch is detected in on the CPU: a
+#: group's arrays stay in the caches, where each of the many passes over a whole batch went to
+#: main memory (on one thread, 1,000 rows of 5,000 samples about 10 % faster in groups of 209,
+#: 8 rows of a million samples a fifth faster one at a time; on two threads, groups twice as
+#: large, as fast as one piece). Rows are independent: the same peaks.
+BATCH_GROUP_SAMPLES = 1 << 20
+
+
 def _peaks_ricker(x: torch.Tensor, sampling_rate: float, **options: float) -> tuple[torch.Tensor, torch.Tensor]:
     """R peaks of each row of ``x`` (shape ``(batch, time)``): their rows and columns, sorted."""
+    per_group = max(1, BATCH_GROUP_SAMPLES * torch.get_num_threads() // x.shape[-1])
+    if x.device.type != "cpu" or x.shape[0] <= per_group:
+        return _peaks_ricker_rows(x, sampling_rate, **options)
+    found = [_peaks_ricker_rows(part, sampling_rate, **options) for part in x.split(per_group)]
+    rows = torch.cat([part_rows + i * per_group for i, (part_rows, _) in enumerate(found)])
+    return rows, torch.cat([cols for _, cols in found])
+
+
+def _peaks_ricker_rows(x: torch.Tensor, sampling_rate: float, **options: float) -> tuple[torch.Tensor, torch.Tensor]:
     r = _Ricker(float(sampling_rate), **options)
     n = x.shape[-1]
     means, kernel = r.edge_means(x, x), r.kernel(x)

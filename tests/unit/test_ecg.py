@@ -554,3 +554,22 @@ def test_merged_parts_equal_unique_of_all_peaks():
     np.testing.assert_array_equal(_merged(crossed).numpy(), [1, 5, 8, 9, 12])
     for parts in (torch.tensor([], dtype=torch.int64), torch.tensor([3])):
         assert torch.equal(_merged(parts), torch.unique(parts))
+
+
+@pytest.mark.parametrize("rows_per_group", [1, 2, 3])
+def test_a_batch_detected_in_groups_of_rows_gives_each_row_its_own_peaks(monkeypatch, rows_per_group):
+    """On the CPU a long batch is detected a group of rows at a time; the groups' row numbers
+    are put back, so each row gets the peaks it gets alone, and the batch in one piece."""
+    from devicepipe import ecg as ecg_module
+
+    sims = [simulate_ecg(12, 250, seed=s, heart_rate_bpm=50 + 12 * s) for s in range(7)]
+    x = torch.stack([s.signal for s in sims])
+    alone = [ecg_peaks(row, 250) for row in x]
+    monkeypatch.setattr(ecg_module, "BATCH_GROUP_SAMPLES", 10**9)
+    whole = ecg_peaks(x, 250)
+    monkeypatch.setattr(ecg_module, "BATCH_GROUP_SAMPLES", rows_per_group * x.shape[1] // torch.get_num_threads())
+    grouped = ecg_peaks(x, 250)
+    assert len(grouped) == 7
+    for got, one, together, sim in zip(grouped, alone, whole, sims, strict=True):
+        assert torch.equal(got, one) and torch.equal(got, together)
+        assert got.numel() == sim.r_peaks.numel()  # (each row's own rhythm: a shifted row would not match)
