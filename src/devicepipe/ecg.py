@@ -633,7 +633,10 @@ def _coarse_peaks(feature: torch.Tensor, min_distance: int, sub: int) -> tuple[t
         return torch.nonzero(peak_mask(feature, min_distance=min_distance), as_tuple=True)
     n = feature.shape[-1]
     maxima = block_reduce(feature, sub, "max")
-    rows, blocks = torch.nonzero(peak_mask(maxima, min_distance=max(2, -(-min_distance // sub))), as_tuple=True)
+    # (the feature is finite: the input was checked, and the filter's response of finite samples is)
+    rows, blocks = torch.nonzero(
+        peak_mask(maxima, min_distance=max(2, -(-min_distance // sub)), finite=True), as_tuple=True
+    )
     # the first maximum inside each winning block (a clamped index repeats the last sample: no earlier tie)
     idx = (blocks[:, None] * sub + torch.arange(sub, device=feature.device)).clamp(max=n - 1)
     inside = feature[rows[:, None], idx].argmax(-1)

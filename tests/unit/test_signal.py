@@ -266,3 +266,12 @@ def test_resample_rows_keeps_linear_ramps(device):
     # align_corners=False: output sample j sits at input position (j + 0.5) / 2 - 0.5, clamped to the ends
     expected = np.clip((np.arange(20) + 0.5) / 2 - 0.5, 0, 9)
     np.testing.assert_allclose(out[0].cpu().numpy(), expected, atol=1e-6)
+
+
+def test_peak_mask_told_the_score_is_finite_gives_the_same_mask():
+    g = torch.Generator().manual_seed(4)
+    for n in (9, 200, 5000):
+        x = torch.randn(3, n, generator=g).abs()
+        x[:, n // 3 : n // 3 + 4] = 0.5  # a plateau
+        for distance in (1, 2, 5, 40):
+            assert torch.equal(peak_mask(x, min_distance=distance, finite=True), peak_mask(x, min_distance=distance))

@@ -109,11 +109,11 @@ def centred_convolve(
     else:
         # the sum of the taps that lie on the signal, at each of the k output samples at either end:
         # output i takes taps j with 0 <= i + (k - 1) // 2 - j < n
+        # (head[i] = ends[min(i + lead, k - 1)]; tail[i] = ends[-1] - ends[i - (k - lead)], 0 before)
         ends = torch.cumsum(kernel, 0)
         lead = (k - 1) // 2
-        head = ends[(torch.arange(k, device=x.device) + lead).clamp(max=k - 1)]
-        below = torch.arange(n - k, n, device=x.device) + lead - n  # the last tap index off the end
-        tail = ends[-1] - torch.where(below >= 0, ends[below.clamp(min=0)], kernel.new_zeros(()))
+        head = torch.cat([ends[lead:], ends[-1:].expand(lead)])
+        tail = ends[-1] - torch.cat([kernel.new_zeros(k - lead), ends[:lead]])
         filtered[:, :k] -= mean * head
         filtered[:, n - k :] -= end_mean * tail
     return filtered

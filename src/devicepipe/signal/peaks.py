@@ -65,6 +65,7 @@ def peak_mask(
     *,
     min_distance: int,
     height: float | torch.Tensor | None = None,
+    finite: bool = False,
 ) -> torch.Tensor:
     """Samples that are the maximum of their neighbourhood (non-maximum suppression).
 
@@ -80,6 +81,8 @@ def peak_mask(
     min_distance : samples, at least 1 (1 and 2 both mean plain local maxima).
     height : a minimum value: a number, or a tensor broadcastable to ``score`` (e.g. a
         threshold per sample).
+    finite : the caller knows ``score`` holds no NaN and no -inf (the checks for them, two
+        passes over it, are then skipped; the answer is the same).
 
     Returns
     -------
@@ -90,7 +93,7 @@ def peak_mask(
     reach = max(1, int(min_distance) - 1)
     n = score.shape[-1]
     x = score if score.dtype.is_floating_point else score.to(torch.float32)
-    if x.dtype.is_floating_point and torch.isnan(x).any():
+    if not finite and x.dtype.is_floating_point and torch.isnan(x).any():
         x = torch.nan_to_num(x, nan=-torch.inf)
     if n <= 4 * reach + 2 or x.numel() <= _PADDED_UP_TO:
         mask = _peak_mask_padded(x, reach)  # a padded copy: a third of the operators
@@ -103,7 +106,8 @@ def peak_mask(
         head = _peak_mask_padded(x[..., : 2 * reach + 1], reach)[..., :reach]
         tail = _peak_mask_padded(x[..., n - 2 * reach - 1 :], reach)[..., -reach:]
         mask = torch.cat([head, inner, tail], dim=-1)
-    mask &= x > -torch.inf
+    if not finite:
+        mask &= x > -torch.inf
     if height is not None:
         mask &= x >= height
     return mask
