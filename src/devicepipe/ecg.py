@@ -50,7 +50,7 @@ import torch
 from devicepipe.device import all_finite, release_freed_memory
 from devicepipe.errors import DevicepipeError
 from devicepipe.signal.blocks import block_reduce, centred_window, neighbour_median, row_median
-from devicepipe.signal.filters import centred_convolve, convolve
+from devicepipe.signal.filters import TOEPLITZ_BLOCK, centred_convolve, convolve
 from devicepipe.signal.peaks import peak_mask, sliding_max, split_by_row
 from devicepipe.signal.resample import resample_rows
 from devicepipe.signal.segment import segment, segment_between
@@ -201,8 +201,9 @@ class _Ricker:
     @property
     def alignment(self) -> int:
         """Chunks start at multiples of this (blocks, sub-blocks and the convolution's 32-sample
-        rows then fall on the same samples as in one call)."""
-        return math.lcm(self.block, self.sub, 32)
+        rows, :data:`~devicepipe.signal.filters.TOEPLITZ_BLOCK`, then fall on the same samples as in
+        one call)."""
+        return math.lcm(self.block, self.sub, TOEPLITZ_BLOCK)
 
     def edge_means(self, head: torch.Tensor, tail: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The mean of the first and of the last ``edge_s`` of each row (``(batch, 1)`` each),

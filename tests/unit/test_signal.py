@@ -46,10 +46,11 @@ def test_convolve_matches_scipy(device, taps, mode, method):
 
 
 @pytest.mark.parametrize("n", [1, 5, 31, 32, 33, 64, 95, 96, 97])
-@pytest.mark.parametrize("taps", [1, 32, 33, 34])
+@pytest.mark.parametrize("taps", [1, 32, 33, 34, 61, 65, 66, 97, 98])
 @pytest.mark.parametrize("mode", ["full", "same"])
 def test_convolve_direct_at_block_boundaries(n, taps, mode):
-    # the CPU direct method works in blocks of 32 (64 past 33 taps): lengths on and beside a
+    # the CPU direct method works in blocks of 32, a product more for each 32 past samples the
+    # kernel reaches back over (2 up to 33 taps, 3 up to 65, 4 up to 97): lengths on and beside a
     # block edge, and a signal shorter than one block, must all give numpy's convolution; "same"
     # runs the rows end to end and takes off what each row's ends got from its neighbours
     g = torch.Generator().manual_seed(n * 100 + taps)

@@ -147,27 +147,35 @@ def _conv1d_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
     return F.conv1d(rows.unsqueeze(1), weight, padding=k - 1).squeeze(1)
 
 
-def _toeplitz_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
-    """Full convolution as two block-Toeplitz matrix products per block of ``B`` samples.
+#: Samples per block of :func:`_toeplitz_full` (its GEMMs' inner size): a kernel longer than a
+#: block takes a product more per block instead of a larger block, as 32-sample products run at
+#: the same FLOP rate as 64-sample ones and a 61-tap kernel then costs 96 multiply-adds an output
+#: where a 64-sample block took 128.
+TOEPLITZ_BLOCK = 32
 
-    Output block ``j`` is ``x_j @ same + x_{j-1} @ previous``. Each product is one 2-D GEMM
-    over every block of every row (the second accumulates into the output inside the GEMM,
-    ``beta = 1``), so the whole convolution is two passes at matmul speed. One row is read in
-    place as ``(m, B)`` blocks (no copy), its last ``n mod B`` samples through one zero-padded
-    block; several rows are laid out once in a buffer with a zero block before each row (so no
-    row reaches into the one before) and zeros after it: a batch of short rows is then two
-    large GEMMs, not two per row.
+
+def _toeplitz_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
+    """Full convolution as block-Toeplitz matrix products, blocks of ``B`` (:data:`TOEPLITZ_BLOCK`) samples.
+
+    Output block ``j`` is ``x_j @ T_0 + x_{j-1} @ T_1 + ... + x_{j-P+1} @ T_{P-1}``, ``P - 1`` the
+    blocks the kernel's ``k - 1`` past samples reach back over (``P = 2`` for ``k <= B + 1``).
+    Each product is one 2-D GEMM over every block of every row (all but the first accumulate
+    into the output inside the GEMM, ``beta = 1``), so the whole convolution is ``P`` passes at
+    matmul speed. One row is read in place as ``(m, B)`` blocks (no copy), its last ``n mod B``
+    samples through one zero-padded block; several rows are laid out once in a buffer with a
+    zero block before each row and at least ``k - 1`` zeros after it (so no row reaches into the
+    one before): a batch of short rows is then ``P`` large GEMMs, not ``P`` per row.
     """
     batch, n = rows.shape
     k = kernel.numel()
-    block = max(32, -(-(k - 1) // 32) * 32)  # the previous block must hold the k - 1 past samples
-    # output i of a block gets input l of the same block (s = 0) or of the previous one (s = 1)
-    # times kernel[i - l + s * block] (0 off the kernel): with v[block + t] = kernel[t] and zeros
-    # around it, that is v[(s + 1) * block + i - l], read as a Hankel view of v with its rows
-    # reversed (a few operators, where building the tap indices took a dozen)
-    v = kernel.new_zeros(3 * block)
+    block = TOEPLITZ_BLOCK
+    products = 1 + -(-(k - 1) // block)
+    # output i of a block gets input l of the block s before it times kernel[i - l + s * block]
+    # (0 off the kernel): with v[block + t] = kernel[t] and zeros around it, that is
+    # v[(s + 1) * block + i - l], read as a Hankel view of v with its rows reversed
+    v = kernel.new_zeros((products + 1) * block)
     v[block : block + k] = kernel
-    same, previous = v.as_strided((2, block, block), (block, 1, 1), v.storage_offset() + 1).flip(1).unbind()
+    taps = v.as_strided((products, block, block), (block, 1, 1), v.storage_offset() + 1).flip(1)
     if batch > 1:
         per_row = -(-(n + k - 1) // block) + 1  # the zero block, then blocks holding every output
         padded = rows.new_empty(batch, per_row * block)
@@ -175,21 +183,23 @@ def _toeplitz_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
         padded[:, block : block + n] = rows
         padded[:, block + n :].zero_()
         blocks = padded.view(-1, block)
-        out = torch.mm(blocks, same)
-        out[1:].addmm_(blocks[:-1], previous)  # each row's first output block (discarded) takes the row before
+        out = torch.mm(blocks, taps[0])
+        for s in range(1, products):  # a row's first output blocks (discarded) take the zeros before it
+            out[s:].addmm_(blocks[:-s], taps[s])
         return out.view(batch, -1)[:, block : block + n + k - 1]
     m, rest = divmod(n, block)
-    out = rows.new_empty(m + 2, block)  # n + k - 1 <= (m + 2) * block outputs
+    out = rows.new_empty(m + products, block)  # n + k - 1 <= (m + products) * block outputs
     out[m:].zero_()
     if m:
         whole = rows.contiguous()[0, : m * block].view(m, block)
-        torch.mm(whole, same, out=out[:m])
-        out[1 : m + 1].addmm_(whole, previous)
+        torch.mm(whole, taps[0], out=out[:m])
+        for s in range(1, products):
+            out[s : m + s].addmm_(whole, taps[s])
     if rest:
         last = rows.new_zeros(1, block)
         last[0, :rest] = rows[0, m * block :]
-        out[m : m + 1].addmm_(last, same)
-        out[m + 1 : m + 2].addmm_(last, previous)
+        for s in range(products):
+            out[m + s : m + s + 1].addmm_(last, taps[s])
     return out.view(1, -1)[:, : n + k - 1]
 
 
