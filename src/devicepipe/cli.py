@@ -30,7 +30,7 @@ os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 
 # A command on many recordings starts its local cluster's fork server now, so that the server's
 # import of torch runs beside this process's own (devicepipe/prestart.py).
-from devicepipe.prestart import start_worker_server
+from devicepipe.prestart import start_worker_server, stop_worker_server
 
 start_worker_server(sys.argv)
 
@@ -635,19 +635,22 @@ def _run_dataset_cli(
                 progress.console.print(f"[red]failed:[/red] {row['path']}: {row['error']}")
         progress.update(task, advance=len(done), ok=counts["ok"], failed=counts["failed"])
 
-    with progress:
-        result = run_dataset(
-            input,
-            out,
-            kind=kind,
-            options=options,
-            engine=engine,
-            reference=_dataset_reference(reference),
-            resume=resume,
-            on_start=start,
-            on_rows=rows,
-            on_cluster=cluster,
-        )
+    try:
+        with progress:
+            result = run_dataset(
+                input,
+                out,
+                kind=kind,
+                options=options,
+                engine=engine,
+                reference=_dataset_reference(reference),
+                resume=resume,
+                on_start=start,
+                on_rows=rows,
+                on_cluster=cluster,
+            )
+    finally:
+        stop_worker_server()  # no more workers: the fork server's exit runs beside this process's
     _print_dataset(con, result)
     if result.n_failed:
         raise typer.Exit(1)

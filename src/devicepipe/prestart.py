@@ -10,6 +10,11 @@ two imports run side by side. Nothing here imports torch, NumPy or Dask.
 Only the top process of a command line of the form ``devicepipe beats|ecg|score SPEC ...``
 starts it, where ``SPEC`` (the first argument after the command) names many recordings and
 neither ``--workers 0`` nor ``--scheduler`` is given; any other command line starts nothing.
+
+At the other end, :func:`stop_worker_server` asks the server to exit once the command's work is
+done. The server leaves when it sees the command's process gone; its own exit (tearing down
+what it imported) then came after the command's, and a caller reading the command's output
+waited for both in turn.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ __all__ = [
     "is_dataset",
     "start_worker_server",
     "starts_cluster",
+    "stop_worker_server",
 ]
 
 #: The commands that take a folder, a glob or a list of recordings.
@@ -83,4 +89,26 @@ def start_worker_server(argv: Sequence[str]) -> bool:
     os.environ[STARTED] = "1"  # before the server starts: it and the workers it forks inherit it
     multiprocessing.get_context("forkserver").set_forkserver_preload(list(WORKER_PRELOAD))
     forkserver.ensure_running()
+    return True
+
+
+def stop_worker_server() -> bool:
+    """Ask this process's fork server (if it has one) to exit now, without waiting for it: its
+    exit then runs beside the rest of the command instead of after the command's process has
+    ended. Call it when no more workers will be started (a later start starts a new server).
+    Whether a server was asked to exit.
+
+    The standard library stops its server only by closing the pipe the server watches, in
+    :meth:`multiprocessing.forkserver.ForkServer._stop`, which also waits for the server; this
+    closes the pipe alone, and where the library's internals differ it does nothing."""
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    alive, lock = getattr(server, "_forkserver_alive_fd", None), getattr(server, "_lock", None)
+    if not isinstance(alive, int) or lock is None or not hasattr(server, "_forkserver_pid"):
+        return False
+    with lock:
+        os.close(alive)
+        server._forkserver_alive_fd = None
+        server._forkserver_pid = None  # (ensure_running starts a new one)
     return True

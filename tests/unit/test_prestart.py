@@ -64,6 +64,32 @@ def test_the_server_starts_once_with_the_pipelines_imported(tmp_path):
     assert out == ["True", "False", "1", "1", "False"]
 
 
+def test_the_server_is_asked_to_leave_and_goes_while_the_command_runs_on(tmp_path):
+    (tmp_path / "in").mkdir()
+    code = textwrap.dedent(
+        f"""
+        import time, psutil
+        from devicepipe.prestart import start_worker_server, stop_worker_server
+        print(stop_worker_server())  # none yet
+        start_worker_server(["devicepipe", "beats", {str(tmp_path / "in")!r}])
+        def server():
+            found = [p for p in psutil.Process().children() if "forkserver" in " ".join(p.cmdline())]
+            return found[0] if found else None
+        deadline = time.monotonic() + 10
+        while server() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc = server()
+        print(proc is not None, stop_worker_server(), stop_worker_server())
+        deadline = time.monotonic() + 10
+        while proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+            time.sleep(0.05)
+        print(proc.status() == psutil.STATUS_ZOMBIE if proc.is_running() else True)  # gone: this one still runs
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True", "True", "False", "True"]
+
+
 def test_a_command_whose_server_started_early_equals_the_plain_loop(tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()
