@@ -510,6 +510,9 @@ def run_dataset(
     if kind not in KINDS:
         raise DevicepipeError(f"run_dataset(): kind={kind!r} is not one of {list(KINDS)}.")
     out = check_output_dir(out)
+    from devicepipe.pipeline import check_settings  # (the pipelines import this module's users)
+
+    check_settings(options or {})  # once, not as each recording's failure (or not at all, in a batch)
     dataset = spec if isinstance(spec, Dataset) else find_recordings(spec, exclude=out)
     engine = engine or Engine()
     for device in engine.devices:  # a device that is not there: said now, not once per recording

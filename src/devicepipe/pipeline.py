@@ -11,9 +11,10 @@ here, once.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,7 @@ __all__ = [
     "LearnSettings",
     "SeriesLearnSettings",
     "StageTimer",
+    "check_settings",
     "rate_warnings",
     "run_beats",
     "run_beats_many",
@@ -449,6 +451,33 @@ BYTES_PER_SAMPLE = 12
 AUTO_CHUNK_SAMPLES = 2**21
 
 
+def check_settings(options: Mapping[str, Any]) -> None:
+    """Check the settings of a run that do not depend on its recording (``sampling_rate``; for
+    beats, ``chunk`` with its ``method``), as the run itself checks them. For a batch of
+    recordings they are checked once, before any is read: a wrong one would fail every
+    recording alike, or go unused where short recordings are detected in one batched call."""
+    rate = options.get("sampling_rate")
+    if rate is not None and not (isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0):
+        raise DevicepipeError(
+            f"sampling_rate must be a finite, positive number of Hz, got {rate!r}.",
+            cli=f"--sampling-rate must be a finite, positive number of Hz, got {rate!r}.",
+        )
+    if options.get("chunk") is not None:
+        _check_chunk(options["chunk"], options.get("method", PEAK_METHOD))
+
+
+def _check_chunk(chunk: int | str, method: str) -> None:
+    if method != "ricker":
+        raise DevicepipeError(
+            f"detection in chunks is made for method='ricker', not {method!r}.",
+            cli=f"--chunk is made for --method ricker, not {method}.",
+        )
+    if isinstance(chunk, str):
+        parse_duration(chunk)  # (a clear error for a duration that is not one)
+    elif chunk < 1:
+        raise DevicepipeError(f"chunk must be a positive number of samples, got {chunk}.")
+
+
 def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | None:
     """Samples per chunk for this recording, or None to detect it in one piece."""
     if opts.chunk is None and not isinstance(source, (str, Path)):
@@ -456,18 +485,12 @@ def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | 
     if opts.chunk is not None:
         if not isinstance(source, (str, Path)):
             raise DevicepipeError("chunk= needs a recording file (chunks are read from it), not an in-memory array.")
-        if opts.method != "ricker":
-            raise DevicepipeError(
-                f"detection in chunks is made for method='ricker', not {opts.method!r}.",
-                cli=f"--chunk is made for --method ricker, not {opts.method}.",
-            )
+        _check_chunk(opts.chunk, opts.method)
         if isinstance(opts.chunk, str):
             rate = opts.sampling_rate or header_sampling_rate(Path(source), opts.channel)
             if rate is None:
                 raise _unknown_rate(Path(source).name)
             return max(1, int(round(parse_duration(opts.chunk) * rate)))
-        if opts.chunk < 1:
-            raise DevicepipeError(f"chunk must be a positive number of samples, got {opts.chunk}.")
         return int(opts.chunk)
     if opts.method != "ricker" or opts.nan != "error":
         return None

@@ -194,6 +194,24 @@ def test_dataset_options_on_one_recording_are_refused(tmp_path, args, message):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize(
+    ("command", "args", "message"),
+    [
+        ("beats", ["--sampling-rate", "-5"], "--sampling-rate must be a finite, positive number of Hz"),
+        ("beats", ["--chunk", "0s"], "duration '0s' must be positive"),
+        ("beats", ["--chunk", "10min", "--method", "seed"], "--chunk is made for --method ricker"),
+        ("ecg", ["--sampling-rate", "0", "--epochs", "1"], "--sampling-rate must be a finite, positive"),
+    ],
+)
+def test_a_wrong_setting_for_many_recordings_is_one_line_before_any_runs(tmp_path, command, args, message):
+    # short recordings are detected in one batched call, which never uses --chunk: checked first,
+    # and a wrong rate is one line, not every recording's failure
+    make_folder(tmp_path / "in", 3)
+    result = runner.invoke(app, [command, str(tmp_path / "in"), "--out", str(tmp_path / "o"), "--workers", "0", *args])
+    assert result.exit_code == 2 and message in result.stderr, result.output
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_reference_file_for_many_recordings_is_refused(tmp_path):
     make_folder(tmp_path / "in", 2)
     result = runner.invoke(
