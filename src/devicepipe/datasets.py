@@ -505,7 +505,9 @@ def run_dataset(
     are not run again (their rows come from their ``summary.json``). ``on_start(total, to_run)``,
     ``on_rows(rows)`` and ``on_cluster(engine)`` report progress.
 
-    Returns the :class:`DatasetResult`; failures are in its rows, not raised.
+    Returns the :class:`DatasetResult`; failures are in its rows, not raised. A setting that is
+    wrong whatever the recording (:func:`~devicepipe.pipeline.check_settings`) raises
+    :class:`DevicepipeError` before any recording is read.
     """
     if kind not in KINDS:
         raise DevicepipeError(f"run_dataset(): kind={kind!r} is not one of {list(KINDS)}.")
