@@ -184,7 +184,8 @@ def _toeplitz_full(rows: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
         padded[:, block + n :].zero_()
         blocks = padded.view(-1, block)
         out = torch.mm(blocks, taps[0])
-        for s in range(1, products):  # a row's first output blocks (discarded) take the zeros before it
+        # a row's first outputs reach back over its zero block into the zeros that end the row before
+        for s in range(1, products):
             out[s:].addmm_(blocks[:-s], taps[s])
         return out.view(batch, -1)[:, block : block + n + k - 1]
     m, rest = divmod(n, block)
