@@ -85,6 +85,8 @@ def row_median(values: torch.Tensor, rows: torch.Tensor, n_rows: int) -> torch.T
     ``values`` and ``rows`` have shape ``(n,)``; returns shape ``(n_rows,)``, 0 for a row
     without any value.
     """
+    if n_rows == 1:  # one row: torch's median is the lower one (no sorts by value and by row)
+        return values.median().reshape(1) if values.numel() else values.new_zeros(1)
     counts = torch.bincount(rows, minlength=n_rows)
     by_value = torch.argsort(values)
     grouped = by_value[torch.argsort(rows[by_value], stable=True)]  # by row, then by value

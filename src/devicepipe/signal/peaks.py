@@ -147,5 +147,7 @@ def split_rows(mask: torch.Tensor) -> list[torch.Tensor]:
 
 def split_by_row(rows: torch.Tensor, cols: torch.Tensor, n_rows: int) -> list[torch.Tensor]:
     """Columns grouped by row: ``rows`` (sorted) and ``cols`` of shape ``(n,)`` -> ``n_rows`` int64 tensors."""
+    if n_rows == 1:
+        return [cols]
     ends = torch.cumsum(torch.bincount(rows, minlength=n_rows), 0)
     return list(cols.tensor_split(ends[:-1].tolist()))  # (views; torch.split by sizes is 4x slower for many rows)
