@@ -531,10 +531,7 @@ def _polarity(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Each row's dominant polarity, the majority sign of its candidates' filtered response (0 in
     a tie), and its typical beat level, the (lower) median of their levels: ``(n_rows,)`` each."""
-    if n_rows == 1:  # (signs of +-1 add up exactly in any order)
-        sums = sign.sum().reshape(1)
-    else:
-        sums = torch.zeros(n_rows, device=sign.device, dtype=sign.dtype).index_add_(0, rows, sign)
+    sums = torch.zeros(n_rows, device=sign.device, dtype=sign.dtype).index_add_(0, rows, sign)
     return torch.sign(sums), row_median(level, rows, n_rows)
 
 

@@ -11,7 +11,6 @@ here, once.
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -66,7 +65,7 @@ from devicepipe.io import (
 )
 from devicepipe.io.channels import choose_signal, time_column_of
 from devicepipe.io.chunks import chunk_reader, npy_rows, recording_length, samples_at_most
-from devicepipe.io.read import declares_sampling_rate, header_sampling_rate, input_fingerprint
+from devicepipe.io.read import check_rate, declares_sampling_rate, header_sampling_rate, input_fingerprint
 from devicepipe.learn import (
     DEFAULT_SCORER,
     LearnSettings,
@@ -456,12 +455,7 @@ def check_settings(options: Mapping[str, Any]) -> None:
     beats, ``chunk`` with its ``method``), as the run itself checks them. For a batch of
     recordings they are checked once, before any is read: a wrong one would fail every
     recording alike, or go unused where short recordings are detected in one batched call."""
-    rate = options.get("sampling_rate")
-    if rate is not None and not (isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0):
-        raise DevicepipeError(
-            f"sampling_rate must be a finite, positive number of Hz, got {rate!r}.",
-            cli=f"--sampling-rate must be a finite, positive number of Hz, got {rate!r}.",
-        )
+    check_rate(options.get("sampling_rate"))
     if options.get("chunk") is not None:
         _check_chunk(options["chunk"], options.get("method", PEAK_METHOD))
 

@@ -54,6 +54,7 @@ from devicepipe.units import parse_duration
 __all__ = [
     "Recording",
     "Span",
+    "check_rate",
     "declares_sampling_rate",
     "header_sampling_rate",
     "input_fingerprint",
@@ -214,7 +215,7 @@ def read_series(
         )
     if not dtype.is_floating_point:
         raise ReadError(f"read_series(): dtype must be a floating type, got {dtype}.")
-    _check_rate(sampling_rate, "sampling_rate")  # before any reading
+    check_rate(sampling_rate, "sampling_rate")  # before any reading
     target = resolve_device(device)
 
     span = _span(source, column, start, stop, sampling_rate)
@@ -246,7 +247,7 @@ def read_series(
     rate = sampling_rate if sampling_rate is not None else raw.sampling_rate
     if rate is None and report is not None and report.step_s > 0:
         rate = 1.0 / report.step_s
-    _check_rate(rate, f"the sampling rate of {raw.source}")
+    check_rate(rate, f"the sampling rate of {raw.source}")
     if samples.shape[0] == 1 and samples.ndim == 2:
         samples = samples[0]
     return Recording(
@@ -317,8 +318,9 @@ def header_sampling_rate(path: Path, column: ColumnSpec = None) -> float | None:
     return None
 
 
-def _check_rate(rate: Any, what: str) -> None:
-    """A clear error unless ``rate`` is None or a finite, positive number of Hz."""
+def check_rate(rate: Any, what: str = "sampling_rate") -> None:
+    """A clear error unless ``rate`` is None or a finite, positive number of Hz (``what``: the
+    rate's name in the message; ``"sampling_rate"`` is the one a user passed)."""
     if rate is None:
         return
     try:
