@@ -40,16 +40,23 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 import numpy as np
 import torch
 
-from devicepipe.device import all_finite, release_freed_memory
+from devicepipe.device import all_finite
 from devicepipe.errors import DevicepipeError
-from devicepipe.signal.blocks import block_reduce, centred_window, neighbour_median, row_median
+from devicepipe.io.spill import Spill
+from devicepipe.signal.blocks import (
+    block_reduce,
+    centred_window,
+    lower_median_of_parts,
+    neighbour_median,
+    row_median,
+)
 from devicepipe.signal.filters import TOEPLITZ_BLOCK, centred_convolve, convolve
 from devicepipe.signal.peaks import peak_mask, sliding_max, split_by_row
 from devicepipe.signal.resample import resample_rows
@@ -289,8 +296,16 @@ class _Ricker:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """What :meth:`thresholds` takes from the whole recording's :meth:`envelope`: each row's
         typical QRS response (the envelope's median, ``(batch, 1)``) and whether the row holds no
-        ECG (``(batch,)`` bool)."""
+        ECG (``(batch,)`` bool, :meth:`no_ecg`)."""
         typical = envelope.median(-1, keepdim=True).values
+        return typical, self.no_ecg(typical, subsample, magnitude)
+
+    def no_ecg(
+        self, typical: torch.Tensor, subsample: torch.Tensor, magnitude: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Whether each row holds no ECG (``(batch,)`` bool), from its typical QRS response
+        ``typical`` (``(batch, 1)``, :meth:`typical_level`), a subsample of its feature and the
+        signal's size ``magnitude`` (see :meth:`thresholds`)."""
         # contrast = typical / median(subsample) < min_contrast, that is, the (lower) median above
         # typical / min_contrast: at most (k - 1) // 2 of the k samples at or below it. A count,
         # not a median: the same answer (but at the boundary's last bit) in one pass, where a
@@ -310,7 +325,7 @@ class _Ricker:
         no_ecg = (below <= (subsample.shape[-1] - 1) // 2) | (typical.squeeze(-1) <= 0)
         if magnitude is not None:  # (batch,): the signal's size, to tell a response from rounding
             no_ecg |= typical.squeeze(-1) <= ROUNDING * magnitude
-        return typical, no_ecg
+        return no_ecg
 
     def local_thresholds(
         self, envelope: torch.Tensor, block_mean: torch.Tensor, typical: torch.Tensor, no_ecg: torch.Tensor
@@ -413,28 +428,36 @@ class _Ricker:
             rows, cols, refined = _search_back((rows, cols, refined), weak, total, self.searchback_rr, clearance)
         return rows, cols, refined, plain
 
-    def polarity_of(self, c: dict[str, torch.Tensor], block: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The polarity rule's whole-recording figures for one row's candidates ``c`` (as
-        :func:`_packed` holds them; their columns, heights, levels and signs are read): its
-        dominant polarity and typical beat level, ``(1,)`` each, as :meth:`beats` finds them,
-        from ``block`` candidates at a time (and the last strong one before each block, which the
-        T-wave rule looks back to)."""
-        n = c["cols"].numel()
-        signs = torch.zeros(1, device=c["cols"].device, dtype=c["height"].dtype)
-        levels, before = [], c["cols"].new_zeros(0)
-        for s in range(0, n, block):
-            part = torch.cat([before, torch.nonzero(c["strong"][s : s + block]).squeeze(1) + s])
-            cols, height, level, sign = (c[k][part] for k in ("cols", "height", "level", "sign"))
+    def polarity_of(self, held: _Held, block: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The polarity rule's whole-recording figures for one row's candidates ``held`` (their
+        columns, heights, levels and signs are read): its dominant polarity and typical beat
+        level, ``(1,)`` each, as :meth:`beats` finds them, from ``block`` candidates at a time
+        (and the last strong one before each block, which the T-wave rule looks back to). The
+        levels of the beats wait on disk for their median (:func:`lower_median_of_parts`)."""
+        keys = ("cols", "height", "level", "sign")
+        signs = torch.zeros(1, device=held.device, dtype=held.dtype)
+        before: tuple[torch.Tensor, ...] = ()
+        levels = held.prefix + "beat_levels"
+        for s in range(0, held.n, block):
+            c = held.part(s, s + block, keys + ("strong",))
+            strong = torch.nonzero(c["strong"]).squeeze(1)
+            cols, height, level, sign = (c[k][strong] for k in keys)
+            if before:
+                cols, height, level, sign = (
+                    torch.cat([b, v]) for b, v in zip(before, (cols, height, level, sign), strict=True)
+                )
             follower = self._followers(torch.zeros_like(cols), cols, height, level)
             kept = torch.ones_like(cols, dtype=torch.bool) if follower is None else ~follower
-            kept[: before.numel()] = False  # the block before decided that one
+            kept[: 1 if before else 0] = False  # the block before decided that one
             signs += sign[kept].sum(dtype=signs.dtype)
-            levels.append(level[kept])
-            before = part[-1:]
-        level = torch.cat(levels) if levels else c["level"][:0]
-        del levels
-        # one row: its lower median, as row_median() gives it, without row_median's sorted copies
-        return torch.sign(signs), level.median().reshape(1) if level.numel() else level.new_zeros(1)
+            held.spill.append(levels, level[kept])
+            if cols.numel():
+                before = tuple(v[-1:] for v in (cols, height, level, sign))
+        if not held.spill.size(levels):
+            return torch.sign(signs), torch.zeros(1, device=held.device, dtype=held.dtype)
+        # one row: its lower median, as row_median() gives it
+        typical = lower_median_of_parts(lambda: held.spill.parts(levels, MEDIAN_PART))
+        return torch.sign(signs), typical.reshape(1).to(held.device)
 
 
 def _abs_max(x: torch.Tensor) -> torch.Tensor:
@@ -826,10 +849,12 @@ def ecg_peaks_chunked(
 
     One pass: each chunk is filtered, and gives per-block summaries of the response (its maximum
     and mean every ``block_s``, and a sparse subsample) and its candidates (local maxima, with
-    their height, sign and refined position), both small next to the signal. The thresholds,
-    which depend on the whole recording, come from the summaries of all chunks; then the
+    their height, sign and refined position), both small next to the signal and both written to
+    a temporary folder (:class:`~devicepipe.io.spill.Spill`), so that memory does not grow with
+    the recording. The thresholds, which depend on the whole recording, come from the summaries
+    of all chunks (the envelope's median by an exact selection over parts read back); then the
     candidates above them go through the T-wave and polarity rules, which compare candidates
-    across the recording. Chunks are read with a halo of
+    across the recording, a part at a time. Chunks are read with a halo of
     samples either side (what decides a candidate: the filter, the refractory period, the
     refinement window), and start at multiples of the blocks, so each sample is computed as in
     one call.
@@ -841,7 +866,8 @@ def ecg_peaks_chunked(
     n_samples : the recording's length.
     sampling_rate : Hz.
     chunk : samples per chunk (rounded up to a multiple of the block alignment); the memory
-        needed is a few times ``chunk`` samples, whatever the recording's length.
+        needed is a few times ``chunk`` samples, whatever the recording's length, besides the
+        peaks returned (8 bytes each); the temporary files take about 50 bytes a beat.
     progress : called with ``(samples done, n_samples)`` after each chunk.
     options : the ``"ricker"`` method's settings, as :func:`ecg_peaks` takes them.
 
@@ -877,89 +903,140 @@ def _peaks_chunked(
     edge = min(n_samples, _samples(r.edge_s, r.fs))
     means = r.edge_means(_checked(read(0, edge), sampling_rate, 0)[None], read(n_samples - edge, n_samples)[None])
     stride = r.subsample_stride(n_samples)
-    maxima, averages, subsample, found = [], [], [], []
-    magnitude = torch.zeros((), device=means[0].device, dtype=means[0].dtype)  # over the same samples as one call
-    for c0 in range(0, n_samples, chunk):
-        c1 = min(n_samples, c0 + chunk)
-        a, b = max(0, c0 - halo), min(n_samples, c1 + halo)
-        x = _checked(read(a, b), sampling_rate, a)[None]
-        kernel = r.kernel(x)
-        feature, negative = r.feature(x, kernel, *means, start=a == 0, end=b == n_samples)
-        core = feature[:, c0 - a : c1 - a]
-        block_max, block_mean = r.summaries(core)  # for the thresholds, which need the whole recording
-        maxima.append(block_max)
-        averages.append(block_mean)
-        subsample.append(core[:, (-c0) % stride :: stride].clone())  # a copy: a view would keep the chunk alive
-        taken = x[:, c0 - a : c1 - a][:, (-c0) % stride :: stride]
-        if taken.numel():
-            magnitude = torch.maximum(magnitude, _abs_max(taken)[0])
-        found.append(_packed(r.candidates(x, feature, negative, a, (c0, c1)), r))
-        if progress is not None:
-            progress(c1, n_samples)
-    block_max, block_mean = torch.cat(maxima, -1), torch.cat(averages, -1)
-    del maxima, averages
-    release_freed_memory()  # the chunks' blocks, freed among the kept candidates, would hold the resident size up
-    envelope = r.envelope(block_max)
-    del block_max
-    typical = r.typical_level(envelope, torch.cat(subsample, -1), magnitude.reshape(1))
-    reach = r.threshold_reach
-    for i, c0 in enumerate(range(0, n_samples, chunk)):  # chunk by chunk: each candidate's test is its own,
-        b0, b1 = c0 // r.block, -(-min(n_samples, c0 + chunk) // r.block)  # its block's thresholds local
-        a, b = max(0, b0 - reach), min(envelope.shape[-1], b1 + reach)
-        limits = r.local_thresholds(envelope[:, a:b], block_mean[:, a:b], *typical)
-        found[i] = r.accept(found[i], *limits, first_block=a)
-    del envelope, block_mean
-    candidates = {key: torch.cat([f.pop(key) for f in found]) for key in list(found[0])}  # a key at a time
-    del found
-    release_freed_memory()
-    return _select_in_parts(r, candidates, n_samples, SELECT_BLOCK)
+    starts = range(0, n_samples, chunk)
+    with Spill() as spill:  # what grows with the recording waits on disk, not in memory
+        subsample, counts = [], []  # (the subsample: SUBSAMPLE values, whatever the length)
+        magnitude = torch.zeros((), device=means[0].device, dtype=means[0].dtype)  # over the same samples as one call
+        for c0 in starts:
+            c1 = min(n_samples, c0 + chunk)
+            a, b = max(0, c0 - halo), min(n_samples, c1 + halo)
+            x = _checked(read(a, b), sampling_rate, a)[None]
+            kernel = r.kernel(x)
+            feature, negative = r.feature(x, kernel, *means, start=a == 0, end=b == n_samples)
+            core = feature[:, c0 - a : c1 - a]
+            for name, summary in zip(("block_max", "block_mean"), r.summaries(core), strict=True):
+                spill.append(name, summary)  # for the thresholds, which need the whole recording
+            subsample.append(core[:, (-c0) % stride :: stride].clone())  # a copy: a view would keep the chunk alive
+            taken = x[:, c0 - a : c1 - a][:, (-c0) % stride :: stride]
+            if taken.numel():
+                magnitude = torch.maximum(magnitude, _abs_max(taken)[0])
+            found = _packed(r.candidates(x, feature, negative, a, (c0, c1)), r)
+            for name, values in found.items():
+                spill.append(name, values)
+            counts.append(found["cols"].numel())
+            del x, feature, negative, core, found
+            if progress is not None:
+                progress(c1, n_samples)
+        device, dtype = means[0].device, means[0].dtype
+        n_blocks = spill.size("block_max")
+        reach = _samples(r.envelope_s / r.block_s, 1.0)  # the envelope's window, in blocks
+
+        def envelope(a: int, b: int) -> torch.Tensor:
+            """Blocks ``[a, b)`` of the envelope, ``(1, b - a)``, from the block maxima around them."""
+            lo, hi = max(0, a - reach), min(n_blocks, b + reach)
+            return r.envelope(spill.read("block_max", lo, hi, device)[None])[:, a - lo : b - lo]
+
+        def envelope_parts() -> Iterator[torch.Tensor]:
+            return (envelope(a, min(n_blocks, a + MEDIAN_PART)) for a in range(0, n_blocks, MEDIAN_PART))
+
+        typical = lower_median_of_parts(envelope_parts).reshape(1, 1).to(device)
+        no_ecg = r.no_ecg(typical, torch.cat(subsample, -1), magnitude.reshape(1))
+        del subsample
+        first, around = 0, r.threshold_reach
+        for c0, count in zip(starts, counts, strict=True):  # chunk by chunk: each candidate's test is its
+            b0, b1 = c0 // r.block, -(-min(n_samples, c0 + chunk) // r.block)  # own, its block's thresholds local
+            a, b = max(0, b0 - around), min(n_blocks, b1 + around)
+            limits = r.local_thresholds(envelope(a, b), spill.read("block_mean", a, b, device)[None], typical, no_ecg)
+            found = {key: spill.read(key, first, first + count, device) for key in _PACKED_KEYS}
+            first += count
+            for name, values in r.accept(found, *limits, first_block=a).items():
+                spill.append("kept_" + name, values)
+        return _select_in_parts(r, _Held(spill, "kept_", device, dtype), n_samples, SELECT_BLOCK)
 
 
-def _select_in_parts(r: _Ricker, c: dict[str, torch.Tensor], total: int, block: int) -> torch.Tensor:
-    """The peaks of :meth:`_Ricker.select` on one row's candidates ``c`` (``(n_peaks,)``, sorted),
-    ``block`` candidates at a time, so that its memory does not grow with the recording.
-    ``c`` is held as :func:`_packed` holds it, and emptied once read.
+#: Values a chunked detection reads back from disk at a time for a median over the recording.
+MEDIAN_PART = 1 << 18
+
+
+#: What :func:`_packed` holds of each candidate; and after :meth:`_Ricker.accept`.
+_PACKED_KEYS = ("cols", "height", "shift", "sign")
+_HELD_KEYS = (*_PACKED_KEYS, "level", "strong")
+
+
+@dataclass(frozen=True)
+class _Held:
+    """One row's candidates as :func:`_packed` holds them, after :meth:`_Ricker.accept`, on disk:
+    the names with ``prefix`` in ``spill``; read back a part at a time onto ``device``."""
+
+    spill: Spill
+    prefix: str
+    device: torch.device
+    dtype: torch.dtype  # the feature's (heights and levels)
+
+    @property
+    def n(self) -> int:
+        return self.spill.size(self.prefix + "cols")
+
+    def part(self, a: int, b: int, keys: tuple[str, ...] = _HELD_KEYS) -> dict[str, torch.Tensor]:
+        """Candidates ``[a, b)``: a dict of ``(b - a,)`` tensors."""
+        return {k: self.spill.read(self.prefix + k, a, b, self.device) for k in keys}
+
+    def col(self, i: int) -> int:
+        return int(self.spill.read(self.prefix + "cols", i, i + 1)[0])
+
+
+def _select_in_parts(r: _Ricker, held: _Held, total: int, block: int) -> torch.Tensor:
+    """The peaks of :meth:`_Ricker.select` on one row's candidates ``held`` (``(n_peaks,)``,
+    sorted), ``block`` candidates at a time, so that its memory does not grow with the recording.
 
     The polarity rule's figures come from the whole recording first (:meth:`_Ricker.polarity_of`).
     Each part then goes through the rules with candidates either side, and keeps the beats
     whose columns lie in its own stretch. The T-wave rule looks one beat back, and the
     search-back's decisions reach at most :data:`SELECT_HALO_BEATS` beats in from a part's edge
     (see its note), so the side candidates are widened until each side holds that many beats.
+    Each part's peaks go to disk; they are read back once, joined.
     """
-    n = c["cols"].numel()
+    n = held.n
     if n <= block:
-        return r.select(_unpacked(c), 1, total)[1]
-    polarity = r.polarity_of(c, block)
-    refined_out = []
-    for s in range(0, n, block):
-        e = min(n, s + block)
-        lo = int(c["cols"][s]) if s > 0 else -1
-        hi = int(c["cols"][e]) if e < n else total
-        halo = max(1, block // 4)
-        while True:
-            a, b = max(0, s - halo), min(n, e + halo)
-            _, cols, refined, plain = r.beats(_unpacked({k: v[a:b] for k, v in c.items()}), 1, total, polarity)
-            left_ok = a == 0 or int((plain < lo).sum()) >= SELECT_HALO_BEATS
-            right_ok = b == n or int((plain >= hi).sum()) >= SELECT_HALO_BEATS
-            if left_ok and right_ok:
-                break
-            halo *= 2
-        refined_out.append(torch.unique(refined[(cols >= lo) & (cols < hi)]))
-    c.clear()  # (read: the candidates' memory goes back before the peaks are merged)
-    peaks = torch.cat(refined_out)
-    del refined_out
-    return _merged(peaks)
+        return r.select(_unpacked(held.part(0, n)), 1, total)[1]
+    polarity = r.polarity_of(held, block)
+
+    def parts() -> Iterator[torch.Tensor]:
+        for s in range(0, n, block):
+            e = min(n, s + block)
+            lo = held.col(s) if s > 0 else -1
+            hi = held.col(e) if e < n else total
+            halo = max(1, block // 4)
+            while True:
+                a, b = max(0, s - halo), min(n, e + halo)
+                _, cols, refined, plain = r.beats(_unpacked(held.part(a, b)), 1, total, polarity)
+                left_ok = a == 0 or int((plain < lo).sum()) >= SELECT_HALO_BEATS
+                right_ok = b == n or int((plain >= hi).sum()) >= SELECT_HALO_BEATS
+                if left_ok and right_ok:
+                    break
+                halo *= 2
+            yield torch.unique(refined[(cols >= lo) & (cols < hi)])
+
+    return _joined(parts(), held.spill, held.device)
 
 
-def _merged(parts: torch.Tensor) -> torch.Tensor:
-    """``torch.unique`` of the parts' sorted, unique peaks laid end to end (``(n,)`` int64): where
-    they stay in order across the seams, as they do unless a refined position crossed one, the
-    repeats are neighbours and dropping them is enough (no sort of every peak, no sorted copy)."""
-    if parts.numel() < 2 or not bool((parts[1:] >= parts[:-1]).all()):
-        return torch.unique(parts)
-    keep = torch.ones_like(parts, dtype=torch.bool)
-    torch.ne(parts[1:], parts[:-1], out=keep[1:])
-    return parts[keep]
+def _joined(parts: Iterable[torch.Tensor], spill: Spill, device: torch.device) -> torch.Tensor:
+    """``torch.unique`` of all the ``parts`` (each sorted and unique, int64 ``(k,)``), joined on
+    disk (in ``spill``'s ``"peaks"``) and read back once. The parts stay in order across their
+    seams unless a refined position crossed one, so a repeat at a seam is dropped as it comes,
+    and only parts out of order need a sort of all the peaks at the end."""
+    last, ordered = None, True
+    for part in parts:
+        if part.numel() and last is not None:
+            ordered &= int(part[0]) >= last
+            part = part[1:] if int(part[0]) == last else part
+        if part.numel():
+            spill.append("peaks", part)
+            last = int(part[-1])
+    if not spill.size("peaks"):
+        return torch.zeros(0, dtype=torch.int64, device=device)
+    peaks = spill.read("peaks", device=device)
+    return peaks if ordered else torch.unique(peaks)
 
 
 def _packed(c: dict[str, torch.Tensor], r: _Ricker) -> dict[str, torch.Tensor]:

@@ -524,36 +524,58 @@ def _strong_candidates(signs, levels, spacing):
     }  # fmt: skip
 
 
+def _held(c, r, spill):
+    """Candidates ``c`` held on disk as a chunked detection holds them after the thresholds."""
+    from devicepipe import ecg
+
+    name = f"kept{spill.size('count')}_"
+    spill.append("count", torch.zeros(1))  # (a new name each time)
+    for key, values in ecg._packed(c, r).items():
+        spill.append(name + key, values)
+    return ecg._Held(spill, name, torch.device("cpu"), torch.float32)
+
+
 @pytest.mark.parametrize("block", [1, 2, 3, 100])
 def test_the_polarity_figures_in_parts_equal_those_of_all_candidates_at_once(block):
     from devicepipe import ecg
+    from devicepipe.io.spill import Spill
 
-    r = ecg._Ricker(250.0)
+    with Spill() as spill:
+        _polarity_cases(ecg._Ricker(250.0), block, spill)
+
+
+def _polarity_cases(r, block, spill):
+    from devicepipe import ecg
+
     # a tie of signs: a candidate counted in two parts would break it
     c = _strong_candidates([1, 1, -1, -1], [4.0, 1.0, 3.0, 2.0], 1000)
     c["strong"][2] = False  # a weak one between: the part boundaries still find the strong one before
     keep = c["strong"]
     expected = ecg._polarity(c["rows"][keep], c["sign"][keep], c["level"][keep], 1)
-    got = r.polarity_of(ecg._packed(c, r), block)
+    got = r.polarity_of(_held(c, r, spill), block)
     assert got[0].tolist() == expected[0].tolist() == [1.0]  # +1 +1 -1: one more positive
     assert got[1].tolist() == expected[1].tolist() == [2.0]  # the lower median of 4, 1, 2
     c = _strong_candidates([1, -1, 1, -1], [4.0, 1.0, 3.0, 2.0], 1000)
-    assert r.polarity_of(ecg._packed(c, r), block)[0].tolist() == [0.0]  # a tie: no dominant polarity
+    assert r.polarity_of(_held(c, r, spill), block)[0].tolist() == [0.0]  # a tie: no dominant polarity
     # a weak follower (the T-wave rule: close after a beat, under half its height) is left out, in any part
     c = _strong_candidates([1, -1, -1, 1], [4.0, 4.0, 3.0, 2.0], 1000)
     c["cols"][1], c["height"][1] = c["cols"][0] + 10, 0.5
-    assert r.polarity_of(ecg._packed(c, r), block)[0].tolist() == [1.0]  # +1 -1 +1 without it (a tie with it)
+    assert r.polarity_of(_held(c, r, spill), block)[0].tolist() == [1.0]  # +1 -1 +1 without it (a tie with it)
 
 
-def test_merged_parts_equal_unique_of_all_peaks():
-    from devicepipe.ecg import _merged
+def test_parts_joined_on_disk_equal_unique_of_all_peaks():
+    from devicepipe.ecg import _joined
+    from devicepipe.io.spill import Spill
 
-    in_order = torch.tensor([1, 5, 9, 9, 12, 20])  # a repeat at a seam
-    np.testing.assert_array_equal(_merged(in_order).numpy(), [1, 5, 9, 12, 20])
-    crossed = torch.tensor([1, 5, 9, 8, 12])  # a refined position moved over a seam
-    np.testing.assert_array_equal(_merged(crossed).numpy(), [1, 5, 8, 9, 12])
-    for parts in (torch.tensor([], dtype=torch.int64), torch.tensor([3])):
-        assert torch.equal(_merged(parts), torch.unique(parts))
+    def joined(*parts):
+        with Spill() as spill:
+            return _joined([torch.tensor(p, dtype=torch.int64) for p in parts], spill, torch.device("cpu")).tolist()
+
+    assert joined([1, 5, 9], [9, 12], [20]) == [1, 5, 9, 12, 20]  # a repeat at a seam
+    assert joined([1, 5, 9], [8, 12]) == [1, 5, 8, 9, 12]  # a refined position moved over a seam
+    assert joined([1, 5], [], [5, 6], [6]) == [1, 5, 6]  # an empty part between, a part that is all repeat
+    assert joined([1, 9], [3, 9, 10]) == [1, 3, 9, 10]  # out of order and a repeat not at the seam
+    assert joined() == [] and joined([], []) == [] and joined([3]) == [3]
 
 
 @pytest.mark.parametrize("rows_per_group", [1, 2, 3])

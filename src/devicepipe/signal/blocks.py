@@ -8,6 +8,7 @@ over ``window`` blocks centred on each (near the ends, over the blocks that exis
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Literal
 
 import torch
@@ -15,7 +16,7 @@ import torch.nn.functional as F
 
 from devicepipe.signal.peaks import sliding_max, sliding_min
 
-__all__ = ["block_reduce", "centred_window", "neighbour_median", "row_median"]
+__all__ = ["block_reduce", "centred_window", "lower_median_of_parts", "neighbour_median", "row_median"]
 
 
 def block_reduce(x: torch.Tensor, block: int, how: Literal["max", "mean"]) -> torch.Tensor:
@@ -123,3 +124,61 @@ def neighbour_median(
             inside &= rows[idx] == rows[own, None]
         out[own] = torch.where(inside, values[idx], torch.nan).nanmedian(-1).values
     return out
+
+
+#: Bits of the order key :func:`lower_median_of_parts` settles in each pass over the parts.
+_DIGIT_BITS = 16
+
+
+def _order_key(x: torch.Tensor) -> torch.Tensor:
+    """Floats as int64 keys in the same order (IEEE bits; a negative's magnitude bits reversed)."""
+    bits = {torch.float32: torch.int32, torch.float64: torch.int64}[x.dtype]
+    key = x.view(bits).to(torch.int64)
+    flip = (1 << (torch.finfo(x.dtype).bits - 1)) - 1
+    return torch.where(key < 0, key ^ flip, key)
+
+
+def _float_of_key(key: int, dtype: torch.dtype) -> torch.Tensor:
+    flip = (1 << (torch.finfo(dtype).bits - 1)) - 1
+    bits = {torch.float32: torch.int32, torch.float64: torch.int64}[dtype]
+    return torch.tensor(key ^ flip if key < 0 else key, dtype=bits).view(dtype)
+
+
+def lower_median_of_parts(parts: Callable[[], Iterable[torch.Tensor]], *, held: int = 1 << 18) -> torch.Tensor:
+    """The lower median (the ``(n - 1) // 2``-th smallest, as ``torch.median`` gives it) of
+    float values that come in parts, with memory that does not grow with their number.
+
+    ``parts()`` gives the values (float32 or float64 tensors, any shapes, no NaN) anew on each
+    call. Up to ``held`` values are simply gathered and their median taken; past that, ``parts()``
+    is called 2 more times for float32, 4 for float64: an exact radix selection, 16 bits of the
+    value's order key settled per pass by a histogram. Returns a 0-d tensor of that dtype on the
+    CPU (``-0.0`` and ``0.0`` are told apart in the selection, equal to any comparison).
+    """
+    dtype, count, gathered = None, 0, []
+    for part in parts():
+        dtype, count = part.dtype, count + part.numel()
+        gathered = [*gathered, part.reshape(-1).cpu()] if count <= held else []
+    if dtype is None or count == 0:
+        raise ValueError("lower_median_of_parts(): no values.")
+    if dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"lower_median_of_parts(): float32 or float64 values, not {dtype}.")
+    if gathered:
+        return torch.cat(gathered).median()
+    rank = (count - 1) // 2  # smallest values still to pass over, within the prefix
+    prefix = 0  # the key's bits settled so far (signed: the top digit carries the sign)
+    bits = torch.finfo(dtype).bits
+    digits = 1 << _DIGIT_BITS
+    for shift in range(bits - _DIGIT_BITS, -1, -_DIGIT_BITS):
+        top = shift == bits - _DIGIT_BITS
+        hist = torch.zeros(digits, dtype=torch.int64)
+        for part in parts():
+            key = _order_key(part.reshape(-1))
+            if not top:
+                key = key[(key >> (shift + _DIGIT_BITS)) == prefix]
+            digit = (key >> shift) + digits // 2 if top else (key >> shift) & (digits - 1)
+            hist += torch.bincount(digit, minlength=digits).cpu()
+        below = torch.cumsum(hist, 0)
+        d = int(torch.searchsorted(below, rank, right=True))  # the first digit whose count passes rank
+        rank -= int(below[d - 1]) if d else 0
+        prefix = d - digits // 2 if top else (prefix << _DIGIT_BITS) | d
+    return _float_of_key(prefix, dtype)

@@ -1,0 +1,118 @@
+"""Arrays held on disk while a long recording is worked through a part at a time.
+
+A chunked detection gathers a little for each stretch of a recording (block summaries, candidate
+beats); over a week of ECG that is tens of megabytes, held in memory for the whole run and
+fragmenting the heap between the chunks' working buffers. :class:`Spill` appends each chunk's
+arrays to files in a temporary folder instead and reads back any range of them by positioned
+reads (no memory map: the file's pages never count in the process's resident size).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO
+
+import numpy as np
+import torch
+
+__all__ = ["Spill"]
+
+#: Bytes of a name's appended parts held back and written in one call (small parts come often).
+SPILL_BUFFER = 1 << 20
+
+
+class Spill:
+    """Named 1-D arrays appended a part at a time to files in a temporary folder (removed on
+    :meth:`close`, or on leaving a ``with`` block), and read back by index range.
+
+    Each name holds one dtype, set by its first :meth:`append`; values come back on the device
+    asked for, with the dtype they were appended with.
+    """
+
+    def __init__(self, prefix: str = "devicepipe-") -> None:
+        self._folder = tempfile.TemporaryDirectory(prefix=prefix)
+        self._files: dict[str, BinaryIO] = {}
+        self._dtypes: dict[str, np.dtype] = {}
+        self._sizes: dict[str, int] = {}
+        self._waiting: dict[str, list[np.ndarray]] = {}  # appended, not yet written: a few small parts
+        self._waiting_bytes: dict[str, int] = {}
+
+    def __enter__(self) -> Spill:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the files and remove the folder."""
+        self._waiting.clear()
+        for fh in self._files.values():
+            fh.close()
+        self._files.clear()
+        self._folder.cleanup()
+
+    def _path(self, name: str) -> Path:
+        return Path(self._folder.name) / f"{name}.bin"
+
+    def append(self, name: str, values: torch.Tensor) -> None:
+        """Add ``values`` (any shape, read flat) to the end of ``name``."""
+        host = values.detach().reshape(-1).cpu().numpy()
+        if name not in self._files:
+            self._files[name] = self._path(name).open("a+b", buffering=0)  # (read back at once: no buffer)
+            self._dtypes[name], self._sizes[name] = host.dtype, 0
+        elif host.dtype != self._dtypes[name]:
+            raise TypeError(f"Spill.append(): {name!r} holds {self._dtypes[name]}, not {host.dtype}.")
+        self._waiting.setdefault(name, []).append(host.copy())  # (a copy: the caller may change its tensor)
+        self._sizes[name] += host.size
+        self._waiting_bytes[name] = self._waiting_bytes.get(name, 0) + host.nbytes
+        if self._waiting_bytes[name] >= SPILL_BUFFER:
+            self._write(name)
+
+    def _write(self, name: str) -> None:
+        """Write what waits of ``name`` to its file, in one call."""
+        waiting = self._waiting.pop(name, [])
+        self._waiting_bytes[name] = 0
+        if waiting:
+            self._files[name].write(memoryview(np.concatenate(waiting)).cast("B"))
+
+    def size(self, name: str) -> int:
+        """Values appended to ``name`` so far (0 for a name never appended to)."""
+        return self._sizes.get(name, 0)
+
+    def read(
+        self, name: str, start: int = 0, stop: int | None = None, device: torch.device | str = "cpu"
+    ) -> torch.Tensor:
+        """Values ``[start, stop)`` of ``name`` (``stop`` cut to its size), shape ``(stop - start,)``."""
+        size = self.size(name)
+        stop = size if stop is None else min(int(stop), size)
+        start = min(max(0, int(start)), stop)
+        if name not in self._files:
+            return torch.zeros(0, device=device)
+        self._write(name)
+        dtype = self._dtypes[name]
+        out = np.empty(stop - start, dtype=dtype)
+        view, offset = memoryview(out).cast("B"), start * dtype.itemsize
+        while view.nbytes:  # positioned reads, straight into place (all written: no buffer)
+            got = _read_at(self._files[name], view, offset)
+            if not got:
+                raise OSError(f"Spill.read(): {name!r} ends early (the temporary folder was changed).")
+            view, offset = view[got:], offset + got
+        return torch.from_numpy(out).to(device)
+
+    def parts(self, name: str, part: int, device: torch.device | str = "cpu") -> Iterator[torch.Tensor]:
+        """``name``'s values ``part`` at a time, in order."""
+        for s in range(0, self.size(name), part):
+            yield self.read(name, s, s + part, device)
+
+
+def _read_at(fh: BinaryIO, into: memoryview, offset: int) -> int:
+    """Bytes read from ``fh``'s file at ``offset`` into ``into``, without moving an appender."""
+    if hasattr(os, "preadv"):
+        return os.preadv(fh.fileno(), [into], offset)
+    with open(fh.name, "rb") as reader:  # (no positioned reads on this system)
+        reader.seek(offset)
+        return reader.readinto(into) or 0
