@@ -49,7 +49,7 @@ import torch
 
 from devicepipe.device import all_finite
 from devicepipe.errors import DevicepipeError
-from devicepipe.io.spill import Spill
+from devicepipe.io.spill import Spill, Stored
 from devicepipe.signal.blocks import (
     block_reduce,
     centred_window,
@@ -875,9 +875,28 @@ def ecg_peaks_chunked(
     -------
     int64 Tensor of shape ``(n_peaks,)``, sorted, on the device ``read`` returns.
     """
+    with Spill() as out:
+        ecg_peaks_chunked_to(out, read, n_samples, sampling_rate, chunk=chunk, progress=progress, **options)
+        return out.read("peaks", device=read(0, min(1, n_samples)).device)
+
+
+def ecg_peaks_chunked_to(
+    out: Spill,
+    read: Callable[[int, int], torch.Tensor],
+    n_samples: int,
+    sampling_rate: float,
+    *,
+    chunk: int,
+    name: str = "peaks",
+    progress: Callable[[int, int], None] | None = None,
+    **options: Any,
+) -> int:
+    """:func:`ecg_peaks_chunked` with the peaks left on disk, in ``out`` under ``name`` (int64,
+    sorted): nothing that grows with the recording stays in memory. Returns their number."""
+    out.append(name, torch.zeros(0, dtype=torch.int64))  # (the name holds int64, even with no peak)
     with torch.inference_mode():  # no autograd bookkeeping
-        peaks = _peaks_chunked(read, n_samples, sampling_rate, chunk=chunk, progress=progress, **options)
-    return _ordinary(peaks)[0]
+        _peaks_chunked(read, n_samples, sampling_rate, chunk=chunk, progress=progress, out=(out, name), **options)
+    return out.size(name)
 
 
 def _peaks_chunked(
@@ -887,15 +906,17 @@ def _peaks_chunked(
     *,
     chunk: int,
     progress: Callable[[int, int], None] | None,
+    out: tuple[Spill, str],
     **options: Any,
-) -> torch.Tensor:
+) -> None:
     unknown = sorted(set(options) - set(_options_of("ricker")))
     if unknown:
         raise DevicepipeError(
             f"ecg_peaks_chunked(): no option {unknown[0]!r}; the options are {_options_of('ricker')}."
         )
     if n_samples < 2 * sampling_rate:
-        return ecg_peaks(read(0, n_samples), sampling_rate, **options)
+        out[0].append(out[1], ecg_peaks(read(0, n_samples), sampling_rate, **options))
+        return
     r = _Ricker(float(sampling_rate), **options)
     step = r.alignment
     chunk = max(step, -(-int(chunk) // step) * step)
@@ -951,11 +972,11 @@ def _peaks_chunked(
             first += count
             for name, values in r.accept(found, *limits, first_block=a).items():
                 spill.append("kept_" + name, values)
-        return _select_in_parts(r, _Held(spill, "kept_", device, dtype), n_samples, SELECT_BLOCK)
+        _select_in_parts(r, _Held(spill, "kept_", device, dtype), n_samples, SELECT_BLOCK, out)
 
 
 #: Values a chunked detection reads back from disk at a time for a median over the recording.
-MEDIAN_PART = 1 << 18
+MEDIAN_PART = 1 << 16
 
 
 #: What :func:`_packed` holds of each candidate; and after :meth:`_Ricker.accept`.
@@ -985,7 +1006,7 @@ class _Held:
         return int(self.spill.read(self.prefix + "cols", i, i + 1)[0])
 
 
-def _select_in_parts(r: _Ricker, held: _Held, total: int, block: int) -> torch.Tensor:
+def _select_in_parts(r: _Ricker, held: _Held, total: int, block: int, out: tuple[Spill, str]) -> None:
     """The peaks of :meth:`_Ricker.select` on one row's candidates ``held`` (``(n_peaks,)``,
     sorted), ``block`` candidates at a time, so that its memory does not grow with the recording.
 
@@ -994,11 +1015,12 @@ def _select_in_parts(r: _Ricker, held: _Held, total: int, block: int) -> torch.T
     whose columns lie in its own stretch. The T-wave rule looks one beat back, and the
     search-back's decisions reach at most :data:`SELECT_HALO_BEATS` beats in from a part's edge
     (see its note), so the side candidates are widened until each side holds that many beats.
-    Each part's peaks go to disk; they are read back once, joined.
+    The peaks go to ``out`` (a :class:`Spill` and a name), joined (:func:`_joined`).
     """
     n = held.n
     if n <= block:
-        return r.select(_unpacked(held.part(0, n)), 1, total)[1]
+        out[0].append(out[1], r.select(_unpacked(held.part(0, n)), 1, total)[1])
+        return
     polarity = r.polarity_of(held, block)
 
     def parts() -> Iterator[torch.Tensor]:
@@ -1017,26 +1039,37 @@ def _select_in_parts(r: _Ricker, held: _Held, total: int, block: int) -> torch.T
                 halo *= 2
             yield torch.unique(refined[(cols >= lo) & (cols < hi)])
 
-    return _joined(parts(), held.spill, held.device)
+    _joined(parts(), *out, seam=2 * _samples(r.refine_s, r.fs) + 2)
 
 
-def _joined(parts: Iterable[torch.Tensor], spill: Spill, device: torch.device) -> torch.Tensor:
-    """``torch.unique`` of all the ``parts`` (each sorted and unique, int64 ``(k,)``), joined on
-    disk (in ``spill``'s ``"peaks"``) and read back once. The parts stay in order across their
-    seams unless a refined position crossed one, so a repeat at a seam is dropped as it comes,
-    and only parts out of order need a sort of all the peaks at the end."""
-    last, ordered = None, True
+def _joined(parts: Iterable[torch.Tensor], spill: Spill, name: str, *, seam: int) -> None:
+    """The ``parts`` (each sorted and unique, int64 ``(k,)``) appended to ``spill``'s ``name`` as
+    ``torch.unique`` of all of them would give them. Parts follow each other in order but near
+    their seams: a value may lie up to ``seam`` samples after values of the next part (a refined
+    position moved over the seam), or repeat one there. So the last ``seam`` values wait, merged
+    with the next part, before they are written (at most ``seam`` distinct values can be out of
+    order)."""
+    held = None
+    last = None  # the last value written
     for part in parts:
-        if part.numel() and last is not None:
-            ordered &= int(part[0]) >= last
-            part = part[1:] if int(part[0]) == last else part
-        if part.numel():
-            spill.append("peaks", part)
-            last = int(part[-1])
-    if not spill.size("peaks"):
-        return torch.zeros(0, dtype=torch.int64, device=device)
-    peaks = spill.read("peaks", device=device)
-    return peaks if ordered else torch.unique(peaks)
+        if held is None:
+            held = part
+        elif part.numel():
+            disordered = held.numel() and int(part[0]) <= int(held[-1])
+            held = torch.unique(torch.cat([held, part])) if disordered else torch.cat([held, part])
+        if held.numel() > seam:
+            done, held = held[:-seam], held[-seam:]
+            _check_order(done, last)
+            spill.append(name, done)
+            last = int(done[-1])
+    if held is not None and held.numel():
+        _check_order(held, last)
+        spill.append(name, held)
+
+
+def _check_order(values: torch.Tensor, last: int | None) -> None:
+    if last is not None and int(values[0]) <= last:
+        raise RuntimeError("_joined(): a part reaches further back than its seam allows.")
 
 
 def _packed(c: dict[str, torch.Tensor], r: _Ricker) -> dict[str, torch.Tensor]:
@@ -1111,7 +1144,7 @@ class Beats:
 
     @property
     def share_kept(self) -> float:
-        return float(self.kept.float().mean()) if self.kept.numel() else 0.0
+        return int(torch.count_nonzero(self.kept)) / self.kept.numel() if self.kept.numel() else 0.0
 
     @property
     def width(self) -> int:
@@ -1159,6 +1192,9 @@ class BeatQuality:
         return self.stretch >= min_quality
 
 
+#: Seconds of the stretches over which :func:`beat_quality` takes the median beat quality.
+QUALITY_WINDOW_S = 10.0
+
 #: The typical beat is the median of at most this many beats, evenly spaced over the recording.
 TEMPLATE_BEATS = 10_000
 
@@ -1173,7 +1209,8 @@ def template_rows(n: int) -> torch.Tensor:
 def typical_beat(matrix: torch.Tensor) -> torch.Tensor:
     """The recording's typical beat, ``(width,)``: the (lower) median, sample by sample, of the
     rows :func:`template_rows` picks of ``matrix`` ``(n, width)``."""
-    picked = matrix[template_rows(matrix.shape[0]).to(matrix.device)]
+    n = matrix.shape[0]
+    picked = matrix if n <= TEMPLATE_BEATS else matrix[template_rows(n).to(matrix.device)]  # (all rows: no copy)
     step = TEMPLATE_COLUMNS  # a median per column: a few columns at a time, the same values, small copies
     return torch.cat([picked[:, s : s + step].median(0).values for s in range(0, picked.shape[1], step)])
 
@@ -1193,7 +1230,9 @@ def beat_correlation(matrix: torch.Tensor, template: torch.Tensor) -> torch.Tens
     return (centred * t).sum(1) / (centred.norm(dim=1) * t.norm()).clamp(min=tiny)
 
 
-def beat_quality(beats: Beats, *, window_s: float = 10.0, correlation: torch.Tensor | None = None) -> BeatQuality:
+def beat_quality(
+    beats: Beats, *, window_s: float = QUALITY_WINDOW_S, correlation: torch.Tensor | None = None
+) -> BeatQuality:
     """Signal quality of cut beats: each beat's correlation with the recording's typical beat
     (:func:`typical_beat`), and the median of that over each ``window_s`` stretch (motion
     artefacts, a loose electrode and noise bursts give beats, true or false, that do not look
@@ -1232,6 +1271,60 @@ def _stretch_median(corr: torch.Tensor, stretch_of: torch.Tensor) -> torch.Tenso
     return out
 
 
+def stretch_quality_stored(
+    corr: Stored,
+    peaks: Stored,
+    sampling_rate: float,
+    out: Spill,
+    *,
+    name: str = "stretch",
+    window_s: float = QUALITY_WINDOW_S,
+) -> None:
+    """:attr:`BeatQuality.stretch` of beats whose correlations ``corr`` and R peaks ``peaks``
+    (sorted, one per value of ``corr``) are held on disk, :data:`QUALITY_BLOCK` beats at a
+    time cut between stretches: appended to ``out``'s ``name``, the values :func:`beat_quality`
+    gives."""
+    window = _samples(window_s, sampling_rate)
+    n, s = len(corr), 0
+    while s < n:
+        e = min(n, s + QUALITY_BLOCK)
+        if e < n:  # on to the end of the stretch the block's last beat is in
+            e = max(e, peaks.searchsorted((int(peaks[e - 1]) // window + 1) * window))
+        stretch_of = torch.div(torch.as_tensor(peaks[s:e]), window, rounding_mode="floor")
+        local = stretch_of - stretch_of[0]
+        values = torch.as_tensor(corr[s:e])
+        out.append(name, row_median(values, local, int(local[-1]) + 1)[local])
+        s = e
+
+
+def stretch_medians_stored(
+    stretch: Stored, peaks: Stored, n_samples: int, sampling_rate: float, window_s: float = QUALITY_WINDOW_S
+) -> torch.Tensor:
+    """:func:`stretch_medians` of beats held on disk (``stretch``: each beat's stretch quality,
+    ``peaks`` their R peaks): ``(ceil(n_samples / window),)``, one value per stretch of the
+    recording (not per beat), NaN for a stretch holding no cut beat."""
+    window = _samples(window_s, sampling_rate)
+    count = max(1, -(-int(n_samples) // window))
+    medians = torch.full((count,), torch.nan, dtype=torch.as_tensor(stretch[0:0]).dtype)
+    for s in range(0, len(peaks), QUALITY_BLOCK):
+        of = torch.div(torch.as_tensor(peaks[s : s + QUALITY_BLOCK]), window, rounding_mode="floor")
+        medians[of.clamp(0, count - 1)] = torch.as_tensor(stretch[s : s + QUALITY_BLOCK]).to(medians.dtype)
+    return medians
+
+
+def poor_stretches_stored(
+    stretch: Stored,
+    peaks: Stored,
+    n_samples: int,
+    sampling_rate: float,
+    min_quality: float = POOR_QUALITY,
+    window_s: float = QUALITY_WINDOW_S,
+) -> torch.Tensor:
+    """:func:`poor_stretches` of beats held on disk (see :func:`stretch_medians_stored`)."""
+    medians = stretch_medians_stored(stretch, peaks, n_samples, sampling_rate, window_s)
+    return unusable_stretches(medians, _samples(window_s, sampling_rate), n_samples, min_quality)
+
+
 def stretch_medians(quality: BeatQuality, peaks: torch.Tensor, n_samples: int, sampling_rate: float) -> torch.Tensor:
     """The (lower) median beat quality of each ``quality.window_s`` stretch of a recording of
     ``n_samples`` samples (stretches from sample 0, the last one possibly shorter), as
@@ -1258,7 +1351,12 @@ def poor_stretches(
     median beat quality (:func:`stretch_medians`) is under ``min_quality`` or it holds no cut
     beat (a lead off, noise or a flat line gives no beat like the others)."""
     medians = stretch_medians(quality, peaks, n_samples, sampling_rate)
-    window = _samples(quality.window_s, sampling_rate)
+    return unusable_stretches(medians, _samples(quality.window_s, sampling_rate), n_samples, min_quality)
+
+
+def unusable_stretches(medians: torch.Tensor, window: int, n_samples: int, min_quality: float) -> torch.Tensor:
+    """:func:`poor_stretches` from the stretch medians (:func:`stretch_medians`, ``(stretches,)``)
+    of ``window``-sample stretches: ``(k, 2)`` int64 ``[start, stop)`` samples."""
     poor = torch.isnan(medians) | (medians < min_quality)
     edges = torch.diff(
         poor.to(torch.int8), prepend=poor.new_zeros(1, dtype=torch.int8), append=poor.new_zeros(1, dtype=torch.int8)
@@ -1365,10 +1463,37 @@ def segment_kept(
     return _kept(torch.as_tensor(peaks, dtype=torch.int64), n_samples, float(sampling_rate), mode, **geometry)[0]
 
 
+def segment_kept_parts(
+    peaks: torch.Tensor | Stored,
+    n_samples: int,
+    sampling_rate: float,
+    *,
+    part: int,
+    mode: str = "centered",
+    **geometry: float,
+) -> Iterator[torch.Tensor]:
+    """:func:`segment_kept` of sorted ``peaks`` (a tensor, or peaks held on disk), ``part`` peaks
+    at a time: bool Tensors of shape ``(part,)`` (the last one shorter) that, joined, are
+    the mask of one call."""
+    n = len(peaks)
+    for s in range(0, n, part):
+        e = min(n, s + part)
+        near = torch.as_tensor(peaks[s : e + 1])  # (and the next peak: a seed beat ends at it)
+        yield segment_kept(near, n_samples, sampling_rate, mode=mode, **geometry)[: e - s]
+
+
+def _count_below(peaks: torch.Tensor | Stored, value: int) -> int:
+    """How many of the sorted ``peaks`` lie below ``value`` (a binary search, read from disk for
+    peaks held there)."""
+    if isinstance(peaks, torch.Tensor):
+        return int(torch.searchsorted(peaks, torch.tensor([value], device=peaks.device))[0])
+    return peaks.searchsorted(value)
+
+
 def ecg_segment_chunked(
     read: Callable[[int, int], torch.Tensor],
     n_samples: int,
-    peaks: torch.Tensor,
+    peaks: torch.Tensor | Stored,
     sampling_rate: float,
     *,
     chunk: int,
@@ -1376,13 +1501,15 @@ def ecg_segment_chunked(
     **options: Any,
 ) -> Iterator[tuple[torch.Tensor, Beats]]:
     """:func:`ecg_segment` of a recording read a chunk at a time (``read(start, stop)`` as for
-    :func:`ecg_peaks_chunked`): yields, chunk by chunk, the peaks of the recording that fall in
-    it (a bool mask over ``peaks``) and their :class:`Beats`, whose rows, stacked in order, are
+    :func:`ecg_peaks_chunked`): yields, chunk by chunk, the positions in ``peaks`` of the peaks
+    that fall in it (int64 ``(k,)``) and their :class:`Beats`, whose rows, stacked in order, are
     the matrix of one call on the whole recording; ``kept`` and the positions are the
-    recording's. Each chunk is cut with a halo longer than any beat, so a beat across a chunk
-    border is cut whole."""
+    recording's. ``peaks`` are sorted: a tensor, or peaks held on disk
+    (:class:`~devicepipe.io.spill.Stored`), read a chunk's worth at a time. Each chunk is cut
+    with a halo longer than any beat, so a beat across a chunk border is cut whole."""
     fs = float(sampling_rate)
-    peaks = torch.as_tensor(peaks, dtype=torch.int64)
+    if isinstance(peaks, torch.Tensor):
+        peaks = torch.as_tensor(peaks, dtype=torch.int64)
     halo = 2 * max(
         _samples(options.get("upper_s", 1.024), fs),
         _samples(options.get("before_s", 0.25) + options.get("after_s", 0.45), fs),
@@ -1391,8 +1518,8 @@ def ecg_segment_chunked(
     for c0 in range(0, n_samples, chunk):
         c1 = min(n_samples, c0 + chunk)
         a, b = max(0, c0 - halo), min(n_samples, c1 + halo)
-        near = (peaks >= a) & (peaks < b)
-        local = peaks[near].to(peaks.device) - a
+        first, stop = _count_below(peaks, a), _count_below(peaks, b)  # the peaks in [a, b)
+        local = torch.as_tensor(peaks[first:stop], dtype=torch.int64) - a
         beats = ecg_segment(read(a, b), local, fs, mode=mode, **options)
         core = (local + a >= c0) & (local + a < c1)  # over the peaks near the chunk
         keep_rows = core[beats.kept]
@@ -1407,9 +1534,7 @@ def ecg_segment_chunked(
             beats.before,
             beats.length_range,
         )
-        mask = torch.zeros_like(peaks, dtype=torch.bool)
-        mask[near] = core.to(mask.device)
-        yield mask, chunk_beats
+        yield first + torch.nonzero(core.cpu()).squeeze(1), chunk_beats
 
 
 # ----------------------------------------------------------------------------- evaluation

@@ -14,6 +14,7 @@ them and pads them into one ``(recordings, intervals)`` batch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,9 +22,10 @@ import torch
 import torch.nn.functional as F
 
 from devicepipe.errors import DevicepipeError
+from devicepipe.io.spill import Spill, Stored
 from devicepipe.signal.blocks import neighbour_median
 
-__all__ = ["HRV", "NN_RANGE_S", "hrv", "nn_intervals"]
+__all__ = ["HRV", "NN_RANGE_S", "hrv", "hrv_stored", "nn_intervals"]
 
 #: Plausible NN intervals in seconds (heart rates of 200 down to 30 bpm).
 NN_RANGE_S = (0.3, 2.0)
@@ -154,42 +156,90 @@ def hrv(
     implausible = torch.stack([p[2].sum() for p in parts])
     ectopic = torch.stack([p[3].sum() for p in parts])
     del parts  # (the masks: only their counts are needed)
-    mean, sdnn, rmssd, pnn50, n, sdann, sdnni = _measures(rr, kept, float(sampling_rate), segment_s)
-    ms = 1000.0 / float(sampling_rate)
-    mean_ms = mean * ms
-    out = HRV(
-        mean_ms, 60_000.0 / mean_ms, sdnn * ms, rmssd * ms, pnn50, sdann * ms, sdnni * ms, n, implausible, ectopic
-    )
+    measures = _measures(_sliced(rr, kept), rr.shape, rr[:0], float(sampling_rate), segment_s)
+    out = _hrv_of(measures, implausible, ectopic, float(sampling_rate))
     if single:
         return HRV(*(t[0] for t in out.__dict__.values()))
     return out
+
+
+def hrv_stored(
+    peaks: torch.Tensor | Stored, sampling_rate: float, *, clean: bool = True, segment_s: float = SEGMENT_S
+) -> HRV:
+    """:func:`hrv` of one recording's R peaks (``(n_peaks,)``, increasing) read :data:`BLOCK`
+    intervals at a time, as peaks held on disk (:class:`~devicepipe.io.spill.Stored`) are: the
+    intervals and their cleaning wait on disk between the passes, so the memory held does not
+    grow with the recording. The same values as :func:`hrv` of the peaks in memory."""
+    n = len(peaks)
+    if n < 3:
+        raise DevicepipeError("hrv(): each recording needs at least three R peaks.")
+    width = n - 1
+    counts = torch.zeros(2, dtype=torch.int64)
+    with Spill() as held:
+        for s, e in _blocks(width):  # each block's intervals with their neighbours either side
+            a, b = max(0, s - NEIGHBOURS), min(width, e + NEIGHBOURS)
+            rr, kept, implausible, ectopic = _intervals(torch.as_tensor(peaks[a : b + 1]), sampling_rate, clean)
+            own = slice(s - a, e - a)
+            held.append("rr", rr[own])
+            held.append("kept", kept[own])
+            counts += torch.stack([implausible[own].sum(), ectopic[own].sum()]).cpu()
+        like = rr[:0]
+
+        def block(s: int, e: int) -> tuple[torch.Tensor, torch.Tensor]:
+            return held.read("rr", s, e, like.device)[None], held.read("kept", s, e, like.device)[None]
+
+        measures = _measures(block, (1, width), like, float(sampling_rate), segment_s)
+    out = _hrv_of(measures, counts[:1].to(like.device), counts[1:].to(like.device), float(sampling_rate))
+    return HRV(*(t[0] for t in out.__dict__.values()))
+
+
+def _sliced(rr: torch.Tensor, kept: torch.Tensor) -> Callable[[int, int], tuple[torch.Tensor, torch.Tensor]]:
+    return lambda s, e: (rr[:, s:e], kept[:, s:e])
+
+
+def _hrv_of(measures: tuple[torch.Tensor, ...], implausible: torch.Tensor, ectopic: torch.Tensor, fs: float) -> HRV:
+    """The :class:`HRV` of :func:`_measures`' answer (in samples) and the cleaning's counts."""
+    mean, sdnn, rmssd, pnn50, n, sdann, sdnni = measures
+    ms = 1000.0 / fs
+    mean_ms = mean * ms
+    return HRV(
+        mean_ms, 60_000.0 / mean_ms, sdnn * ms, rmssd * ms, pnn50, sdann * ms, sdnni * ms, n, implausible, ectopic
+    )
 
 
 def _blocks(width: int) -> list[tuple[int, int]]:
     return [(s, min(width, s + BLOCK)) for s in range(0, width, BLOCK)]
 
 
-def _measures(rr: torch.Tensor, kept: torch.Tensor, sampling_rate: float, segment_s: float) -> tuple[torch.Tensor, ...]:
+def _measures(
+    block: Callable[[int, int], tuple[torch.Tensor, torch.Tensor]],
+    shape: tuple[int, int],
+    like: torch.Tensor,
+    sampling_rate: float,
+    segment_s: float,
+) -> tuple[torch.Tensor, ...]:
     """Mean NN, SDNN, RMSSD, pNN50, the kept count, SDANN and the SDNN index (in samples, pNN50
-    in percent; ``(recordings,)`` each) of padded intervals ``rr`` (``(recordings, width)``,
-    whole samples) and their ``kept`` mask, :data:`BLOCK` intervals at a time: the temporaries
-    stay small however long the recording. Sums of whole samples in float64 are exact, so the
-    mean and the segments' means do not depend on the blocks."""
-    batch, width = rr.shape
+    in percent; ``(recordings,)`` each) of padded intervals (``shape``: ``(recordings, width)``,
+    whole samples, float64 like ``like``) and their kept mask, read by ``block(s, e)`` (columns
+    ``[s, e)`` of both) :data:`BLOCK` intervals at a time: the temporaries stay small however
+    long the recording. Sums of whole samples in float64 are exact, so the mean and the
+    segments' means do not depend on the blocks."""
+    batch, width = shape
+    rr = like
     segment_len = segment_s * sampling_rate
     zero = rr.new_zeros(batch)
     # pass 1: counts, sums, successive differences, each row's last kept interval's end
     n, total_rr, n_diff, sum_sq_diff, over_50 = zero.clone(), zero.clone(), zero.clone(), zero.clone(), zero.clone()
     last_end, carry = zero.clone(), zero.clone()
     for s, e in _blocks(width):
-        r, k = rr[:, s:e], kept[:, s:e]
+        r, k = block(s, e)
         ends = carry[:, None] + r.cumsum(1)  # samples from the first R peak to each interval's end
         carry = ends[:, -1]
         n += k.sum(1)
         total_rr += (r * k).sum(1)
         last_end = torch.maximum(last_end, (ends * k).amax(1))
         lo = max(0, s - 1)  # one interval back: the difference across the blocks' seam
-        r2, k2 = rr[:, lo:e], kept[:, lo:e]
+        r2, k2 = block(lo, e)
         successive = k2[:, 1:] & k2[:, :-1]
         diffs = torch.diff(r2, dim=1)
         n_diff += successive.sum(1)
@@ -206,25 +256,28 @@ def _measures(rr: torch.Tensor, kept: torch.Tensor, sampling_rate: float, segmen
     count = rr.new_zeros(batch * slots)
     seg_total = torch.zeros_like(count)
 
-    def segments(s: int, e: int, carry: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        ends = carry[:, None] + rr[:, s:e].cumsum(1)
+    def segments(
+        r: torch.Tensor, k: torch.Tensor, carry: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        ends = carry[:, None] + r.cumsum(1)
         segment = torch.div(ends, segment_len, rounding_mode="floor").to(torch.int64)
-        inside = kept[:, s:e] & (segment < n_segments[:, None])
+        inside = k & (segment < n_segments[:, None])
         return (segment.clamp(0, slots - 1) + offset), inside, ends[:, -1]
 
     carry = zero.clone()
     for s, e in _blocks(width):
-        index, inside, carry = segments(s, e, carry)
-        r = rr[:, s:e][inside]
+        r, k = block(s, e)
+        index, inside, carry = segments(r, k, carry)
+        r = r[inside]
         count.index_add_(0, index[inside], torch.ones_like(r))
         seg_total.index_add_(0, index[inside], r)
     seg_mean = seg_total / count
     # pass 2: deviations from the mean and from each segment's mean
     dev_sq, seg_dev_sq, carry = zero.clone(), torch.zeros_like(count), zero.clone()
     for s, e in _blocks(width):
-        r, k = rr[:, s:e], kept[:, s:e]
+        r, k = block(s, e)
         dev_sq += (((r - mean[:, None]) ** 2) * k).sum(1)
-        index, inside, carry = segments(s, e, carry)
+        index, inside, carry = segments(r, k, carry)
         seg_dev_sq.index_add_(0, index[inside], ((r - seg_mean[index]) ** 2)[inside])
     sdnn = (dev_sq / (n - 1)).sqrt()
     seg_mean, seg_sd = seg_mean.view(-1, slots), (seg_dev_sq / (count - 1)).sqrt().view(-1, slots)

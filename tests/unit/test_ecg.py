@@ -567,15 +567,21 @@ def test_parts_joined_on_disk_equal_unique_of_all_peaks():
     from devicepipe.ecg import _joined
     from devicepipe.io.spill import Spill
 
-    def joined(*parts):
+    def joined(*parts, seam=2):
         with Spill() as spill:
-            return _joined([torch.tensor(p, dtype=torch.int64) for p in parts], spill, torch.device("cpu")).tolist()
+            spill.append("peaks", torch.zeros(0, dtype=torch.int64))
+            _joined([torch.tensor(p, dtype=torch.int64) for p in parts], spill, "peaks", seam=seam)
+            return spill.read("peaks").tolist()
 
     assert joined([1, 5, 9], [9, 12], [20]) == [1, 5, 9, 12, 20]  # a repeat at a seam
     assert joined([1, 5, 9], [8, 12]) == [1, 5, 8, 9, 12]  # a refined position moved over a seam
     assert joined([1, 5], [], [5, 6], [6]) == [1, 5, 6]  # an empty part between, a part that is all repeat
-    assert joined([1, 9], [3, 9, 10]) == [1, 3, 9, 10]  # out of order and a repeat not at the seam
+    assert joined([1, 7, 9], [6, 8, 10]) == [1, 6, 7, 8, 9, 10]  # two values back over the seam, interleaved
+    assert joined([1, 2], [3], [0, 4], seam=3) == [0, 1, 2, 3, 4]  # back over two short parts
     assert joined() == [] and joined([], []) == [] and joined([3]) == [3]
+    for seam in (1, 2, 5):  # more than the seam out of order: an error, never a wrong order
+        with pytest.raises(RuntimeError, match="seam"):
+            joined(list(range(10, 20)), list(range(10 - seam - 1, 30)), seam=seam)
 
 
 @pytest.mark.parametrize("rows_per_group", [1, 2, 3])

@@ -98,3 +98,23 @@ def test_blocks_of_intervals_give_the_measures_of_one_block(monkeypatch):
         assert a.keys() == b.keys()
         for key in a:
             np.testing.assert_allclose(b[key], a[key], rtol=1e-12, err_msg=key)
+
+
+@pytest.mark.parametrize("block", [7, 100, 16_384])
+def test_hrv_of_peaks_on_disk_equals_hrv_in_memory(monkeypatch, block):
+    from devicepipe import heart
+    from devicepipe.io.spill import Spill, Stored
+
+    rng = np.random.default_rng(3)
+    rr = rng.normal(200, 20, 4000).astype(np.int64)
+    rr[::97], rr[::131] = 40, 700  # implausible intervals, and ectopic ones beside them
+    peaks = torch.from_numpy(np.cumsum(rr))
+    monkeypatch.setattr(heart, "BLOCK", block)  # blocks cut between an interval and its neighbours
+    expected = heart.hrv(peaks, 250.0).to_dict()
+    assert expected["n_implausible"] > 0 and expected["n_ectopic"] > 0
+    with Spill() as spill:
+        spill.append("peaks", peaks)
+        assert heart.hrv_stored(Stored(spill, "peaks"), 250.0).to_dict() == expected
+    assert heart.hrv_stored(peaks, 250.0).to_dict() == expected
+    with pytest.raises(DevicepipeError, match="three R peaks"):
+        heart.hrv_stored(peaks[:2], 250.0)

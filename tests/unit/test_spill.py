@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from devicepipe.io.spill import Spill
-from devicepipe.signal.blocks import lower_median_of_parts
+from devicepipe.signal.blocks import lower_median_of_parts, median_of_parts
 
 
 def test_spilled_parts_read_back_by_any_range():
@@ -51,6 +51,7 @@ def test_the_median_of_parts_is_numpys_lower_median(dtype, kind):
         for held in (0, 5, n):  # by selection over the parts, or (all values held) by torch's median
             got = lower_median_of_parts(lambda parts=parts: iter(parts), held=held)
             assert got.dtype == dtype and float(got) == float(ordered[(n - 1) // 2]), (n, kind, held)
+            assert median_of_parts(lambda parts=parts: iter(parts), held=held) == float(np.median(x.numpy()))
 
 
 def test_the_median_of_parts_refuses_no_values_and_integers():

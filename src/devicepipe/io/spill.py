@@ -14,15 +14,15 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import torch
 
-__all__ = ["Spill"]
+__all__ = ["Spill", "Stored"]
 
 #: Bytes of a name's appended parts held back and written in one call (small parts come often).
-SPILL_BUFFER = 1 << 20
+SPILL_BUFFER = 1 << 16
 
 
 class Spill:
@@ -116,3 +116,50 @@ def _read_at(fh: BinaryIO, into: memoryview, offset: int) -> int:
     with open(fh.name, "rb") as reader:  # (no positioned reads on this system)
         reader.seek(offset)
         return reader.readinto(into) or 0
+
+
+class Stored:
+    """One name of a :class:`Spill` seen as a read-only 1-D NumPy array: ``len()``, ``.size``,
+    ``.dtype``, ``[i]`` and ``[start:stop]`` read from disk (a slice is a new array)."""
+
+    def __init__(self, spill: Spill, name: str) -> None:
+        self.spill, self.name = spill, name
+
+    def __len__(self) -> int:
+        return self.spill.size(self.name)
+
+    @property
+    def size(self) -> int:
+        return len(self)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.spill.read(self.name, 0, 0).numpy().dtype
+
+    def __getitem__(self, key: int | slice) -> Any:
+        if isinstance(key, slice):
+            start, stop, step = key.indices(len(self))
+            if step != 1:
+                raise IndexError("Stored: slices with a step are not read.")
+            return self.spill.read(self.name, start, max(start, stop)).numpy()
+        i = int(key) + (len(self) if int(key) < 0 else 0)
+        if not 0 <= i < len(self):
+            raise IndexError(f"Stored: index {key} is out of {len(self)} values.")
+        return self.spill.read(self.name, i, i + 1).numpy()[0]
+
+    def parts(self, part: int = 1 << 16) -> Iterator[np.ndarray]:
+        """The values ``part`` at a time, in order."""
+        for s in range(0, len(self), part):
+            yield self[s : s + part]
+
+    def sum(self) -> Any:
+        """The sum of the values (a count, for bools), read a part at a time."""
+        return sum((p.sum() for p in self.parts()), start=self.dtype.type(0).sum())
+
+    def searchsorted(self, value: float) -> int:
+        """How many of the (sorted) values lie below ``value``: a binary search on disk."""
+        lo, hi = 0, len(self)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (mid + 1, hi) if self[mid] < value else (lo, mid)
+        return lo

@@ -183,20 +183,17 @@ def write_beat_annotations(
     beats are encoded at a time, the sample differences, ``num`` changes and notes carried
     across blocks exactly as ``wrann`` writes them (the same bytes, tested).
 
-    ``samples`` are sample indices, shape ``(n_beats,)``, increasing. Returns the file, or None
-    when there are no beats (a WFDB annotation file cannot be empty).
+    ``samples`` are sample indices, shape ``(n_beats,)``, increasing: an array, or any sequence
+    of them read in slices (say :class:`~devicepipe.io.spill.Stored`, peaks held on disk), as
+    ``scores`` and ``flags`` may be too. Returns the file, or None when there are no beats (a
+    WFDB annotation file cannot be empty).
     """
     from wfdb.io.annotation import Annotation, ann_label_table, field2bytes
 
     out = Path(directory)
-    samples = np.asarray(samples, dtype=np.int64)
-    n = samples.size
+    n = len(samples)
     if n == 0:
         return None
-    if (n > 1 and bool(np.any(np.diff(samples) < 0))) or int(samples[0]) < 0:
-        raise ValueError("write_beat_annotations(): samples must be increasing and not negative.")
-    marked = None if flags is None else np.asarray(flags, dtype=bool)
-    values = None if scores is None else np.asarray(scores, dtype=np.float64)
     typecodes = dict(zip(ann_label_table["symbol"], ann_label_table["label_store"], strict=True))
     head = Annotation(record, extension, sample=samples[:1], symbol=["N"], fs=float(sampling_rate)).calc_fs_bytes()
     final = out / f"{record}.{extension}"
@@ -205,8 +202,13 @@ def write_beat_annotations(
         previous, num = 0, 0
         for first in range(0, n, ANNOTATION_BLOCK):
             words: list[int] = []
-            for i in range(first, min(n, first + ANNOTATION_BLOCK)):
-                sample = int(samples[i])
+            block = slice(first, min(n, first + ANNOTATION_BLOCK))
+            own = np.asarray(samples[block], dtype=np.int64)
+            if bool(np.any(np.diff(own) < 0)) or int(own[0]) < previous:
+                raise ValueError("write_beat_annotations(): samples must be increasing and not negative.")
+            marked = None if flags is None else np.asarray(flags[block], dtype=bool)
+            values = None if scores is None else np.asarray(scores[block], dtype=np.float64)
+            for i, sample in enumerate(own.tolist()):
                 words += field2bytes("samptype", [sample - previous, "N"], typecodes)
                 previous = sample
                 flagged = marked is not None and bool(marked[i])

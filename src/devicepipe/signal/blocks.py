@@ -11,12 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Literal
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from devicepipe.signal.peaks import sliding_max, sliding_min
 
-__all__ = ["block_reduce", "centred_window", "lower_median_of_parts", "neighbour_median", "row_median"]
+__all__ = [
+    "block_reduce",
+    "centred_window",
+    "lower_median_of_parts",
+    "median_of_parts",
+    "neighbour_median",
+    "row_median",
+]
 
 
 def block_reduce(x: torch.Tensor, block: int, how: Literal["max", "mean"]) -> torch.Tensor:
@@ -126,6 +134,9 @@ def neighbour_median(
     return out
 
 
+#: Values :func:`lower_median_of_parts` gathers in memory rather than select over the parts.
+MEDIAN_HELD = 1 << 18
+
 #: Bits of the order key :func:`lower_median_of_parts` settles in each pass over the parts.
 _DIGIT_BITS = 16
 
@@ -144,16 +155,38 @@ def _float_of_key(key: int, dtype: torch.dtype) -> torch.Tensor:
     return torch.tensor(key ^ flip if key < 0 else key, dtype=bits).view(dtype)
 
 
-def lower_median_of_parts(parts: Callable[[], Iterable[torch.Tensor]], *, held: int = 1 << 18) -> torch.Tensor:
+def lower_median_of_parts(parts: Callable[[], Iterable[torch.Tensor]], *, held: int | None = None) -> torch.Tensor:
     """The lower median (the ``(n - 1) // 2``-th smallest, as ``torch.median`` gives it) of
     float values that come in parts, with memory that does not grow with their number.
 
     ``parts()`` gives the values (float32 or float64 tensors, any shapes, no NaN) anew on each
-    call. Up to ``held`` values are simply gathered and their median taken; past that, ``parts()``
+    call. Up to ``held`` values (default :data:`MEDIAN_HELD`) are simply gathered and their median
+    taken; past that, ``parts()``
     is called 2 more times for float32, 4 for float64: an exact radix selection, 16 bits of the
     value's order key settled per pass by a histogram. Returns a 0-d tensor of that dtype on the
     CPU (``-0.0`` and ``0.0`` are told apart in the selection, equal to any comparison).
     """
+    count, dtype, gathered = _gather(parts, held)
+    if gathered is not None:
+        return gathered.median()
+    return _select(parts, dtype, (count - 1) // 2)
+
+
+def median_of_parts(parts: Callable[[], Iterable[torch.Tensor]], *, held: int | None = None) -> float:
+    """The median as NumPy takes it (the mean of the two middle values of an even count) of
+    values that come in parts, as :func:`lower_median_of_parts` selects them."""
+    count, dtype, gathered = _gather(parts, held)
+    if gathered is not None:
+        return float(np.median(gathered.numpy()))
+    lower, upper = (_select(parts, dtype, (count - 1) // 2), _select(parts, dtype, count // 2))
+    return float(np.mean(torch.stack([lower, upper]).numpy()))  # (in the values' dtype, as NumPy's)
+
+
+def _gather(
+    parts: Callable[[], Iterable[torch.Tensor]], held: int | None
+) -> tuple[int, torch.dtype, torch.Tensor | None]:
+    """The values' count and dtype, and all of them (on the CPU) when there are at most ``held``."""
+    held = MEDIAN_HELD if held is None else held
     dtype, count, gathered = None, 0, []
     for part in parts():
         dtype, count = part.dtype, count + part.numel()
@@ -162,9 +195,11 @@ def lower_median_of_parts(parts: Callable[[], Iterable[torch.Tensor]], *, held: 
         raise ValueError("lower_median_of_parts(): no values.")
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"lower_median_of_parts(): float32 or float64 values, not {dtype}.")
-    if gathered:
-        return torch.cat(gathered).median()
-    rank = (count - 1) // 2  # smallest values still to pass over, within the prefix
+    return count, dtype, torch.cat(gathered) if gathered else None
+
+
+def _select(parts: Callable[[], Iterable[torch.Tensor]], dtype: torch.dtype, rank: int) -> torch.Tensor:
+    """The ``rank``-th smallest of the values (0 the smallest), by radix selection."""
     prefix = 0  # the key's bits settled so far (signed: the top digit carries the sign)
     bits = torch.finfo(dtype).bits
     digits = 1 << _DIGIT_BITS
