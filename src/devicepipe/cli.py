@@ -782,9 +782,10 @@ def beats(
         f"[bold]{result.source}[/bold] ({result.channel}, {result.sampling_rate:g} Hz, "
         f"{format_duration(result.n_samples / result.sampling_rate)}) on {result.device}"
     )
+    kept = int(torch.count_nonzero(result.beats.kept))  # (a count: no copy of the mask, as a sum would make)
     con.print(
         f"beats found: {result.peaks.size:,}; median heart rate: {'-' if hr is None else f'{hr:.0f} bpm'}; "
-        f"kept by segmentation: {int(result.beats.kept.sum()):,} ({100 * result.beats.share_kept:.1f} %), "
+        f"kept by segmentation: {kept:,} ({100 * result.beats.share_kept:.1f} %), "
         f"matrix {tuple(result.beats.matrix.shape)}"
     )
     con.print("seconds: " + ", ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()))

@@ -16,8 +16,9 @@ import numpy as np
 import torch
 
 from devicepipe.ecg import POOR_QUALITY, BeatQuality, Beats, poor_stretches, stretch_medians
-from devicepipe.heart import hrv
+from devicepipe.heart import hrv, hrv_stored
 from devicepipe.io import Recording, write_beat_annotations, write_csv, write_json, write_parquet
+from devicepipe.io.spill import Stored
 from devicepipe.learn import ENSEMBLE_NAME
 from devicepipe.plot import (
     plot_beats_excerpt,
@@ -120,12 +121,14 @@ def write_beat_files(
     return files
 
 
-def heart_rate_summary(peaks: torch.Tensor, sampling_rate: float) -> dict[str, Any] | None:
+def heart_rate_summary(peaks: torch.Tensor | Stored, sampling_rate: float) -> dict[str, Any] | None:
     """``summary.json``'s heart rate and time-domain HRV (cleaned NN intervals; see
-    :mod:`devicepipe.heart`), or None with fewer than three beats."""
-    if peaks.numel() < 3:
+    :mod:`devicepipe.heart`) of R peaks in memory or held on disk (read a part at a time), or
+    None with fewer than three beats."""
+    if len(peaks) < 3:
         return None
-    return {"nn_cleaning": "0.3-2 s, within 20 % of the neighbours' median", **hrv(peaks, sampling_rate).to_dict()}
+    measures = hrv(peaks, sampling_rate) if isinstance(peaks, torch.Tensor) else hrv_stored(peaks, sampling_rate)
+    return {"nn_cleaning": "0.3-2 s, within 20 % of the neighbours' median", **measures.to_dict()}
 
 
 def write_history(histories: Histories, path: Path) -> Path:

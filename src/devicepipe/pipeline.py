@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from devicepipe.ecg import (
     EDGE_S,
     MATCH_TOLERANCE_S,
     POOR_QUALITY,
+    QUALITY_WINDOW_S,
     BeatQuality,
     Beats,
     BeatScore,
@@ -39,13 +40,15 @@ from devicepipe.ecg import (
     beat_quality,
     check_ecg,
     ecg_peaks,
-    ecg_peaks_chunked,
+    ecg_peaks_chunked_to,
     ecg_segment,
     ecg_segment_chunked,
     evaluate_beats,
     label_beats,
     poor_stretches,
-    segment_kept,
+    poor_stretches_stored,
+    segment_kept_parts,
+    stretch_quality_stored,
     template_rows,
     typical_beat,
 )
@@ -66,6 +69,7 @@ from devicepipe.io import (
 from devicepipe.io.channels import choose_signal, time_column_of
 from devicepipe.io.chunks import chunk_reader, npy_rows, recording_length, samples_at_most
 from devicepipe.io.read import check_rate, declares_sampling_rate, header_sampling_rate, input_fingerprint
+from devicepipe.io.spill import Spill, Stored
 from devicepipe.learn import (
     DEFAULT_SCORER,
     LearnSettings,
@@ -92,6 +96,7 @@ from devicepipe.outputs import (
 from devicepipe.report import MAX_FLAGGED_ROWS, REPORT_NAME, FlaggedRows, write_report
 from devicepipe.scale import StandardScaler
 from devicepipe.score import Scores, group_scores, latent_grid, reconstruct
+from devicepipe.signal.blocks import lower_median_of_parts, median_of_parts
 from devicepipe.signal.resample import resample_rows
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 from devicepipe.threads import ThreadChoice
@@ -153,10 +158,12 @@ class BeatsResult:
     score: BeatScore | None = None
     transfers: dict[str, Any] | None = None  # host-device copies counted (None when not counted)
     warnings: tuple[str, ...] = ()  # what looks wrong with the settings (see rate_warnings)
+    median_bpm: float | None = None  # found with the beats (else from the peaks when asked)
 
     @property
     def mean_heart_rate_bpm(self) -> float | None:
-        return median_heart_rate(self.peaks, self.sampling_rate)
+        """The median heart rate (:func:`median_heart_rate`), in beats per minute."""
+        return median_heart_rate(self.peaks, self.sampling_rate) if self.median_bpm is None else self.median_bpm
 
 
 @dataclass(frozen=True)
@@ -514,82 +521,113 @@ def _run_beats_chunked(
     )
     run.note(f"finding beats in {n:,} samples at {fs:g} Hz on {run.device}, {size:,} samples at a time")
     read = run.timer.counted(read)  # chunks cross to the device in read() alone: count there, not every operator
-    with run.stage("detect", count=False):
-        peaks = ecg_peaks_chunked(
-            read, n, fs, chunk=size, progress=lambda done, total: run.note(f"finding beats: {100 * done / total:.0f} %")
-        )
-    release_freed_memory()  # the chunks' and candidates' blocks, freed, would hold the resident size up
-    with run.stage("transfer"):
-        host_peaks = peaks.cpu().numpy()
-    with run.stage("read"):  # ten seconds for the excerpt (and the channel's name and unit)
-        first = _excerpt_start(host_peaks, n, fs)
-        rec = read_series(
-            source, channel, device=run.device, sampling_rate=fs,
-            start=first, stop=min(n, first + int(round(10 * fs))), encoding=opts.encoding,
-        )  # fmt: skip
-    checked = _check_beats(run, rec, n, peaks, host_peaks, ref, opts)
-    release_freed_memory()  # (HRV's temporaries, as long as the beats)
-    kept = segment_kept(peaks, n, fs, mode=opts.mode).cpu().numpy()
-    with run.stage("write"), staged_dir(run.out) as stage, (stage / "beat_matrix.npy").open("wb") as fh:
-        cut = None
-        with run.stage("segment", count=False):  # each chunk's rows appended to the file as they are cut
-            for _, part in ecg_segment_chunked(read, n, peaks, fs, chunk=size, mode=opts.mode):
-                rows = part.matrix.cpu().numpy().astype(np.float32, copy=False)
-                if cut is None:
-                    header = {"descr": "<f4", "fortran_order": False, "shape": (int(kept.sum()), rows.shape[1])}
-                    np.lib.format.write_array_header_1_0(fh, header)
-                    cut = part
-                fh.write(np.ascontiguousarray(rows).tobytes())
-        fh.flush()
-        files = {"beat_matrix.npy": stage / "beat_matrix.npy"}
-        with run.stage("segment", count=False):  # quality from the rows on disk, a chunk of rows at a time
-            kept_peaks = peaks[torch.from_numpy(kept).to(peaks.device)]
-            quality = _quality_on_disk(stage / "beat_matrix.npy", kept_peaks, fs)
-        release_freed_memory()
-        signal = rec.samples.cpu().numpy() if opts.figures else None
-        chunking = {"samples_per_chunk": size, "chunks": -(-n // size), "seconds_per_chunk": size / fs}
-        files.update(
-            _write_beats(
-                stage,
-                run,
-                source,
-                rec,
-                signal,
-                kept,
-                cut,
-                checked,
-                opts,
-                _quality_columns(quality, kept),
-                quality=_quality_summary(quality, kept_peaks, n, fs),
-                rated=(quality, kept_peaks, n),
-                n_samples=n,
-                chunked=chunking,
+    with Spill() as held:  # what grows with the recording (peaks, kept beats, quality) waits on disk
+        peaks, kept = Stored(held, "peaks"), Stored(held, "kept")
+        with run.stage("detect", count=False):
+            ecg_peaks_chunked_to(
+                held, read, n, fs, chunk=size,
+                progress=lambda done, total: run.note(f"finding beats: {100 * done / total:.0f} %"),
             )  # fmt: skip
-        )
+        release_freed_memory()  # the chunks' blocks, freed, would hold the resident size up
+        with run.stage("read"):  # ten seconds for the excerpt (and the channel's name and unit)
+            first = _excerpt_start(peaks, n, fs)
+            rec = read_series(
+                source, channel, device=run.device, sampling_rate=fs,
+                start=first, stop=min(n, first + int(round(10 * fs))), encoding=opts.encoding,
+            )  # fmt: skip
+        checked = _check_beats(run, rec, n, peaks, peaks, ref, opts)
+        release_freed_memory()
+        for part in segment_kept_parts(peaks, n, fs, part=BEAT_PART, mode=opts.mode):
+            held.append("kept", part)
+        with run.stage("write"), staged_dir(run.out) as stage:
+            with run.stage("segment", count=False):  # each chunk's rows appended to the file as they are cut
+                cut = _write_matrix_chunked(stage / "beat_matrix.npy", read, n, peaks, int(kept.sum()), fs, size, opts)
+            files = {"beat_matrix.npy": stage / "beat_matrix.npy"}
+            with run.stage("segment", count=False):  # quality from the rows on disk, a chunk of rows at a time
+                _quality_stored(held, stage / "beat_matrix.npy", fs)
+            release_freed_memory()
+            signal = rec.samples.cpu().numpy() if opts.figures else None
+            chunking = {"samples_per_chunk": size, "chunks": -(-n // size), "seconds_per_chunk": size / fs}
+            rated = (*_stored_quality(held), n) if opts.figures else None  # (a figure of every beat: in memory)
+            columns = (Stored(held, "quality_column"), Stored(held, "stretch_column"))
+            summary = {"quality": _quality_summary_stored(held, n, fs), "n_samples": n, "chunked": chunking}
+            files.update(_write_beats(stage, run, source, rec, signal, kept, cut, checked, opts, columns, rated=rated,
+                                      **summary))  # fmt: skip
+        host_peaks, host_kept = peaks[:], kept[:]  # what the caller is given: 9 bytes a beat
+        checked = replace(checked, host_peaks=host_peaks)
     beats = Beats(
         torch.from_numpy(np.load(run.out / "beat_matrix.npy", mmap_mode="c")),  # on disk, not in memory
-        cut.lengths.new_empty(0), peaks.new_empty(0), peaks.new_empty(0), torch.from_numpy(kept),
-        fs, cut.mode, cut.before, cut.length_range,
+        cut.lengths.new_empty(0), torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64),
+        torch.from_numpy(host_kept), fs, cut.mode, cut.before, cut.length_range,
     )  # fmt: skip
     return _beats_result(run, rec, n, host_peaks, beats, files, checked)
 
 
-def _excerpt_start(peaks: np.ndarray, n_samples: int, fs: float) -> int:
-    """Where the excerpt figure starts: half a second before the first beat after the first 5 %."""
-    later = peaks[peaks >= 0.05 * n_samples]
-    first = int(later[0]) if later.size else 0
-    return max(0, min(n_samples - int(round(10 * fs)), first - int(0.5 * fs)))
+#: Beats read from disk at a time in a chunked run's later stages.
+BEAT_PART = 1 << 16
 
 
-def _quality_on_disk(matrix_file: Path, kept_peaks: torch.Tensor, fs: float, rows: int = 4096) -> BeatQuality:
-    """:func:`~devicepipe.ecg.beat_quality` of a beat matrix in an NPY file, ``rows`` rows at a
-    time (the same values as on the whole matrix in memory); only the rows at work are in memory."""
+def _write_matrix_chunked(
+    path: Path,
+    read: Callable[[int, int], torch.Tensor],
+    n: int,
+    peaks: Stored,
+    n_kept: int,
+    fs: float,
+    size: int,
+    opts: BeatsOptions,
+) -> Beats:
+    """The beat matrix written to ``path`` (an NPY file of ``(n_kept, width)`` float32) as chunks
+    of the recording are cut; returns the first chunk's :class:`Beats` (its geometry)."""
+    cut = None
+    with path.open("wb") as fh:
+        for _, part in ecg_segment_chunked(read, n, peaks, fs, chunk=size, mode=opts.mode):
+            rows = part.matrix.cpu().numpy().astype(np.float32, copy=False)
+            if cut is None:
+                header = {"descr": "<f4", "fortran_order": False, "shape": (n_kept, rows.shape[1])}
+                np.lib.format.write_array_header_1_0(fh, header)
+                cut = part
+            fh.write(np.ascontiguousarray(rows).tobytes())
+    return cut
+
+
+def _quality_stored(held: Spill, matrix_file: Path, fs: float, rows: int = 4096) -> None:
+    """:func:`~devicepipe.ecg.beat_quality` of the beat matrix in ``matrix_file``, ``rows`` rows at
+    a time, into ``held``: each cut beat's ``quality`` and ``stretch`` (the R peaks of the cut
+    beats are gathered first, ``kept_peaks``), and the beat table's columns of them over every R
+    peak, NaN where none was cut (``quality_column``, ``stretch_column``)."""
+    peaks, kept = Stored(held, "peaks"), Stored(held, "kept")
+    held.append("kept_peaks", torch.zeros(0, dtype=torch.int64))
+    for s in range(0, len(peaks), BEAT_PART):
+        held.append("kept_peaks", torch.from_numpy(peaks[s : s + BEAT_PART][kept[s : s + BEAT_PART]]))
     n, width, read = npy_rows(matrix_file)
     template = typical_beat(read([(i, i + 1) for i in template_rows(n).tolist()])) if n else torch.zeros(width)
-    corr = [beat_correlation(read([(i, min(n, i + rows))]), template) for i in range(0, n, rows)]
-    empty = torch.zeros(0)
-    holder = Beats(empty[:, None], kept_peaks[:0], kept_peaks.cpu(), kept_peaks[:0], kept_peaks[:0] > 0, fs)
-    return beat_quality(holder, correlation=torch.cat(corr) if corr else empty)
+    held.append("quality", torch.zeros(0))
+    for i in range(0, n, rows):
+        held.append("quality", beat_correlation(read([(i, min(n, i + rows))]), template))
+    held.append("stretch", torch.zeros(0))
+    stretch_quality_stored(Stored(held, "quality"), Stored(held, "kept_peaks"), fs, held, name="stretch")
+    done = 0
+    for s in range(0, len(peaks), BEAT_PART):
+        mask = kept[s : s + BEAT_PART]
+        for name in ("quality", "stretch"):
+            column = np.full(mask.size, np.nan, np.float32)
+            column[mask] = held.read(name, done, done + int(mask.sum())).numpy()
+            held.append(f"{name}_column", torch.from_numpy(column))
+        done += int(mask.sum())
+
+
+def _stored_quality(held: Spill) -> tuple[BeatQuality, torch.Tensor]:
+    """The cut beats' quality and R peaks held in ``held`` (by :func:`_quality_stored`), in memory."""
+    return BeatQuality(held.read("quality"), held.read("stretch"), QUALITY_WINDOW_S), held.read("kept_peaks")
+
+
+def _excerpt_start(peaks: np.ndarray | Stored, n_samples: int, fs: float) -> int:
+    """Where the excerpt figure starts: half a second before the first beat after the first 5 %
+    (``peaks`` sorted, in memory or on disk)."""
+    i = peaks.searchsorted(0.05 * n_samples)
+    first = int(peaks[i]) if i < len(peaks) else 0
+    return max(0, min(n_samples - int(round(10 * fs)), first - int(0.5 * fs)))
 
 
 def _check_ecg_input(rec: Recording, channel: str | int | None = None) -> None:
@@ -627,13 +665,41 @@ def _quality_summary(
     mark = POOR_QUALITY if min_quality is None else min_quality
     rated = int(quality.beat.numel())
     poor = poor_stretches(quality, kept_peaks, n_samples, fs, mark).cpu().numpy()
+    poor_beats = int((~quality.usable(mark)).sum()) if rated else 0
+    median = float(quality.beat.median()) if rated else None
+    return _quality_fields(quality.window_s, mark, rated, poor_beats, median, poor, n_samples, fs)
+
+
+def _quality_summary_stored(held: Spill, n_samples: int, fs: float) -> dict[str, Any]:
+    """:func:`_quality_summary` of the quality held on disk by :func:`_quality_stored`."""
+    quality, stretch = Stored(held, "quality"), Stored(held, "stretch")
+    rated = len(quality)
+    poor_beats = 0
+    for s in range(0, rated, BEAT_PART):
+        part = slice(s, s + BEAT_PART)  # (as BeatQuality.usable says it)
+        poor_beats += int((~((quality[part] >= POOR_QUALITY) & (stretch[part] >= POOR_QUALITY))).sum())
+    median = float(lower_median_of_parts(lambda: held.parts("quality", BEAT_PART))) if rated else None
+    poor = poor_stretches_stored(stretch, Stored(held, "kept_peaks"), n_samples, fs).numpy()
+    return _quality_fields(QUALITY_WINDOW_S, POOR_QUALITY, rated, poor_beats, median, poor, n_samples, fs)
+
+
+def _quality_fields(
+    window_s: float,
+    mark: float,
+    rated: int,
+    poor_beats: int,
+    median: float | None,
+    poor: np.ndarray,
+    n_samples: int,
+    fs: float,
+) -> dict[str, Any]:
     return {
         "measure": "correlation with the recording's typical beat; stretch: its median over the stretch",
-        "window_s": quality.window_s,
+        "window_s": window_s,
         "poor_below": mark,
         "beats_rated": rated,
-        "beats_poor": int((~quality.usable(mark)).sum()) if rated else 0,
-        "median": float(quality.beat.median()) if rated else None,
+        "beats_poor": poor_beats,
+        "median": median,
         "unusable_s": float((poor[:, 1] - poor[:, 0]).sum() / fs),
         "unusable_share": float((poor[:, 1] - poor[:, 0]).sum() / max(1, n_samples)),
         "unusable_stretches_s": [[round(a / fs, 3), round(b / fs, 3)] for a, b in poor[:LISTED_STRETCHES].tolist()],
@@ -688,6 +754,7 @@ class _CheckedBeats:
     accuracy: dict[str, Any] | None
     heart_rate: dict[str, Any] | None
     warnings: list[str]
+    median_bpm: float | None  # (see median_heart_rate)
 
 
 def _check_beats(
@@ -703,14 +770,16 @@ def _check_beats(
     the settings (an error under ``strict``, before anything is written)."""
     fs = rec.sampling_rate
     ref_samples = None if ref is None else _reference_in(ref, rec, n_samples)
-    score = None if ref is None else evaluate_beats(ref_samples, host_peaks, fs, n_samples=n_samples)
+    found = host_peaks if ref is None or isinstance(host_peaks, np.ndarray) else host_peaks[:]  # (as the reference)
+    score = None if ref is None else evaluate_beats(ref_samples, found, fs, n_samples=n_samples)
     with run.stage("hrv"):
         heart_rate = heart_rate_summary(peaks, fs)
-    warnings = rate_warnings(host_peaks, fs, n_samples)
+    bpm = median_heart_rate(host_peaks, fs)
+    warnings = rate_warnings(host_peaks, fs, n_samples, median_bpm=bpm)
     if opts.strict and warnings:
         raise DevicepipeError(f"{warnings[0]} (refused under strict; nothing was written).")
     accuracy = None if score is None else _accuracy(score, ref.source, fs, n_samples)
-    return _CheckedBeats(host_peaks, ref_samples, score, accuracy, heart_rate, warnings)
+    return _CheckedBeats(host_peaks, ref_samples, score, accuracy, heart_rate, warnings, bpm)
 
 
 def _write_beats(
@@ -719,22 +788,25 @@ def _write_beats(
     source: Any,
     rec: Recording,
     signal: np.ndarray | None,
-    kept: np.ndarray,
+    kept: np.ndarray | Stored,
     beats: Beats,
     checked: _CheckedBeats,
     opts: BeatsOptions,
-    quality_columns: tuple[np.ndarray, np.ndarray] | None = None,
+    quality_columns: tuple[np.ndarray | Stored, np.ndarray | Stored] | None = None,
     rated: tuple[BeatQuality, torch.Tensor, int] | None = None,
     **more: Any,
 ) -> dict[str, Path]:
     """Every file of a beats run but the matrix, ``summary.json`` last (``quality_columns``: the
     beat table's quality columns; ``rated``: the beats' quality, their R peaks and the
-    recording's length, for ``quality.png``; ``more``: the summary's extra fields)."""
+    recording's length, for ``quality.png``; ``more``: the summary's extra fields). The R peaks,
+    ``kept`` and the columns may be held on disk (:class:`Stored`): the files are written from
+    parts of them, and only the figures read them whole."""
     fs, peaks = rec.sampling_rate, checked.host_peaks
     run.note(f"found {peaks.size:,} beats, writing {run.out}")
     files = write_beat_files(stage, _record_name(rec), peaks, kept, fs, quality=quality_columns)
     if signal is not None:
-        files.update(beats_figures(stage, rec, signal, peaks, beats, checked.reference))
+        every = peaks if isinstance(peaks, np.ndarray) else peaks[:]  # (a figure of every beat)
+        files.update(beats_figures(stage, rec, signal, every, beats, checked.reference))
         if rated is not None:
             files["quality.png"] = quality_figure(stage, rated[0], rated[1], rated[2], fs)
     summary = {
@@ -777,6 +849,7 @@ def _beats_result(
         score=checked.score,
         transfers=run.timer.transfers(),
         warnings=tuple(checked.warnings),
+        median_bpm=checked.median_bpm,
     )
 
 
@@ -784,14 +857,24 @@ def _beats_result(
 PLAUSIBLE_BPM = (20.0, 300.0)
 
 
-def median_heart_rate(peaks: np.ndarray, sampling_rate: float) -> float | None:
-    """60 / the median RR interval, in beats per minute; None with fewer than two beats."""
-    if peaks.size < 2:
+def median_heart_rate(peaks: np.ndarray | Stored, sampling_rate: float) -> float | None:
+    """60 / the median RR interval, in beats per minute; None with fewer than two beats.
+    ``peaks``: sorted, in memory or held on disk (read a part at a time)."""
+    if len(peaks) < 2:
         return None
-    return 60.0 * sampling_rate / float(np.median(np.diff(peaks)))
+    if isinstance(peaks, np.ndarray):
+        return 60.0 * sampling_rate / float(np.median(np.diff(peaks)))
+
+    def intervals() -> Iterator[torch.Tensor]:
+        for s in range(0, len(peaks) - 1, BEAT_PART):
+            yield torch.from_numpy(np.diff(peaks[s : s + BEAT_PART + 1]).astype(np.float64))
+
+    return 60.0 * sampling_rate / median_of_parts(intervals)
 
 
-def rate_warnings(peaks: np.ndarray, sampling_rate: float, n_samples: int) -> list[str]:
+def rate_warnings(
+    peaks: np.ndarray | Stored, sampling_rate: float, n_samples: int, *, median_bpm: float | None = None
+) -> list[str]:
     """What the beats found say about the settings: no beat in over a minute of recording, or a
     median heart rate outside :data:`PLAUSIBLE_BPM`, both most often a wrong sampling rate (or
     not an ECG). ``peaks`` are sample indices, shape ``(n_beats,)``."""
@@ -803,7 +886,7 @@ def rate_warnings(peaks: np.ndarray, sampling_rate: float, n_samples: int) -> li
                 f"sampling rate of {sampling_rate:g} Hz right?"
             ]
         return []
-    bpm = median_heart_rate(peaks, sampling_rate)
+    bpm = median_heart_rate(peaks, sampling_rate) if median_bpm is None else median_bpm
     lo, hi = PLAUSIBLE_BPM
     if lo <= bpm <= hi:
         return []

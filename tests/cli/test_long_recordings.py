@@ -24,16 +24,51 @@ def beats(*args):
 
 
 @pytest.mark.parametrize("mode", ["seed", "centered"])
-def test_chunks_write_the_files_of_one_piece(tmp_path, mode):
+@pytest.mark.parametrize("parts", ["as shipped", "small parts"])
+def test_chunks_write_the_files_of_one_piece(tmp_path, monkeypatch, mode, parts):
+    from devicepipe import ecg, heart, pipeline
+    from devicepipe.io import spill, wfdb
+    from devicepipe.signal import blocks
+
     record = require_data("mitdb/100")
     whole = beats(record, "--out", tmp_path / "whole", "--mode", mode, "--no-figures")
+    if parts == "small parts":  # what a week's beats meet: every per-beat stage cut into many parts on disk
+        for module, name, value in (
+            (pipeline, "BEAT_PART", 97),
+            (ecg, "QUALITY_BLOCK", 64),
+            (ecg, "SELECT_BLOCK", 200),
+            (ecg, "MEDIAN_PART", 50),
+            (blocks, "MEDIAN_HELD", 10),
+            (spill, "SPILL_BUFFER", 100),
+            (wfdb, "ANNOTATION_BLOCK", 33),
+        ):  # (not the table's parts: they are the Parquet file's row groups)
+            monkeypatch.setattr(module, name, value)
+        monkeypatch.setattr(heart, "hrv", lambda *a, **k: pytest.fail("the chunked run held its peaks in memory"))
     chunked = beats(record, "--out", tmp_path / "chunked", "--mode", mode, "--no-figures", "--chunk", "2min")
     assert whole.exit_code == 0 and chunked.exit_code == 0, chunked.output
     for name in SAME:
         assert (tmp_path / "whole" / name).read_bytes() == (tmp_path / "chunked" / name).read_bytes(), name
     summary = json.loads((tmp_path / "chunked" / "summary.json").read_text())
     assert summary["chunked"]["chunks"] == 16 and summary["n_samples"] == 650_000
-    assert "chunked" not in json.loads((tmp_path / "whole" / "summary.json").read_text())
+    one = json.loads((tmp_path / "whole" / "summary.json").read_text())
+    assert "chunked" not in one
+    for key in ("counts", "heart_rate", "quality", "warnings"):  # HRV and quality from parts on disk
+        assert summary[key] == one[key], key
+    assert one["heart_rate"]["n_ectopic"] > 0 and one["quality"]["beats_rated"] > 2000
+    assert re.search(r"median heart rate: 7\d bpm", chunked.output) and "bpm" in whole.output
+    assert chunked.output.split("median heart rate:")[1][:8] == whole.output.split("median heart rate:")[1][:8]
+
+
+def test_a_chunked_run_draws_the_figures_of_one_piece(tmp_path):
+    from PIL import Image
+
+    record = require_data("mitdb/100")
+    whole = beats(record, "--out", tmp_path / "whole")
+    chunked = beats(record, "--out", tmp_path / "chunked", "--chunk", "5min")
+    assert whole.exit_code == 0 and chunked.exit_code == 0, chunked.output
+    for name in ("excerpt.png", "heart_rate.png", "intervals.png", "quality.png"):
+        one, parts = (Image.open(tmp_path / run / name).convert("RGB") for run in ("whole", "chunked"))
+        assert one.size == parts.size and one.tobytes() == parts.tobytes(), name  # drawn from the same numbers
 
 
 def test_a_small_memory_budget_switches_chunking_on(tmp_path):
