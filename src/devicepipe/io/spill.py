@@ -38,8 +38,10 @@ class Spill:
         self._files: dict[str, BinaryIO] = {}
         self._dtypes: dict[str, np.dtype] = {}
         self._sizes: dict[str, int] = {}
-        self._waiting: dict[str, list[np.ndarray]] = {}  # appended, not yet written: a few small parts
-        self._waiting_bytes: dict[str, int] = {}
+        # appended, not yet written: a buffer of SPILL_BUFFER bytes a name, made once (small parts
+        # held one by one would lie among the chunks' large buffers and keep the heap in pieces)
+        self._buffers: dict[str, bytearray] = {}
+        self._filled: dict[str, int] = {}
 
     def __enter__(self) -> Spill:
         return self
@@ -49,7 +51,7 @@ class Spill:
 
     def close(self) -> None:
         """Close the files and remove the folder."""
-        self._waiting.clear()
+        self._buffers.clear()
         for fh in self._files.values():
             fh.close()
         self._files.clear()
@@ -66,18 +68,26 @@ class Spill:
             self._dtypes[name], self._sizes[name] = host.dtype, 0
         elif host.dtype != self._dtypes[name]:
             raise TypeError(f"Spill.append(): {name!r} holds {self._dtypes[name]}, not {host.dtype}.")
-        self._waiting.setdefault(name, []).append(host.copy())  # (a copy: the caller may change its tensor)
+        data = memoryview(np.ascontiguousarray(host)).cast("B")
         self._sizes[name] += host.size
-        self._waiting_bytes[name] = self._waiting_bytes.get(name, 0) + host.nbytes
-        if self._waiting_bytes[name] >= SPILL_BUFFER:
+        if name not in self._buffers:
+            self._buffers[name] = bytearray(SPILL_BUFFER)
+        buffer = self._buffers[name]
+        filled = self._filled.get(name, 0)
+        if filled + data.nbytes > len(buffer):
             self._write(name)
+            filled = 0
+        if data.nbytes >= len(buffer):  # a large part: straight to the file
+            self._files[name].write(data)
+        else:  # (copied: the caller may change its tensor)
+            buffer[filled : filled + data.nbytes] = data
+            self._filled[name] = filled + data.nbytes
 
     def _write(self, name: str) -> None:
         """Write what waits of ``name`` to its file, in one call."""
-        waiting = self._waiting.pop(name, [])
-        self._waiting_bytes[name] = 0
-        if waiting:
-            self._files[name].write(memoryview(np.concatenate(waiting)).cast("B"))
+        filled = self._filled.pop(name, 0)
+        if filled:
+            self._files[name].write(memoryview(self._buffers[name])[:filled])
 
     def size(self, name: str) -> int:
         """Values appended to ``name`` so far (0 for a name never appended to)."""
