@@ -10,6 +10,7 @@ and defaults come from the library (its policies, methods, modes and settings cl
 from __future__ import annotations
 
 import dataclasses
+import errno
 import io
 import json
 import os
@@ -154,6 +155,11 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
             _fail(exc.cli_message)
         except MemoryError as exc:
             _fail(_out_of_memory(exc, self._options_of(args)))
+        except OSError as exc:
+            if not _is_disk_full(exc):
+                raise
+            where = " or choose an --out on a disk with room" if "--out" in self._options_of(args) else ""
+            _fail(f"the disk is full: {exc.strerror or exc}{_file_of(exc)}; free space{where}.")
         except Exception as exc:
             if _is_out_of_memory(exc):
                 _fail(_out_of_memory(exc, self._options_of(args)))
@@ -169,6 +175,15 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _is_disk_full(exc: OSError) -> bool:
+    """An OSError that says the disk (or the user's quota on it) is full (NumPy's own words too)."""
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT) or "not enough free space" in str(exc).lower()
+
+
+def _file_of(exc: OSError) -> str:
+    return f" ({exc.filename})" if exc.filename else ""
 
 
 _OOM = re.compile(r"out of memory|can't allocate memory|not enough memory|failed to allocate", re.IGNORECASE)

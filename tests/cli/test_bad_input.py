@@ -283,6 +283,29 @@ def test_out_of_memory_on_a_gpu_names_the_fixes_each_command_has(monkeypatch, tm
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("where", ["output", "temporary files"])
+def test_a_full_disk_is_one_line_and_leaves_nothing(monkeypatch, tmp_path, where):
+    import errno
+
+    from devicepipe.io import spill
+
+    sim = simulate_ecg(180, 250, seed=2)
+    src, _ = write_simulated_ecg(sim, tmp_path / "e.npy")
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "somewhere"))
+
+    if where == "output":  # the beat matrix, the first file a run writes
+        monkeypatch.setattr("devicepipe.pipeline.write_npy", full)
+        result = run("beats", src, "--sampling-rate", "250", "--out", tmp_path / "out", "--no-figures")
+        one_line_error(result, "the disk is full: No space left on device", "free space or choose an --out")
+    else:  # a chunked run's beats, waiting in TMPDIR
+        monkeypatch.setattr(spill.Spill, "_path", lambda self, name: Path("/dev/full"))  # (writes: ENOSPC)
+        result = run("beats", src, "--sampling-rate", "250", "--out", tmp_path / "out", "--chunk", "1min")
+        one_line_error(result, "cannot write temporary files in ", "No space left on device", "set TMPDIR")
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_reference_that_is_not_one_is_refused(tmp_path):
     rng = np.random.default_rng(0)
     (tmp_path / "rnd.atr").write_bytes(rng.integers(0, 256, 5000, dtype=np.uint8).tobytes())

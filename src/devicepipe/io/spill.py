@@ -19,6 +19,8 @@ from typing import Any, BinaryIO
 import numpy as np
 import torch
 
+from devicepipe.errors import DevicepipeError
+
 __all__ = ["Spill", "Stored"]
 
 #: Bytes of a name's appended parts held back and written in one call (small parts come often).
@@ -34,7 +36,10 @@ class Spill:
     """
 
     def __init__(self, prefix: str = "devicepipe-") -> None:
-        self._folder = tempfile.TemporaryDirectory(prefix=prefix)
+        try:
+            self._folder = tempfile.TemporaryDirectory(prefix=prefix)
+        except OSError as exc:
+            raise _no_room(tempfile.gettempdir(), exc) from None
         self._files: dict[str, BinaryIO] = {}
         self._dtypes: dict[str, np.dtype] = {}
         self._sizes: dict[str, int] = {}
@@ -64,7 +69,10 @@ class Spill:
         """Add ``values`` (any shape, read flat) to the end of ``name``."""
         host = values.detach().reshape(-1).cpu().numpy()
         if name not in self._files:
-            self._files[name] = self._path(name).open("a+b", buffering=0)  # (read back at once: no buffer)
+            try:
+                self._files[name] = self._path(name).open("a+b", buffering=0)  # (read back at once: no buffer)
+            except OSError as exc:
+                raise _no_room(self._folder.name, exc) from None
             self._dtypes[name], self._sizes[name] = host.dtype, 0
         elif host.dtype != self._dtypes[name]:
             raise TypeError(f"Spill.append(): {name!r} holds {self._dtypes[name]}, not {host.dtype}.")
@@ -78,7 +86,7 @@ class Spill:
             self._write(name)
             filled = 0
         if data.nbytes >= len(buffer):  # a large part: straight to the file
-            self._files[name].write(data)
+            self._put(name, data)
         else:  # (copied: the caller may change its tensor)
             buffer[filled : filled + data.nbytes] = data
             self._filled[name] = filled + data.nbytes
@@ -87,7 +95,13 @@ class Spill:
         """Write what waits of ``name`` to its file, in one call."""
         filled = self._filled.pop(name, 0)
         if filled:
-            self._files[name].write(memoryview(self._buffers[name])[:filled])
+            self._put(name, memoryview(self._buffers[name])[:filled])
+
+    def _put(self, name: str, data: memoryview) -> None:
+        try:
+            self._files[name].write(data)
+        except OSError as exc:
+            raise _no_room(self._folder.name, exc) from None
 
     def size(self, name: str) -> int:
         """Values appended to ``name`` so far (0 for a name never appended to)."""
@@ -173,3 +187,12 @@ class Stored:
             mid = (lo + hi) // 2
             lo, hi = (mid + 1, hi) if self[mid] < value else (lo, mid)
         return lo
+
+
+def _no_room(folder: str, exc: OSError) -> DevicepipeError:
+    """The one-line error for temporary files that cannot be written."""
+    return DevicepipeError(
+        f"cannot write temporary files in {folder} ({exc.strerror or exc}): a long recording's beats wait "
+        "there while it is worked through (about 65 bytes a beat); free space there, or set TMPDIR to a "
+        "folder on a disk with room."
+    )
