@@ -537,6 +537,7 @@ def _run_beats_chunked(
             )  # fmt: skip
         checked = _check_beats(run, rec, n, peaks, peaks, ref, opts)
         release_freed_memory()
+        held.append("kept", torch.zeros(0, dtype=torch.bool))  # (a bool mask, even of no beats)
         for part in segment_kept_parts(peaks, n, fs, part=BEAT_PART, mode=opts.mode):
             held.append("kept", part)
         with run.stage("write"), staged_dir(run.out) as stage:
