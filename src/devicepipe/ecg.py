@@ -876,8 +876,8 @@ def ecg_peaks_chunked(
     int64 Tensor of shape ``(n_peaks,)``, sorted, on the device ``read`` returns.
     """
     with Spill() as out:
-        ecg_peaks_chunked_to(out, read, n_samples, sampling_rate, chunk=chunk, progress=progress, **options)
-        return out.read("peaks", device=read(0, min(1, n_samples)).device)
+        device = _detect_into(out, "peaks", read, n_samples, sampling_rate, chunk=chunk, progress=progress, **options)
+        return out.read("peaks", device=device)
 
 
 def ecg_peaks_chunked_to(
@@ -893,10 +893,17 @@ def ecg_peaks_chunked_to(
 ) -> int:
     """:func:`ecg_peaks_chunked` with the peaks left on disk, in ``out`` under ``name`` (int64,
     sorted): nothing that grows with the recording stays in memory. Returns their number."""
+    _detect_into(out, name, read, n_samples, sampling_rate, chunk=chunk, progress=progress, **options)
+    return out.size(name)
+
+
+def _detect_into(
+    out: Spill, name: str, read: Callable[[int, int], torch.Tensor], n_samples: int, sampling_rate: float, **kw: Any
+) -> torch.device:
+    """The chunked detection into ``out``'s ``name``; the device ``read`` returns."""
     out.append(name, torch.zeros(0, dtype=torch.int64))  # (the name holds int64, even with no peak)
     with torch.inference_mode():  # no autograd bookkeeping
-        _peaks_chunked(read, n_samples, sampling_rate, chunk=chunk, progress=progress, out=(out, name), **options)
-    return out.size(name)
+        return _peaks_chunked(read, n_samples, sampling_rate, out=(out, name), **kw)
 
 
 def _peaks_chunked(
@@ -908,15 +915,16 @@ def _peaks_chunked(
     progress: Callable[[int, int], None] | None,
     out: tuple[Spill, str],
     **options: Any,
-) -> None:
+) -> torch.device:
     unknown = sorted(set(options) - set(_options_of("ricker")))
     if unknown:
         raise DevicepipeError(
             f"ecg_peaks_chunked(): no option {unknown[0]!r}; the options are {_options_of('ricker')}."
         )
     if n_samples < 2 * sampling_rate:
-        out[0].append(out[1], ecg_peaks(read(0, n_samples), sampling_rate, **options))
-        return
+        peaks = ecg_peaks(read(0, n_samples), sampling_rate, **options)
+        out[0].append(out[1], peaks)
+        return peaks.device
     r = _Ricker(float(sampling_rate), **options)
     step = r.alignment
     chunk = max(step, -(-int(chunk) // step) * step)
@@ -973,6 +981,7 @@ def _peaks_chunked(
             for name, values in r.accept(found, *limits, first_block=a).items():
                 spill.append("kept_" + name, values)
         _select_in_parts(r, _Held(spill, "kept_", device, dtype), n_samples, SELECT_BLOCK, out)
+    return device
 
 
 #: Values a chunked detection reads back from disk at a time for a median over the recording.
@@ -1260,15 +1269,35 @@ def _stretch_median(corr: torch.Tensor, stretch_of: torch.Tensor) -> torch.Tenso
     if n <= QUALITY_BLOCK or not bool((stretch_of[1:] >= stretch_of[:-1]).all()):
         return row_median(corr, stretch_of, int(stretch_of.max()) + 1)[stretch_of]
     out = torch.empty_like(corr)
+    done = 0
+    for medians in _stretch_medians_in_blocks(
+        n,
+        lambda s, e: (corr[s:e], stretch_of[s:e]),
+        lambda e: int(torch.searchsorted(stretch_of, stretch_of[e - 1], right=True)),
+    ):
+        out[done : done + medians.numel()] = medians
+        done += medians.numel()
+    return out
+
+
+def _stretch_medians_in_blocks(
+    n: int,
+    read: Callable[[int, int], tuple[torch.Tensor, torch.Tensor]],
+    stretch_end: Callable[[int], int],
+) -> Iterator[torch.Tensor]:
+    """Each beat's stretch's (lower) median of its quality, :data:`QUALITY_BLOCK` beats at a
+    time cut between stretches (stretches in order): ``read(s, e)`` gives beats ``[s, e)``'s
+    qualities and stretch numbers, ``stretch_end(e)`` the first beat past the stretch of beat
+    ``e - 1``. Yields each block's medians, one per beat, in order."""
     s = 0
     while s < n:
         e = min(n, s + QUALITY_BLOCK)
         if e < n:  # on to the end of the stretch the block's last beat is in
-            e = int(torch.searchsorted(stretch_of, stretch_of[e - 1], right=True))
-        local = stretch_of[s:e] - stretch_of[s]
-        out[s:e] = row_median(corr[s:e], local, int(local[-1]) + 1)[local]
+            e = stretch_end(e)
+        corr, stretch_of = read(s, e)
+        local = stretch_of - stretch_of[0]
+        yield row_median(corr, local, int(local[-1]) + 1)[local]
         s = e
-    return out
 
 
 def stretch_quality_stored(
@@ -1285,16 +1314,15 @@ def stretch_quality_stored(
     time cut between stretches: appended to ``out``'s ``name``, the values :func:`beat_quality`
     gives."""
     window = _samples(window_s, sampling_rate)
-    n, s = len(corr), 0
-    while s < n:
-        e = min(n, s + QUALITY_BLOCK)
-        if e < n:  # on to the end of the stretch the block's last beat is in
-            e = max(e, peaks.searchsorted((int(peaks[e - 1]) // window + 1) * window))
-        stretch_of = torch.div(torch.as_tensor(peaks[s:e]), window, rounding_mode="floor")
-        local = stretch_of - stretch_of[0]
-        values = torch.as_tensor(corr[s:e])
-        out.append(name, row_median(values, local, int(local[-1]) + 1)[local])
-        s = e
+
+    def read(s: int, e: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.as_tensor(corr[s:e]), torch.div(torch.as_tensor(peaks[s:e]), window, rounding_mode="floor")
+
+    def stretch_end(e: int) -> int:
+        return peaks.searchsorted((int(peaks[e - 1]) // window + 1) * window)
+
+    for medians in _stretch_medians_in_blocks(len(corr), read, stretch_end):
+        out.append(name, medians)
 
 
 def stretch_medians_stored(
@@ -1303,13 +1331,12 @@ def stretch_medians_stored(
     """:func:`stretch_medians` of beats held on disk (``stretch``: each beat's stretch quality,
     ``peaks`` their R peaks): ``(ceil(n_samples / window),)``, one value per stretch of the
     recording (not per beat), NaN for a stretch holding no cut beat."""
-    window = _samples(window_s, sampling_rate)
-    count = max(1, -(-int(n_samples) // window))
-    medians = torch.full((count,), torch.nan, dtype=torch.as_tensor(stretch[0:0]).dtype)
-    for s in range(0, len(peaks), QUALITY_BLOCK):
-        of = torch.div(torch.as_tensor(peaks[s : s + QUALITY_BLOCK]), window, rounding_mode="floor")
-        medians[of.clamp(0, count - 1)] = torch.as_tensor(stretch[s : s + QUALITY_BLOCK]).to(medians.dtype)
-    return medians
+    parts = (
+        (torch.as_tensor(peaks[s : s + QUALITY_BLOCK]), torch.as_tensor(stretch[s : s + QUALITY_BLOCK]))
+        for s in range(0, len(peaks), QUALITY_BLOCK)
+    )
+    like = torch.as_tensor(stretch[0:0])
+    return _stretch_medians_of(parts, _samples(window_s, sampling_rate), n_samples, like)
 
 
 def poor_stretches_stored(
@@ -1331,11 +1358,20 @@ def stretch_medians(quality: BeatQuality, peaks: torch.Tensor, n_samples: int, s
     ``quality.stretch`` holds it for each beat: ``(ceil(n_samples / window),)``, NaN for a
     stretch holding no cut beat. ``peaks`` are the R peaks of the cut beats, ``(n_kept,)``, one
     per value of ``quality.stretch``."""
-    window = _samples(quality.window_s, sampling_rate)
+    parts = [(peaks.to(quality.stretch.device), quality.stretch)]
+    return _stretch_medians_of(parts, _samples(quality.window_s, sampling_rate), n_samples, quality.stretch)
+
+
+def _stretch_medians_of(
+    parts: Iterable[tuple[torch.Tensor, torch.Tensor]], window: int, n_samples: int, like: torch.Tensor
+) -> torch.Tensor:
+    """:func:`stretch_medians` from ``(peaks, stretch quality)`` pairs of parts of the cut beats
+    (``window``: the stretch in samples; ``like``: the dtype and device of the answer)."""
     count = max(1, -(-int(n_samples) // window))
-    medians = torch.full((count,), torch.nan, dtype=quality.stretch.dtype, device=quality.stretch.device)
-    of = torch.div(peaks.to(quality.stretch.device), window, rounding_mode="floor").clamp(0, count - 1)
-    medians[of] = quality.stretch  # every beat of a stretch holds that stretch's median
+    medians = torch.full((count,), torch.nan, dtype=like.dtype, device=like.device)
+    for peaks, stretch in parts:
+        of = torch.div(peaks.to(like.device), window, rounding_mode="floor").clamp(0, count - 1)
+        medians[of] = stretch.to(medians.dtype)  # every beat of a stretch holds that stretch's median
     return medians
 
 

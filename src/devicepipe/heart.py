@@ -232,14 +232,14 @@ def _measures(
     n, total_rr, n_diff, sum_sq_diff, over_50 = zero.clone(), zero.clone(), zero.clone(), zero.clone(), zero.clone()
     last_end, carry = zero.clone(), zero.clone()
     for s, e in _blocks(width):
-        r, k = block(s, e)
+        lo = max(0, s - 1)  # one interval back: the difference across the blocks' seam
+        r2, k2 = block(lo, e)
+        r, k = r2[:, s - lo :], k2[:, s - lo :]
         ends = carry[:, None] + r.cumsum(1)  # samples from the first R peak to each interval's end
         carry = ends[:, -1]
         n += k.sum(1)
         total_rr += (r * k).sum(1)
         last_end = torch.maximum(last_end, (ends * k).amax(1))
-        lo = max(0, s - 1)  # one interval back: the difference across the blocks' seam
-        r2, k2 = block(lo, e)
         successive = k2[:, 1:] & k2[:, :-1]
         diffs = torch.diff(r2, dim=1)
         n_diff += successive.sum(1)

@@ -611,11 +611,12 @@ def _quality_stored(held: Spill, matrix_file: Path, fs: float, rows: int = 4096)
     done = 0
     for s in range(0, len(peaks), BEAT_PART):
         mask = kept[s : s + BEAT_PART]
+        count = int(np.count_nonzero(mask))
         for name in ("quality", "stretch"):
             column = np.full(mask.size, np.nan, np.float32)
-            column[mask] = held.read(name, done, done + int(mask.sum())).numpy()
+            column[mask] = held.read(name, done, done + count).numpy()
             held.append(f"{name}_column", torch.from_numpy(column))
-        done += int(mask.sum())
+        done += count
 
 
 def _stored_quality(held: Spill) -> tuple[BeatQuality, torch.Tensor]:
@@ -673,14 +674,13 @@ def _quality_summary(
 
 def _quality_summary_stored(held: Spill, n_samples: int, fs: float) -> dict[str, Any]:
     """:func:`_quality_summary` of the quality held on disk by :func:`_quality_stored`."""
-    quality, stretch = Stored(held, "quality"), Stored(held, "stretch")
-    rated = len(quality)
+    rated = held.size("quality")
     poor_beats = 0
     for s in range(0, rated, BEAT_PART):
-        part = slice(s, s + BEAT_PART)  # (as BeatQuality.usable says it)
-        poor_beats += int((~((quality[part] >= POOR_QUALITY) & (stretch[part] >= POOR_QUALITY))).sum())
+        part = (held.read(name, s, s + BEAT_PART) for name in ("quality", "stretch"))
+        poor_beats += int(torch.count_nonzero(~BeatQuality(*part, QUALITY_WINDOW_S).usable(POOR_QUALITY)))
     median = float(lower_median_of_parts(lambda: held.parts("quality", BEAT_PART))) if rated else None
-    poor = poor_stretches_stored(stretch, Stored(held, "kept_peaks"), n_samples, fs).numpy()
+    poor = poor_stretches_stored(Stored(held, "stretch"), Stored(held, "kept_peaks"), n_samples, fs).numpy()
     return _quality_fields(QUALITY_WINDOW_S, POOR_QUALITY, rated, poor_beats, median, poor, n_samples, fs)
 
 

@@ -190,7 +190,10 @@ def _gather(
     dtype, count, gathered = None, 0, []
     for part in parts():
         dtype, count = part.dtype, count + part.numel()
-        gathered = [*gathered, part.reshape(-1).cpu()] if count <= held else []
+        if count <= held:
+            gathered.append(part.reshape(-1).cpu())
+        else:
+            gathered.clear()
     if dtype is None or count == 0:
         raise ValueError("lower_median_of_parts(): no values.")
     if dtype not in (torch.float32, torch.float64):
