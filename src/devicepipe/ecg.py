@@ -850,7 +850,7 @@ def ecg_peaks_chunked(
     One pass: each chunk is filtered, and gives per-block summaries of the response (its maximum
     and mean every ``block_s``, and a sparse subsample) and its candidates (local maxima, with
     their height, sign and refined position), both small next to the signal and both written to
-    a temporary folder (:class:`~devicepipe.io.spill.Spill`), so that memory does not grow with
+    temporary files (:class:`~devicepipe.io.spill.Spill`), so that memory does not grow with
     the recording. The thresholds, which depend on the whole recording, come from the summaries
     of all chunks (the envelope's median by an exact selection over parts read back); then the
     candidates above them go through the T-wave and polarity rules, which compare candidates

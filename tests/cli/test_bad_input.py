@@ -300,7 +300,7 @@ def test_a_full_disk_is_one_line_and_leaves_nothing(monkeypatch, tmp_path, where
         result = run("beats", src, "--sampling-rate", "250", "--out", tmp_path / "out", "--no-figures")
         one_line_error(result, "the disk is full: No space left on device", "free space or choose an --out")
     else:  # a chunked run's beats, waiting in TMPDIR
-        monkeypatch.setattr(spill.Spill, "_path", lambda self, name: Path("/dev/full"))  # (writes: ENOSPC)
+        monkeypatch.setattr(spill.Spill, "_new_file", lambda self, name: open("/dev/full", "r+b", buffering=0))  # noqa: SIM115
         result = run("beats", src, "--sampling-rate", "250", "--out", tmp_path / "out", "--chunk", "1min")
         one_line_error(result, "cannot write temporary files in ", "No space left on device", "set TMPDIR")
     assert not (tmp_path / "out").exists()

@@ -26,8 +26,30 @@ def test_spilled_parts_read_back_by_any_range():
         np.testing.assert_array_equal(torch.cat(list(spill.parts("x", 7))).numpy(), whole)
         with pytest.raises(TypeError, match="float32"):
             spill.append("x", torch.zeros(2, dtype=torch.float64))
-        folder = spill._path("x").parent
-    assert not folder.exists()  # removed on leaving
+
+
+def test_spilled_files_leave_nothing_behind_even_when_the_process_is_killed(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script = (
+        "import os, signal, torch\n"
+        "from devicepipe.io.spill import Spill\n"
+        "spill = Spill()\n"
+        "for _ in range(4):\n"
+        "    spill.append('x', torch.zeros(100_000))\n"
+        "assert spill.read('x').numel() == 400_000\n"
+        "print(len(os.listdir(os.environ['TMPDIR'])), flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env={**os.environ, "TMPDIR": str(tmp_path)}
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "0"  # no file of it is visible while it runs
+    assert not list(tmp_path.iterdir())  # nor once it is killed
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -3,7 +3,7 @@
 A chunked detection gathers a little for each stretch of a recording (block summaries, candidate
 beats); over a week of ECG that is tens of megabytes, held in memory for the whole run and
 fragmenting the heap between the chunks' working buffers. :class:`Spill` appends each chunk's
-arrays to files in a temporary folder instead and reads back any range of them by positioned
+arrays to unnamed temporary files instead and reads back any range of them by positioned
 reads (no memory map: the file's pages never count in the process's resident size).
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from types import TracebackType
 from typing import Any, BinaryIO
 
@@ -28,18 +27,15 @@ SPILL_BUFFER = 1 << 16
 
 
 class Spill:
-    """Named 1-D arrays appended a part at a time to files in a temporary folder (removed on
-    :meth:`close`, or on leaving a ``with`` block), and read back by index range.
+    """Named 1-D arrays appended a part at a time to temporary files, and read back by index range.
 
     Each name holds one dtype, set by its first :meth:`append`; values come back on the device
-    asked for, with the dtype they were appended with.
+    asked for, with the dtype they were appended with. The files are the system's unnamed
+    temporary files (``tempfile.TemporaryFile`` in ``TMPDIR``): nothing of them is left on disk
+    after :meth:`close` (or a ``with`` block), nor when the process is killed.
     """
 
-    def __init__(self, prefix: str = "devicepipe-") -> None:
-        try:
-            self._folder = tempfile.TemporaryDirectory(prefix=prefix)
-        except OSError as exc:
-            raise _no_room(tempfile.gettempdir(), exc) from None
+    def __init__(self) -> None:
         self._files: dict[str, BinaryIO] = {}
         self._dtypes: dict[str, np.dtype] = {}
         self._sizes: dict[str, int] = {}
@@ -55,24 +51,25 @@ class Spill:
         self.close()
 
     def close(self) -> None:
-        """Close the files and remove the folder."""
+        """Close the files (the system frees them)."""
         self._buffers.clear()
         for fh in self._files.values():
             fh.close()
         self._files.clear()
-        self._folder.cleanup()
 
-    def _path(self, name: str) -> Path:
-        return Path(self._folder.name) / f"{name}.bin"
+    def _new_file(self, name: str) -> BinaryIO:
+        """An unnamed temporary file for ``name``, read and written unbuffered (values are
+        read back as soon as written, and only ever written at its end)."""
+        return tempfile.TemporaryFile("w+b", buffering=0, prefix=f"devicepipe-{name}-")
 
     def append(self, name: str, values: torch.Tensor) -> None:
         """Add ``values`` (any shape, read flat) to the end of ``name``."""
         host = values.detach().reshape(-1).cpu().numpy()
         if name not in self._files:
             try:
-                self._files[name] = self._path(name).open("a+b", buffering=0)  # (read back at once: no buffer)
+                self._files[name] = self._new_file(name)
             except OSError as exc:
-                raise _no_room(self._folder.name, exc) from None
+                raise _no_room(exc) from None
             self._dtypes[name], self._sizes[name] = host.dtype, 0
         elif host.dtype != self._dtypes[name]:
             raise TypeError(f"Spill.append(): {name!r} holds {self._dtypes[name]}, not {host.dtype}.")
@@ -101,7 +98,7 @@ class Spill:
         try:
             self._files[name].write(data)
         except OSError as exc:
-            raise _no_room(self._folder.name, exc) from None
+            raise _no_room(exc) from None
 
     def size(self, name: str) -> int:
         """Values appended to ``name`` so far (0 for a name never appended to)."""
@@ -123,7 +120,7 @@ class Spill:
         while view.nbytes:  # positioned reads, straight into place (all written: no buffer)
             got = _read_at(self._files[name], view, offset)
             if not got:
-                raise OSError(f"Spill.read(): {name!r} ends early (the temporary folder was changed).")
+                raise OSError(f"Spill.read(): {name!r} ends early (its temporary file was changed).")
             view, offset = view[got:], offset + got
         return torch.from_numpy(out).to(device)
 
@@ -134,12 +131,14 @@ class Spill:
 
 
 def _read_at(fh: BinaryIO, into: memoryview, offset: int) -> int:
-    """Bytes read from ``fh``'s file at ``offset`` into ``into``, without moving an appender."""
+    """Bytes read from ``fh``'s file at ``offset`` into ``into``; its writer stays at the end."""
     if hasattr(os, "preadv"):
         return os.preadv(fh.fileno(), [into], offset)
-    with open(fh.name, "rb") as reader:  # (no positioned reads on this system)
-        reader.seek(offset)
-        return reader.readinto(into) or 0
+    fh.seek(offset)  # (no positioned reads on this system)
+    try:
+        return fh.readinto(into) or 0
+    finally:
+        fh.seek(0, os.SEEK_END)
 
 
 class Stored:
@@ -189,10 +188,10 @@ class Stored:
         return lo
 
 
-def _no_room(folder: str, exc: OSError) -> DevicepipeError:
+def _no_room(exc: OSError) -> DevicepipeError:
     """The one-line error for temporary files that cannot be written."""
     return DevicepipeError(
-        f"cannot write temporary files in {folder} ({exc.strerror or exc}): a long recording's beats wait "
-        "there while it is worked through (about 65 bytes a beat); free space there, or set TMPDIR to a "
-        "folder on a disk with room."
+        f"cannot write temporary files in {tempfile.gettempdir()} ({exc.strerror or exc}): a long recording's "
+        "beats wait there while it is worked through (about 65 bytes a beat); free space there, or set TMPDIR "
+        "to a folder on a disk with room."
     )
