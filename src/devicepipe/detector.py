@@ -169,7 +169,7 @@ def _nearest(
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """For blocks of the rows of ``x`` ``(n, w)``: the block ``(b, w)`` on the reference's device,
     and the distances ``(b, k)`` (ascending) and indices ``(b, k)`` of each row's ``k`` nearest rows
-    of ``reference`` ``(m, w)`` (``torch.cdist`` then ``topk``; ``k`` already within ``m``). A
+    of ``reference`` ``(m, w)`` (``torch.cdist`` then :func:`smallest`; ``k`` already within ``m``). A
     block holds about 32 M distances, or 32 M values at ``row_values`` per row when that is more.
     ``exclude`` and ``skip_equal`` as :func:`knn_distance` has them."""
     m = reference.shape[0]
@@ -182,13 +182,39 @@ def _nearest(
             rows = torch.nonzero(own >= 0).flatten()
             d[rows, own[rows]] = float("inf")
         if skip_equal and k < m:
-            values, index = d.topk(k + 1, dim=1, largest=False)
+            values, index = smallest(d, k + 1)
             itself = (block == reference[index[:, 0]]).all(1)[:, None]
             values = torch.where(itself, values[:, 1:], values[:, :k])
             index = torch.where(itself, index[:, 1:], index[:, :k])
         else:
-            values, index = d.topk(k, dim=1, largest=False)
+            values, index = smallest(d, k)
         yield block, values, index
+
+
+def smallest(d: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` smallest values of each row of ``d`` ``(b, m)`` (no NaN) and their columns, both
+    ``(b, k)``, ordered by value and, among equal values, by column: the same columns however
+    the values tie. (``topk`` breaks ties as it goes, differently for another ``k``: a training
+    row scored again, which asks for one neighbour more to leave itself out, then got another
+    neighbour from a tie than it had in training.)"""
+    m = d.shape[1]
+    values, index = d.topk(min(k + 1, m), dim=1, largest=False)  # (one more: is the k-th tied past the cut?)
+    if k < m:
+        cut = torch.nonzero(values[:, k] == values[:, k - 1]).flatten() if k else index.new_zeros(0)
+        values, index = values[:, :k], index[:, :k]
+        if cut.numel():  # equal values straddle the k-th: the first columns of them are taken
+            rows, last = d[cut], values[cut, -1:]
+            below, equal = rows < last, rows == last
+            chosen = below | (equal & (equal.cumsum(1) <= k - below.sum(1, keepdim=True)))
+            cols = torch.nonzero(chosen)[:, 1].reshape(-1, k)  # (ascending in each row)
+            vals, order = rows.gather(1, cols).sort(dim=1, stable=True)
+            values[cut], index[cut] = vals, cols.gather(1, order)
+    tied = torch.nonzero((values[:, 1:] == values[:, :-1]).any(1)).flatten()  # equal values inside: by column
+    if tied.numel():
+        cols, order = index[tied].sort(1)
+        vals, order = values[tied].gather(1, order).sort(dim=1, stable=True)
+        values[tied], index[tied] = vals, cols.gather(1, order)
+    return values, index
 
 
 def knn_distance(

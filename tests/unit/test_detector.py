@@ -11,7 +11,7 @@ from sklearn.base import clone
 from sklearn.metrics import average_precision_score, f1_score, roc_auc_score
 
 import devicepipe as dp
-from devicepipe.detector import MODEL_FORMAT_VERSION, auto_threshold, nearest_power_of_two
+from devicepipe.detector import MODEL_FORMAT_VERSION, auto_threshold, nearest_power_of_two, smallest
 from devicepipe.errors import DevicepipeError
 
 
@@ -388,6 +388,32 @@ def test_local_residual_equals_numpy_row_by_row():
     np.testing.assert_allclose(got.numpy(), local_residuals_by_hand(train, rows, 7, leave_out=False, skip=3), rtol=1e-9)
     own = dp.local_residual(t, t, 7, skip=3, exclude=torch.arange(150))
     np.testing.assert_allclose(own.numpy(), local_residuals_by_hand(train, train, 7, leave_out=True, skip=3), rtol=1e-9)
+
+
+@pytest.mark.parametrize("k", [1, 4, 9, 23, 40])
+def test_the_nearest_rows_break_ties_by_column_as_a_sort_would(k):
+    # small integers: most values tie with others, at the k-th place and inside the k
+    d = torch.from_numpy(np.random.default_rng(k).integers(0, 6, size=(50, 40)).astype(np.float32))
+    values, index = smallest(d, k)
+    for row, vals, cols in zip(d.numpy(), values.numpy(), index.numpy(), strict=True):
+        order = np.lexsort((np.arange(row.size), row))[:k]  # by value, then by column
+        np.testing.assert_array_equal(cols, order)
+        np.testing.assert_array_equal(vals, row[order])
+
+
+def test_training_rows_scored_again_keep_their_neighbours_through_ties():
+    # rows of small integers: many distances tie, also where the k nearest end. Left out by
+    # position (training) and by equality (scored again) the rows keep the same neighbours
+    t = torch.from_numpy(np.random.default_rng(7).integers(0, 3, size=(300, 6)).astype(np.float64))
+    t = torch.unique(t, dim=0)  # (no row has a copy: each leaves out exactly itself)
+    own = torch.arange(t.shape[0])
+    for k, skip in ((5, 0), (6, 3), (12, 11)):
+        np.testing.assert_array_equal(
+            dp.local_residual(t, t, k, skip=skip, skip_equal=True).numpy(),
+            dp.local_residual(t, t, k, skip=skip, exclude=own).numpy(),
+        )
+        again = dp.knn_distance(t, t, k + skip, skip_equal=True)
+        np.testing.assert_array_equal(again.numpy(), dp.knn_distance(t, t, k + skip, exclude=own).numpy())
 
 
 def test_skipping_the_nearest_rows_keeps_a_group_of_copies_from_vouching_for_itself():
