@@ -487,6 +487,22 @@ def test_cli_asks_for_huge_pages_before_torch_loads(preset, expected):
     assert proc.stdout.strip() == repr([expected])
 
 
+@pytest.mark.parametrize(("preset", "expected"), [(None, "system"), ("mimalloc", "mimalloc")])
+def test_cli_gives_arrow_the_c_librarys_allocator(preset, expected):
+    # Arrow picks its allocator at its first allocation: the CLI's choice (the C library's, which
+    # hands freed memory back) must be made before, and a user's explicit one left alone
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    if preset is not None:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = preset
+    code = (
+        "import devicepipe.cli, pyarrow as pa, pyarrow.parquet as pq, io\n"
+        "pq.write_table(pa.table({'x': list(range(1000))}), io.BytesIO())\n"
+        "print(pa.default_memory_pool().backend_name)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert proc.stdout.strip() == expected
+
+
 def test_version_flag_and_info():
     result = run("--version")
     assert result.exit_code == 0 and result.stdout.strip() == f"devicepipe {devicepipe.__version__}"
