@@ -934,7 +934,10 @@ def _peaks_chunked(
     stride = r.subsample_stride(n_samples)
     starts = range(0, n_samples, chunk)
     with Spill() as spill:  # what grows with the recording waits on disk, not in memory
-        subsample, counts = [], []  # (the subsample: SUBSAMPLE values, whatever the length)
+        # the subsample (every stride-th sample: about SUBSAMPLE values, whatever the length) filled in
+        # place: a small tensor kept from every chunk would lie among the chunks' large buffers and keep
+        # the heap in pieces
+        subsample, counts = means[0].new_empty((1, -(-n_samples // stride))), []
         magnitude = torch.zeros((), device=means[0].device, dtype=means[0].dtype)  # over the same samples as one call
         for c0 in starts:
             c1 = min(n_samples, c0 + chunk)
@@ -945,10 +948,11 @@ def _peaks_chunked(
             core = feature[:, c0 - a : c1 - a]
             for name, summary in zip(("block_max", "block_mean"), r.summaries(core), strict=True):
                 spill.append(name, summary)  # for the thresholds, which need the whole recording
-            subsample.append(core[:, (-c0) % stride :: stride].clone())  # a copy: a view would keep the chunk alive
+            taken = core[:, (-c0) % stride :: stride]
+            subsample[:, -(-c0 // stride) : -(-c0 // stride) + taken.shape[-1]] = taken
             taken = x[:, c0 - a : c1 - a][:, (-c0) % stride :: stride]
             if taken.numel():
-                magnitude = torch.maximum(magnitude, _abs_max(taken)[0])
+                torch.maximum(magnitude, _abs_max(taken)[0], out=magnitude)
             found = _packed(r.candidates(x, feature, negative, a, (c0, c1)), r)
             for name, values in found.items():
                 spill.append(name, values)
@@ -969,7 +973,7 @@ def _peaks_chunked(
             return (envelope(a, min(n_blocks, a + MEDIAN_PART)) for a in range(0, n_blocks, MEDIAN_PART))
 
         typical = lower_median_of_parts(envelope_parts).reshape(1, 1).to(device)
-        no_ecg = r.no_ecg(typical, torch.cat(subsample, -1), magnitude.reshape(1))
+        no_ecg = r.no_ecg(typical, subsample, magnitude.reshape(1))
         del subsample
         first, around = 0, r.threshold_reach
         for c0, count in zip(starts, counts, strict=True):  # chunk by chunk: each candidate's test is its

@@ -95,6 +95,30 @@ def test_a_signal_that_is_no_ecg_stays_without_beats_in_chunks():
     assert ecg_peaks(noise, 250).numel() == 0 and _chunked(noise, 250, 4000).numel() == 0
 
 
+@pytest.mark.parametrize("chunk", [997, 4000, 7001])
+def test_the_chunks_gather_the_subsample_and_size_of_one_call(monkeypatch, chunk):
+    """The no-ECG test sees, in chunks, the feature's subsample and the signal's size that one
+    call gives it (every stride-th value, the strides crossing chunk edges anywhere)."""
+    from devicepipe import ecg
+
+    seen = []
+    original = ecg._Ricker.no_ecg
+
+    def no_ecg(self, typical, subsample, magnitude=None):
+        seen.append((subsample.clone(), magnitude.clone()))
+        return original(self, typical, subsample, magnitude)
+
+    monkeypatch.setattr(ecg._Ricker, "no_ecg", no_ecg)
+    monkeypatch.setattr(ecg, "SUBSAMPLE", 2500)  # a stride of 7 at this length (18,000 // 2,500), prime to the chunks
+    x = simulate_ecg(72, 250, seed=3).signal
+    ecg_peaks(x, 250)
+    _chunked(x, 250, chunk)
+    (whole, whole_size), (parts, parts_size) = seen
+    assert whole.shape == (1, -(-18_000 // 7)) and whole.shape == parts.shape
+    torch.testing.assert_close(parts, whole, rtol=0, atol=0)
+    torch.testing.assert_close(parts_size.reshape(-1), whole_size.reshape(-1), rtol=0, atol=0)
+
+
 def test_chunks_tile_the_recording_and_carry_their_halo(tmp_path):
     sim = simulate_ecg(100, 200, seed=0)
     path, _ = write_simulated_ecg(sim, tmp_path / "x.parquet")
