@@ -151,7 +151,7 @@ class BeatsResult:
     sampling_rate: float
     n_samples: int
     channel: str
-    peaks: np.ndarray  # int64 sample indices, shape (n_beats,)
+    peaks: np.ndarray  # int64 sample indices, shape (n_beats,) (of a chunked run: mapped from a temporary file)
     beats: Beats
     seconds: dict[str, float]
     files: dict[str, Path]
@@ -554,7 +554,8 @@ def _run_beats_chunked(
             summary = {"quality": _quality_summary_stored(held, n, fs), "n_samples": n, "chunked": chunking}
             files.update(_write_beats(stage, run, source, rec, signal, kept, cut, checked, opts, columns, rated=rated,
                                       **summary))  # fmt: skip
-        host_peaks, host_kept = peaks[:], kept[:]  # what the caller is given: 9 bytes a beat
+        # what the caller is given (9 bytes a beat), mapped from disk: in memory only where it is used
+        host_peaks, host_kept = held.mapped("peaks"), held.mapped("kept")
         checked = replace(checked, host_peaks=host_peaks)
     beats = Beats(
         torch.from_numpy(np.load(run.out / "beat_matrix.npy", mmap_mode="c")),  # on disk, not in memory

@@ -28,6 +28,25 @@ def test_spilled_parts_read_back_by_any_range():
             spill.append("x", torch.zeros(2, dtype=torch.float64))
 
 
+def test_a_mapped_name_holds_every_value_appended_and_outlives_the_spill():
+    rng = np.random.default_rng(1)
+    parts = [rng.integers(-(2**40), 2**40, size=k) for k in (3, 70_000, 0, 9)]  # past the write buffer
+    with Spill() as spill:
+        for p in parts:
+            spill.append("x", torch.from_numpy(p))
+        spill.append("empty", torch.zeros(0, dtype=torch.bool))
+        mapped = spill.mapped("x")  # (the last part still waits in the buffer: written first)
+        empty = spill.mapped("empty")
+        with pytest.raises(KeyError, match="missing"):
+            spill.mapped("missing")
+    whole = np.concatenate(parts)
+    assert mapped.dtype == np.int64 and mapped.shape == whole.shape
+    np.testing.assert_array_equal(mapped, whole)  # read after the spill closed its files
+    assert empty.dtype == np.bool_ and empty.shape == (0,)
+    mapped[0] = 7  # copy on write: the caller may change its copy
+    assert mapped[0] == 7 and torch.from_numpy(mapped)[1] == whole[1]
+
+
 def test_spilled_files_leave_nothing_behind_even_when_the_process_is_killed(tmp_path):
     import os
     import signal

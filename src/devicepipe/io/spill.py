@@ -4,7 +4,8 @@ A chunked detection gathers a little for each stretch of a recording (block summ
 beats); over a week of ECG that is tens of megabytes, held in memory for the whole run and
 fragmenting the heap between the chunks' working buffers. :class:`Spill` appends each chunk's
 arrays to unnamed temporary files instead and reads back any range of them by positioned
-reads (no memory map: the file's pages never count in the process's resident size).
+reads (no memory map: the file's pages never count in the process's resident size), or maps
+one whole (:meth:`Spill.mapped`) for a result handed back.
 """
 
 from __future__ import annotations
@@ -128,6 +129,18 @@ class Spill:
         """``name``'s values ``part`` at a time, in order."""
         for s in range(0, self.size(name), part):
             yield self.read(name, s, s + part, device)
+
+    def mapped(self, name: str) -> np.ndarray:
+        """All of ``name`` as a NumPy array ``(size,)`` mapped from its file, copy on write: its
+        pages are read (and count in the resident size) only where it is used, and it stays valid
+        after :meth:`close` (the system frees the file with the last of its maps)."""
+        if name not in self._files:
+            raise KeyError(f"Spill.mapped(): nothing was appended to {name!r}.")
+        self._write(name)
+        dtype, size = self._dtypes[name], self.size(name)
+        if size == 0:  # (an empty file cannot be mapped)
+            return np.zeros(0, dtype=dtype)
+        return np.memmap(self._files[name], dtype=dtype, mode="c", shape=(size,))
 
 
 def _read_at(fh: BinaryIO, into: memoryview, offset: int) -> int:
