@@ -251,7 +251,10 @@ def datasets_memory(result: dict[str, Any]) -> list[str]:
     for hours in dict.fromkeys(r["hours"] for r in runs):
         cells = {r["how"]: r for r in runs if r["hours"] == hours}
         first = next(iter(cells.values()))
-        peaks = (f"{cells[h]['peak_rss_bytes'] / 2**20:,.0f} MiB / {cells[h]['seconds']:.1f} s" for h in hows)
+        peaks = (
+            f"{cells[h]['peak_rss_bytes'] / 2**20:,.0f} MiB / {cells[h]['seconds']:.1f} s" if h in cells else "—"
+            for h in hows
+        )
         rows.append([f"{hours:g} h", f"{first['samples']:,}", f"{first['beats']:,}", *peaks])
     return _table(["length", "samples", "beats", *(f"{h}: peak / seconds" for h in hows)], rows)
 
