@@ -1562,7 +1562,9 @@ def ecg_segment_chunked(
         local = torch.as_tensor(peaks[first:stop], dtype=torch.int64) - a
         beats = ecg_segment(read(a, b), local, fs, mode=mode, **options)
         core = (local + a >= c0) & (local + a < c1)  # over the peaks near the chunk
-        keep_rows = core[beats.kept]
+        # the chunk's own rows: one run of the matrix (the peaks are sorted), taken as a view
+        rows = torch.nonzero(core[beats.kept].cpu()).squeeze(1)
+        keep_rows = slice(int(rows[0]), int(rows[-1]) + 1) if rows.numel() else slice(0, 0)
         chunk_beats = Beats(
             beats.matrix[keep_rows],
             beats.lengths[keep_rows],

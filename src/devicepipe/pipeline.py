@@ -589,7 +589,7 @@ def _write_matrix_chunked(
                 header = {"descr": "<f4", "fortran_order": False, "shape": (n_kept, rows.shape[1])}
                 np.lib.format.write_array_header_1_0(fh, header)
                 cut = part
-            fh.write(np.ascontiguousarray(rows).tobytes())
+            fh.write(np.ascontiguousarray(rows))  # (its buffer: no copy)
     return cut
 
 
