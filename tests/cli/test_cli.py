@@ -463,15 +463,19 @@ def test_numeric_time_column_is_named(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+def _python_output(code: str, variable: str, preset: str | None) -> str:
+    """What ``python -c code`` prints with ``variable`` unset (None) or set to ``preset``."""
+    env = {k: v for k, v in os.environ.items() if k != variable}
+    if preset is not None:
+        env[variable] = preset
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+
+
 @pytest.mark.parametrize(("preset", "expected"), [(None, "1"), ("0", "0")])
 def test_cli_asks_for_huge_pages_before_torch_loads(preset, expected):
     # PyTorch reads THP_MEM_ALLOC_ENABLE once, at its first allocation: the CLI must set it
-    # before anything imports torch, and leave a user's explicit choice alone
-
-    env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
-    if preset is not None:
-        env["THP_MEM_ALLOC_ENABLE"] = preset
-    # record the variable at the moment anything first imports torch
+    # before anything imports torch, and leave a user's explicit choice alone.
+    # The variable is recorded at the moment anything first imports torch.
     code = (
         "import importlib.abc, os, sys\n"
         "seen = []\n"
@@ -483,24 +487,19 @@ def test_cli_asks_for_huge_pages_before_torch_loads(preset, expected):
         "import devicepipe.cli\n"
         "print(seen)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    assert proc.stdout.strip() == repr([expected])
+    assert _python_output(code, "THP_MEM_ALLOC_ENABLE", preset).strip() == repr([expected])
 
 
 @pytest.mark.parametrize(("preset", "expected"), [(None, "system"), ("mimalloc", "mimalloc")])
 def test_cli_gives_arrow_the_c_librarys_allocator(preset, expected):
     # Arrow picks its allocator at its first allocation: the CLI's choice (the C library's, which
     # hands freed memory back) must be made before, and a user's explicit one left alone
-    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
-    if preset is not None:
-        env["ARROW_DEFAULT_MEMORY_POOL"] = preset
     code = (
         "import devicepipe.cli, pyarrow as pa, pyarrow.parquet as pq, io\n"
         "pq.write_table(pa.table({'x': list(range(1000))}), io.BytesIO())\n"
         "print(pa.default_memory_pool().backend_name)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    assert proc.stdout.strip() == expected
+    assert _python_output(code, "ARROW_DEFAULT_MEMORY_POOL", preset).strip() == expected
 
 
 def test_version_flag_and_info():
