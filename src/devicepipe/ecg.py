@@ -943,7 +943,8 @@ def _peaks_chunked(
             c1 = min(n_samples, c0 + chunk)
             a, b = max(0, c0 - halo), min(n_samples, c1 + halo)
             x = _checked(read(a, b), sampling_rate, a)[None]
-            kernel = r.kernel(x)
+            if c0 == 0:
+                kernel = r.kernel(x)  # (the same for every chunk: the rate, dtype and device)
             feature, negative = r.feature(x, kernel, *means, start=a == 0, end=b == n_samples)
             core = feature[:, c0 - a : c1 - a]
             for name, summary in zip(("block_max", "block_mean"), r.summaries(core), strict=True):
