@@ -977,8 +977,12 @@ def _peaks_chunked(
         no_ecg = r.no_ecg(typical, subsample, magnitude.reshape(1))
         del subsample
         first, around = 0, r.threshold_reach
-        for c0, count in zip(starts, counts, strict=True):  # chunk by chunk: each candidate's test is its
-            b0, b1 = c0 // r.block, -(-min(n_samples, c0 + chunk) // r.block)  # own, its block's thresholds local
+        # each candidate's test is its own, its block's thresholds local: a stretch of chunks at a time
+        # (at least THRESHOLD_BLOCKS blocks: the summaries and candidates, not the samples, are read)
+        per = max(1, THRESHOLD_BLOCKS * r.block // chunk)
+        for g in range(0, len(starts), per):
+            c0, count = starts[g], sum(counts[g : g + per])
+            b0, b1 = c0 // r.block, -(-min(n_samples, c0 + per * chunk) // r.block)
             a, b = max(0, b0 - around), min(n_blocks, b1 + around)
             limits = r.local_thresholds(envelope(a, b), spill.read("block_mean", a, b, device)[None], typical, no_ecg)
             found = {key: spill.read(key, first, first + count, device) for key in _PACKED_KEYS}
@@ -991,6 +995,11 @@ def _peaks_chunked(
 
 #: Values a chunked detection reads back from disk at a time for a median over the recording.
 MEDIAN_PART = 1 << 16
+
+#: Blocks a chunked detection's second pass (the thresholds and the candidates' tests) takes at
+#: least at a time: several small chunks together (their summaries and candidates, a few bytes a
+#: block and a candidate), so that a pass of a few small operators is not made for every chunk.
+THRESHOLD_BLOCKS = 1 << 15
 
 
 #: What :func:`_packed` holds of each candidate; and after :meth:`_Ricker.accept`.

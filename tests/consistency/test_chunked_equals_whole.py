@@ -69,6 +69,19 @@ def test_the_rules_applied_a_part_at_a_time_give_the_peaks_of_one_call(monkeypat
         assert torch.equal(_chunked(rec.samples, rec.sampling_rate, 7_777), whole), path.name
 
 
+@pytest.mark.parametrize("blocks", [1, 29, 700])
+def test_the_thresholds_taken_a_stretch_of_chunks_at_a_time_give_the_peaks_of_one_call(monkeypatch, blocks):
+    # the second pass takes at least THRESHOLD_BLOCKS blocks of chunks together (a week of
+    # 10-minute chunks: 27 at a time); small stretches put their edges every chunk or few
+    from devicepipe import ecg
+
+    monkeypatch.setattr(ecg, "THRESHOLD_BLOCKS", blocks)
+    rec = read_series(require_data("mitdb/100"), "MLII")
+    whole = ecg_peaks(rec.samples, rec.sampling_rate)
+    for chunk in (1, 5_000, 33_333):
+        assert torch.equal(_chunked(rec.samples, rec.sampling_rate, chunk), whole), chunk
+
+
 def test_chunks_of_every_shared_cpsc_record_give_the_peaks_of_one_call():
     records = sorted(require_data("cpsc2021").glob("*.hea")) + sorted(require_data("cpsc2019").glob("*.hea"))
     assert len(records) >= 34
