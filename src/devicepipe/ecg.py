@@ -933,6 +933,9 @@ def _peaks_chunked(
     means = r.edge_means(_checked(read(0, edge), sampling_rate, 0)[None], read(n_samples - edge, n_samples)[None])
     stride = r.subsample_stride(n_samples)
     starts = range(0, n_samples, chunk)
+    # the same for every chunk (the rate, the samples' dtype and device); made before the first
+    # chunk's buffers, as a small tensor kept among them would keep the heap in pieces
+    kernel = r.kernel(means[0])
     with Spill() as spill:  # what grows with the recording waits on disk, not in memory
         # the subsample (every stride-th sample: about SUBSAMPLE values, whatever the length) filled in
         # place: a small tensor kept from every chunk would lie among the chunks' large buffers and keep
@@ -943,8 +946,6 @@ def _peaks_chunked(
             c1 = min(n_samples, c0 + chunk)
             a, b = max(0, c0 - halo), min(n_samples, c1 + halo)
             x = _checked(read(a, b), sampling_rate, a)[None]
-            if c0 == 0:
-                kernel = r.kernel(x)  # (the same for every chunk: the rate, dtype and device)
             feature, negative = r.feature(x, kernel, *means, start=a == 0, end=b == n_samples)
             core = feature[:, c0 - a : c1 - a]
             for name, summary in zip(("block_max", "block_mean"), r.summaries(core), strict=True):
