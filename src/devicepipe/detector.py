@@ -206,10 +206,10 @@ def smallest(d: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
             rows, last = d[cut], values[cut, -1:]
             below, equal = rows < last, rows == last
             chosen = below | (equal & (equal.cumsum(1) <= k - below.sum(1, keepdim=True)))
-            cols = torch.nonzero(chosen)[:, 1].reshape(-1, k)  # (ascending in each row)
-            vals, order = rows.gather(1, cols).sort(dim=1, stable=True)
-            values[cut], index[cut] = vals, cols.gather(1, order)
-    tied = torch.nonzero((values[:, 1:] == values[:, :-1]).any(1)).flatten()  # equal values inside: by column
+            index[cut] = torch.nonzero(chosen)[:, 1].reshape(-1, k)  # (in column order: sorted below)
+            values[cut] = rows.gather(1, index[cut])
+    # rows with equal values inside (or in column order, above): by value, then column
+    tied = torch.nonzero((values[:, 1:] <= values[:, :-1]).any(1)).flatten()
     if tied.numel():
         cols, order = index[tied].sort(1)
         vals, order = values[tied].gather(1, order).sort(dim=1, stable=True)

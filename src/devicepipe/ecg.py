@@ -950,8 +950,8 @@ def _peaks_chunked(
             core = feature[:, c0 - a : c1 - a]
             for name, summary in zip(("block_max", "block_mean"), r.summaries(core), strict=True):
                 spill.append(name, summary)  # for the thresholds, which need the whole recording
-            taken = core[:, (-c0) % stride :: stride]
-            subsample[:, -(-c0 // stride) : -(-c0 // stride) + taken.shape[-1]] = taken
+            sub, at = core[:, (-c0) % stride :: stride], -(-c0 // stride)  # (at: the multiples of stride before c0)
+            subsample[:, at : at + sub.shape[-1]] = sub
             taken = x[:, c0 - a : c1 - a][:, (-c0) % stride :: stride]
             if taken.numel():
                 torch.maximum(magnitude, _abs_max(taken)[0], out=magnitude)
