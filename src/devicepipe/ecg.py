@@ -82,6 +82,7 @@ __all__ = [
     "check_ecg",
     "ecg_contrast",
     "ecg_peaks",
+    "detection_chunk",
     "ecg_peaks_chunked",
     "ecg_segment",
     "ecg_segment_chunked",
@@ -906,6 +907,14 @@ def _detect_into(
         return _peaks_chunked(read, n_samples, sampling_rate, out=(out, name), **kw)
 
 
+def detection_chunk(chunk: int, sampling_rate: float, **options: Any) -> int:
+    """The samples per chunk :func:`ecg_peaks_chunked` works in for ``chunk`` asked: rounded up to
+    a multiple of the detector's block alignment (at least one; a few seconds), so that its
+    blocks and sub-blocks fall on the same samples as in one call."""
+    step = _Ricker(float(sampling_rate), **options).alignment
+    return max(step, -(-int(chunk) // step) * step)
+
+
 def _peaks_chunked(
     read: Callable[[int, int], torch.Tensor],
     n_samples: int,
@@ -927,7 +936,7 @@ def _peaks_chunked(
         return peaks.device
     r = _Ricker(float(sampling_rate), **options)
     step = r.alignment
-    chunk = max(step, -(-int(chunk) // step) * step)
+    chunk = detection_chunk(chunk, sampling_rate, **options)
     halo = -(-r.reach // step) * step
     edge = min(n_samples, _samples(r.edge_s, r.fs))
     means = r.edge_means(_checked(read(0, edge), sampling_rate, 0)[None], read(n_samples - edge, n_samples)[None])

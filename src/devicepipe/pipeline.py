@@ -39,6 +39,7 @@ from devicepipe.ecg import (
     beat_correlation,
     beat_quality,
     check_ecg,
+    detection_chunk,
     ecg_peaks,
     ecg_peaks_chunked_to,
     ecg_segment,
@@ -519,6 +520,9 @@ def _run_beats_chunked(
     read, n, fs = chunk_reader(
         source, channel, sampling_rate=opts.sampling_rate, device=run.device, encoding=opts.encoding
     )
+    # no stage in chunks smaller than detection's smallest (a few seconds): a --chunk of 1ms had
+    # segmentation cut a 1-hour recording one sample at a time
+    size = max(size, detection_chunk(1, fs))
     run.note(f"finding beats in {n:,} samples at {fs:g} Hz on {run.device}, {size:,} samples at a time")
     read = run.timer.counted(read)  # chunks cross to the device in read() alone: count there, not every operator
     with Spill() as held:  # what grows with the recording (peaks, kept beats, quality) waits on disk

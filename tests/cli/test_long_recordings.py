@@ -71,6 +71,19 @@ def test_a_chunked_run_draws_the_figures_of_one_piece(tmp_path):
         assert one.size == parts.size and one.tobytes() == parts.tobytes(), name  # drawn from the same numbers
 
 
+def test_a_tiny_chunk_is_raised_to_the_detectors_smallest(tmp_path):
+    # 1 ms is a third of a sample at 360 Hz: no stage may work a sample at a time
+    record = require_data("mitdb/100")
+    result = beats(record, "--out", tmp_path / "o", "--chunk", "1ms", "--no-figures")
+    assert result.exit_code == 0, result.output
+    chunked = json.loads((tmp_path / "o" / "summary.json").read_text())["chunked"]
+    assert chunked["seconds_per_chunk"] >= 1.0  # (the detector aligns its chunks to whole blocks of beats)
+    assert chunked["chunks"] == -(-650_000 // chunked["samples_per_chunk"])
+    assert beats(record, "--out", tmp_path / "whole", "--no-figures").exit_code == 0
+    for name in SAME:
+        assert (tmp_path / "whole" / name).read_bytes() == (tmp_path / "o" / name).read_bytes(), name
+
+
 def test_a_small_memory_budget_switches_chunking_on(tmp_path):
     record = require_data("mitdb/100")
     result = beats(record, "--out", tmp_path / "o", "--memory-budget", "1MB", "--no-figures")
