@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import gc
 import io
 import json
 import os
@@ -37,9 +38,10 @@ os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 # A command on many recordings starts its local cluster's fork server now, so that the server's
 # import of torch runs beside this process's own (devicepipe/prestart.py).
-from devicepipe.prestart import start_worker_server, stop_worker_server
+from devicepipe.prestart import pause_collector, resume_collector, start_worker_server, stop_worker_server
 
 start_worker_server(sys.argv)
+_COLLECTING = pause_collector()  # while the imports below run (devicepipe/prestart.py)
 
 import torch
 import typer
@@ -99,6 +101,8 @@ from devicepipe.pipeline import (
 from devicepipe.simulate import simulate_ecg, simulate_load, simulation_path, write_simulated_ecg, write_simulated_load
 from devicepipe.train import distributed, start_distributed
 from devicepipe.units import format_duration, parse_bytes, parse_duration
+
+resume_collector(_COLLECTING)
 
 
 class _PlainHelp:
@@ -1569,6 +1573,7 @@ def _split(text: str | None) -> list[str] | None:
 
 def main() -> None:
     """Entry point of the ``devicepipe`` console script."""
+    gc.freeze()  # what the imports made lives as long as the command: no collection traces it again
     app(prog_name="devicepipe")
 
 

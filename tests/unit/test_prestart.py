@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from devicepipe.datasets import INDEX_NAME, Engine, run_dataset
-from devicepipe.prestart import starts_cluster
+from devicepipe.prestart import pause_collector, resume_collector, starts_cluster
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 
 
@@ -51,7 +51,7 @@ def test_the_server_starts_once_with_the_pipelines_imported(tmp_path):
         print(start_worker_server(argv), start_worker_server(argv), os.environ.get(STARTED))
         def servers():  # a child shows its command line once it has exec'd
             lines = [" ".join(p.cmdline()) for p in psutil.Process().children()]
-            return sum("forkserver" in c and "devicepipe.pipeline" in c and "torch" in c for c in lines)
+            return sum("forkserver" in c and "devicepipe.preload" in c for c in lines)
         deadline = time.monotonic() + 10
         while not servers() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -60,7 +60,7 @@ def test_the_server_starts_once_with_the_pipelines_imported(tmp_path):
         """
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    # started by the first call only; its server imports torch and the pipelines, this process did not
+    # started by the first call only; its server imports the preload (torch and the pipelines), this one did not
     assert out == ["True", "False", "1", "1", "False"]
 
 
@@ -108,6 +108,67 @@ def test_a_command_whose_server_started_early_equals_the_plain_loop(tmp_path):
     keep = [c for c in a.columns if c not in ("seconds", "worker", "resumed")]
     assert len(a) == 4 and a[keep].equals(b[keep])
     assert set(b.worker) <= {"0", "1"}
+
+
+def _python(code: str) -> list[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True
+    ).stdout.split()
+
+
+def test_the_collector_is_paused_and_resumed_as_found():
+    import gc
+
+    assert gc.isenabled()
+    try:
+        assert pause_collector() is True and not gc.isenabled()
+        assert pause_collector() is False  # already off: stays off when resumed with this
+        resume_collector(False)
+        assert not gc.isenabled()
+        resume_collector(True)
+        assert gc.isenabled()
+    finally:
+        gc.enable()
+    assert gc.get_freeze_count() == 0  # nothing frozen unless asked (asking would freeze this test run)
+
+
+def test_the_command_imports_without_collections_and_freezes_them_when_it_runs():
+    counted = """
+        import gc
+        starts = []
+        gc.callbacks.append(lambda phase, info: starts.append(info["generation"]) if phase == "start" else None)
+        import devicepipe.cli
+        """
+    # without the pause, importing the command's modules starts several hundred collections
+    plain = _python(
+        counted.replace("import devicepipe.cli", "import torch, distributed, pandas, wfdb, typer, rich")
+        + "print(len(starts))"
+    )
+    paused = _python(counted + "print(len(starts), gc.isenabled(), gc.get_freeze_count())")
+    assert int(plain[0]) > 200 and int(paused[0]) < 50 and paused[1:] == ["True", "0"]  # importing freezes nothing
+    # the command itself (main) freezes what the imports made, and leaves the collector on
+    ran = _python(
+        """
+        import atexit, gc, sys
+        from devicepipe.cli import main
+        atexit.register(lambda: print(gc.get_freeze_count() > 100_000, gc.isenabled()))
+        sys.argv = ["devicepipe", "--version"]
+        main()
+        """
+    )
+    assert ran[-2:] == ["True", "True"]
+
+
+def test_the_workers_preload_is_imported_with_the_collector_paused_and_frozen():
+    out = _python(
+        """
+        import gc, sys
+        import devicepipe.preload
+        print(all(m in sys.modules for m in ("torch", "distributed", "devicepipe.pipeline")))
+        print(gc.isenabled(), gc.get_freeze_count() > 100_000, len(gc.get_objects()) < 10_000)
+        """
+    )
+    assert out == ["True", "True", "True", "True"]
 
 
 if sys.platform == "win32":  # no fork server there: nothing starts early
