@@ -166,6 +166,8 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
         except MemoryError as exc:
             _fail(_out_of_memory(exc, self._options_of(args)))
         except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:
+                _fail(f"a path is too long for the file system{_file_of(exc, 80)}; give a shorter one.")
             if not _is_disk_full(exc):
                 raise
             where = " or choose an --out on a disk with room" if "--out" in self._options_of(args) else ""
@@ -192,8 +194,12 @@ def _is_disk_full(exc: OSError) -> bool:
     return exc.errno in (errno.ENOSPC, errno.EDQUOT) or "not enough free space" in str(exc).lower()
 
 
-def _file_of(exc: OSError) -> str:
-    return f" ({exc.filename})" if exc.filename else ""
+def _file_of(exc: OSError, width: int | None = None) -> str:
+    """The file an OSError names, in parentheses (its first ``width`` characters), or nothing."""
+    name = str(exc.filename) if exc.filename else ""
+    if width is not None and len(name) > width:
+        name = f"{name[: width - 3]}..."
+    return f" ({name})" if name else ""
 
 
 _OOM = re.compile(r"out of memory|can't allocate memory|not enough memory|failed to allocate", re.IGNORECASE)

@@ -287,9 +287,9 @@ def _run_kind(kind: str, items: Sequence[_Item], options: dict[str, Any], device
                 references=[i.reference for i in items], device=device,
             )  # fmt: skip
             return [r if isinstance(r, BaseException) else None for r in results]
-        except Exception:  # something not a user's mistake: one at a time, so only its recording fails
+        except Exception as exc:  # noqa: BLE001 - not a user's mistake: one at a time, so only its recording fails
             if len(items) == 1:
-                raise
+                return [exc]
             return [out for item in items for out in _run_kind(kind, [item], options, device)]
     run = pipeline.run_score if kind == "score" else pipeline.run_ecg
     outcomes: list[BaseException | None] = []
@@ -302,6 +302,15 @@ def _run_kind(kind: str, items: Sequence[_Item], options: dict[str, Any], device
     return outcomes
 
 
+def _input_bytes(path: Path) -> int:
+    """The size of the files of the recording ``path`` names; 0 for what cannot be looked at (a
+    missing file, a name too long for the file system): it fails on its own row when run."""
+    try:
+        return sum(f.stat().st_size for f in recording_files(path) if f.is_file())
+    except OSError:
+        return 0
+
+
 def _plan(items: Sequence[_Item], workers: int) -> list[list[_Item]]:
     """Consecutive items in tasks of at most :data:`TASK_BYTES` of input, and enough tasks for
     :data:`TASKS_PER_WORKER` per worker."""
@@ -312,7 +321,7 @@ def _plan(items: Sequence[_Item], workers: int) -> list[list[_Item]]:
     current: list[_Item] = []
     size = 0
     for item in items:
-        nbytes = sum(f.stat().st_size for f in recording_files(Path(item.path)) if f.is_file())
+        nbytes = _input_bytes(Path(item.path))
         if current and (len(current) >= per_task or size + nbytes > TASK_BYTES):
             tasks.append(current)
             current, size = [], 0

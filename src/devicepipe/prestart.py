@@ -61,10 +61,13 @@ def is_dataset(spec: str | os.PathLike[str]) -> bool:
     """Whether ``spec`` names many recordings: a folder, a list file (``.txt``, ``.lst``,
     ``.list``) or a glob pattern that matches no file of its own name."""
     path = Path(spec)
-    if path.is_dir():
-        return True
-    if path.is_file():
-        return path.suffix.lower() in LIST_SUFFIXES
+    try:
+        if path.is_dir():
+            return True
+        if path.is_file():
+            return path.suffix.lower() in LIST_SUFFIXES
+    except OSError:  # a name the file system cannot look up (too long): one recording, which says so
+        return False
     return glob.has_magic(str(spec))
 
 

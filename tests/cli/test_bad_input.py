@@ -446,3 +446,25 @@ def test_a_time_format_that_does_not_fit_is_named(tmp_path):
     src.write_text("Datetime,v\n2020-01-01 00:00,1\n2020-01-01 01:00,2\n")
     result = run("read", src, "--time-column", "Datetime", "--column", "v", "--time-format", "%d/%m/%Y")
     one_line_error(result, "check --time-format '%d/%m/%Y'")
+
+
+def test_a_path_too_long_for_the_file_system_is_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    long = "x" * 300  # longer than any file system's name (255 bytes)
+    sim = tmp_path / "sim.parquet"
+    write_simulated_ecg(simulate_ecg(10, 250, seed=1), sim)
+    for args in (
+        ["beats", sim, "--out", tmp_path / long, "--no-figures"],
+        ["beats", tmp_path / f"{long}.parquet", "--out", tmp_path / "r", "--no-figures"],
+        ["read", tmp_path / f"{long}.csv"],
+        ["ecg", tmp_path / long / "*.hea", "--out", tmp_path / "r"],
+    ):
+        one_line_error(run(*args), "a path is too long for the file system (", "...); give a shorter one.")
+        assert not (tmp_path / "r").exists()
+    # the command line itself (its first look at the input runs before the error handling)
+    args = ["beats", str(tmp_path / f"{long}.parquet"), "--out", str(tmp_path / "r")]
+    proc = subprocess.run([sys.executable, "-m", "devicepipe", *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr[-2000:]
+    assert "too long for the file system" in proc.stderr and not (tmp_path / "r").exists()

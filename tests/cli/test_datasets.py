@@ -114,6 +114,20 @@ def test_a_bad_recording_fails_alone_and_the_command_exits_1(tmp_path):
     assert '"failed": 1' in summary and "rec002.csv" in summary
 
 
+def test_a_listed_path_too_long_for_the_file_system_fails_on_its_own_row(tmp_path):
+    paths = make_folder(tmp_path / "in", 3)
+    listing = tmp_path / "records.txt"
+    too_long = "x" * 300 + ".parquet"  # one name longer than any file system allows (255 bytes)
+    listing.write_text("\n".join([str(paths[0]), too_long, str(paths[1]), str(paths[2])]) + "\n")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["beats", str(listing), "--out", str(out), "--workers", "0", "--no-figures"])
+    assert result.exit_code == 1, result.output
+    assert "3 ok, 1 failed: see" in result.stdout
+    rows = index(out)
+    assert list(rows.status) == ["ok", "failed", "ok", "ok"]
+    assert "too long" in rows.error[1].lower() and "\n" not in rows.error[1]
+
+
 def test_a_local_cluster_of_two_processes_equals_the_plain_loop(tmp_path):
     make_folder(tmp_path / "in", 8)
     run_dataset(tmp_path / "in", tmp_path / "loop", options={"figures": False}, engine=Engine(workers=0))
