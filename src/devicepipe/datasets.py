@@ -19,9 +19,10 @@ stops the others: its row holds the error's one line. Every row is made from the
 the row an uninterrupted run would.
 
 Recordings are handed to workers in tasks: short ones several to a task, so that equal-length
-recordings at one rate are detected in one batched ``(batch, time)`` call; a task holds at most
-:data:`TASK_BYTES` of input files, and there are at least :data:`TASKS_PER_WORKER` tasks per
-worker where there are enough recordings.
+recordings at one rate are detected in one batched ``(batch, time)`` call. Tasks shrink as the
+input runs out (guided self-scheduling): each takes a worker's share (1/:data:`TASKS_PER_WORKER`)
+of the input bytes left, at most :data:`TASK_BYTES` and at least 1/:data:`TAIL_TASKS` of the
+whole, so the workers finish close together.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import glob
 import importlib.util
 import json
 import logging
-import math
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -57,6 +57,7 @@ __all__ = [
     "RECORDING_SUFFIXES",
     "TASKS_PER_WORKER",
     "TASK_BYTES",
+    "TAIL_TASKS",
     "Dataset",
     "DatasetResult",
     "Engine",
@@ -74,8 +75,12 @@ SIDECAR_ENDINGS = (".truth.csv",)
 INDEX_NAME = "index.parquet"
 #: Input bytes of one task at most (recordings larger than this get a task of their own).
 TASK_BYTES = 64 * 2**20
-#: Tasks per worker to aim for, so that an uneven mix of recordings still keeps every worker busy.
+#: Tasks per worker to aim for: each task takes a worker's share of the input left (see the
+#: module's docstring), so that an uneven mix of recordings still keeps every worker busy.
 TASKS_PER_WORKER = 4
+#: The smallest task holds 1/TAIL_TASKS of a run's input: what the last worker to finish can be
+#: left holding while the others wait.
+TAIL_TASKS = 64
 #: Per-recording pipelines that run on a dataset.
 KINDS = ("beats", "ecg", "score")
 
@@ -312,22 +317,36 @@ def _input_bytes(path: Path) -> int:
 
 
 def _plan(items: Sequence[_Item], workers: int) -> list[list[_Item]]:
-    """Consecutive items in tasks of at most :data:`TASK_BYTES` of input, and enough tasks for
-    :data:`TASKS_PER_WORKER` per worker."""
+    """Consecutive items in tasks that shrink as the input runs out (guided self-scheduling).
+
+    Each task takes about 1/(``workers`` x :data:`TASKS_PER_WORKER`) of the input bytes not yet
+    handed out, but no less than 1/:data:`TAIL_TASKS` of all the input, and no more than
+    :data:`TASK_BYTES` (a larger recording gets a task of its own). The first tasks are large
+    (many equal-length recordings to batch, little per-task overhead); the last, which decide
+    how long one worker waits for the others at the end, are small.
+    """
     if not items:
         return []
-    per_task = max(1, math.ceil(len(items) / max(1, workers * TASKS_PER_WORKER)))
+    sizes = [_input_bytes(Path(item.path)) for item in items]
+    share = max(1, workers) * TASKS_PER_WORKER
+    smallest = sum(sizes) / TAIL_TASKS
+    left = sum(sizes)
     tasks: list[list[_Item]] = []
     current: list[_Item] = []
     size = 0
-    for item in items:
-        nbytes = _input_bytes(Path(item.path))
-        if current and (len(current) >= per_task or size + nbytes > TASK_BYTES):
+    for item, nbytes in zip(items, sizes, strict=True):
+        if current and size + nbytes > TASK_BYTES:
             tasks.append(current)
+            left -= size
             current, size = [], 0
         current.append(item)
         size += nbytes
-    tasks.append(current)
+        if size >= min(TASK_BYTES, max(smallest, left / share)):
+            tasks.append(current)
+            left -= size
+            current, size = [], 0
+    if current:
+        tasks.append(current)
     return tasks
 
 
