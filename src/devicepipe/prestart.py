@@ -50,7 +50,7 @@ DATASET_COMMANDS = ("beats", "ecg", "score")
 #: Suffixes of a text file that lists recordings, one path a line.
 LIST_SUFFIXES = (".txt", ".lst", ".list")
 #: What the local cluster's fork server imports once, for every worker it forks: Dask's worker,
-#: torch and the pipelines (:mod:`devicepipe.preload`).
+#: torch, the pipelines and wfdb (:mod:`devicepipe.preload`).
 WORKER_PRELOAD = ("devicepipe.preload",)
 #: Set in the environment of the process that started the server, so that the processes it
 #: starts (which import the command's module again, with its command line) start none.

@@ -159,12 +159,29 @@ def test_the_command_imports_without_collections_and_freezes_them_when_it_runs()
     assert ran[-2:] == ["True", "True"]
 
 
+def test_the_command_imports_neither_wfdb_nor_pandas_until_a_record_needs_them(tmp_path):
+    import numpy as np
+    import wfdb
+
+    signal = np.sin(np.arange(2500) / 40.0)[:, None]
+    wfdb.wrsamp("rec", fs=250, units=["mV"], sig_name=["ecg"], p_signal=signal, fmt=["16"], write_dir=str(tmp_path))
+    code = f"""
+        import sys
+        import devicepipe.cli
+        print("wfdb" in sys.modules, "pandas" in sys.modules)
+        from devicepipe.io import read_series
+        rec = read_series({str(tmp_path / "rec.hea")!r})
+        print("wfdb" in sys.modules, rec.n_samples, rec.sampling_rate)
+        """
+    assert _python(code) == ["False", "False", "True", "2500", "250.0"]
+
+
 def test_the_workers_preload_is_imported_with_the_collector_paused_and_frozen():
     out = _python(
         """
         import gc, sys
         import devicepipe.preload
-        print(all(m in sys.modules for m in ("torch", "distributed", "devicepipe.pipeline")))
+        print(all(m in sys.modules for m in ("torch", "distributed", "devicepipe.pipeline", "wfdb")))
         print(gc.isenabled(), gc.get_freeze_count() > 100_000, len(gc.get_objects()) < 10_000)
         """
     )

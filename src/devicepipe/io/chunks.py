@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 import torch
-import wfdb
 
 from devicepipe.device import resolve_device
 from devicepipe.errors import ReadError
@@ -37,6 +36,8 @@ def recording_length(source: str | os.PathLike[str], column: ColumnSpec = None) 
     suffix = path.suffix.lower()
     try:
         if is_wfdb_record(path):
+            import wfdb  # (imported where it is needed: see devicepipe.io.wfdb)
+
             return int(wfdb.rdheader(str(record_base(path))).sig_len)
         if suffix in EDF_SUFFIXES:
             head = edf_header(path)

@@ -1,18 +1,27 @@
-"""WFDB records (PhysioNet's format) and their beat annotations, through the ``wfdb`` package."""
+"""WFDB records (PhysioNet's format) and their beat annotations, through the ``wfdb`` package.
+
+``wfdb`` (and the pandas it imports: a fifth of a second together) is imported where a record is
+first read or an annotation file written, not with this module: the process of a command that
+hands its recordings to a cluster's workers does not wait for it (the workers have it already,
+see :mod:`devicepipe.preload`).
+"""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import wfdb
 
 from devicepipe.errors import ReadError
 from devicepipe.interop import to_torch
 from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names
 from devicepipe.io.write import atomic_path
+
+if TYPE_CHECKING:
+    import wfdb
 
 __all__ = [
     "wfdb_sampling_rate",
@@ -48,6 +57,8 @@ def is_wfdb_record(path: Path) -> bool:
 
 def wfdb_sampling_rate(path: Path) -> float | None:
     """The sampling rate in a WFDB record's header (None where the header cannot be read)."""
+    import wfdb
+
     try:
         return float(wfdb.rdheader(str(record_base(path))).fs)
     except Exception:  # noqa: BLE001 - read_wfdb says what is wrong with it
@@ -56,12 +67,16 @@ def wfdb_sampling_rate(path: Path) -> float | None:
 
 def wfdb_signal_names(path: Path) -> list[str]:
     """The signal names in a WFDB record's header (raises what wfdb raises for a bad header)."""
+    import wfdb
+
     return list(wfdb.rdheader(str(record_base(path))).sig_name or [])
 
 
 def read_wfdb(path: Path, column: ColumnSpec, start: int = 0, stop: int | None = None) -> RawSeries:
     """The chosen channels (default: all) of a WFDB record, in physical units, with its rate;
     samples ``[start, stop)`` only."""
+    import wfdb
+
     base = record_base(path)
     if not base.with_name(base.name + ".hea").exists():
         raise ReadError(f"read_series(): WFDB header not found: {base}.hea.")
@@ -128,6 +143,8 @@ def read_beat_annotations(path: str | os.PathLike[str], extension: str | None = 
     ``path`` is the annotation file (``100.atr``) or the record name (``100``, with
     ``extension`` defaulting to ``"atr"``).
     """
+    import wfdb
+
     p = Path(path)
     if extension is None:
         extension = p.suffix[1:] if p.suffix and p.suffix.lower() not in (".hea", ".dat") else "atr"
