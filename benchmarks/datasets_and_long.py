@@ -120,6 +120,10 @@ def part_folder(quick: bool) -> dict:
             for name, (args, threads) in runs.items():
                 for folder, times, count in ((root, seconds, total), (one, startup, 1)):
                     out = Path(tmp) / f"out-{repeat}-{len(times[name])}"
+                    # the run before wrote (and then deleted) thousands of files: flushed now, their
+                    # write-back does not fall inside this run's time (by hand, it slowed two busy
+                    # Dask workers by 0.6 s and the loop by less than its spread)
+                    os.sync()
                     times[name].append(
                         _cli("beats", str(folder), "--out", str(out), "--no-figures", *args, threads=threads)
                     )
@@ -144,7 +148,7 @@ def part_folder(quick: bool) -> dict:
         * (1 / steady["dask, 1 worker (2 threads)"] - 1 / steady["loop, 2 threads"]),
         "note": "medians of the rounds per setting; 'seconds' include starting Python, torch and (for Dask) the "
         "cluster; 'startup_seconds' is the same command on a folder of one 10-s recording, and the rates after "
-        "the start are (recordings - 1) / (seconds - startup_seconds)",
+        "the start are (recordings - 1) / (seconds - startup_seconds); os.sync() before every timed run",
     }
 
 
