@@ -507,7 +507,12 @@ def run_recordings(
 
 
 def _complete(out: Path) -> bool:
-    return (out / "summary.json").is_file()
+    """Whether ``out`` holds a finished run: its ``summary.json`` (written last) is there and
+    reads as a JSON object. One that does not (cut short, edited) is run again."""
+    try:
+        return isinstance(json.loads((out / "summary.json").read_text(encoding="utf-8")), dict)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
 
 
 def run_dataset(
@@ -561,8 +566,9 @@ def run_dataset(
         _Item(str(p), str(out / name), name, _reference_of(p, reference))
         for p, name in zip(dataset.paths, dataset.run_names(), strict=True)
     ]
-    kept = [item for item in items if resume and _complete(Path(item.out))]
-    todo = [item for item in items if not (resume and _complete(Path(item.out)))]
+    done = [resume and _complete(Path(item.out)) for item in items]
+    kept = [item for item, d in zip(items, done, strict=True) if d]
+    todo = [item for item, d in zip(items, done, strict=True) if not d]
     if on_start:
         on_start(len(items), len(todo))
     rows = [_row(item, "", True) for item in kept]

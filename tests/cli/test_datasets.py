@@ -3,6 +3,7 @@ do not stop the batch, resume after a real kill, and batched detection equal to 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -177,6 +178,24 @@ def test_resume_after_a_real_kill_equals_an_uninterrupted_run(tmp_path):
         for name in ("beats.parquet", "beat_matrix.npy", f"{run}.qrs"):
             assert (tmp_path / "whole" / run / name).read_bytes() == (out / run / name).read_bytes()
     assert not list(out.glob(".*partial")) and not list(out.glob("*/.*.tmp"))
+
+
+@pytest.mark.parametrize("spoiled", ["{not json", "[]", "\xff\xfe", ""])
+def test_resume_runs_again_a_recording_whose_summary_cannot_be_read(tmp_path, spoiled):
+    make_folder(tmp_path / "in", 3)
+    args = ["beats", str(tmp_path / "in"), "--workers", "0", "--no-figures"]
+    assert runner.invoke(app, [*args, "--out", str(tmp_path / "whole")]).exit_code == 0
+    out = tmp_path / "out"
+    assert runner.invoke(app, [*args, "--out", str(out)]).exit_code == 0
+    (out / "rec001" / "summary.json").write_bytes(spoiled.encode("latin-1"))  # cut short, or edited
+    result = runner.invoke(app, [*args, "--out", str(out), "--resume"])
+    assert result.exit_code == 0, result.output
+    assert "(2 complete from an earlier run)" in result.stdout
+    rows = index(out)
+    assert list(rows.resumed) == [True, False, True]
+    keep = [c for c in rows.columns if c not in HOW]
+    assert rows[keep].equals(index(tmp_path / "whole")[keep])
+    assert json.loads((out / "rec001" / "summary.json").read_text())["input"].endswith("rec001.parquet")
 
 
 def test_cpsc2019_folder_with_references(tmp_path):
