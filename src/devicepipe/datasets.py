@@ -409,7 +409,7 @@ def _client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any
     if engine.scheduler:
         try:
             client = Client(engine.scheduler, timeout="10s")
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError) as exc:  # ValueError: not an address ('host' with no port)
             raise DevicepipeError(
                 f"cannot reach the Dask scheduler at {engine.scheduler} ({exc}); check the address and that it runs."
             ) from None

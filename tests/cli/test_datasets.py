@@ -288,12 +288,20 @@ def test_a_running_cluster_by_its_address(tmp_path):
     assert index(tmp_path / "out")[keep].equals(index(tmp_path / "loop")[keep])
 
 
-def test_an_unreachable_scheduler_is_one_line(tmp_path):
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [
+        ("tcp://127.0.0.1:1", "Timed out"),  # nothing listens there
+        ("localhost", "missing port"),  # not an address
+        ("http://127.0.0.1:8786", "unknown address scheme"),
+    ],
+)
+def test_an_unreachable_scheduler_is_one_line(tmp_path, address, why):
     make_folder(tmp_path / "in", 1)
-    result = runner.invoke(
-        app, ["beats", str(tmp_path / "in"), "--out", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:1"]
-    )
-    assert result.exit_code == 2 and "cannot reach the Dask scheduler" in result.stderr
+    result = runner.invoke(app, ["beats", str(tmp_path / "in"), "--out", str(tmp_path / "o"), "--scheduler", address])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"cannot reach the Dask scheduler at {address} (" in lines[0] and why in lines[0]
     assert not (tmp_path / "o").exists()
 
 
