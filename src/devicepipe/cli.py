@@ -683,6 +683,11 @@ def _run_dataset_cli(
     finally:
         stop_worker_server()  # no more workers: the fork server's exit runs beside this process's
     _print_dataset(con, result)
+    if reference is not None and result.n_ok and not result.summary.get("accuracy"):
+        con.print(
+            f"[yellow]no record had a .{reference} file beside it (RECORD.{reference} next to RECORD.hea): "
+            "none was scored[/yellow]"
+        )
     if result.n_failed:
         raise typer.Exit(1)
 

@@ -210,7 +210,16 @@ def test_cpsc2019_folder_with_references(tmp_path):
     single = run_beats(folder / "data_00014.hea", tmp_path / "one", reference=folder / "data_00014.atr", figures=False)
     first = rows[rows.run == "data_00014"].iloc[0]
     assert (first.tp, first.fp, first.fn) == (single.score.tp, single.score.fp, single.score.fn)
-    assert "F1 0.9" in result.stdout
+    assert "F1 0.9" in result.stdout and "none was scored" not in result.stdout
+
+
+def test_a_reference_no_record_has_is_said(tmp_path):
+    make_folder(tmp_path / "in", 2)  # Parquet recordings: no annotation files beside them
+    args = ["beats", str(tmp_path / "in"), "--out", str(tmp_path / "o"), "--workers", "0", "--no-figures"]
+    result = runner.invoke(app, [*args, "--reference", "atr"])
+    assert result.exit_code == 0, result.output
+    assert "no record had a .atr file beside it" in result.stdout and "none was scored" in result.stdout
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["accuracy"] is None
 
 
 @pytest.mark.parametrize(
