@@ -82,6 +82,8 @@ def test_signals_at_different_rates_must_be_chosen_one_rate(tmp_path):
         ("garbage", "not a readable EDF/BDF file"),
         ("empty", "holds 0 bytes, under the 256 of the fixed header"),
         ("cut in the header", "holds 100 bytes, under the 256 of the fixed header"),
+        ("negative record duration", "data record duration of -1 s, so its signals have no sampling rate"),
+        ("zero record duration", "data record duration of 0 s"),
     ],
 )
 def test_a_damaged_edf_is_one_line_and_exit_2(tmp_path, damage, says):
@@ -94,14 +96,18 @@ def test_a_damaged_edf_is_one_line_and_exit_2(tmp_path, damage, says):
             "garbage": b"0       " + bytes(range(256)) * 4,
             "empty": b"",
             "cut in the header": data[:100],
+            # the fixed header's data record duration, bytes 244-251 (the rate is samples / duration)
+            "negative record duration": data[:244] + b"-1      " + data[252:],
+            "zero record duration": data[:244] + b"0       " + data[252:],
         }[damage]
     )
     with pytest.raises(DevicepipeError, match=says):
         read_series(bad)
-    result = runner.invoke(app, ["beats", str(bad), "--out", str(tmp_path / "out")])
-    assert result.exit_code == 2
-    assert result.stderr.count("\n") == 1 and "not a readable EDF/BDF file" in result.stderr
-    assert not (tmp_path / "out").exists()
+    for chunk in ([], ["--chunk", "10s"]):  # the chunked reader takes the rate from the header too
+        result = runner.invoke(app, ["beats", str(bad), "--out", str(tmp_path / "out"), *chunk])
+        assert result.exit_code == 2
+        assert result.stderr.count("\n") == 1 and "not a readable EDF/BDF file" in result.stderr
+        assert not (tmp_path / "out").exists()
 
 
 # ----------------------------------------------------------------------------- start / stop

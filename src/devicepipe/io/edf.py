@@ -15,6 +15,8 @@ read by :func:`read_edf_annotations` (beat labels become reference beats, see
 
 from __future__ import annotations
 
+import contextlib
+import math
 import warnings
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,13 @@ def _open(path: Path, where: str) -> Any:
             else:
                 edf = edfio.read_edf(path, lazy_load_data=True)
     except Exception as exc:  # noqa: BLE001 - any parsing failure of a damaged file, as one line
+        with path.open("rb") as fh:  # (edfio fails on a zero duration without saying so)
+            field = fh.read(EDF_HEADER_BYTES)[244:252].decode("ascii", "replace").strip()
+        duration = math.nan
+        with contextlib.suppress(ValueError):
+            duration = float(field)
+        if duration <= 0:
+            raise _no_rate(where, path, duration) from None
         detail = " ".join(str(exc).split()) or type(exc).__name__
         raise ReadError(f"{where}: {path.name} is not a readable EDF/BDF file ({detail}).") from None
     short = [str(w.message) for w in caught if "data record" in str(w.message)]
@@ -62,7 +71,17 @@ def _open(path: Path, where: str) -> Any:
             f"{where}: {path.name} is not a readable EDF/BDF file: it is truncated ({short[-1].rstrip('.')}); "
             "copy it again from its source."
         )
+    duration = float(edf.data_record_duration)
+    if _signals(edf) and not (math.isfinite(duration) and duration > 0):  # (0 only in annotation-only files)
+        raise _no_rate(where, path, duration)
     return edf
+
+
+def _no_rate(where: str, path: Path, duration: float) -> ReadError:
+    return ReadError(
+        f"{where}: {path.name} is not a readable EDF/BDF file: its header gives a data record duration "
+        f"of {duration:g} s, so its signals have no sampling rate (a damaged header)."
+    )
 
 
 def _signals(edf: Any) -> list[Any]:
