@@ -3,6 +3,7 @@ of one piece, byte for byte; EDF input with its own EDF+ annotations as the refe
 
 from __future__ import annotations
 
+import io
 import json
 import re
 
@@ -127,12 +128,20 @@ def test_bad_chunk_settings_are_one_line(tmp_path, args, message):
     assert not (tmp_path / "o").exists()
 
 
+def _object_npy() -> bytes:
+    """A valid .npy file whose array holds Python objects (which only unpickling reads)."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    return buffer.getvalue()
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
         (lambda whole: whole[: len(whole) // 2], "greater than file size|could only read"),  # cut short
         (lambda whole: whole[:100], "reading array header"),  # the header cut
         (lambda whole: b"not an array at all " * 10, "not an .npy header"),  # not NPY
+        (lambda whole: _object_npy(), r"it holds Python objects \(dtype object\)"),  # NPY, not numbers
     ],
 )
 @pytest.mark.parametrize("chunking", [["--chunk", "1min"], []])

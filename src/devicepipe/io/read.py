@@ -423,7 +423,11 @@ def _read_path(
 def npy_error(path: Path, exc: BaseException) -> ReadError:
     """The one-line error for an ``.npy`` file numpy cannot load (``exc``: numpy's exception)."""
     # numpy calls a file that is not an array "pickled (object) data" and offers to run it
-    why = "not an .npy header" if "pickle" in str(exc) else str(exc)
+    text = str(exc)
+    if "Object arrays" in text or "Python objects in dtype" in text:  # an array of Python objects
+        why = "it holds Python objects (dtype object), which are read only by unpickling, not numbers"
+    else:
+        why = "not an .npy header" if "pickle" in text else text
     return ReadError(f"{path.name} is not a readable .npy array of numbers ({why}).")
 
 
