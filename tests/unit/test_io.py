@@ -252,6 +252,10 @@ def test_path_errors(tmp_path):
     write_parquet({"s": np.array(["a", "b"])}, tmp_path / "s.parquet")
     with pytest.raises(ReadError, match="holds string, not numbers"):
         read_series(tmp_path / "s.parquet")
+    np.save(tmp_path / "c.npy", np.exp(1j * np.arange(3000) / 50))  # complex: no ECG is
+    for source in (tmp_path / "c.npy", np.exp(1j * np.arange(3000) / 50)):
+        with pytest.raises(ReadError, match=r"holds complex numbers, not real numbers; .*np.real\(x\)"):
+            read_series(source, sampling_rate=250)
     (tmp_path / "short.hea").write_text("short 2 250 5000\nshort.dat 16 200 16 0 0 0 0 I\n")  # one signal line of two
     with pytest.raises(ReadError, match=r"short.hea declares 2 signal\(s\) but describes 1; it is incomplete"):
         read_series(tmp_path / "short.hea")

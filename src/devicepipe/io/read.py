@@ -459,7 +459,11 @@ def _from_array(arr: Any, column: ColumnSpec, source: str) -> RawSeries:
             f"read_series(): {source} has shape {tuple(tensor.shape)}; expected (time,) or (channels, time)."
         )
     if not (tensor.dtype.is_floating_point or tensor.dtype in _NUMERIC_INTS):
-        raise ReadError(f"read_series(): {source} holds {tensor.dtype}, not numbers.")
+        kind = "complex numbers" if tensor.dtype.is_complex else str(tensor.dtype).removeprefix("torch.")
+        raise ReadError(
+            f"read_series(): {source} holds {kind}, not real numbers; save the signal as float32, float64 "
+            "or integers (a complex array's real or imaginary part, e.g. np.real(x))."
+        )
     tensor = tensor.unsqueeze(0) if tensor.ndim == 1 else tensor
     names = channel_names(tensor.shape[0])
     wanted = column_list(column)
