@@ -225,9 +225,11 @@ def _error_line(exc: BaseException) -> str:
     return " ".join(message.split()) or type(exc).__name__
 
 
-def _row(item: _Item, worker: str, resumed: bool) -> dict[str, Any]:
-    """The index row of a complete run directory, from its ``summary.json``."""
-    summary = json.loads((Path(item.out) / "summary.json").read_text(encoding="utf-8"))
+def _row(item: _Item, worker: str, resumed: bool, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The index row of a complete run directory, from its ``summary.json`` (``summary``: that
+    file as already read)."""
+    if summary is None:
+        summary = json.loads((Path(item.out) / "summary.json").read_text(encoding="utf-8"))
     counts = summary.get("counts", {})
     accuracy = summary.get("accuracy") or {}
     rate, n = summary.get("sampling_rate_hz"), summary.get("n_samples")
@@ -329,8 +331,8 @@ def _plan(items: Sequence[_Item], workers: int) -> list[list[_Item]]:
         return []
     sizes = [_input_bytes(Path(item.path)) for item in items]
     share = max(1, workers) * TASKS_PER_WORKER
-    smallest = sum(sizes) / TAIL_TASKS
-    left = sum(sizes)
+    left = sum(sizes)  # input bytes not yet handed out
+    smallest = left / TAIL_TASKS
     tasks: list[list[_Item]] = []
     current: list[_Item] = []
     size = 0
@@ -506,13 +508,14 @@ def run_recordings(
     return rows, how
 
 
-def _complete(out: Path) -> bool:
-    """Whether ``out`` holds a finished run: its ``summary.json`` (written last) is there and
-    reads as a JSON object. One that does not (cut short, edited) is run again."""
+def _finished(out: Path) -> dict[str, Any] | None:
+    """The ``summary.json`` of a finished run in ``out`` (written last), or None: none there, or
+    one that does not read as a JSON object (cut short, edited), whose run is done again."""
     try:
-        return isinstance(json.loads((out / "summary.json").read_text(encoding="utf-8")), dict)
+        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
-        return False
+        return None
+    return summary if isinstance(summary, dict) else None
 
 
 def run_dataset(
@@ -566,13 +569,12 @@ def run_dataset(
         _Item(str(p), str(out / name), name, _reference_of(p, reference))
         for p, name in zip(dataset.paths, dataset.run_names(), strict=True)
     ]
-    done = [resume and _complete(Path(item.out)) for item in items]
-    kept = [item for item, d in zip(items, done, strict=True) if d]
-    todo = [item for item, d in zip(items, done, strict=True) if not d]
+    finished = [_finished(Path(item.out)) if resume else None for item in items]
+    todo = [item for item, summary in zip(items, finished, strict=True) if summary is None]
     if on_start:
         on_start(len(items), len(todo))
-    rows = [_row(item, "", True) for item in kept]
-    if kept and on_rows:
+    rows = [_row(item, "", True, summary) for item, summary in zip(items, finished, strict=True) if summary is not None]
+    if rows and on_rows:
         on_rows(rows)
     fresh, how = run_recordings(kind, todo, options or {}, engine, on_rows=on_rows, on_cluster=on_cluster)
     order = {item.path: i for i, item in enumerate(items)}

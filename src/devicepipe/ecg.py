@@ -911,7 +911,11 @@ def detection_chunk(chunk: int, sampling_rate: float, **options: Any) -> int:
     """The samples per chunk :func:`ecg_peaks_chunked` works in for ``chunk`` asked: rounded up to
     a multiple of the detector's block alignment (at least one; a few seconds), so that its
     blocks and sub-blocks fall on the same samples as in one call."""
-    step = _Ricker(float(sampling_rate), **options).alignment
+    return _aligned(chunk, _Ricker(float(sampling_rate), **options).alignment)
+
+
+def _aligned(chunk: int, step: int) -> int:
+    """``chunk`` rounded up to a multiple of ``step`` (at least one)."""
     return max(step, -(-int(chunk) // step) * step)
 
 
@@ -936,7 +940,7 @@ def _peaks_chunked(
         return peaks.device
     r = _Ricker(float(sampling_rate), **options)
     step = r.alignment
-    chunk = detection_chunk(chunk, sampling_rate, **options)
+    chunk = _aligned(chunk, step)  # (as detection_chunk says)
     halo = -(-r.reach // step) * step
     edge = min(n_samples, _samples(r.edge_s, r.fs))
     means = r.edge_means(_checked(read(0, edge), sampling_rate, 0)[None], read(n_samples - edge, n_samples)[None])
