@@ -58,6 +58,7 @@ __all__ = [
     "TASKS_PER_WORKER",
     "TASK_BYTES",
     "TAIL_TASKS",
+    "WORKERS_PER_CORE",
     "Dataset",
     "DatasetResult",
     "Engine",
@@ -81,6 +82,9 @@ TASKS_PER_WORKER = 4
 #: The smallest task holds 1/TAIL_TASKS of a run's input: what the last worker to finish can be
 #: left holding while the others wait.
 TAIL_TASKS = 64
+#: Local workers per usable core at most (more only compete for the cores and the memory:
+#: every worker process holds its own torch).
+WORKERS_PER_CORE = 4
 #: Per-recording pipelines that run on a dataset.
 KINDS = ("beats", "ecg", "score")
 
@@ -458,6 +462,17 @@ def _n_workers(engine: Engine) -> int:
     if engine.workers < 0:
         problem = f"must be 0 or more, got {engine.workers}"
         raise DevicepipeError(f"workers {problem}.", cli=f"--workers {problem}.")
+    cores = usable_cores()
+    most = max(WORKERS_PER_CORE * cores, len(engine.devices))
+    if engine.scheduler is None and engine.workers > most:
+        problem = (
+            f"{engine.workers} is more local workers than this machine's {cores} core(s) can run "
+            f"(each is a process with its own torch); give at most {most}"
+        )
+        raise DevicepipeError(
+            f"workers={problem}, or scheduler= a larger Dask cluster.",
+            cli=f"--workers {problem}, or --scheduler ADDRESS for a larger Dask cluster.",
+        )
     return engine.workers
 
 
@@ -471,8 +486,10 @@ def run_recordings(
     on_cluster: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run ``kind`` on ``items`` with ``engine``; the index rows (in any order) and how it ran."""
-    n_workers = _n_workers(engine)
     local = engine.scheduler is None
+    n_workers = _n_workers(engine)
+    if local and n_workers:  # no more worker processes than recordings to give them
+        n_workers = min(n_workers, max(1, len(items)))
     asked = requested_threads()  # DEVICEPIPE_THREADS: each worker's (or the loop's) count
     threads = (asked[0] if asked else max(1, usable_cores() // max(1, n_workers))) if local else None
     tell = on_rows or (lambda _rows: None)

@@ -143,6 +143,26 @@ def test_a_local_cluster_of_two_processes_equals_the_plain_loop(tmp_path):
             assert (tmp_path / "loop" / run / name).read_bytes() == (tmp_path / "dask" / run / name).read_bytes()
 
 
+def test_no_more_local_workers_than_recordings(tmp_path):
+    make_folder(tmp_path / "in", 2)
+    result = run_dataset(tmp_path / "in", tmp_path / "out", options={"figures": False}, engine=Engine(workers=4))
+    assert result.summary["engine"]["workers"] == 2 and result.n_ok == 2
+
+
+def test_more_local_workers_than_the_cores_can_run_is_one_line(tmp_path, monkeypatch):
+    import devicepipe.datasets as datasets
+
+    monkeypatch.setattr(datasets, "usable_cores", lambda: 2)
+    make_folder(tmp_path / "in", 2)
+    args = ["beats", str(tmp_path / "in"), "--out", str(tmp_path / "o"), "--no-figures"]
+    result = runner.invoke(app, [*args, "--workers", "9"])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--workers 9 is more local workers than this machine's 2 core(s)" in lines[0]
+    assert "give at most 8, or --scheduler ADDRESS" in lines[0] and not (tmp_path / "o").exists()
+    assert runner.invoke(app, [*args, "--workers", "0"]).exit_code == 0  # the loop is never refused
+
+
 def test_devices_one_per_worker(tmp_path):
     make_folder(tmp_path / "in", 4)
     result = run_dataset(
