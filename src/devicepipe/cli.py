@@ -567,7 +567,8 @@ WorkersOpt = Annotated[
     int | None,
     typer.Option(
         help="For a folder, glob or list of recordings: Dask worker processes of the local cluster started here "
-        "(default: one per core; the cores are divided among them), or 0 for a plain loop without Dask.",
+        "(default: one per core; the cores are divided among them; at most 4 a core, and no more than "
+        "there are recordings), or 0 for a plain loop without Dask.",
         min=0,
     ),
 ]
