@@ -53,6 +53,7 @@ __all__ = [
     "INDEX_COLUMNS",
     "INDEX_NAME",
     "KINDS",
+    "LOCAL_CLUSTER_CONFIG",
     "LIST_SUFFIXES",
     "RECORDING_SUFFIXES",
     "TASKS_PER_WORKER",
@@ -85,6 +86,18 @@ TAIL_TASKS = 64
 #: Local workers per usable core at most (more only compete for the cores and the memory:
 #: every worker process holds its own torch).
 WORKERS_PER_CORE = 4
+#: Dask settings of a local cluster started here, each where the user's Dask configuration leaves
+#: Dask's own default: the workers' statistical profiler (a stack sample every 10 ms) off, and the
+#: event loops' latency tick (every 20 ms) and resource monitors (every 500 ms and 100 ms) slowed.
+#: A batch of recordings needs none of them that often; each wakes a process's event loop, which
+#: then takes the interpreter's lock from the thread running the recordings. On the 2-core
+#: machine they made a folder run on two workers 7 % longer (BENCHMARKS.md).
+LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "500ms",
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.worker.memory.monitor-interval": "1s",
+}
 #: Per-recording pipelines that run on a dataset.
 KINDS = ("beats", "ecg", "score")
 
@@ -425,7 +438,7 @@ def _client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any
     dashboard = ":0" if importlib.util.find_spec("bokeh") is not None else None  # the dashboard needs bokeh
     env = {"OMP_NUM_THREADS": str(threads or 1), "MKL_NUM_THREADS": str(threads or 1)}
     with (
-        dask.config.set({"distributed.worker.multiprocessing-method": _start_method()}),
+        dask.config.set({"distributed.worker.multiprocessing-method": _start_method(), **_local_cluster_config()}),
         LocalCluster(
             n_workers=n_workers,
             threads_per_worker=1,
@@ -437,6 +450,15 @@ def _client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any
         Client(cluster) as client,
     ):
         yield client
+
+
+def _local_cluster_config() -> dict[str, Any]:
+    """:data:`LOCAL_CLUSTER_CONFIG`, less what the user's Dask configuration sets (a value other
+    than the one Dask ships); the cluster's nannies hand it on to their workers."""
+    import dask
+
+    shipped = dask.config.merge(*dask.config.defaults)
+    return {k: v for k, v in LOCAL_CLUSTER_CONFIG.items() if dask.config.get(k) == dask.config.get(k, config=shipped)}
 
 
 def _start_method() -> str:

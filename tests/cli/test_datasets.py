@@ -143,6 +143,28 @@ def test_a_local_cluster_of_two_processes_equals_the_plain_loop(tmp_path):
             assert (tmp_path / "loop" / run / name).read_bytes() == (tmp_path / "dask" / run / name).read_bytes()
 
 
+def test_the_local_cluster_slows_dask_diagnostics_unless_the_user_set_them():
+    import dask
+
+    import devicepipe.datasets as datasets
+
+    keys = list(datasets.LOCAL_CLUSTER_CONFIG)
+    assert dask.config.get("distributed.admin.tick.interval") == "20ms"  # Dask's own default here
+    with (
+        dask.config.set({"distributed.admin.tick.interval": "100ms"}),  # the user's choice
+        datasets._client(Engine(workers=1), 1, 1) as client,
+    ):
+        seen = client.run(lambda: {k: dask.config.get(k) for k in keys})
+        scheduler = client.run_on_scheduler(lambda: {k: dask.config.get(k) for k in keys})
+    (worker,) = seen.values()
+    for where in (worker, scheduler):
+        assert where["distributed.worker.profile.enabled"] is False
+        assert where["distributed.admin.system-monitor.interval"] == "2s"
+        assert where["distributed.worker.memory.monitor-interval"] == "1s"
+        assert where["distributed.admin.tick.interval"] == "100ms"  # kept, not replaced
+    assert dask.config.get("distributed.worker.profile.enabled") is True  # nothing left set here
+
+
 def test_no_more_local_workers_than_recordings(tmp_path):
     make_folder(tmp_path / "in", 2)
     result = run_dataset(tmp_path / "in", tmp_path / "out", options={"figures": False}, engine=Engine(workers=4))
