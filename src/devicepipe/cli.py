@@ -682,7 +682,7 @@ def _run_dataset_cli(
                 on_cluster=cluster,
             )
     finally:
-        stop_worker_server()  # no more workers: the fork server's exit runs beside this process's
+        stop_worker_server()  # no more workers: the fork server ends beside this process
     _print_dataset(con, result)
     if reference is not None and result.n_ok and not result.summary.get("accuracy"):
         con.print(

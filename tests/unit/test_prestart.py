@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -84,10 +86,78 @@ def test_the_server_is_asked_to_leave_and_goes_while_the_command_runs_on(tmp_pat
         while proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
             time.sleep(0.05)
         print(proc.status() == psutil.STATUS_ZOMBIE if proc.is_running() else True)  # gone: this one still runs
+        import os, signal
+        _, status = os.waitpid(proc.pid, 0)
+        print(os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM)  # ended, not torn down
         """
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["False", "True", "True", "False", "True"]
+    assert out == ["False", "True", "True", "False", "True", "True"]
+
+
+END_SCRIPT = """
+import atexit, sys, threading, time
+from devicepipe.prestart import end_after_exit_handlers
+arm = end_after_exit_handlers()
+atexit.register(lambda: sys.stdout.write("handler "))  # as a library imported later does (and not flushed)
+class Late:
+    def __del__(self):
+        print("teardown", flush=True)
+keep = Late()  # a module's object: deleted in the interpreter's teardown
+def slow():
+    time.sleep(0.3)
+    print("thread", file=sys.stderr, flush=True)
+threading.Thread(target=slow).start()  # joined before the exit handlers
+sys.stdout.write("buffered ")  # not flushed: stdout is a pipe here
+"""
+
+
+@pytest.mark.parametrize(
+    ("ending", "status", "printed"),
+    [
+        ("arm(3); raise SystemExit(3)", 3, ["buffered", "handler"]),
+        ("arm(None); raise SystemExit", 0, ["buffered", "handler"]),
+        ("arm('no'); raise SystemExit('no')", 1, ["buffered", "handler"]),
+        ("raise SystemExit(4)", 4, ["buffered", "handler", "teardown"]),  # not armed: Python's own way
+        ("raise ValueError('bug')", 1, ["buffered", "handler", "teardown"]),
+    ],
+)
+def test_an_armed_process_ends_after_its_exit_handlers_without_teardown(ending, status, printed):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout buffered, as a pipe's is
+    proc = subprocess.run(
+        [sys.executable, "-c", END_SCRIPT + ending], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert proc.returncode == status, proc.stderr
+    assert proc.stdout.split() == printed
+    assert proc.stderr.endswith("thread\n")  # joined before the exit
+    assert ("ValueError: bug" in proc.stderr) == ("ValueError" in ending)
+
+
+def test_the_command_exits_through_its_entry_point_with_its_status_and_whole_output(tmp_path):
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "devicepipe", *args], capture_output=True, text=True, timeout=120)
+
+    info = run("info", "--json")
+    assert info.returncode == 0 and json.loads(info.stdout)["torch"]  # the whole document reached the pipe
+    bad = run("read", str(tmp_path / "missing.csv"))
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    code = """
+import sys
+import devicepipe.__main__ as entry
+real = entry.end_after_exit_handlers
+def spy():
+    arm = real()
+    def armed(code):
+        print("armed", code, flush=True)
+        arm(code)
+    return armed
+entry.end_after_exit_handlers = spy
+sys.argv = ["devicepipe", *sys.argv[1:]]
+entry.main()
+"""
+    for args, status in ((["--version"], 0), (["read", str(tmp_path / "missing.csv")], 2)):
+        proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == status and proc.stdout.split()[-2:] == ["armed", str(status)]
 
 
 def test_a_command_whose_server_started_early_equals_the_plain_loop(tmp_path):
