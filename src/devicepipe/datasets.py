@@ -453,12 +453,19 @@ def _client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any
 
 
 def _local_cluster_config() -> dict[str, Any]:
-    """:data:`LOCAL_CLUSTER_CONFIG`, less what the user's Dask configuration sets (a value other
-    than the one Dask ships); the cluster's nannies hand it on to their workers."""
+    """:data:`LOCAL_CLUSTER_CONFIG`, less what the user's Dask configuration sets: in a Dask
+    configuration file or a ``DASK_*`` environment variable, or in this process to a value other
+    than the one Dask ships. The cluster's nannies hand it on to their workers."""
     import dask
 
     shipped = dask.config.merge(*dask.config.defaults)
-    return {k: v for k, v in LOCAL_CLUSTER_CONFIG.items() if dask.config.get(k) == dask.config.get(k, config=shipped)}
+    users = dask.config.collect()  # the files and the environment alone
+    unset = object()
+    return {
+        k: v
+        for k, v in LOCAL_CLUSTER_CONFIG.items()
+        if dask.config.get(k, unset, config=users) is unset and dask.config.get(k) == dask.config.get(k, config=shipped)
+    }
 
 
 def _start_method() -> str:

@@ -143,12 +143,14 @@ def test_a_local_cluster_of_two_processes_equals_the_plain_loop(tmp_path):
             assert (tmp_path / "loop" / run / name).read_bytes() == (tmp_path / "dask" / run / name).read_bytes()
 
 
-def test_the_local_cluster_slows_dask_diagnostics_unless_the_user_set_them():
+def test_the_local_cluster_slows_dask_diagnostics_unless_the_user_set_them(monkeypatch):
     import dask
+    import distributed  # noqa: F401 - its defaults join Dask's configuration
 
     import devicepipe.datasets as datasets
 
     keys = list(datasets.LOCAL_CLUSTER_CONFIG)
+    monkeypatch.setenv("DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL", "100ms")  # Dask's default, but said
     assert dask.config.get("distributed.admin.tick.interval") == "20ms"  # Dask's own default here
     with (
         dask.config.set({"distributed.admin.tick.interval": "100ms"}),  # the user's choice
@@ -160,7 +162,7 @@ def test_the_local_cluster_slows_dask_diagnostics_unless_the_user_set_them():
     for where in (worker, scheduler):
         assert where["distributed.worker.profile.enabled"] is False
         assert where["distributed.admin.system-monitor.interval"] == "2s"
-        assert where["distributed.worker.memory.monitor-interval"] == "1s"
+        assert where["distributed.worker.memory.monitor-interval"] == "100ms"  # the user's, though the default
         assert where["distributed.admin.tick.interval"] == "100ms"  # kept, not replaced
     assert dask.config.get("distributed.worker.profile.enabled") is True  # nothing left set here
 
