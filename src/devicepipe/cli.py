@@ -1584,7 +1584,8 @@ def _split(text: str | None) -> list[str] | None:
 
 
 def main() -> None:
-    """Entry point of the ``devicepipe`` console script."""
+    """Run the command on ``sys.argv`` (the console script's entry, :func:`devicepipe.__main__.main`,
+    calls this once it has registered how the process ends)."""
     gc.freeze()  # what the imports made lives as long as the command: no collection traces it again
     app(prog_name="devicepipe")
 

@@ -21,10 +21,10 @@ At the other end, :func:`end_after_exit_handlers` lets the command's process end
 interpreter has joined its threads and run its exit handlers: the interpreter's own teardown
 after them (taking apart every module, then the native libraries' destructors) changes nothing
 on disk and took 0.12 s of every command after importing torch, 0.23 s after a folder run.
-And :func:`stop_worker_server` asks the server to exit once the command's work is
-done. The server leaves when it sees the command's process gone; its own exit (tearing down
-what it imported) then came after the command's, and a caller reading the command's output
-waited for both in turn.
+And :func:`stop_worker_server` ends the workers' fork server once the command's work is done,
+without the server's own teardown of what it imported: left to leave when it saw the command's
+process gone, it tore torch down after the command had ended, and a caller reading the
+command's output waited for both in turn.
 """
 
 from __future__ import annotations

@@ -56,11 +56,9 @@ def _open(path: Path, where: str) -> Any:
             else:
                 edf = edfio.read_edf(path, lazy_load_data=True)
     except Exception as exc:  # noqa: BLE001 - any parsing failure of a damaged file, as one line
-        with path.open("rb") as fh:  # (edfio fails on a zero duration without saying so)
-            field = fh.read(EDF_HEADER_BYTES)[244:252].decode("ascii", "replace").strip()
-        duration = math.nan
-        with contextlib.suppress(ValueError):
-            duration = float(field)
+        duration = math.nan  # (edfio fails on a zero duration without saying so)
+        with contextlib.suppress(OSError, ValueError), path.open("rb") as fh:
+            duration = float(fh.read(EDF_HEADER_BYTES)[244:252].decode("ascii", "replace").strip())
         if duration <= 0:
             raise _no_rate(where, path, duration) from None
         detail = " ".join(str(exc).split()) or type(exc).__name__
