@@ -87,8 +87,9 @@ TAIL_TASKS = 64
 #: every worker process holds its own torch).
 WORKERS_PER_CORE = 4
 #: Dask settings of a local cluster started here, each unless the user's Dask configuration sets
-#: it (see :func:`_local_cluster_config`): the workers' statistical profiler (a stack sample every 10 ms) off, and the
-#: event loops' latency tick (every 20 ms) and resource monitors (every 500 ms and 100 ms) slowed.
+#: it (see :func:`_local_cluster_config`): the workers' statistical profiler (a stack sample every
+#: 10 ms) off, and the event loops' latency tick (every 20 ms) and resource monitors (every 500 ms
+#: and 100 ms) slowed.
 #: A batch of recordings needs none of them that often; each wakes a process's event loop, which
 #: then takes the interpreter's lock from the thread running the recordings. On the 2-core
 #: machine they made a folder run on two workers 7 % longer (BENCHMARKS.md).
