@@ -438,19 +438,28 @@ def _client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any
         return
     dashboard = ":0" if importlib.util.find_spec("bokeh") is not None else None  # the dashboard needs bokeh
     env = {"OMP_NUM_THREADS": str(threads or 1), "MKL_NUM_THREADS": str(threads or 1)}
-    with (
-        dask.config.set({"distributed.worker.multiprocessing-method": _start_method(), **_local_cluster_config()}),
-        LocalCluster(
-            n_workers=n_workers,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=dashboard,
-            silence_logs=logging.ERROR,
-            env=env,
-        ) as cluster,
-        Client(cluster) as client,
-    ):
-        yield client
+    with dask.config.set({"distributed.worker.multiprocessing-method": _start_method(), **_local_cluster_config()}):
+        try:
+            cluster = LocalCluster(
+                n_workers=n_workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=dashboard,
+                silence_logs=logging.ERROR,
+                env=env,
+            )
+        except Exception as exc:  # noqa: BLE001 - Dask's reason (a bad setting in the Dask configuration, ...), as one line
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            detail = detail if len(detail) <= 160 else f"{detail[:157]}..."
+            problem = (
+                f"the local Dask cluster did not start ({detail}); "
+                "check the Dask configuration (DASK_* variables, ~/.config/dask)"
+            )
+            raise DevicepipeError(
+                f"{problem}, or run without Dask (workers=0).", cli=f"{problem}, or pass --workers 0."
+            ) from None
+        with cluster, Client(cluster) as client:
+            yield client
 
 
 def _local_cluster_config() -> dict[str, Any]:

@@ -167,6 +167,19 @@ def test_the_local_cluster_slows_dask_diagnostics_unless_the_user_set_them(monke
     assert dask.config.get("distributed.worker.profile.enabled") is True  # nothing left set here
 
 
+def test_a_local_cluster_that_does_not_start_is_one_line(tmp_path):
+    import dask
+
+    make_folder(tmp_path / "in", 2)
+    out = tmp_path / "o"
+    with dask.config.set({"distributed.admin.tick.interval": "banana"}):  # the user's Dask configuration, broken
+        result = runner.invoke(app, ["beats", str(tmp_path / "in"), "--out", str(out), "--workers", "2"])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "did not start" in lines[0] and "banana" in lines[0] and "--workers 0" in lines[0]
+    assert not out.exists()
+
+
 def test_no_more_local_workers_than_recordings(tmp_path):
     make_folder(tmp_path / "in", 2)
     result = run_dataset(tmp_path / "in", tmp_path / "out", options={"figures": False}, engine=Engine(workers=4))
