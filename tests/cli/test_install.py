@@ -38,3 +38,30 @@ def test_the_demo_needs_no_optional_library(tmp_path):
     assert (out / "summary.json").exists()
     check = subprocess.run([sys.executable, "-c", "import polars"], capture_output=True, text=True, env=env)
     assert "polars is not installed" in check.stderr  # the stubs do hide the real libraries
+
+
+def _pins() -> dict[str, str]:
+    """``requirements.lock`` as {normalised name: version}."""
+    pins = {}
+    for line in (ROOT / "requirements.lock").read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version, f"requirements.lock: {line!r} does not pin one version"
+            pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return pins
+
+
+def test_the_lock_pins_every_dependency_and_both_commands_install_from_it():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    wanted = [*project["dependencies"], *extras["dev"], *extras["bench"]]
+    names = {re.sub(r"[-_.]+", "-", re.split(r"[<>=!~\[; ]", req, maxsplit=1)[0]).lower() for req in wanted}
+    names.discard("devicepipe")  # the dev extra's own bench extra
+    pins = _pins()
+    assert sorted(names - pins.keys()) == []
+    assert pins["torch"] == "2.13.0"  # the CPU wheel the set-up command installs first
+    for command in _setup_commands():
+        assert "-c requirements.lock" in command

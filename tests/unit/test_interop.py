@@ -65,7 +65,8 @@ def test_from_torch_shares_and_back(kind):
     ("make", "mutate"),
     [
         (lambda: np.arange(50, dtype=np.float32), lambda a: a.__setitem__(3, 99.0)),
-        (lambda: pd.Series(np.arange(50, dtype=np.float64)), lambda s: s.to_numpy().__setitem__(3, 99.0)),
+        # through pandas' own setter: since pandas 3.1, Series.to_numpy() hands out a read-only view
+        (lambda: pd.Series(np.arange(50, dtype=np.float64)), lambda s: s.iloc.__setitem__(3, 99.0)),
     ],
 )
 def test_mutating_the_source_shows_in_torch(make, mutate):
