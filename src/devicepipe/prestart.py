@@ -7,9 +7,11 @@ comes after the command's own import of torch, and the command waits for both in
 Started here, from the command line alone and before the command imports anything heavy, the
 two imports run side by side. Nothing here imports torch, NumPy or Dask.
 
-Only the top process of a command line of the form ``devicepipe beats|ecg|score SPEC ...``
-starts it, where ``SPEC`` (the first argument after the command) names many recordings and
-neither ``--workers 0`` nor ``--scheduler`` is given; any other command line starts nothing.
+The command's entry (:func:`devicepipe.cli.main`) calls :func:`start_worker_server` with its
+command line before it imports any command; only the top process of a command line of the form
+``devicepipe beats|ecg|score SPEC ...`` starts it, where ``SPEC`` (the first argument after the
+command) names many recordings and neither ``--workers 0`` nor ``--scheduler`` is given; any
+other command line starts nothing.
 
 Importing torch, Dask and the pipelines makes over 200,000 objects that live as long as the
 process. :func:`pause_collector` and :func:`resume_collector` keep the cyclic garbage collector
@@ -17,27 +19,17 @@ from tracing them again and again while they are made; frozen afterwards (:func:
 they are left out of every later collection, the several full ones of the interpreter's exit
 included. A command's start and exit took 0.6 s less for this on the 2-core machine.
 
-At the other end, :func:`end_after_exit_handlers` lets the command's process end as soon as the
-interpreter has joined its threads and run its exit handlers: the interpreter's own teardown
-after them (taking apart every module, then the native libraries' destructors) changes nothing
-on disk and took 0.12 s of every command after importing torch, 0.23 s after a folder run.
-And :func:`stop_worker_server` ends the workers' fork server once the command's work is done,
-without the server's own teardown of what it imported: left to leave when it saw the command's
-process gone, it tore torch down after the command had ended, and a caller reading the
-command's output waited for both in turn.
+The server ends the ordinary way: when the command's process has ended, it sees the pipe it
+watches close and leaves.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import gc
 import glob
 import multiprocessing
 import os
-import signal
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = [
@@ -45,13 +37,11 @@ __all__ = [
     "LIST_SUFFIXES",
     "STARTED",
     "WORKER_PRELOAD",
-    "end_after_exit_handlers",
     "is_dataset",
     "pause_collector",
     "resume_collector",
     "start_worker_server",
     "starts_cluster",
-    "stop_worker_server",
 ]
 
 #: The commands that take a folder, a glob or a list of recordings.
@@ -98,33 +88,6 @@ def resume_collector(was_on: bool, *, freeze: bool = False) -> None:
         gc.enable()
 
 
-def end_after_exit_handlers() -> Callable[[object], None]:
-    """Register, before anything else registers its own, an exit handler that ends the process
-    once the interpreter has joined its threads and run every other handler (:mod:`atexit` runs
-    them last registered first), leaving out the interpreter's teardown after them. It acts only
-    once armed: call what this returns with the code of the :class:`SystemExit` the program
-    ends with. Only for the top of a program: objects left to be closed by their finalisers are
-    not closed, so every file must already be closed (the standard streams are flushed here)."""
-    armed: list[int] = []
-
-    def end() -> None:
-        if not armed:  # ended by an exception or a signal: Python's own way
-            return
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                if stream is not None:
-                    stream.flush()
-            except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach it
-                pass
-        os._exit(armed[0])
-
-    def arm(code: object) -> None:
-        armed.append(0 if code is None else code if isinstance(code, int) else 1)  # as Python reads it
-
-    atexit.register(end)
-    return arm
-
-
 def starts_cluster(argv: Sequence[str]) -> bool:
     """Whether the command line ``argv`` (``sys.argv``: the program, the command, its arguments)
     will start a local Dask cluster: a dataset command whose first argument names many
@@ -156,33 +119,4 @@ def start_worker_server(argv: Sequence[str]) -> bool:
     os.environ[STARTED] = "1"  # before the server starts: it and the workers it forks inherit it
     multiprocessing.get_context("forkserver").set_forkserver_preload(list(WORKER_PRELOAD))
     forkserver.ensure_running()
-    return True
-
-
-def stop_worker_server() -> bool:
-    """End this process's fork server (if it has one) now, without waiting for it and without
-    its teardown: its end then comes beside the rest of the command, not after the command's
-    process has ended (a caller reading the command's output waits for every process that holds
-    it). Call it when no more workers will be started and those started have ended (a later
-    start starts a new server). Whether a server was ended.
-
-    The standard library stops its server only by closing the pipe the server watches, in
-    :meth:`multiprocessing.forkserver.ForkServer._stop`, which also waits for the server, and the
-    server then tears down what it imported (0.2 s with torch). This closes the pipe and sends
-    the server ``SIGTERM``, whose default action ends it at once (the server holds nothing to
-    save); where the library's internals differ it does nothing."""
-    from multiprocessing import forkserver
-
-    server = getattr(forkserver, "_forkserver", None)
-    alive, lock = getattr(server, "_forkserver_alive_fd", None), getattr(server, "_lock", None)
-    if not isinstance(alive, int) or lock is None or not hasattr(server, "_forkserver_pid"):
-        return False
-    with lock:
-        pid = server._forkserver_pid
-        if isinstance(pid, int):  # first: the server ends before it sees the pipe closed
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-        os.close(alive)
-        server._forkserver_alive_fd = None
-        server._forkserver_pid = None  # (ensure_running starts a new one)
     return True

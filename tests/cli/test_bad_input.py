@@ -266,10 +266,10 @@ def test_out_of_memory_on_a_gpu_names_the_fixes_each_command_has(monkeypatch, tm
     def exhausted(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.19 GiB total)")
 
-    import devicepipe.cli as cli
+    from devicepipe.cli.commands import beats, ecg, train
 
-    for name in ("run_beats", "run_train", "run_ecg"):
-        monkeypatch.setattr(cli, name, exhausted, raising=False)
+    for module, name in ((beats, "run_beats"), (train, "run_train"), (ecg, "run_ecg")):
+        monkeypatch.setattr(module, name, exhausted)
     (tmp_path / "x.csv").write_text("v\n" + "\n".join(["0.1"] * 2000) + "\n")
     args = [command[0], str(tmp_path / command[1]), "--out", str(tmp_path / "out")]
     args += [] if command[0] == "train" else ["--sampling-rate", "250"]

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -66,71 +67,75 @@ def test_the_server_starts_once_with_the_pipelines_imported(tmp_path):
     assert out == ["True", "False", "1", "1", "False"]
 
 
-def test_the_server_is_asked_to_leave_and_goes_while_the_command_runs_on(tmp_path):
+def test_the_server_leaves_the_ordinary_way_when_the_command_ends(tmp_path):
     (tmp_path / "in").mkdir()
     code = textwrap.dedent(
         f"""
         import time, psutil
-        from devicepipe.prestart import start_worker_server, stop_worker_server
-        print(stop_worker_server())  # none yet
+        from devicepipe.prestart import start_worker_server
         start_worker_server(["devicepipe", "beats", {str(tmp_path / "in")!r}])
-        def server():
-            found = [p for p in psutil.Process().children() if "forkserver" in " ".join(p.cmdline())]
-            return found[0] if found else None
         deadline = time.monotonic() + 10
-        while server() is None and time.monotonic() < deadline:
+        found = []
+        while not found and time.monotonic() < deadline:
+            found = [p.pid for p in psutil.Process().children() if "forkserver" in " ".join(p.cmdline())]
             time.sleep(0.05)
-        proc = server()
-        print(proc is not None, stop_worker_server(), stop_worker_server())
-        deadline = time.monotonic() + 10
-        while proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
-            time.sleep(0.05)
-        print(proc.status() == psutil.STATUS_ZOMBIE if proc.is_running() else True)  # gone: this one still runs
-        import os, signal
-        _, status = os.waitpid(proc.pid, 0)
-        print(os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM)  # ended, not torn down
+        print(found[0])
         """
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["False", "True", "True", "False", "True", "True"]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    import psutil
+
+    pid = int(out.stdout.split()[-1])
+    deadline = time.monotonic() + 30
+    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the fork server outlived its command by 30 s"
+        time.sleep(0.05)
 
 
-END_SCRIPT = """
-import atexit, sys, threading, time
-from devicepipe.prestart import end_after_exit_handlers
-arm = end_after_exit_handlers()
-atexit.register(lambda: sys.stdout.write("handler "))  # as a library imported later does (and not flushed)
-class Late:
-    def __del__(self):
-        print("teardown", flush=True)
-keep = Late()  # a module's object: deleted in the interpreter's teardown
-def slow():
-    time.sleep(0.3)
-    print("thread", file=sys.stderr, flush=True)
-threading.Thread(target=slow).start()  # joined before the exit handlers
-sys.stdout.write("buffered ")  # not flushed: stdout is a pipe here
+ORDINARY_END = """
+import atexit, sys
+atexit.register(lambda: print("handler ran", flush=True))  # as coverage or a tracing agent does at start-up
+from devicepipe.__main__ import main
+sys.argv = ["devicepipe", *sys.argv[1:]]
+main()
 """
 
 
-@pytest.mark.parametrize(
-    ("ending", "status", "printed"),
-    [
-        ("arm(3); raise SystemExit(3)", 3, ["buffered", "handler"]),
-        ("arm(None); raise SystemExit", 0, ["buffered", "handler"]),
-        ("arm('no'); raise SystemExit('no')", 1, ["buffered", "handler"]),
-        ("raise SystemExit(4)", 4, ["buffered", "handler", "teardown"]),  # not armed: Python's own way
-        ("raise ValueError('bug')", 1, ["buffered", "handler", "teardown"]),
-    ],
-)
-def test_an_armed_process_ends_after_its_exit_handlers_without_teardown(ending, status, printed):
+@pytest.mark.parametrize(("args", "status"), [(["--version"], 0), (["read", "missing.csv"], 2)])
+def test_the_command_ends_the_ordinary_way_with_every_exit_handler(tmp_path, args, status):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout buffered, as a pipe's is
     proc = subprocess.run(
-        [sys.executable, "-c", END_SCRIPT + ending], capture_output=True, text=True, timeout=60, env=env
+        [sys.executable, "-c", ORDINARY_END, *args], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env
     )
     assert proc.returncode == status, proc.stderr
-    assert proc.stdout.split() == printed
-    assert proc.stderr.endswith("thread\n")  # joined before the exit
-    assert ("ValueError: bug" in proc.stderr) == ("ValueError" in ending)
+    assert proc.stdout.splitlines()[-1] == "handler ran"  # registered before the command: it ran, and last
+    assert ("devicepipe 0.1" in proc.stdout) == (status == 0)
+
+
+def test_main_called_in_process_returns_control_to_its_host():
+    code = """
+        from devicepipe.cli import main
+        for argv in (["--version"], ["read", "/nonexistent/x.csv"]):
+            try:
+                main(argv)
+            except SystemExit as exc:
+                print("host goes on", exc.code)
+        """
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
+    ).stdout.splitlines()
+    assert out[-2:] == ["host goes on 0", "host goes on 2"]
+
+
+def test_importing_the_command_line_imports_no_torch_and_starts_nothing(tmp_path):
+    (tmp_path / "in").mkdir()
+    code = f"""
+        import sys, psutil
+        sys.argv = ["devicepipe", "beats", {str(tmp_path / "in")!r}]  # a folder on the command line
+        import devicepipe.cli
+        print("torch" in sys.modules, len(psutil.Process().children()))
+        """
+    assert _python(code) == ["False", "0"]
 
 
 def test_the_command_exits_through_its_entry_point_with_its_status_and_whole_output(tmp_path):
@@ -141,23 +146,6 @@ def test_the_command_exits_through_its_entry_point_with_its_status_and_whole_out
     assert info.returncode == 0 and json.loads(info.stdout)["torch"]  # the whole document reached the pipe
     bad = run("read", str(tmp_path / "missing.csv"))
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
-    code = """
-import sys
-import devicepipe.__main__ as entry
-real = entry.end_after_exit_handlers
-def spy():
-    arm = real()
-    def armed(code):
-        print("armed", code, flush=True)
-        arm(code)
-    return armed
-entry.end_after_exit_handlers = spy
-sys.argv = ["devicepipe", *sys.argv[1:]]
-entry.main()
-"""
-    for args, status in ((["--version"], 0), (["read", str(tmp_path / "missing.csv")], 2)):
-        proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
-        assert proc.returncode == status and proc.stdout.split()[-2:] == ["armed", str(status)]
 
 
 def test_a_command_whose_server_started_early_equals_the_plain_loop(tmp_path):
@@ -207,11 +195,11 @@ def test_the_command_imports_without_collections_and_freezes_them_when_it_runs()
         import gc
         starts = []
         gc.callbacks.append(lambda phase, info: starts.append(info["generation"]) if phase == "start" else None)
-        import devicepipe.cli
+        from devicepipe.cli import app
         """
     # without the pause, importing the command's modules starts several hundred collections
     plain = _python(
-        counted.replace("import devicepipe.cli", "import torch, distributed, pandas, wfdb, typer, rich")
+        counted.replace("from devicepipe.cli import app", "import torch, distributed, pandas, wfdb, typer, rich")
         + "print(len(starts))"
     )
     paused = _python(counted + "print(len(starts), gc.isenabled(), gc.get_freeze_count())")
@@ -237,7 +225,7 @@ def test_the_command_imports_neither_wfdb_nor_pandas_until_a_record_needs_them(t
     wfdb.wrsamp("rec", fs=250, units=["mV"], sig_name=["ecg"], p_signal=signal, fmt=["16"], write_dir=str(tmp_path))
     code = f"""
         import sys
-        import devicepipe.cli
+        from devicepipe.cli import app
         print("wfdb" in sys.modules, "pandas" in sys.modules)
         from devicepipe.io import read_series
         rec = read_series({str(tmp_path / "rec.hea")!r})

@@ -1,0 +1,185 @@
+"""The command's Typer application and how it ends: user mistakes as one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import errno
+import re
+import sys
+from typing import Annotated, Any
+
+import torch
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+from devicepipe import __version__
+from devicepipe.errors import DevicepipeError
+
+
+class _PlainHelp:
+    """Help in the usual shape: flags without a value placeholder, required arguments as ``INPUT``.
+
+    Recent typer releases print ``<bool>`` beside every flag (as if it took a value) and
+    ``{input}`` in the usage line; an empty metavar and Click's upper-case name undo both.
+    """
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)  # type: ignore[misc]
+        for param in params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = super().collect_usage_pieces(ctx)  # type: ignore[misc]
+        return [p[1:-1].upper() if p.startswith("{") and p.endswith("}") else p for p in pieces]
+
+
+class _Command(_PlainHelp, TyperCommand):
+    """A subcommand with :class:`_PlainHelp`."""
+
+
+class _OneLineErrors(_PlainHelp, TyperGroup):
+    """Turn usage errors and DevicepipeErrors into one line on stderr and exit status 2."""
+
+    def _options_of(self, args: Any) -> set[str]:
+        """The long options of the subcommand named in ``args`` (the command line when None)."""
+        words = list(sys.argv[1:] if args is None else args)
+        names = [w for w in words if not str(w).startswith("-")][:2]
+        group: Any = self
+        for name in names:
+            command = group.commands.get(str(name)) if hasattr(group, "commands") else None
+            if command is None:
+                break
+            group = command
+        if group is self or not hasattr(group, "params"):
+            return set()
+        return {opt for param in group.params for opt in getattr(param, "opts", []) if opt.startswith("--")}
+
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            rv = super().main(
+                args=args,
+                prog_name=prog_name or "devicepipe",
+                complete_var=complete_var,
+                standalone_mode=False,
+                **extra,
+            )
+        except DevicepipeError as exc:
+            _fail(exc.cli_message)
+        except MemoryError as exc:
+            _fail(_out_of_memory(exc, self._options_of(args)))
+        except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:
+                _fail(f"a path is too long for the file system{_file_of(exc, 80)}; give a shorter one.")
+            if not _is_disk_full(exc):
+                raise
+            where = " or choose an --out on a disk with room" if "--out" in self._options_of(args) else ""
+            _fail(f"the disk is full: {exc.strerror or exc}{_file_of(exc)}; free space{where}.")
+        except Exception as exc:
+            if _is_out_of_memory(exc):
+                _fail(_out_of_memory(exc, self._options_of(args)))
+            # click's UsageError/BadParameter (vendored by typer, so matched by shape)
+            if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
+                ctx = getattr(exc, "ctx", None)
+                where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+                message = " ".join(exc.format_message().split())
+                _fail(f"{message}{where}", int(exc.exit_code))
+            if type(exc).__name__ == "Abort":
+                sys.exit(1)
+            raise
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _is_disk_full(exc: OSError) -> bool:
+    """An OSError that says the disk (or the user's quota on it) is full (NumPy's own words too)."""
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT) or "not enough free space" in str(exc).lower()
+
+
+def _file_of(exc: OSError, width: int | None = None) -> str:
+    """The file an OSError names, in parentheses (its first ``width`` characters), or nothing."""
+    name = str(exc.filename) if exc.filename else ""
+    if width is not None and len(name) > width:
+        name = f"{name[: width - 3]}..."
+    return f" ({name})" if name else ""
+
+
+_OOM = re.compile(r"out of memory|can't allocate memory|not enough memory|failed to allocate", re.IGNORECASE)
+_ASKED = re.compile(r"(?:tried to allocate|allocate) (\d[\d.,]*\s*(?:[KMGT]i?B|bytes))", re.IGNORECASE)
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or (
+        isinstance(exc, RuntimeError) and bool(_OOM.search(str(exc)))
+    )
+
+
+def _out_of_memory(exc: BaseException, options: set[str] | None = None) -> str:
+    """One line for running out of memory: how much was asked for, and what to try with the
+    options the command has (``options``: its long options)."""
+    asked = _ASKED.search(str(exc))
+    size = ""
+    if asked:
+        amount = asked.group(1)
+        digits = amount.split()[0]
+        size = f" (asked for {int(digits):,} bytes)" if digits.isdigit() else f" (asked for {amount})"
+    gpu = isinstance(exc, torch.OutOfMemoryError) or "CUDA" in str(exc)
+    where = "the GPU" if gpu else "this machine"
+    options = options or set()
+    tries = []
+    if "--duration" in options:
+        tries.append("a shorter --duration")
+    if "--chunk" in options:
+        tries.append("--chunk 10min (the recording in pieces)")
+    if "--memory-budget" in options:
+        tries.append("a smaller --memory-budget")
+    if "--batch-size" in options:
+        tries.append("a smaller --batch-size")
+    if gpu and "--device" in options:
+        tries.append("--device cpu")
+    fixes = ", ".join(["a shorter recording", *tries[:-1]]) + (f" or {tries[-1]}" if tries else "")
+    return f"out of memory on {where}{size}: the data or the model does not fit; try {fixes}."
+
+
+def _fail(message: str, code: int = 2) -> None:
+    sys.stderr.write(f"devicepipe: error: {message}\n")
+    sys.stderr.flush()
+    sys.exit(code)
+
+
+app = typer.Typer(
+    cls=_OneLineErrors,
+    help="Device-resident pipelines for long recordings (ECG, load series), on a GPU when there is one.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+simulate_app = typer.Typer(
+    cls=_OneLineErrors,
+    help="Write synthetic recordings with ground truth (for trying things without data).",
+    no_args_is_help=True,
+)
+app.add_typer(simulate_app, name="simulate")
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        sys.stdout.write(f"devicepipe {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True)
+    ] = False,
+) -> None:
+    pass

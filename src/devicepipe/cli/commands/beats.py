@@ -1,0 +1,171 @@
+"""``devicepipe beats``."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated
+
+import torch
+import typer
+
+from devicepipe.cli.application import (
+    _Command,
+    app,
+)
+from devicepipe.cli.many import (
+    _engine,
+    _run_dataset_cli,
+    _single_only,
+)
+from devicepipe.cli.options import (
+    DATASET_INPUT,
+    ONE_ECG,
+    DeviceOpt,
+    DevicesOpt,
+    EcgChannelOpt,
+    EncodingOpt,
+    NanOpt,
+    NanPolicy,
+    PeakMethod,
+    SchedulerOpt,
+    SegmentMode,
+    WorkersOpt,
+    _maybe_int,
+)
+from devicepipe.cli.printing import (
+    _console,
+    _warn,
+)
+from devicepipe.datasets import is_dataset
+from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
+from devicepipe.pipeline import (
+    BEATS_MODE,
+    BeatsOptions,
+    run_beats,
+)
+from devicepipe.units import format_duration, parse_bytes
+
+
+@app.command(cls=_Command)
+def beats(
+    input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", help="Directory for report.html, beats.parquet/.csv, RECORD.qrs, beat_matrix.npy, figures."
+        ),
+    ],
+    channel: EcgChannelOpt = None,
+    sampling_rate: Annotated[
+        float | None, typer.Option(help="Sampling rate in Hz, when the file does not say (CSV, NPY).")
+    ] = None,
+    method: Annotated[PeakMethod, typer.Option(help="ricker (accurate) or seed (the notebook's recipe).")] = PeakMethod[
+        "ricker"
+    ],
+    mode: Annotated[
+        SegmentMode,
+        typer.Option(
+            help="seed (the default here, the notebook's beat matrix): peak-to-peak beats of 0.4-1.024 s, "
+            "zero-padded; centered (the default of 'ecg', for learning): a fixed window around each R peak."
+        ),
+    ] = SegmentMode[BEATS_MODE],
+    reference: Annotated[
+        Path | None,
+        typer.Option(
+            help="Reference beats, to print the accuracy: a WFDB annotation file (e.g. mitdb/100.atr) or a "
+            "CSV/Parquet with a 'sample' (indices) or 'time_s' (seconds) column, such as simulate's NAME.truth.csv; "
+            "for many recordings, an annotation extension (atr): each WFDB record's own RECORD.atr."
+        ),
+    ] = None,
+    device: DeviceOpt = "auto",
+    nan: NanOpt = NanPolicy["error"],
+    encoding: EncodingOpt = None,
+    figures: Annotated[bool, typer.Option(help="Write excerpt.png, heart_rate.png and intervals.png.")] = True,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Refuse (exit 2, nothing written) when the beats say a setting is wrong: no beat in over a "
+            "minute, or a median heart rate outside 20-300 bpm.",
+        ),
+    ] = False,
+    chunk: Annotated[
+        str | None,
+        typer.Option(
+            help="Read and detect the recording in chunks of this duration (e.g. 10min): memory stays flat "
+            "however long it is, and the beats are those of one piece."
+        ),
+    ] = None,
+    memory_budget: Annotated[
+        str | None,
+        typer.Option(
+            help="Detect in chunks by itself when one piece would need more memory than this (e.g. 2GB). "
+            "Default: a quarter of the device's free memory."
+        ),
+    ] = None,
+    workers: WorkersOpt = None,
+    scheduler: SchedulerOpt = None,
+    devices: DevicesOpt = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="For many recordings: skip those whose run directory is complete.")
+    ] = False,
+) -> None:
+    """Find the heartbeats of an ECG, cut them into a fixed-width matrix and plot them.
+
+    Given a folder, a glob or a list of recordings, runs each (on a Dask cluster) into its own
+    directory under --out, with index.parquet (one row per recording) and summary.json.
+    """
+    options = BeatsOptions(
+        channel=_maybe_int(channel),
+        sampling_rate=sampling_rate,
+        method=method.value,
+        mode=mode.value,
+        nan=nan.value,
+        encoding=encoding,
+        figures=figures,
+        strict=strict,
+        chunk=chunk,
+        memory_budget=None if memory_budget is None else parse_bytes(memory_budget),
+    )
+    if is_dataset(input):
+        # no GPU, no transfers to count; the ledger would cost a fifth of a 10-s ECG's run
+        many = dataclasses.replace(options, count_transfers=torch.cuda.is_available())
+        engine = _engine(workers, scheduler, devices, device)
+        _run_dataset_cli("beats", input, out, dataclasses.asdict(many), engine, reference, resume)
+        return
+    _single_only(workers=workers, scheduler=scheduler, devices=devices, resume=resume or None)
+    con = _console()
+    with con.status("finding beats ...") as status:
+        result = run_beats(
+            input,
+            out,
+            device=device,
+            reference=reference,
+            progress=lambda msg: status.update(msg),
+            **dataclasses.asdict(options),
+        )
+    hr = result.mean_heart_rate_bpm
+    con.print(
+        f"[bold]{result.source}[/bold] ({result.channel}, {result.sampling_rate:g} Hz, "
+        f"{format_duration(result.n_samples / result.sampling_rate)}) on {result.device}"
+    )
+    kept = int(torch.count_nonzero(result.beats.kept))  # (a count: no copy of the mask, as a sum would make)
+    con.print(
+        f"beats found: {result.peaks.size:,}; median heart rate: {'-' if hr is None else f'{hr:.0f} bpm'}; "
+        f"kept by segmentation: {kept:,} ({100 * result.beats.share_kept:.1f} %), "
+        f"matrix {tuple(result.beats.matrix.shape)}"
+    )
+    con.print("seconds: " + ", ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()))
+    if result.score is not None:
+        s = result.score
+        con.print(
+            f"accuracy against {reference}, inside the scoring window (all but the first and last {EDGE_S:g} s; "
+            f"{s.tp + s.fn:,} reference beats and {s.tp + s.fp:,} found beats in it; a match within "
+            f"{1000 * MATCH_TOLERANCE_S:.0f} ms): {s}"
+        )
+    con.print(f"wrote {', '.join(str(p) for p in result.files.values())}")
+    for warning in result.warnings:
+        _warn(con, warning)
+    if "report.html" in result.files:
+        con.print(f"open first: {result.files['report.html']}")

@@ -1,0 +1,48 @@
+"""``devicepipe demo``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from devicepipe.cli.application import (
+    _Command,
+    app,
+)
+from devicepipe.cli.options import (
+    ECG,
+    DeviceOpt,
+    EpochsOpt,
+    ThreadsOpt,
+)
+from devicepipe.cli.printing import (
+    ECG_FIGURES,
+    _console,
+    _epoch_bar,
+    _print_outputs,
+    _print_training,
+)
+from devicepipe.pipeline import (
+    run_demo,
+)
+
+
+@app.command(cls=_Command)
+def demo(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the demo's files.")] = Path("demo-run"),
+    device: DeviceOpt = "auto",
+    epochs: EpochsOpt = ECG.epochs,
+    threads: ThreadsOpt = None,
+) -> None:
+    """Simulate a 30-minute ECG with a few ectopic beats and run the whole ecg pipeline on it."""
+    con = _console()
+    with _epoch_bar(con, epochs or ECG.max_epochs, "training the VAE", exact=epochs is not None) as update:
+        result = run_demo(out, device=device, epochs=epochs, threads=threads, progress=con.print, epoch_progress=update)
+    _print_training(con, result.run.summary)
+    con.print(
+        f"{result.run.summary['counts']['flagged']} beats flagged as anomalous; {result.ectopic_flagged} of the "
+        f"{result.n_ectopic} simulated ventricular ectopic beats are among them"
+    )
+    _print_outputs(con, result.run, ECG_FIGURES)

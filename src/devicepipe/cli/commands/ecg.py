@@ -1,0 +1,194 @@
+"""``devicepipe ecg``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from devicepipe.cli.application import (
+    _Command,
+    app,
+)
+from devicepipe.cli.many import (
+    _engine,
+    _run_dataset_cli,
+    _single_only,
+)
+from devicepipe.cli.options import (
+    DATASET_INPUT,
+    ECG,
+    ONE_ECG,
+    BatchOpt,
+    Bf16Opt,
+    DeviceOpt,
+    DevicesOpt,
+    EcgChannelOpt,
+    EncodingOpt,
+    EnsembleOpt,
+    EpochsOpt,
+    LrOpt,
+    MaxEpochsOpt,
+    MinQualityOpt,
+    NanOpt,
+    NanPolicy,
+    NeighboursOpt,
+    PercentileOpt,
+    ResumeOpt,
+    SchedulerOpt,
+    ScorerOpt,
+    SeedOpt,
+    SegmentMode,
+    TensorboardOpt,
+    ThreadsOpt,
+    WorkersOpt,
+    _maybe_int,
+)
+from devicepipe.cli.printing import (
+    ECG_FIGURES,
+    _console,
+    _epoch_bar,
+    _final_loss,
+    _print_aami,
+    _print_outputs,
+    _print_training,
+)
+from devicepipe.datasets import is_dataset
+from devicepipe.pipeline import (
+    BEAT_WIDTH,
+    ECG_MODE,
+    LearnSettings,
+    run_ecg,
+)
+
+
+def _print_ecg(con: Console, s: dict[str, Any]) -> None:
+    c = s["counts"]
+    con.print(
+        f"{c['beats_found']:,} beats found, {c['beats_kept']:,} kept (their window lies inside the recording), "
+        f"{c['flagged']:,} flagged as anomalous (score above {s['threshold']:.4g}); {_final_loss(s)}"
+    )
+    left = s.get("quality", {}).get("left_out_of_training_and_flags")
+    if left is not None:
+        con.print(
+            f"{left:,} beats of poor signal quality (under {s['quality']['poor_below']:g}) left out of training "
+            "and out of the flags"
+        )
+    if "reference" in s:
+        labels = s["reference"]["labels"]
+        con.print(
+            f"flagged by reference label ({s['reference']['source']}): "
+            + ", ".join(f"{name} {v['flagged']:,} of {v['beats']:,}" for name, v in labels.items())
+        )
+    _print_aami(con, s)
+    _print_training(con, s)
+    con.print("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in s["seconds"].items()))
+
+
+@app.command(cls=_Command)
+def ecg(
+    input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
+    device: DeviceOpt = "auto",
+    channel: EcgChannelOpt = None,
+    sampling_rate: Annotated[
+        float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
+    ] = None,
+    epochs: EpochsOpt = ECG.epochs,
+    max_epochs: MaxEpochsOpt = ECG.max_epochs,
+    batch_size: BatchOpt = ECG.batch_size,
+    lr: LrOpt = ECG.lr,
+    latent: Annotated[int, typer.Option(help="Latent dimensions of the VAE.", min=1, max=64)] = ECG.latent,
+    ensemble: EnsembleOpt = ECG.ensemble,
+    mode: Annotated[
+        SegmentMode,
+        typer.Option(
+            help="centered (the default here): a fixed window around each R peak, 0.25 s before to 0.45 s after, "
+            "so a premature beat is cut like any other; seed (the default of 'beats', the notebook's matrix): "
+            "peak to peak, zero-padded."
+        ),
+    ] = (SegmentMode[ECG_MODE]),
+    width: Annotated[int, typer.Option(help="Samples per beat row (a power of two).", min=8)] = BEAT_WIDTH,
+    seed: SeedOpt = ECG.seed,
+    percentile: PercentileOpt = ECG.percentile,
+    reference: Annotated[
+        Path | None,
+        typer.Option(
+            help="Labelled reference beats, to see which labels get flagged: a WFDB annotation file (e.g. "
+            "mitdb/100.atr) or a CSV/Parquet with a 'sample' or 'time_s' column and a 'symbol' column, such as "
+            "simulate's NAME.truth.csv."
+        ),
+    ] = None,
+    scorer: ScorerOpt = None,
+    neighbours: NeighboursOpt = None,
+    nan: NanOpt = NanPolicy["error"],
+    encoding: EncodingOpt = None,
+    min_quality: MinQualityOpt = None,
+    resume: ResumeOpt = False,
+    tensorboard: TensorboardOpt = None,
+    bf16: Bf16Opt = False,
+    threads: ThreadsOpt = None,
+    workers: WorkersOpt = None,
+    scheduler: SchedulerOpt = None,
+    devices: DevicesOpt = None,
+) -> None:
+    """Find the heartbeats of an ECG, train a convolutional VAE on them, score and plot every beat.
+
+    Given a folder, a glob or a list of recordings, trains one model per recording, each in its
+    own directory under --out (on a Dask cluster), with index.parquet and summary.json;
+    --resume then also skips the recordings already complete.
+    """
+    settings = LearnSettings(
+        threads=threads,
+        epochs=epochs,
+        max_epochs=max_epochs,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        latent=latent,
+        ensemble=ensemble,
+        percentile=percentile,
+        scorer=None if scorer is None else scorer.value,
+        neighbours=neighbours,
+        resume=resume,
+        bf16=bf16,
+        tensorboard=None if tensorboard is None else str(tensorboard),
+    )
+    if is_dataset(input):
+        options = {
+            "settings": settings,
+            "channel": _maybe_int(channel),
+            "sampling_rate": sampling_rate,
+            "mode": mode.value,
+            "width": width,
+            "nan": nan.value,
+            "encoding": encoding,
+            "min_quality": min_quality,
+        }
+        engine = _engine(workers, scheduler, devices, device)
+        _run_dataset_cli("ecg", input, out, options, engine, reference, resume)
+        return
+    _single_only(workers=workers, scheduler=scheduler, devices=devices)
+    con = _console()
+    bar = "training" if ensemble == 1 else f"training {ensemble} members"
+    with _epoch_bar(con, settings.epoch_limit, bar, exact=epochs is not None) as update:
+        result = run_ecg(
+            input,
+            out,
+            settings=settings,
+            channel=_maybe_int(channel),
+            sampling_rate=sampling_rate,
+            device=device,
+            mode=mode.value,
+            width=width,
+            reference=reference,
+            nan=nan.value,
+            encoding=encoding,
+            progress=con.print,
+            epoch_progress=update,
+            min_quality=min_quality,
+        )
+    _print_ecg(con, result.summary)
+    _print_outputs(con, result, ECG_FIGURES)

@@ -1,0 +1,168 @@
+"""``devicepipe score``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from devicepipe.cli.application import (
+    _Command,
+    app,
+)
+from devicepipe.cli.many import (
+    _engine,
+    _run_dataset_cli,
+    _single_only,
+)
+from devicepipe.cli.options import (
+    DATASET_INPUT,
+    ONE_ECG,
+    DeviceOpt,
+    DevicesOpt,
+    EcgChannelOpt,
+    EncodingOpt,
+    ModelOpt,
+    NanOpt,
+    NanPolicy,
+    SchedulerOpt,
+    TimeFormatOpt,
+    WorkersOpt,
+    _maybe_int,
+)
+from devicepipe.cli.printing import (
+    _console,
+    _print_aami,
+    _print_outputs,
+)
+from devicepipe.datasets import is_dataset
+from devicepipe.detector import BeatAnomalyDetector, load_model
+from devicepipe.errors import DevicepipeError
+from devicepipe.pipeline import (
+    model_input,
+    run_score,
+    run_score_series,
+)
+
+
+@app.command(cls=_Command)
+def score(
+    input: Annotated[
+        Path,
+        typer.Argument(
+            help=ONE_ECG + DATASET_INPUT + "; with a model from 'devicepipe series', a load series (CSV or Parquet)."
+        ),
+    ],
+    model: ModelOpt,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
+    device: DeviceOpt = "auto",
+    channel: EcgChannelOpt = None,
+    time_column: Annotated[
+        str | None,
+        typer.Option(
+            help="With a load-series model: the timestamp column (default: the first column of times, as "
+            "series finds it)."
+        ),
+    ] = None,
+    time_format: TimeFormatOpt = None,
+    sampling_rate: Annotated[
+        float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
+    ] = None,
+    reference: Annotated[
+        Path | None,
+        typer.Option(
+            help="Labelled reference beats, to see the flag rate per label and AAMI class: a WFDB annotation "
+            "file (e.g. mitdb/100.atr) or a table with 'sample'/'time_s' and 'symbol' columns; for many "
+            "recordings an extension (atr)."
+        ),
+    ] = None,
+    nan: NanOpt = NanPolicy["error"],
+    encoding: EncodingOpt = None,
+    resume: Annotated[bool, typer.Option("--resume", help="For many recordings: skip those already scored.")] = False,
+    workers: WorkersOpt = None,
+    scheduler: SchedulerOpt = None,
+    devices: DevicesOpt = None,
+) -> None:
+    """Score the beats of new recordings with a model trained earlier, against its own threshold.
+
+    The beats are found and cut as the model's were, standardised by each recording's own
+    beats, and each gets a score, a flag and a tail probability (the share of the model's
+    training beats that scored as high). A model trained on a GPU scores on a CPU and the reverse.
+    With a model from 'devicepipe series', the windows (days) of a new period of a load series
+    are scored the same way, scaled as the model's training series was (-c names its column).
+    """
+    many = is_dataset(input)
+    named = model.resolve() if model.exists() else model
+    fitted = load_model(named, "cpu" if many else device)  # a bad model: one line, before any cluster starts
+    if model_input(fitted) == "load-windows":
+        _score_series(input, fitted, out, device, channel, time_column, time_format, nan, encoding,
+                      sampling_rate=sampling_rate, reference=reference, resume=resume, workers=workers,
+                      scheduler=scheduler, devices=devices)  # fmt: skip
+        return
+    if time_column is not None or time_format is not None:
+        raise DevicepipeError("--time-column and --time-format are for a model from 'devicepipe series'.")
+    options = {
+        "channel": _maybe_int(channel),
+        "sampling_rate": sampling_rate,
+        "nan": nan.value,
+        "encoding": encoding,
+    }
+    if many:
+        engine = _engine(workers, scheduler, devices, device)
+        _run_dataset_cli("score", input, out, {"model": str(named), **options}, engine, reference, resume)
+        return
+    _single_only(workers=workers, scheduler=scheduler, devices=devices)
+    if resume:
+        raise DevicepipeError("--resume is for many recordings; scoring one recording starts afresh.")
+    con = _console()
+    result = run_score(input, out, model=fitted, device=device, reference=reference, progress=con.print, **options)
+    s = result.summary
+    c = s["counts"]
+    con.print(
+        f"{c['beats_found']:,} beats found, {c['beats_kept']:,} scored, {c['flagged']:,} flagged as anomalous "
+        f"({100 * s['flag_rate']:.2f} %; the model's threshold {s['threshold']:.4g}, "
+        f"trained on {s['model']['training_beats']:,} beats)"
+    )
+    if "reference" in s:
+        labels = s["reference"]["labels"]
+        con.print(
+            f"flagged by reference label ({s['reference']['source']}): "
+            + ", ".join(f"{name} {v['flagged']:,} of {v['beats']:,}" for name, v in labels.items())
+        )
+    _print_aami(con, s)
+    _print_outputs(con, result, ["scores.png", "extremes.png", "latent.png"])
+
+
+def _score_series(
+    input: Path,
+    model: BeatAnomalyDetector,
+    out: Path,
+    device: str,
+    column: str | None,
+    time_column: str | None,
+    time_format: str | None,
+    nan: NanPolicy,
+    encoding: str | None,
+    **ecg_only: Any,
+) -> None:
+    """``score`` with a model of load-series windows: one series, scored and printed."""
+    given = [f"--{name.replace('_', '-')}" for name, value in ecg_only.items() if value not in (None, False)]
+    if given:
+        raise DevicepipeError(f"{given[0]} is not for a load-series model (from 'devicepipe series'); drop it.")
+    if is_dataset(input):
+        raise DevicepipeError("a load-series model scores one series at a time; give one CSV or Parquet file.")
+    con = _console()
+    result = run_score_series(
+        input, out, model=model, column=_maybe_int(column), time_column=_maybe_int(time_column),
+        time_format=time_format, device=device, nan=nan.value, encoding=encoding, progress=con.print,
+    )  # fmt: skip
+    s = result.summary
+    w = s["windows"]
+    con.print(
+        f"{w['used']:,} windows of {s['window']} scored, {len(s['flagged']):,} flagged as anomalous "
+        f"({100 * s['flag_rate']:.2f} %; the model's threshold {s['threshold']:.4g}, trained on "
+        f"{s['model']['training_windows']:,} windows)"
+        + (": " + ", ".join(f["start"][:10] for f in s["flagged"][:8]) if s["flagged"] else "")
+    )
+    _print_outputs(con, result, ["days.png", "extremes.png", "scores.png", "latent.png"])

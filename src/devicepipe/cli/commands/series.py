@@ -1,0 +1,132 @@
+"""``devicepipe series``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from devicepipe.cli.application import (
+    _Command,
+    app,
+)
+from devicepipe.cli.options import (
+    SERIES,
+    BatchOpt,
+    DeviceOpt,
+    EncodingOpt,
+    EnsembleOpt,
+    EpochsOpt,
+    LrOpt,
+    MaxEpochsOpt,
+    NanOpt,
+    NanPolicy,
+    NeighboursOpt,
+    PercentileOpt,
+    ResumeOpt,
+    ScorerOpt,
+    SeedOpt,
+    TensorboardOpt,
+    ThreadsOpt,
+    TimeFormatOpt,
+    _maybe_int,
+)
+from devicepipe.cli.printing import (
+    _console,
+    _epoch_bar,
+    _print_outputs,
+    _print_training,
+)
+from devicepipe.pipeline import (
+    SERIES_HIDDEN,
+    SERIES_WINDOW,
+    SeriesLearnSettings,
+    run_series,
+)
+
+
+@app.command(cls=_Command)
+def series(
+    input: Annotated[Path, typer.Argument(help="A time-indexed load series: CSV or Parquet.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
+    column: Annotated[
+        str | None, typer.Option("--column", "-c", help="The value column (default: the only one).")
+    ] = None,
+    time_column: Annotated[
+        str | None,
+        typer.Option(
+            help="The timestamp column (default: the first column of times, else of text named as times: "
+            "Datetime, timestamp, date)."
+        ),
+    ] = None,
+    time_format: TimeFormatOpt = None,
+    window: Annotated[str, typer.Option(help="Window length: 1d (days), 12h, 1w (weeks) ...")] = SERIES_WINDOW,
+    pointwise: Annotated[
+        bool, typer.Option("--pointwise", help="The notebook's per-sample autoencoder (input size 1).")
+    ] = False,
+    device: DeviceOpt = "auto",
+    epochs: EpochsOpt = SERIES.epochs,
+    max_epochs: MaxEpochsOpt = SERIES.max_epochs,
+    batch_size: BatchOpt = SERIES.batch_size,
+    lr: LrOpt = SERIES.lr,
+    hidden: Annotated[int, typer.Option(help="Hidden units.", min=1)] = SERIES_HIDDEN,
+    latent: Annotated[int, typer.Option(help="Code size.", min=1, max=256)] = SERIES.latent,
+    ensemble: EnsembleOpt = SERIES.ensemble,
+    seed: SeedOpt = SERIES.seed,
+    percentile: PercentileOpt = SERIES.percentile,
+    scorer: ScorerOpt = None,
+    neighbours: NeighboursOpt = None,
+    nan: NanOpt = NanPolicy["error"],
+    encoding: EncodingOpt = None,
+    resume: ResumeOpt = False,
+    tensorboard: TensorboardOpt = None,
+    threads: ThreadsOpt = None,
+) -> None:
+    """Cut a load series into windows (days by default), train an MLP autoencoder, flag anomalous windows."""
+    settings = SeriesLearnSettings(
+        threads=threads,
+        epochs=epochs,
+        max_epochs=max_epochs,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        latent=latent,
+        ensemble=ensemble,
+        percentile=percentile,
+        scorer=None if scorer is None else scorer.value,
+        neighbours=neighbours,
+        resume=resume,
+        tensorboard=None if tensorboard is None else str(tensorboard),
+    )
+    con = _console()
+    with _epoch_bar(con, settings.epoch_limit, "training", exact=epochs is not None) as update:
+        result = run_series(
+            input,
+            out,
+            column=_maybe_int(column),
+            time_column=_maybe_int(time_column),
+            time_format=time_format,
+            window=window,
+            pointwise=pointwise,
+            settings=settings,
+            hidden=hidden,
+            device=device,
+            nan=nan.value,
+            encoding=encoding,
+            progress=con.print,
+            epoch_progress=update,
+        )
+    s = result.summary
+    w = s["windows"]
+    con.print(
+        f"{w['used']:,} windows of {window} ({s['steps_per_window']} steps); {w['windows_with_filled_slots']} "
+        f"had gaps filled ({w['filled_slots']} slots), {len(w['dropped'])} dropped; duplicates averaged: "
+        f"{s['time']['n_duplicates']}"
+    )
+    con.print(
+        f"{len(s['flagged'])} windows flagged (score above {s['threshold']:.4g}); the top ones: "
+        + ", ".join(f["start"][:10] for f in s["flagged"][:8])
+    )
+    _print_training(con, s)
+    _print_outputs(con, result, ["days.png", "extremes.png", "latent.png", "training.png"])

@@ -1,0 +1,84 @@
+"""``devicepipe simulate ecg|load``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from devicepipe.cli.application import (
+    _Command,
+    simulate_app,
+)
+from devicepipe.cli.printing import (
+    _console,
+)
+from devicepipe.simulate import simulate_ecg, simulate_load, simulation_path, write_simulated_ecg, write_simulated_load
+from devicepipe.units import format_duration, parse_duration
+
+
+@simulate_app.command("ecg", cls=_Command)
+def simulate_ecg_cmd(
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Output file: .csv, .parquet or .npy. The truth goes to NAME.truth.csv.")
+    ],
+    duration: Annotated[str, typer.Option(help="Length, e.g. 30min, 24h, 90s.")] = "30min",
+    sampling_rate: Annotated[float, typer.Option(help="Sampling rate in Hz.", min=50, max=10000)] = 250.0,
+    heart_rate: Annotated[float, typer.Option(help="Mean heart rate in beats per minute.", min=20, max=250)] = 70.0,
+    noise: Annotated[float, typer.Option(help="White noise standard deviation in mV.", min=0)] = 0.02,
+    wander: Annotated[float, typer.Option(help="Baseline wander amplitude in mV.", min=0)] = 0.15,
+    ectopic_rate: Annotated[float, typer.Option(help="Share of premature ventricular beats.", min=0, max=0.49)] = 0.0,
+    inverted: Annotated[bool, typer.Option("--inverted", help="Invert the polarity (negative QRS).")] = False,
+    seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same recording.")] = 0,
+) -> None:
+    """Simulate an ECG with known R peaks (Gaussian P-QRS-T waves, heart-rate variability, wander, noise)."""
+    simulation_path(out, "ecg")  # before the simulation, which may take a while
+    started = time.perf_counter()
+    sim = simulate_ecg(
+        parse_duration(duration),
+        sampling_rate,
+        heart_rate_bpm=heart_rate,
+        noise_mV=noise,
+        wander_mV=wander,
+        ectopic_rate=ectopic_rate,
+        inverted=inverted,
+        seed=seed,
+    )
+    _, truth = write_simulated_ecg(sim, out)
+    con = _console()
+    n_v = int((sim.symbols == "V").sum())
+    con.print(
+        f"wrote {out} ({sim.signal.numel():,} samples at {sampling_rate:g} Hz, {format_duration(sim.duration_s)}) "
+        f"in {time.perf_counter() - started:.1f} s"
+    )
+    con.print(f"truth: {truth} ({sim.r_peaks.numel():,} beats, {n_v} ventricular ectopic)")
+
+
+@simulate_app.command("load", cls=_Command)
+def simulate_load_cmd(
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Output file: .csv or .parquet (Datetime and load_MW columns). Anomalous days go to NAME.truth.csv.",
+        ),
+    ],
+    days: Annotated[int, typer.Option(help="Number of days.", min=21)] = 365,
+    samples_per_day: Annotated[int, typer.Option(help="Samples per day (24 = hourly).", min=4)] = 24,
+    start: Annotated[str, typer.Option(help="First day, YYYY-MM-DD.")] = "2020-01-01",
+    anomalies: Annotated[int, typer.Option(help="Number of anomalous days.", min=0)] = 6,
+    noise: Annotated[float, typer.Option(help="Relative noise (0.02 = 2 %).", min=0)] = 0.02,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+) -> None:
+    """Simulate a load series (daily, weekly, yearly cycles) with a few anomalous days of known kind."""
+    simulation_path(out, "load")
+    sim = simulate_load(
+        days, samples_per_day=samples_per_day, start=start, n_anomalies=anomalies, noise=noise, seed=seed
+    )
+    _, truth = write_simulated_load(sim, out)
+    con = _console()
+    con.print(f"wrote {out} ({sim.values.numel():,} samples, {days} days from {start})")
+    con.print(f"truth: {truth} ({len(sim.anomaly_kinds)} anomalous days)")

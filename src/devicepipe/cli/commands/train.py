@@ -1,0 +1,163 @@
+"""``devicepipe train``."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Annotated
+
+import torch
+import typer
+from rich.console import Console
+
+from devicepipe.cli.application import (
+    _Command,
+    app,
+)
+from devicepipe.cli.options import (
+    ECG,
+    BatchOpt,
+    Bf16Opt,
+    DeviceOpt,
+    EcgChannelOpt,
+    EncodingOpt,
+    EnsembleOpt,
+    EpochsOpt,
+    LrOpt,
+    MaxEpochsOpt,
+    MinQualityOpt,
+    NanOpt,
+    NanPolicy,
+    NeighboursOpt,
+    PercentileOpt,
+    ResumeOpt,
+    ScorerOpt,
+    SeedOpt,
+    SegmentMode,
+    ThreadsOpt,
+    _maybe_int,
+)
+from devicepipe.cli.printing import (
+    _console,
+    _epoch_bar,
+    _print_outputs,
+    _print_training,
+)
+from devicepipe.pipeline import (
+    BEAT_WIDTH,
+    ECG_MODE,
+    LearnSettings,
+    run_train,
+)
+from devicepipe.train import distributed, start_distributed
+from devicepipe.units import parse_bytes
+
+
+@app.command(cls=_Command)
+def train(
+    input: Annotated[
+        Path,
+        typer.Argument(
+            help="The recordings: a folder, a quoted glob or a .txt list of ECGs (CSV, Parquet, NPY, EDF/BDF, "
+            "WFDB), or the --out directory of a 'beats' run on many recordings (its R peaks are reused)."
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Model directory: model.pt, report.html, figures.")],
+    device: DeviceOpt = "auto",
+    channel: EcgChannelOpt = None,
+    sampling_rate: Annotated[float | None, typer.Option(help="Sampling rate in Hz, for files that do not say.")] = None,
+    epochs: EpochsOpt = ECG.epochs,
+    max_epochs: MaxEpochsOpt = ECG.max_epochs,
+    batch_size: BatchOpt = ECG.batch_size,
+    lr: LrOpt = ECG.lr,
+    latent: Annotated[int, typer.Option(help="Latent dimensions of the VAE.", min=1, max=64)] = ECG.latent,
+    ensemble: EnsembleOpt = ECG.ensemble,
+    mode: Annotated[
+        SegmentMode,
+        typer.Option(help="centered: 0.25 s before to 0.45 s after each R peak; seed: peak to peak."),
+    ] = (SegmentMode[ECG_MODE]),
+    width: Annotated[int, typer.Option(help="Samples per beat row (a power of two).", min=8)] = BEAT_WIDTH,
+    seed: SeedOpt = ECG.seed,
+    percentile: PercentileOpt = ECG.percentile,
+    scorer: ScorerOpt = None,
+    neighbours: NeighboursOpt = None,
+    nan: NanOpt = NanPolicy["error"],
+    encoding: EncodingOpt = None,
+    min_quality: MinQualityOpt = None,
+    resume: ResumeOpt = False,
+    bf16: Bf16Opt = False,
+    threads: ThreadsOpt = None,
+    memory_budget: Annotated[
+        str | None,
+        typer.Option(
+            help="Device memory for the beats, e.g. 8GB; beyond it they stay in host memory and go to the "
+            "device a batch at a time (same result). Default: a quarter of the device's free memory."
+        ),
+    ] = None,
+) -> None:
+    """Train one model of normal beats on many recordings, for 'devicepipe score' to apply to any other.
+
+    Each recording's beats are standardised on their own, then all train one VAE. On several
+    devices: torchrun --nproc-per-node N -m devicepipe train ... (DistributedDataParallel: NCCL
+    on CUDA, one GPU per process; gloo on the CPU); rank 0 writes the model.
+    """
+    settings = LearnSettings(
+        threads=threads,
+        epochs=epochs,
+        max_epochs=max_epochs,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        latent=latent,
+        ensemble=ensemble,
+        percentile=percentile,
+        scorer=None if scorer is None else scorer.value,
+        neighbours=neighbours,
+        resume=resume,
+        bf16=bf16,
+    )
+    joined = start_distributed(device)
+    rank, world = distributed()
+    con = _console() if rank == 0 else Console(file=io.StringIO())
+    if joined is not None:
+        con.print(f"{world} processes (torchrun), this one on {joined}")
+    bar = "training" if ensemble == 1 else f"training {ensemble} members"
+    try:
+        with _epoch_bar(con, settings.epoch_limit, bar, exact=epochs is not None) as update:
+            result = run_train(
+                input,
+                out,
+                settings=settings,
+                channel=_maybe_int(channel),
+                sampling_rate=sampling_rate,
+                device=joined or device,
+                mode=mode.value,
+                width=width,
+                nan=nan.value,
+                encoding=encoding,
+                min_quality=min_quality,
+                progress=con.print,
+                epoch_progress=update,
+                memory_budget=None if memory_budget is None else parse_bytes(memory_budget),
+            )
+    finally:
+        if joined is not None:
+            torch.distributed.destroy_process_group()
+    if rank != 0:
+        return
+    s = result.summary
+    r = s["recordings"]
+    con.print(
+        f"{s['counts']['beats']:,} beats of {r['used']:,} recordings trained one model"
+        + (
+            f"; {len(r['skipped'])} left out, the first: {r['skipped'][0]['path']}: {r['skipped'][0]['error']}"
+            if r["skipped"]
+            else ""
+        )
+    )
+    if "quality" in s:
+        q = s["quality"]
+        con.print(f"{q['left_out_of_training']:,} beats under --min-quality {q['min_quality']:g} left out of training")
+    _print_training(con, s)
+    _print_outputs(con, result, ["training.png", "scores.png", "latent.png"])
+    con.print(f"score a recording with it: devicepipe score RECORDING --model {result.out} --out DIR")
