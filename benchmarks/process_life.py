@@ -42,6 +42,22 @@ def one_run(src: Path, args: list[str]) -> dict[str, float]:
     return {"first_line_s": first_s, "output_end_s": eof_s, "exit_s": max(exited_s, eof_s)}
 
 
+def summarise(raw: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str, dict[str, dict[str, float]]]:
+    """Per case and per time (to the first line, to the end): each side's median and their difference."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for case, sides in raw.items():
+        for what in ("first_line_s", "exit_s"):
+            b = statistics.median(x[what] for x in sides["before"])
+            a = statistics.median(x[what] for x in sides["after"])
+            out.setdefault(case, {})[what] = {
+                "before": b,
+                "after": a,
+                "after_minus_before": a - b,
+                "before_minus_after": b - a,
+            }
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     options = parser(__doc__)
     options.add_argument("--before", type=Path, required=True)
@@ -73,12 +89,12 @@ def main(argv: list[str] | None = None) -> int:
                     out = work / f"{name}-{r}-{len(raw)}"
                     row = one_run(trees[name], make(out))
                     raw.setdefault(case, {}).setdefault(name, []).append(row)
-    rows = []
-    for case, sides in raw.items():
-        for what in ("first_line_s", "exit_s"):
-            b = statistics.median(x[what] for x in sides["before"])
-            a = statistics.median(x[what] for x in sides["after"])
-            rows.append([case, what, f"{b:.3f}", f"{a:.3f}", f"{a - b:+.3f}"])
+    medians = summarise(raw)
+    rows = [
+        [case, what, f"{m['before']:.3f}", f"{m['after']:.3f}", f"{m['after_minus_before']:+.3f}"]
+        for case, whats in medians.items()
+        for what, m in whats.items()
+    ]
     md = [
         "# A command's time to its first line and to its end",
         "",
@@ -101,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         f"commits: before {commits['before']}, after {commits['after']}.",
     )
     md.insert(4, "")
-    result = {"machine": machine(), "commits": commits, "repeats": args.repeats, "raw": raw}
+    result = {"machine": machine(), "commits": commits, "repeats": args.repeats, "medians": medians, "raw": raw}
     write_results(Path(args.out), "process_life", result, "\n".join(md))
     return 0
 
