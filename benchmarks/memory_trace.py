@@ -100,15 +100,15 @@ def _heap_free_mib() -> float:
 
 
 def child_detect(path: str, block: int) -> dict:
-    from devicepipe import ecg
+    from devicepipe.ecg import chunked
     from devicepipe.io.chunks import chunk_reader
 
-    ecg.SELECT_BLOCK = block
+    chunked.SELECT_BLOCK = block
     read, n, fs = chunk_reader(path, sampling_rate=250)
     where, peaks = ["detect"], {}
     start = _rss_mib()
     with _sampling(peaks, where):
-        found = ecg.ecg_peaks_chunked(read, n, fs, chunk=int(600 * fs))
+        found = chunked.ecg_peaks_chunked(read, n, fs, chunk=int(600 * fs))
     return {"start_mib": round(start, 1), "peak_mib": round(peaks["detect"], 1), "beats": int(found.numel())}
 
 
@@ -124,7 +124,7 @@ def main() -> int:
     sys.path.insert(0, str(HERE))
     from datasets_and_long import write_long
 
-    from devicepipe.ecg import SELECT_BLOCK
+    from devicepipe.ecg.chunked import SELECT_BLOCK
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

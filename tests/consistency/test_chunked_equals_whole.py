@@ -50,9 +50,9 @@ def test_chunks_of_mitdb_100_give_the_peaks_of_one_call(device):
 def test_the_rules_applied_a_part_at_a_time_give_the_peaks_of_one_call(monkeypatch, block):
     # chunked detection applies the T-wave, polarity and search-back rules SELECT_BLOCK candidates
     # at a time (a week holds about 700,000); parts this small put an edge every few beats
-    from devicepipe import ecg
+    from devicepipe.ecg import chunked
 
-    monkeypatch.setattr(ecg, "SELECT_BLOCK", block)
+    monkeypatch.setattr(chunked, "SELECT_BLOCK", block)
     rec = read_series(require_data("mitdb/100"), "MLII")
     whole = ecg_peaks(rec.samples, rec.sampling_rate)
     assert torch.equal(_chunked(rec.samples, rec.sampling_rate, 50_000), whole)
@@ -73,9 +73,9 @@ def test_the_rules_applied_a_part_at_a_time_give_the_peaks_of_one_call(monkeypat
 def test_the_thresholds_taken_a_stretch_of_chunks_at_a_time_give_the_peaks_of_one_call(monkeypatch, blocks):
     # the second pass takes at least THRESHOLD_BLOCKS blocks of chunks together (a week of
     # 10-minute chunks: 27 at a time); small stretches put their edges every chunk or few
-    from devicepipe import ecg
+    from devicepipe.ecg import chunked
 
-    monkeypatch.setattr(ecg, "THRESHOLD_BLOCKS", blocks)
+    monkeypatch.setattr(chunked, "THRESHOLD_BLOCKS", blocks)
     rec = read_series(require_data("mitdb/100"), "MLII")
     whole = ecg_peaks(rec.samples, rec.sampling_rate)
     for chunk in (1, 5_000, 33_333):
@@ -112,17 +112,19 @@ def test_a_signal_that_is_no_ecg_stays_without_beats_in_chunks():
 def test_the_chunks_gather_the_subsample_and_size_of_one_call(monkeypatch, chunk):
     """The no-ECG test sees, in chunks, the feature's subsample and the signal's size that one
     call gives it (every stride-th value, the strides crossing chunk edges anywhere)."""
-    from devicepipe import ecg
+    from devicepipe.ecg import ricker
 
     seen = []
-    original = ecg._Ricker.no_ecg
+    original = ricker._Ricker.no_ecg
 
     def no_ecg(self, typical, subsample, magnitude=None):
         seen.append((subsample.clone(), magnitude.clone()))
         return original(self, typical, subsample, magnitude)
 
-    monkeypatch.setattr(ecg._Ricker, "no_ecg", no_ecg)
-    monkeypatch.setattr(ecg, "SUBSAMPLE", 2500)  # a stride of 7 at this length (18,000 // 2,500), prime to the chunks
+    monkeypatch.setattr(ricker._Ricker, "no_ecg", no_ecg)
+    monkeypatch.setattr(
+        ricker, "SUBSAMPLE", 2500
+    )  # a stride of 7 at this length (18,000 // 2,500), prime to the chunks
     x = simulate_ecg(72, 250, seed=3).signal
     ecg_peaks(x, 250)
     _chunked(x, 250, chunk)

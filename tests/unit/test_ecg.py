@@ -260,7 +260,7 @@ def test_a_tall_ectopic_beat_does_not_lift_the_noise_floor_over_its_neighbours()
     # over a mean response of 0.05, except one half-second holding a wide ectopic beat, whose
     # mean response is 20 times that: the threshold beside it must stay the beats' threshold
     # (0.4 of their level), not three times a mean that counts the ectopic beat as noise
-    from devicepipe.ecg import _Ricker
+    from devicepipe.ecg.ricker import _Ricker
 
     r = _Ricker(250.0)
     blocks = 40
@@ -449,7 +449,7 @@ def test_ecg_contrast_tells_an_ecg_from_noise():
 def test_refinement_moves_each_candidate_to_its_extremum(n):
     # against a plain loop: the window of +-reach samples (an end sample repeated past either
     # end), its mean taken off, the first extremum in the candidate's polarity
-    from devicepipe.ecg import _refined
+    from devicepipe.ecg.ricker import _refined
 
     g = torch.Generator().manual_seed(n)
     reach = 25
@@ -495,8 +495,7 @@ def test_chunked_detection_names_the_first_non_finite_sample(bad):
 def test_stretch_medians_taken_a_block_at_a_time_equal_numpy(monkeypatch):
     # a week's beats have their stretch medians taken QUALITY_BLOCK beats at a time, cut between
     # stretches; blocks that end inside a stretch must still give that whole stretch's median
-    from devicepipe import ecg
-    from devicepipe.ecg import Beats, beat_quality
+    from devicepipe.ecg import Beats, beat_quality, quality
 
     rng = np.random.default_rng(4)
     fs = 100.0
@@ -509,7 +508,7 @@ def test_stretch_medians_taken_a_block_at_a_time_equal_numpy(monkeypatch):
         values = np.sort(corr.numpy()[stretch == s])
         expected[stretch == s] = values[(values.size - 1) // 2]  # the lower middle value
     for block in (5, 64, 1000):
-        monkeypatch.setattr(ecg, "QUALITY_BLOCK", block)
+        monkeypatch.setattr(quality, "QUALITY_BLOCK", block)
         np.testing.assert_array_equal(beat_quality(holder, correlation=corr).stretch.numpy(), expected)
 
 
@@ -526,32 +525,32 @@ def _strong_candidates(signs, levels, spacing):
 
 def _held(c, r, spill):
     """Candidates ``c`` held on disk as a chunked detection holds them after the thresholds."""
-    from devicepipe import ecg
+    from devicepipe.ecg import chunked, ricker
 
     name = f"kept{spill.size('count')}_"
     spill.append("count", torch.zeros(1))  # (a new name each time)
-    for key, values in ecg._packed(c, r).items():
+    for key, values in chunked._packed(c, r).items():
         spill.append(name + key, values)
-    return ecg._Held(spill, name, torch.device("cpu"), torch.float32)
+    return ricker._Held(spill, name, torch.device("cpu"), torch.float32)
 
 
 @pytest.mark.parametrize("block", [1, 2, 3, 100])
 def test_the_polarity_figures_in_parts_equal_those_of_all_candidates_at_once(block):
-    from devicepipe import ecg
+    from devicepipe.ecg import ricker
     from devicepipe.io.spill import Spill
 
     with Spill() as spill:
-        _polarity_cases(ecg._Ricker(250.0), block, spill)
+        _polarity_cases(ricker._Ricker(250.0), block, spill)
 
 
 def _polarity_cases(r, block, spill):
-    from devicepipe import ecg
+    from devicepipe.ecg import ricker
 
     # a tie of signs: a candidate counted in two parts would break it
     c = _strong_candidates([1, 1, -1, -1], [4.0, 1.0, 3.0, 2.0], 1000)
     c["strong"][2] = False  # a weak one between: the part boundaries still find the strong one before
     keep = c["strong"]
-    expected = ecg._polarity(c["rows"][keep], c["sign"][keep], c["level"][keep], 1)
+    expected = ricker._polarity(c["rows"][keep], c["sign"][keep], c["level"][keep], 1)
     got = r.polarity_of(_held(c, r, spill), block)
     assert got[0].tolist() == expected[0].tolist() == [1.0]  # +1 +1 -1: one more positive
     assert got[1].tolist() == expected[1].tolist() == [2.0]  # the lower median of 4, 1, 2
@@ -564,7 +563,7 @@ def _polarity_cases(r, block, spill):
 
 
 def test_parts_joined_on_disk_equal_unique_of_all_peaks():
-    from devicepipe.ecg import _joined
+    from devicepipe.ecg.chunked import _joined
     from devicepipe.io.spill import Spill
 
     def joined(*parts, seam=2):
@@ -588,14 +587,14 @@ def test_parts_joined_on_disk_equal_unique_of_all_peaks():
 def test_a_batch_detected_in_groups_of_rows_gives_each_row_its_own_peaks(monkeypatch, rows_per_group):
     """On the CPU a long batch is detected a group of rows at a time; the groups' row numbers
     are put back, so each row gets the peaks it gets alone, and the batch in one piece."""
-    from devicepipe import ecg as ecg_module
+    from devicepipe.ecg import ricker
 
     sims = [simulate_ecg(12, 250, seed=s, heart_rate_bpm=50 + 12 * s) for s in range(7)]
     x = torch.stack([s.signal for s in sims])
     alone = [ecg_peaks(row, 250) for row in x]
-    monkeypatch.setattr(ecg_module, "BATCH_GROUP_SAMPLES", 10**9)
+    monkeypatch.setattr(ricker, "BATCH_GROUP_SAMPLES", 10**9)
     whole = ecg_peaks(x, 250)
-    monkeypatch.setattr(ecg_module, "BATCH_GROUP_SAMPLES", rows_per_group * x.shape[1] // torch.get_num_threads())
+    monkeypatch.setattr(ricker, "BATCH_GROUP_SAMPLES", rows_per_group * x.shape[1] // torch.get_num_threads())
     grouped = ecg_peaks(x, 250)
     assert len(grouped) == 7
     for got, one, together, sim in zip(grouped, alone, whole, sims, strict=True):

@@ -1,0 +1,108 @@
+"""ECG heartbeats: find R peaks, cut beats into a matrix, score detections against a reference.
+
+One verb per step, as in NeuroKit2: :func:`ecg_peaks` (``method=`` dispatches through
+``ECG_PEAK_METHODS``), :func:`ecg_segment`, :func:`evaluate_beats`. Everything runs on the
+input's device; every width is given in seconds and scaled by the sampling rate.
+
+The default method, ``"ricker"``:
+
+1. a Ricker wavelet of width ``sigma_s`` (a band-pass centred near ``sqrt(2) / (2 pi sigma_s)``,
+   about 15 Hz: QRS energy passes, baseline wander and most of the P and T waves do not), made
+   exactly zero-sum so that no offset in the signal reaches the response;
+2. its magnitude, so either polarity of QRS works;
+3. candidates: the largest value within a refractory period either side;
+4. an adaptive threshold, from the filtered signal's envelope in half-second blocks: a
+   fraction of the weakest 2-second maximum over ``level_s`` seconds (so one artefact does
+   not raise it), never below a fraction of the recording's typical QRS level nor a multiple
+   of the local noise floor, the mean response of the quietest block nearby (so flat and
+   noise-only stretches give no beats, and a tall ectopic beat does not hide its neighbours);
+5. Pan and Tompkins' T-wave rule: a candidate within 0.36 s of the previous one, at under
+   half the smaller of its height and the local beat level, is dropped;
+6. polarity as weak evidence: most QRS complexes of one lead show the filter one polarity
+   and motion artefacts come with either sign, but an equiphasic complex (R about as deep as
+   S, common in transitional leads) shows either from beat to beat, and ventricular ectopic
+   beats often show the other. So a candidate of the recording's minority polarity that does
+   not stand ``polarity_ratio`` (1.5) times above its typical beat level is not a beat on its
+   own: it waits for step 7;
+7. Pan and Tompkins' search-back: where two beats lie more than ``searchback_rr`` (1.66) times
+   the usual interval apart (the median of the neighbouring intervals), the highest candidate
+   between them above ``searchback_ratio`` (half) of the threshold, and above the recording's
+   floors, is a beat, at least 0.36 s after the first and a refractory period before the
+   second; repeated while a gap gains a beat;
+8. each beat refined to the extremum of the signal itself, with the polarity the filter saw.
+
+``"seed"`` is the recipe of the zero-copy ECG notebook, kept as it was (30-tap Ricker over
+``[-3, 3]``, causal convolution, window-180 non-maximum suppression at 250 Hz, no threshold),
+with its sizes scaled from 250 Hz to the recording's rate.
+
+Where each step lives: the registry of methods and :func:`ecg_peaks` in :mod:`.peaks`; the
+methods in :mod:`.ricker` (the R-peak kernel), :mod:`.fuse` (every lead at once) and
+:mod:`.seed`; detection a chunk at a time in :mod:`.chunked`; cutting beats in :mod:`.segment`;
+signal quality in :mod:`.quality`; scoring against a reference in :mod:`.evaluate`. A new peak
+method is one module plus one line in :data:`ECG_PEAK_METHODS`.
+"""
+
+from __future__ import annotations
+
+from devicepipe.ecg.chunked import detection_chunk, ecg_peaks_chunked, ecg_peaks_chunked_to
+from devicepipe.ecg.evaluate import AAMI_CLASSES, BeatScore, aami_class, evaluate_beats, label_beats
+from devicepipe.ecg.peaks import ECG_PEAK_METHODS, ecg_contrast, ecg_peaks, ricker_defaults
+from devicepipe.ecg.quality import (
+    POOR_QUALITY,
+    QUALITY_WINDOW_S,
+    BeatQuality,
+    beat_correlation,
+    beat_quality,
+    poor_stretches,
+    poor_stretches_stored,
+    stretch_medians,
+    stretch_quality_stored,
+    template_rows,
+    typical_beat,
+)
+from devicepipe.ecg.ricker import EDGE_S, MATCH_TOLERANCE_S, check_ecg
+from devicepipe.ecg.seed import seed_gates
+from devicepipe.ecg.segment import (
+    SEGMENT_MODES,
+    Beats,
+    ecg_segment,
+    ecg_segment_chunked,
+    segment_kept,
+    segment_kept_parts,
+)
+
+__all__ = [
+    "POOR_QUALITY",
+    "QUALITY_WINDOW_S",
+    "ecg_peaks_chunked_to",
+    "poor_stretches_stored",
+    "segment_kept_parts",
+    "stretch_quality_stored",
+    "AAMI_CLASSES",
+    "ECG_PEAK_METHODS",
+    "EDGE_S",
+    "MATCH_TOLERANCE_S",
+    "SEGMENT_MODES",
+    "BeatScore",
+    "BeatQuality",
+    "Beats",
+    "beat_correlation",
+    "beat_quality",
+    "poor_stretches",
+    "ricker_defaults",
+    "stretch_medians",
+    "template_rows",
+    "typical_beat",
+    "check_ecg",
+    "ecg_contrast",
+    "ecg_peaks",
+    "detection_chunk",
+    "ecg_peaks_chunked",
+    "ecg_segment",
+    "ecg_segment_chunked",
+    "aami_class",
+    "evaluate_beats",
+    "label_beats",
+    "segment_kept",
+    "seed_gates",
+]

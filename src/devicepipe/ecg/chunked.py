@@ -1,0 +1,307 @@
+"""R peaks of a recording read a chunk at a time: the same beats as the whole recording's, with
+memory bounded by the chunk."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import torch
+
+from devicepipe.device import all_finite
+from devicepipe.ecg.peaks import _options_of, ecg_peaks
+from devicepipe.ecg.ricker import (
+    _PACKED_KEYS,
+    MEDIAN_PART,
+    SELECT_HALO_BEATS,
+    _abs_max,
+    _Held,
+    _Ricker,
+    _samples,
+)
+from devicepipe.errors import DevicepipeError
+from devicepipe.io.spill import Spill
+from devicepipe.signal.blocks import (
+    lower_median_of_parts,
+)
+
+
+def ecg_peaks_chunked(
+    read: Callable[[int, int], torch.Tensor],
+    n_samples: int,
+    sampling_rate: float,
+    *,
+    chunk: int,
+    progress: Callable[[int, int], None] | None = None,
+    **options: Any,
+) -> torch.Tensor:
+    """The R peaks of a recording too long for memory, read a chunk at a time: exactly the
+    peaks :func:`ecg_peaks` (``method="ricker"``) finds in one call on the whole recording.
+
+    One pass: each chunk is filtered, and gives per-block summaries of the response (its maximum
+    and mean every ``block_s``, and a sparse subsample) and its candidates (local maxima, with
+    their height, sign and refined position), both small next to the signal and both written to
+    temporary files (:class:`~devicepipe.io.spill.Spill`), so that memory does not grow with
+    the recording. The thresholds, which depend on the whole recording, come from the summaries
+    of all chunks (the envelope's median by an exact selection over parts read back); then the
+    candidates above them go through the T-wave and polarity rules, which compare candidates
+    across the recording, a part at a time. Chunks are read with a halo of
+    samples either side (what decides a candidate: the filter, the refractory period, the
+    refinement window), and start at multiples of the blocks, so each sample is computed as in
+    one call.
+
+    Parameters
+    ----------
+    read : ``read(start, stop)`` returns samples ``[start, stop)`` of the recording as a tensor
+        of shape ``(stop - start,)``, on the device to work on.
+    n_samples : the recording's length.
+    sampling_rate : Hz.
+    chunk : samples per chunk (rounded up to a multiple of the block alignment); the memory
+        needed is a few times ``chunk`` samples, whatever the recording's length, besides the
+        peaks returned (8 bytes each); the temporary files take about 50 bytes a beat.
+    progress : called with ``(samples done, n_samples)`` after each chunk.
+    options : the ``"ricker"`` method's settings, as :func:`ecg_peaks` takes them.
+
+    Returns
+    -------
+    int64 Tensor of shape ``(n_peaks,)``, sorted, on the device ``read`` returns.
+    """
+    with Spill() as out:
+        device = _detect_into(out, "peaks", read, n_samples, sampling_rate, chunk=chunk, progress=progress, **options)
+        return out.read("peaks", device=device)
+
+
+def ecg_peaks_chunked_to(
+    out: Spill,
+    read: Callable[[int, int], torch.Tensor],
+    n_samples: int,
+    sampling_rate: float,
+    *,
+    chunk: int,
+    name: str = "peaks",
+    progress: Callable[[int, int], None] | None = None,
+    **options: Any,
+) -> int:
+    """:func:`ecg_peaks_chunked` with the peaks left on disk, in ``out`` under ``name`` (int64,
+    sorted): nothing that grows with the recording stays in memory. Returns their number."""
+    _detect_into(out, name, read, n_samples, sampling_rate, chunk=chunk, progress=progress, **options)
+    return out.size(name)
+
+
+def _detect_into(
+    out: Spill, name: str, read: Callable[[int, int], torch.Tensor], n_samples: int, sampling_rate: float, **kw: Any
+) -> torch.device:
+    """The chunked detection into ``out``'s ``name``; the device ``read`` returns."""
+    out.append(name, torch.zeros(0, dtype=torch.int64))  # (the name holds int64, even with no peak)
+    with torch.inference_mode():  # no autograd bookkeeping
+        return _peaks_chunked(read, n_samples, sampling_rate, out=(out, name), **kw)
+
+
+def detection_chunk(chunk: int, sampling_rate: float, **options: Any) -> int:
+    """The samples per chunk :func:`ecg_peaks_chunked` works in for ``chunk`` asked: rounded up to
+    a multiple of the detector's block alignment (at least one; a few seconds), so that its
+    blocks and sub-blocks fall on the same samples as in one call."""
+    return _aligned(chunk, _Ricker(float(sampling_rate), **options).alignment)
+
+
+def _aligned(chunk: int, step: int) -> int:
+    """``chunk`` rounded up to a multiple of ``step`` (at least one)."""
+    return max(step, -(-int(chunk) // step) * step)
+
+
+def _peaks_chunked(
+    read: Callable[[int, int], torch.Tensor],
+    n_samples: int,
+    sampling_rate: float,
+    *,
+    chunk: int,
+    progress: Callable[[int, int], None] | None,
+    out: tuple[Spill, str],
+    **options: Any,
+) -> torch.device:
+    unknown = sorted(set(options) - set(_options_of("ricker")))
+    if unknown:
+        raise DevicepipeError(
+            f"ecg_peaks_chunked(): no option {unknown[0]!r}; the options are {_options_of('ricker')}."
+        )
+    if n_samples < 2 * sampling_rate:
+        peaks = ecg_peaks(read(0, n_samples), sampling_rate, **options)
+        out[0].append(out[1], peaks)
+        return peaks.device
+    r = _Ricker(float(sampling_rate), **options)
+    step = r.alignment
+    chunk = _aligned(chunk, step)  # (as detection_chunk says)
+    halo = -(-r.reach // step) * step
+    edge = min(n_samples, _samples(r.edge_s, r.fs))
+    means = r.edge_means(_checked(read(0, edge), sampling_rate, 0)[None], read(n_samples - edge, n_samples)[None])
+    stride = r.subsample_stride(n_samples)
+    starts = range(0, n_samples, chunk)
+    # the same for every chunk (the rate, the samples' dtype and device); made before the first
+    # chunk's buffers, as a small tensor kept among them would keep the heap in pieces
+    kernel = r.kernel(means[0])
+    with Spill() as spill:  # what grows with the recording waits on disk, not in memory
+        # the subsample (every stride-th sample: about SUBSAMPLE values, whatever the length) filled in
+        # place: a small tensor kept from every chunk would lie among the chunks' large buffers and keep
+        # the heap in pieces
+        subsample, counts = means[0].new_empty((1, -(-n_samples // stride))), []
+        magnitude = torch.zeros((), device=means[0].device, dtype=means[0].dtype)  # over the same samples as one call
+        for c0 in starts:
+            c1 = min(n_samples, c0 + chunk)
+            a, b = max(0, c0 - halo), min(n_samples, c1 + halo)
+            x = _checked(read(a, b), sampling_rate, a)[None]
+            feature, negative = r.feature(x, kernel, *means, start=a == 0, end=b == n_samples)
+            core = feature[:, c0 - a : c1 - a]
+            for name, summary in zip(("block_max", "block_mean"), r.summaries(core), strict=True):
+                spill.append(name, summary)  # for the thresholds, which need the whole recording
+            sub, at = core[:, (-c0) % stride :: stride], -(-c0 // stride)  # (at: the multiples of stride before c0)
+            subsample[:, at : at + sub.shape[-1]] = sub
+            taken = x[:, c0 - a : c1 - a][:, (-c0) % stride :: stride]
+            if taken.numel():
+                torch.maximum(magnitude, _abs_max(taken)[0], out=magnitude)
+            found = _packed(r.candidates(x, feature, negative, a, (c0, c1)), r)
+            for name, values in found.items():
+                spill.append(name, values)
+            counts.append(found["cols"].numel())
+            del x, feature, negative, core, found
+            if progress is not None:
+                progress(c1, n_samples)
+        device, dtype = means[0].device, means[0].dtype
+        n_blocks = spill.size("block_max")
+        reach = _samples(r.envelope_s / r.block_s, 1.0)  # the envelope's window, in blocks
+
+        def envelope(a: int, b: int) -> torch.Tensor:
+            """Blocks ``[a, b)`` of the envelope, ``(1, b - a)``, from the block maxima around them."""
+            lo, hi = max(0, a - reach), min(n_blocks, b + reach)
+            return r.envelope(spill.read("block_max", lo, hi, device)[None])[:, a - lo : b - lo]
+
+        def envelope_parts() -> Iterator[torch.Tensor]:
+            return (envelope(a, min(n_blocks, a + MEDIAN_PART)) for a in range(0, n_blocks, MEDIAN_PART))
+
+        typical = lower_median_of_parts(envelope_parts).reshape(1, 1).to(device)
+        no_ecg = r.no_ecg(typical, subsample, magnitude.reshape(1))
+        del subsample
+        first, around = 0, r.threshold_reach
+        # each candidate's test is its own, its block's thresholds local: a stretch of chunks at a time
+        # (at least THRESHOLD_BLOCKS blocks: the summaries and candidates, not the samples, are read)
+        per = max(1, THRESHOLD_BLOCKS * r.block // chunk)
+        for g in range(0, len(starts), per):
+            c0, count = starts[g], sum(counts[g : g + per])
+            b0, b1 = c0 // r.block, -(-min(n_samples, c0 + per * chunk) // r.block)
+            a, b = max(0, b0 - around), min(n_blocks, b1 + around)
+            limits = r.local_thresholds(envelope(a, b), spill.read("block_mean", a, b, device)[None], typical, no_ecg)
+            found = {key: spill.read(key, first, first + count, device) for key in _PACKED_KEYS}
+            first += count
+            for name, values in r.accept(found, *limits, first_block=a).items():
+                spill.append("kept_" + name, values)
+        _select_in_parts(r, _Held(spill, "kept_", device, dtype), n_samples, SELECT_BLOCK, out)
+    return device
+
+
+#: Candidates per part when chunked detection applies the rules (memory a few times this many).
+SELECT_BLOCK = 16_384
+
+#: Blocks a chunked detection's second pass (the thresholds and the candidates' tests) takes at
+#: least at a time: several small chunks together (their summaries and candidates, a few bytes a
+#: block and a candidate), so that a pass of a few small operators is not made for every chunk.
+THRESHOLD_BLOCKS = 1 << 15
+
+
+def _select_in_parts(r: _Ricker, held: _Held, total: int, block: int, out: tuple[Spill, str]) -> None:
+    """The peaks of :meth:`_Ricker.select` on one row's candidates ``held`` (``(n_peaks,)``,
+    sorted), ``block`` candidates at a time, so that its memory does not grow with the recording.
+
+    The polarity rule's figures come from the whole recording first (:meth:`_Ricker.polarity_of`).
+    Each part then goes through the rules with candidates either side, and keeps the beats
+    whose columns lie in its own stretch. The T-wave rule looks one beat back, and the
+    search-back's decisions reach at most :data:`SELECT_HALO_BEATS` beats in from a part's edge
+    (see its note), so the side candidates are widened until each side holds that many beats.
+    The peaks go to ``out`` (a :class:`Spill` and a name), joined (:func:`_joined`).
+    """
+    n = held.n
+    if n <= block:
+        out[0].append(out[1], r.select(_unpacked(held.part(0, n)), 1, total)[1])
+        return
+    polarity = r.polarity_of(held, block)
+
+    def parts() -> Iterator[torch.Tensor]:
+        for s in range(0, n, block):
+            e = min(n, s + block)
+            lo = held.col(s) if s > 0 else -1
+            hi = held.col(e) if e < n else total
+            halo = max(1, block // 4)
+            while True:
+                a, b = max(0, s - halo), min(n, e + halo)
+                _, cols, refined, plain = r.beats(_unpacked(held.part(a, b)), 1, total, polarity)
+                left_ok = a == 0 or int((plain < lo).sum()) >= SELECT_HALO_BEATS
+                right_ok = b == n or int((plain >= hi).sum()) >= SELECT_HALO_BEATS
+                if left_ok and right_ok:
+                    break
+                halo *= 2
+            yield torch.unique(refined[(cols >= lo) & (cols < hi)])
+
+    _joined(parts(), *out, seam=2 * _samples(r.refine_s, r.fs) + 2)
+
+
+def _joined(parts: Iterable[torch.Tensor], spill: Spill, name: str, *, seam: int) -> None:
+    """The ``parts`` (each sorted and unique, int64 ``(k,)``) appended to ``spill``'s ``name`` as
+    ``torch.unique`` of all of them would give them. Parts follow each other in order but near
+    their seams: a value may lie up to ``seam`` samples after values of the next part (a refined
+    position moved over the seam), or repeat one there. So the last ``seam`` values wait, merged
+    with the next part, before they are written (at most ``seam`` distinct values can be out of
+    order)."""
+    held = None
+    last = None  # the last value written
+    for part in parts:
+        if held is None:
+            held = part
+        elif part.numel():
+            disordered = held.numel() and int(part[0]) <= int(held[-1])
+            held = torch.unique(torch.cat([held, part])) if disordered else torch.cat([held, part])
+        if held.numel() > seam:
+            done, held = held[:-seam], held[-seam:]
+            _check_order(done, last)
+            spill.append(name, done)
+            last = int(done[-1])
+    if held is not None and held.numel():
+        _check_order(held, last)
+        spill.append(name, held)
+
+
+def _check_order(values: torch.Tensor, last: int | None) -> None:
+    if last is not None and int(values[0]) <= last:
+        raise RuntimeError("_joined(): a part reaches further back than its seam allows.")
+
+
+def _packed(c: dict[str, torch.Tensor], r: _Ricker) -> dict[str, torch.Tensor]:
+    """One row's candidates (:meth:`_Ricker.candidates`, :meth:`_Ricker.accept`) held compactly
+    while a chunked detection gathers those of the whole recording: no row numbers (all 0),
+    the refined position as its shift from the column (within the refinement window), the
+    sign as int8: 15 bytes a candidate where the plain form takes 32. :func:`_unpacked` undoes it."""
+    shift_type = torch.int16 if _samples(r.refine_s, r.fs) < 2**15 else torch.int32
+    out = {k: v for k, v in c.items() if k not in ("rows", "refined", "sign")}
+    out["shift"] = (c["refined"] - c["cols"]).to(shift_type)
+    out["sign"] = c["sign"].to(torch.int8)
+    return out
+
+
+def _unpacked(p: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The candidates :func:`_packed` holds, in the plain form the rules take."""
+    out = {k: v for k, v in p.items() if k not in ("shift", "sign")}
+    out["rows"] = torch.zeros_like(p["cols"])
+    out["sign"] = p["sign"].to(p["height"].dtype)
+    out["refined"] = p["cols"] + p["shift"]
+    return out
+
+
+def _checked(x: torch.Tensor, sampling_rate: float, offset: int) -> torch.Tensor:
+    """One chunk as the detector takes it; a non-finite sample is named by its place in the recording."""
+    if x.ndim != 1:
+        raise DevicepipeError(f"ecg_peaks_chunked(): read() must return shape (time,), got {tuple(x.shape)}.")
+    x = x.detach() if x.dtype.is_floating_point else x.detach().to(torch.float32)
+    if not all_finite(x):
+        first = offset + int(torch.nonzero(~torch.isfinite(x))[0])
+        raise DevicepipeError(
+            f"the recording holds a non-finite value (NaN or inf) at sample {first:,}; chunked detection needs "
+            "finite samples (interpolate them first, or detect in one piece with nan='interpolate')."
+        )
+    return x

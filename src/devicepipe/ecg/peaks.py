@@ -1,0 +1,101 @@
+"""Find R peaks: :func:`ecg_peaks` dispatches ``method=`` through :data:`ECG_PEAK_METHODS`."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Any
+
+import torch
+
+from devicepipe.ecg.fuse import _peaks_ricker_fused
+from devicepipe.ecg.ricker import _check_input, _ordinary, _peaks_ricker, _Ricker
+from devicepipe.ecg.seed import _peaks_seed
+from devicepipe.errors import DevicepipeError
+from devicepipe.signal.peaks import split_by_row
+
+# each method maps (batch, time) and a rate to the (rows, columns) of its peaks, sorted
+ECG_PEAK_METHODS: dict[str, Callable[..., tuple[torch.Tensor, torch.Tensor]]] = {
+    "ricker": _peaks_ricker,
+    "seed": _peaks_seed,
+}
+
+
+def ricker_defaults() -> dict[str, float]:
+    """The ``"ricker"`` method's settings and their defaults (seconds, ratios and factors; see
+    the module docstring), as :func:`ecg_peaks` takes them by keyword."""
+    return {f.name: f.default for f in fields(_Ricker) if f.name != "fs"}
+
+
+def ecg_contrast(x: torch.Tensor, sampling_rate: float, **options: float) -> torch.Tensor:
+    """How far beats stand above the rest in each row of ``x`` (``(time,)`` or ``(batch, time)``):
+    the typical QRS response of the ``"ricker"`` filter over its median response, ``(batch,)``
+    (a scalar for one row). A row under ``min_contrast`` (6) is taken to hold no ECG."""
+    x = _check_input(x, sampling_rate, "ecg_contrast()")
+    rows = x.reshape(-1, x.shape[-1])
+    r = _Ricker(float(sampling_rate), **options)
+    feature, _ = r.feature(rows, r.kernel(rows), *r.edge_means(rows, rows), start=True, end=True)
+    block_max, _ = r.summaries(feature)
+    contrast = r.contrast(block_max, feature[..., :: r.subsample_stride(rows.shape[-1])])[1]
+    return contrast[0] if x.ndim == 1 else contrast
+
+
+def _options_of(method: str) -> list[str]:
+    """The keyword settings a peak method accepts."""
+    if method == "ricker":
+        return list(ricker_defaults())
+    find = ECG_PEAK_METHODS[method]
+    return [p.name for p in inspect.signature(find).parameters.values() if p.kind is p.KEYWORD_ONLY]
+
+
+def ecg_peaks(
+    x: torch.Tensor, sampling_rate: float, *, method: str = "ricker", leads: str = "each", **options: Any
+) -> torch.Tensor | list[torch.Tensor]:
+    """Find the R peaks of an ECG.
+
+    Parameters
+    ----------
+    x : Tensor of shape ``(time,)``, or ``(batch, time)`` for many equal-length recordings
+        processed in one pass; with ``leads="fuse"``, ``(leads, time)`` for the leads of one
+        recording or ``(batch, leads, time)``; any device.
+    sampling_rate : Hz (125 to 1000 Hz tested).
+    method : a key of ``ECG_PEAK_METHODS``: ``"ricker"`` (default) or ``"seed"``.
+    leads : ``"each"`` (default: every row is a recording of its own) or ``"fuse"`` (the rows of
+        ``x`` are leads of one recording, and one set of beats is found from all of them: each
+        10-s stretch takes the beats of the lead whose beats there look most like its typical
+        beat, so a lead with artefacts, noise or a lost contact is passed over where it has
+        them; ``"ricker"`` only).
+    options : keyword settings of the method (for ``"ricker"``: ``sigma_s``, ``refractory_s``,
+        ``threshold``, ... in seconds or as fractions; see the module docstring).
+
+    Returns
+    -------
+    int64 Tensor of shape ``(n_peaks,)`` of sample indices on ``x``'s device, sorted; for a
+    ``(batch, time)`` input (``(batch, leads, time)`` when fused), a list with one such tensor
+    per recording.
+    """
+    if leads not in ("each", "fuse"):
+        raise DevicepipeError(f"ecg_peaks(): leads must be 'each' or 'fuse', got {leads!r}.")
+    x = _check_input(x, sampling_rate, "ecg_peaks()", leads=leads == "fuse")
+    if method not in ECG_PEAK_METHODS:
+        raise DevicepipeError(f"ecg_peaks(): unknown method {method!r}; choose one of {sorted(ECG_PEAK_METHODS)}.")
+    if leads == "fuse" and method != "ricker":
+        raise DevicepipeError(f"ecg_peaks(): leads='fuse' needs method='ricker', got {method!r}.")
+    find = ECG_PEAK_METHODS[method]
+    accepted = _options_of(method)
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise DevicepipeError(
+            f"ecg_peaks(): method {method!r} has no option {unknown[0]!r}; its options are {accepted or 'none'}."
+        )
+    if leads == "fuse":
+        many = x.ndim == 3
+        with torch.inference_mode():
+            rows, cols = _peaks_ricker_fused(x if many else x[None], float(sampling_rate), **options)
+        per_recording = split_by_row(*_ordinary(rows, cols), x.shape[0] if many else 1)
+        return per_recording if many else per_recording[0]
+    with torch.inference_mode():  # no autograd bookkeeping: a tenth of a short call's time
+        rows, cols = find(x.reshape(-1, x.shape[-1]), float(sampling_rate), **options)
+    per_row = split_by_row(*_ordinary(rows, cols), 1 if x.ndim == 1 else x.shape[0])
+    return per_row[0] if x.ndim == 1 else per_row

@@ -1,0 +1,615 @@
+"""The default R-peak detector, ``method="ricker"`` (see :mod:`devicepipe.ecg`): the Ricker wavelet
+filter, candidates, the adaptive threshold, the T-wave rule, polarity and search-back, on one lead
+or fused over several. The R-peak kernel: long and dense by design."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from devicepipe.device import all_finite
+from devicepipe.errors import DevicepipeError
+from devicepipe.io.spill import Spill
+from devicepipe.signal.blocks import (
+    block_reduce,
+    centred_window,
+    lower_median_of_parts,
+    neighbour_median,
+    row_median,
+)
+from devicepipe.signal.filters import TOEPLITZ_BLOCK, centred_convolve
+from devicepipe.signal.peaks import peak_mask
+from devicepipe.signal.wavelets import ricker
+
+MATCH_TOLERANCE_S = 0.15
+#: Beats this close (s) to either end of a recording are not scored against a reference.
+EDGE_S = 0.5
+
+SEED_RATE_HZ = 250.0
+#: The response's median (the contrast's denominator) is judged on about this many of its samples,
+#: evenly spaced.
+SUBSAMPLE = 200_000  # the notebook's recording (UCR "ECG one day") is sampled at 250 Hz
+#: A typical QRS response at or under this fraction of the signal's magnitude is float rounding
+#: of a constant (a flat or saturated lead), not a heart: the filter's rounding error is about
+#: 1e-6 of the magnitude, an ECG's QRS response a sizeable fraction of its amplitude.
+ROUNDING = 1e-5
+
+
+def _check_input(x: torch.Tensor, sampling_rate: float, where: str, *, leads: bool = False) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise DevicepipeError(f"{where}: expected a torch.Tensor, got {type(x).__name__}.")
+    if leads and x.ndim not in (2, 3):
+        raise DevicepipeError(
+            f"{where}: leads='fuse' expects shape (leads, time) or (batch, leads, time), got {tuple(x.shape)}."
+        )
+    if not leads and x.ndim not in (1, 2):
+        hint = "; for several leads of each recording pass leads='fuse'" if x.ndim == 3 else ""
+        raise DevicepipeError(f"{where}: expected shape (time,) or (batch, time), got {tuple(x.shape)}{hint}.")
+    x = x.detach() if x.dtype.is_floating_point else x.detach().to(torch.float32)  # no autograd; integers as float
+    if not sampling_rate or not sampling_rate > 0 or not math.isfinite(sampling_rate):
+        raise DevicepipeError(f"{where}: sampling_rate must be a finite, positive number of Hz, got {sampling_rate}.")
+    if not all_finite(x):
+        # one NaN or inf would spread through the filter and erase every beat: refuse, never answer wrongly
+        bad = ~torch.isfinite(x)
+        first = int(torch.nonzero(bad.reshape(-1, x.shape[-1]).any(0))[0])
+        raise DevicepipeError(
+            f"{where}: x holds {int(bad.sum()):,} non-finite value(s) (NaN or inf), the first at sample {first:,}; "
+            "drop or interpolate them first (read_series(..., nan='interpolate')).",
+            cli=f"the recording holds {int(bad.sum()):,} non-finite value(s) (NaN or inf), the first at sample "
+            f"{first:,}; pass --nan drop or --nan interpolate.",
+        )
+    if x.shape[-1] < 2 * sampling_rate:
+        raise DevicepipeError(
+            f"{where}: the recording has {x.shape[-1]} samples, under 2 s at {sampling_rate:g} Hz; "
+            "beat detection needs at least two seconds."
+        )
+    return x
+
+
+def check_ecg(x: torch.Tensor, sampling_rate: float) -> None:
+    """The checks :func:`ecg_peaks` makes on its input (a tensor of shape ``(time,)`` or
+    ``(batch, time)``, finite, at least 2 s at ``sampling_rate`` Hz): a clear
+    :class:`DevicepipeError` for the first that fails, nothing otherwise."""
+    _check_input(x, sampling_rate, "ecg_peaks()")
+
+
+def _samples(seconds: float, sampling_rate: float, minimum: int = 1) -> int:
+    return max(minimum, int(round(seconds * sampling_rate)))
+
+
+# ----------------------------------------------------------------------------- default method
+
+
+@dataclass(frozen=True)
+class _Ricker:
+    """The ``"ricker"`` detector's settings at one sampling rate, in samples, and its steps.
+
+    The steps are split so that a recording too long for memory is detected in chunks with
+    exactly the peaks of one call (:func:`ecg_peaks_chunked`): what needs the whole recording
+    (the block envelope and its median, the contrast, the polarity vote) is computed from small
+    per-block summaries and per-candidate values; everything else looks a fixed number of
+    samples either side (:attr:`reach`).
+    """
+
+    fs: float
+    sigma_s: float = 0.015
+    refractory_s: float = 0.2
+    block_s: float = 0.5
+    envelope_s: float = 2.0
+    level_s: float = 6.0
+    threshold: float = 0.4
+    global_floor: float = 0.1
+    noise_factor: float = 3.0
+    refine_s: float = 0.05
+    close_s: float = 0.36
+    close_ratio: float = 0.5
+    min_contrast: float = 6.0
+    polarity_ratio: float = 1.5
+    searchback_rr: float = 1.66
+    searchback_ratio: float = 0.5
+    edge_s: float = 1.0  # the level the filter assumes past either end: the mean of this first/last stretch
+
+    @property
+    def block(self) -> int:
+        return _samples(self.block_s, self.fs)
+
+    @property
+    def sub(self) -> int:
+        return _samples(0.016, self.fs)
+
+    @property
+    def refractory(self) -> int:
+        return _samples(self.refractory_s, self.fs, 2)
+
+    def kernel(self, like: torch.Tensor) -> torch.Tensor:
+        width = self.sigma_s * self.fs
+        kernel = ricker(2 * math.ceil(4 * width) + 1, width, dtype=torch.float64)
+        return (kernel - kernel.mean()).to(device=like.device, dtype=like.dtype)  # zero-sum: blind to any offset
+
+    @property
+    def reach(self) -> int:
+        """Samples either side of a stretch that decide its candidates: the filter, the
+        refractory period, the sub-blocks and the refinement window."""
+        width = self.sigma_s * self.fs
+        return 2 * math.ceil(4 * width) + 1 + self.refractory + 2 * self.sub + _samples(self.refine_s, self.fs) + 2
+
+    @property
+    def alignment(self) -> int:
+        """Chunks start at multiples of this (blocks, sub-blocks and the convolution's 32-sample
+        rows, :data:`~devicepipe.signal.filters.TOEPLITZ_BLOCK`, then fall on the same samples as in
+        one call)."""
+        return math.lcm(self.block, self.sub, TOEPLITZ_BLOCK)
+
+    def edge_means(self, head: torch.Tensor, tail: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The mean of the first and of the last ``edge_s`` of each row (``(batch, 1)`` each),
+        from ``head``/``tail``: at least that stretch from each end."""
+        m = min(_samples(self.edge_s, self.fs), head.shape[-1], tail.shape[-1])
+        return head[:, :m].mean(-1, keepdim=True), tail[:, tail.shape[-1] - m :].mean(-1, keepdim=True)
+
+    def feature(
+        self, x: torch.Tensor, kernel: torch.Tensor, head: torch.Tensor, tail: torch.Tensor, start: bool, end: bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``|Ricker response|`` of ``x`` (``(batch, n)``), the signal taken to continue at the
+        level ``head`` before its start and ``tail`` after its end, where ``x`` reaches the
+        recording's ``start``/``end`` (elsewhere the outer samples are not used); and where the
+        response is negative (bool, same shape: the polarity the filter sees)."""
+        zero = torch.zeros_like(head)
+        response = centred_convolve(x, head if start else zero, kernel, end_mean=tail if end else zero)
+        # (signbit: a quarter faster than `< 0`; it differs only at -0.0, a zero response, which
+        # no threshold passes)
+        negative = torch.signbit(response)
+        return response.abs_(), negative
+
+    def summaries(self, feature: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-block maximum and mean of the feature, ``(batch, ceil(n / block))`` each."""
+        return block_reduce(feature, self.block, "max"), block_reduce(feature, self.block, "mean")
+
+    @staticmethod
+    def subsample_stride(n: int) -> int:
+        return max(1, n // SUBSAMPLE)  # the median of a subsample is enough
+
+    def contrast(self, block_max: torch.Tensor, subsample: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each row's typical QRS response (the median of its envelope, as :meth:`thresholds`
+        takes it) and its contrast, that over the median response, ``(batch,)`` each: how far
+        beats stand above the rest (Gaussian noise 4.3 to 5.3, real recordings 6.5 to 110; 0 for a
+        row with no response)."""
+        typical = self.envelope(block_max).median(-1).values
+        median = subsample.median(-1).values
+        tiny = float(torch.finfo(block_max.dtype).tiny)
+        return typical, torch.where(typical > 0, typical / median.clamp(min=tiny), torch.zeros_like(typical))
+
+    def thresholds(
+        self,
+        block_max: torch.Tensor,
+        block_mean: torch.Tensor,
+        subsample: torch.Tensor,
+        magnitude: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The threshold, the local beat level and the search-back threshold of every block,
+        ``(batch, blocks)`` each, from the block summaries of the whole recording and a subsample
+        of its feature (every :meth:`subsample_stride`-th).
+
+        The envelope: the strongest response within +-envelope_s/2, the weakest of those over
+        level_s; the threshold a fraction of it, never below a fraction of the recording's
+        typical QRS level (the envelope's median) nor a multiple of the local noise floor: the
+        mean response of the quietest block within the envelope window. (The mean over the whole
+        window counts the beats in it, so one tall ectopic beat would lift the threshold over its
+        smaller neighbours; the quietest half-second is the floor the beats stand on.) A row
+        whose typical QRS response does not stand well above its median response holds no ECG
+        (Gaussian noise, white or coloured, gives 4.3 to 5.3 at any rate, the noisiest real
+        10-s ECGs 6.5, long clean recordings up to 110: see benchmarks/ecg_robustness.py): it gets
+        an infinite threshold; so does a row whose typical response is float rounding next to
+        ``magnitude`` (see :data:`ROUNDING`).
+
+        The search-back threshold (see :func:`_search_back`) is ``searchback_ratio`` of the
+        threshold, but never under the recording's floors (the fraction of its typical QRS level,
+        the multiple of the noise floor): it looks for a beat smaller than its neighbours, not
+        for one inside noise.
+        """
+        envelope = self.envelope(block_max)
+        return self.local_thresholds(envelope, block_mean, *self.typical_level(envelope, subsample, magnitude))
+
+    @property
+    def threshold_reach(self) -> int:
+        """Blocks either side of a stretch of blocks that decide its :meth:`local_thresholds`."""
+        span = _samples(self.envelope_s / self.block_s, 1.0)
+        return span + _samples(self.level_s / self.block_s, 1.0) + 2
+
+    def envelope(self, block_max: torch.Tensor) -> torch.Tensor:
+        """The strongest block maximum within +-envelope_s/2 of each block, ``(batch, blocks)``."""
+        return centred_window(block_max, _samples(self.envelope_s / self.block_s, 1.0), "max")
+
+    def typical_level(
+        self, envelope: torch.Tensor, subsample: torch.Tensor, magnitude: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """What :meth:`thresholds` takes from the whole recording's :meth:`envelope`: each row's
+        typical QRS response (the envelope's median, ``(batch, 1)``) and whether the row holds no
+        ECG (``(batch,)`` bool, :meth:`no_ecg`)."""
+        typical = envelope.median(-1, keepdim=True).values
+        return typical, self.no_ecg(typical, subsample, magnitude)
+
+    def no_ecg(
+        self, typical: torch.Tensor, subsample: torch.Tensor, magnitude: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Whether each row holds no ECG (``(batch,)`` bool), from its typical QRS response
+        ``typical`` (``(batch, 1)``, :meth:`typical_level`), a subsample of its feature and the
+        signal's size ``magnitude`` (see :meth:`thresholds`)."""
+        # contrast = typical / median(subsample) < min_contrast, that is, the (lower) median above
+        # typical / min_contrast: at most (k - 1) // 2 of the k samples at or below it. A count,
+        # not a median: the same answer (but at the boundary's last bit) in one pass, where a
+        # median per row of a (batch, time) input costs a selection each.
+        limit = typical / self.min_contrast
+        group = max(1, (1 << 18) // max(1, subsample.shape[-1]))  # rows at a time: small temporaries
+        below = (
+            torch.cat(
+                [
+                    (part <= lim).sum(-1, dtype=torch.int32)  # (int32: 5x faster)
+                    for part, lim in zip(subsample.split(group), limit.split(group), strict=True)
+                ]
+            )
+            if subsample.shape[0] > group
+            else (subsample <= limit).sum(-1, dtype=torch.int32)
+        )
+        no_ecg = (below <= (subsample.shape[-1] - 1) // 2) | (typical.squeeze(-1) <= 0)
+        if magnitude is not None:  # (batch,): the signal's size, to tell a response from rounding
+            no_ecg |= typical.squeeze(-1) <= ROUNDING * magnitude
+        return no_ecg
+
+    def local_thresholds(
+        self, envelope: torch.Tensor, block_mean: torch.Tensor, typical: torch.Tensor, no_ecg: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`thresholds` from the :meth:`envelope`, the block means and :meth:`typical_level`'s
+        answer. Each block's values depend on the block summaries :attr:`threshold_reach` blocks
+        either side, so a stretch of blocks with that many more on each side (or the recording's
+        end) gives the stretch's values of the whole recording."""
+        span = _samples(self.envelope_s / self.block_s, 1.0)
+        level = centred_window(envelope, _samples(self.level_s / self.block_s, 1.0), "min")
+        noise = centred_window(block_mean, span, "min")
+        floor = torch.maximum(self.global_floor * typical, self.noise_factor * noise)
+        per_block = torch.maximum(self.threshold * level, floor)
+        per_block = torch.clamp(per_block, min=float(torch.finfo(envelope.dtype).tiny))
+        per_block[no_ecg] = torch.inf
+        return per_block, level, torch.maximum(self.searchback_ratio * per_block, floor)
+
+    def candidates(
+        self, x: torch.Tensor, feature: torch.Tensor, negative: torch.Tensor, offset: int, core: tuple[int, int]
+    ) -> dict[str, torch.Tensor]:
+        """The candidates of ``x`` (samples ``offset ...`` of a recording) whose position lies in
+        ``core`` (absolute samples), before any threshold: rows, absolute columns, the feature's
+        height, the response's sign and the refined (absolute) position. Nothing here depends
+        on the rest of the recording (see :meth:`accept`)."""
+        rows, cols = _coarse_peaks(feature, self.refractory, self.sub)
+        inside = (cols >= core[0] - offset) & (cols < core[1] - offset)
+        rows, cols = rows[inside], cols[inside]
+        sign = 1 - 2 * negative[rows, cols].to(x.dtype)  # +1 or -1: the polarity the filter saw
+        refined = _refined(x, sign, rows, cols, _samples(self.refine_s, self.fs)) + offset
+        return {"rows": rows, "cols": cols + offset, "height": feature[rows, cols], "sign": sign, "refined": refined}
+
+    def accept(
+        self,
+        c: dict[str, torch.Tensor],
+        per_block: torch.Tensor,
+        level: torch.Tensor,
+        secondary: torch.Tensor,
+        first_block: int = 0,
+    ) -> dict[str, torch.Tensor]:
+        """The candidates above their block's threshold (``strong``), and, where the search-back
+        is on, those above the ``secondary`` threshold (its only candidates), with the local
+        beat level at each. The three tensors are :meth:`thresholds`' answer, for the blocks
+        from ``first_block`` on. ``c`` may be one row's candidates as :func:`_packed` holds them
+        (no row numbers); the answer is then held so too."""
+        blocks = c["cols"] // self.block - first_block
+        rows = c["rows"] if "rows" in c else 0
+        strong = c["height"] > per_block[rows, blocks]
+        keep = strong | (c["height"] > secondary[rows, blocks]) if self.searchback_rr > 0 else strong
+        taken = torch.nonzero(keep).squeeze(1)
+        kept = {key: value[taken] for key, value in c.items()}
+        kept["level"] = level[kept["rows"] if "rows" in c else 0, blocks[taken]]
+        kept["strong"] = strong[taken]
+        return kept
+
+    def select(self, c: dict[str, torch.Tensor], n_rows: int, total: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The peaks among all candidates of a recording (sorted by row, then column): the
+        T-wave rule, the polarity rule, then each at its refined position, without repeats."""
+        rows, _, refined, _ = self.beats(c, n_rows, total)
+        return _unique_peaks(rows, refined, total)
+
+    def _followers(self, rows: torch.Tensor, cols: torch.Tensor, height: torch.Tensor, level: torch.Tensor):
+        """The T-wave rule's mask over strong candidates (see :func:`_weak_followers`), or None when off."""
+        if self.close_ratio > 0 and cols.numel() > 1:
+            return _weak_followers(rows, cols, height, level, _samples(self.close_s, self.fs), self.close_ratio)
+        return None
+
+    def beats(
+        self,
+        c: dict[str, torch.Tensor],
+        n_rows: int,
+        total: int,
+        polarity: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The beats among candidates ``c`` (sorted by row, then column), before repeats are
+        merged: their rows, columns and refined columns, and the columns of the beats the rules
+        took before the search-back. ``polarity``: each row's dominant polarity and typical beat
+        level ``(n_rows,)`` (:meth:`polarity_of`), when ``c`` is a part of the recording."""
+        # (masks turned into positions once: a boolean index finds its positions anew each time)
+        names = ("rows", "cols", "level", "height", "sign", "refined")
+        strong = c["strong"]  # set by accept()
+        taken, left = _positions(strong)
+        rows, cols, level, height, sign, refined = (c[k][taken] for k in names)
+        weak = tuple(c[k][left] for k in ("rows", "cols", "refined", "height"))
+        follower = self._followers(rows, cols, height, level)
+        if follower is not None:
+            taken = torch.nonzero(~follower).squeeze(1)
+            rows, cols, level, height, sign, refined = (v[taken] for v in (rows, cols, level, height, sign, refined))
+        if self.polarity_ratio > 0 and cols.numel():
+            dominant, typical = polarity or _polarity(rows, sign, level, n_rows)
+            keep = (sign == dominant[rows]) | (dominant[rows] == 0) | (height >= self.polarity_ratio * typical[rows])
+            taken, left = _positions(keep)
+            if self.searchback_rr > 0:  # the others are weak evidence: beats only where the rhythm wants one
+                both = [torch.cat([w, v[left]]) for w, v in zip(weak, (rows, cols, refined, height), strict=True)]
+                order = torch.argsort(both[0] * total + both[1])
+                weak = tuple(v[order] for v in both)
+            rows, cols, refined = rows[taken], cols[taken], refined[taken]
+        plain = cols
+        if self.searchback_rr > 0 and weak[0].numel():
+            clearance = (_samples(self.close_s, self.fs), self.refractory)
+            rows, cols, refined = _search_back((rows, cols, refined), weak, total, self.searchback_rr, clearance)
+        return rows, cols, refined, plain
+
+    def polarity_of(self, held: _Held, block: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The polarity rule's whole-recording figures for one row's candidates ``held`` (their
+        columns, heights, levels and signs are read): its dominant polarity and typical beat
+        level, ``(1,)`` each, as :meth:`beats` finds them, from ``block`` candidates at a time
+        (and the last strong one before each block, which the T-wave rule looks back to). The
+        levels of the beats wait on disk for their median (:func:`lower_median_of_parts`)."""
+        keys = ("cols", "height", "level", "sign")
+        signs = torch.zeros(1, device=held.device, dtype=held.dtype)
+        before: tuple[torch.Tensor, ...] = ()
+        levels = held.prefix + "beat_levels"
+        for s in range(0, held.n, block):
+            c = held.part(s, s + block, keys + ("strong",))
+            strong = torch.nonzero(c["strong"]).squeeze(1)
+            cols, height, level, sign = (c[k][strong] for k in keys)
+            if before:
+                cols, height, level, sign = (
+                    torch.cat([b, v]) for b, v in zip(before, (cols, height, level, sign), strict=True)
+                )
+            follower = self._followers(torch.zeros_like(cols), cols, height, level)
+            kept = torch.ones_like(cols, dtype=torch.bool) if follower is None else ~follower
+            kept[: 1 if before else 0] = False  # the block before decided that one
+            signs += sign[kept].sum(dtype=signs.dtype)
+            held.spill.append(levels, level[kept])
+            if cols.numel():
+                before = tuple(v[-1:] for v in (cols, height, level, sign))
+        if not held.spill.size(levels):
+            return torch.sign(signs), torch.zeros(1, device=held.device, dtype=held.dtype)
+        # one row: its lower median, as row_median() gives it
+        typical = lower_median_of_parts(lambda: held.spill.parts(levels, MEDIAN_PART))
+        return torch.sign(signs), typical.reshape(1).to(held.device)
+
+
+def _abs_max(x: torch.Tensor) -> torch.Tensor:
+    """``x.abs().amax(-1)`` for ``x`` of shape ``(batch, n)`` without a full-size temporary."""
+    return torch.maximum(x.amax(-1), -x.amin(-1))  # (two passes: aminmax is several times slower on the CPU)
+
+
+def _positions(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Where a bool ``(n,)`` mask is True, and where it is False (int64, increasing)."""
+    true = torch.nonzero(mask).squeeze(1)
+    false = torch.nonzero(~mask).squeeze(1)
+    return true, false
+
+
+#: Samples per group of rows, per torch thread, that a batch is detected in on the CPU: a
+#: group's arrays stay in the caches, where each of the many passes over a whole batch went to
+#: main memory (on one thread, 1,000 rows of 5,000 samples about 10 % faster in groups of 209,
+#: 8 rows of a million samples a fifth faster one at a time; on two threads, groups twice as
+#: large, as fast as one piece). Rows are independent: the same peaks.
+BATCH_GROUP_SAMPLES = 1 << 20
+
+
+def _peaks_ricker(x: torch.Tensor, sampling_rate: float, **options: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """R peaks of each row of ``x`` (shape ``(batch, time)``): their rows and columns, sorted."""
+    per_group = max(1, BATCH_GROUP_SAMPLES * torch.get_num_threads() // x.shape[-1])
+    if x.device.type != "cpu" or x.shape[0] <= per_group:
+        return _peaks_ricker_rows(x, sampling_rate, **options)
+    found = [_peaks_ricker_rows(part, sampling_rate, **options) for part in x.split(per_group)]
+    rows = torch.cat([part_rows + i * per_group for i, (part_rows, _) in enumerate(found)])
+    return rows, torch.cat([cols for _, cols in found])
+
+
+def _peaks_ricker_rows(x: torch.Tensor, sampling_rate: float, **options: float) -> tuple[torch.Tensor, torch.Tensor]:
+    r = _Ricker(float(sampling_rate), **options)
+    n = x.shape[-1]
+    means, kernel = r.edge_means(x, x), r.kernel(x)
+    feature, negative = r.feature(x, kernel, *means, start=True, end=True)
+    stride = r.subsample_stride(n)
+    magnitude = _abs_max(x[..., ::stride])
+    limits = r.thresholds(*r.summaries(feature), feature[..., ::stride], magnitude)
+    cands = r.accept(r.candidates(x, feature, negative, 0, (0, n)), *limits)
+    return r.select(cands, x.shape[0], n)
+
+
+#: Neighbouring beat intervals either side of a gap whose median is the gap's usual interval.
+RR_NEIGHBOURS = 4
+
+
+def _polarity(
+    rows: torch.Tensor, sign: torch.Tensor, level: torch.Tensor, n_rows: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's dominant polarity, the majority sign of its candidates' filtered response (0 in
+    a tie), and its typical beat level, the (lower) median of their levels: ``(n_rows,)`` each."""
+    sums = torch.zeros(n_rows, device=sign.device, dtype=sign.dtype).index_add_(0, rows, sign)
+    return torch.sign(sums), row_median(level, rows, n_rows)
+
+
+def _unique_peaks(rows: torch.Tensor, refined: torch.Tensor, total: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows and columns of the beats at their refined positions, sorted, without repeats (two
+    candidates may settle on one sample)."""
+    key = torch.unique(rows * total + refined)
+    return key // total, key % total
+
+
+#: How many times the search-back looks again for gaps that still want a beat.
+SEARCH_BACK_PASSES = 8
+#: Beats of a part of the recording on each side of the stretch it decides, for chunked detection
+#: to give the peaks of one call: the search-back's usual interval sees RR_NEIGHBOURS intervals
+#: either side, so a part's edge can change the beats at most that far in on each pass, plus
+#: two for the T-wave rule's look back at the edge.
+SELECT_HALO_BEATS = SEARCH_BACK_PASSES * (RR_NEIGHBOURS + 1) + 2
+
+
+def _search_back(
+    beats: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    weak: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+    total: int,
+    rr_limit: float,
+    clearance: tuple[int, int],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Beats missed by the threshold, found again in the gaps the rhythm says hold one.
+
+    The search-back of Pan and Tompkins (IEEE TBME 32(3), 1985): where the interval between
+    two beats exceeds ``rr_limit`` times the usual interval (the median of the neighbouring
+    :data:`RR_NEIGHBOURS` intervals either side), a beat was probably missed; the highest
+    ``weak`` candidate (above the secondary threshold) inside the gap is taken, at least
+    ``clearance[0]`` samples after the first beat (the T-wave reach) and ``clearance[1]`` before
+    the second (the refractory period). Repeated while gaps gain a beat.
+
+    ``beats``: (rows, columns, refined columns) sorted by row then column; ``weak``: (rows,
+    columns, refined columns, heights) likewise. Returns the rows, columns and refined columns
+    of all beats, sorted.
+    """
+    rows, cols, refined = beats
+    w_rows, w_cols, w_refined, w_height = weak
+    after, before = clearance
+    for _ in range(SEARCH_BACK_PASSES):  # each pass fills at most one beat per gap
+        same = rows[1:] == rows[:-1]
+        g_rows, g_start, g_end = rows[:-1][same], cols[:-1][same], cols[1:][same]
+        if g_rows.numel() == 0 or w_rows.numel() == 0:
+            break
+        usual = neighbour_median((g_end - g_start).to(torch.float64), RR_NEIGHBOURS, rows=g_rows)
+        long = (g_end - g_start) > rr_limit * usual
+        if not bool(long.any()):
+            break
+        gap = torch.searchsorted(g_rows * total + g_start, w_rows * total + w_cols, right=True) - 1
+        inside = gap >= 0
+        gap = gap.clamp(min=0)
+        inside &= (g_rows[gap] == w_rows) & long[gap]
+        inside &= (w_cols - g_start[gap] >= after) & (g_end[gap] - w_cols >= before)
+        if not bool(inside.any()):
+            break
+        height = torch.where(inside, w_height, -torch.inf)
+        best = torch.full_like(g_start, -1, dtype=height.dtype).scatter_reduce(0, gap, height, "amax")
+        chosen = torch.nonzero(inside & (height == best[gap])).squeeze(1)
+        first = torch.ones_like(chosen, dtype=torch.bool)
+        first[1:] = gap[chosen][1:] != gap[chosen][:-1]  # one per gap (the first of equal heights)
+        chosen = chosen[first]
+        order = torch.argsort(torch.cat([rows * total + cols, w_rows[chosen] * total + w_cols[chosen]]))
+        rows = torch.cat([rows, w_rows[chosen]])[order]
+        cols = torch.cat([cols, w_cols[chosen]])[order]
+        refined = torch.cat([refined, w_refined[chosen]])[order]
+        left = torch.ones_like(w_rows, dtype=torch.bool)
+        left[chosen] = False
+        w_rows, w_cols, w_refined, w_height = w_rows[left], w_cols[left], w_refined[left], w_height[left]
+    return rows, cols, refined
+
+
+def _weak_followers(
+    rows: torch.Tensor, cols: torch.Tensor, height: torch.Tensor, level: torch.Tensor, reach: int, ratio: float
+) -> torch.Tensor:
+    """Which candidates follow another within ``reach`` samples at under ``ratio`` of the
+    smaller of that one's height and the local beat ``level`` (so a normal beat after a tall
+    ectopic one stays).
+
+    The T-wave rule of Pan and Tompkins (IEEE TBME 32(3), 1985): a weak deflection shortly
+    after a beat is more likely its T wave, or noise, than a new beat.
+    """
+    close = (rows[1:] == rows[:-1]) & (cols[1:] - cols[:-1] <= reach)
+    weak = torch.zeros_like(cols, dtype=torch.bool)
+    weak[1:] = close & (height[1:] < ratio * torch.minimum(height[:-1], level[1:]))
+    return weak
+
+
+def _coarse_peaks(feature: torch.Tensor, min_distance: int, sub: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Non-maximum suppression on maxima of ``sub``-sample blocks, then the argmax inside each winner.
+
+    The same candidates as ``peak_mask(feature, min_distance=...)`` up to a refractory period
+    coarsened by under ``sub`` samples, at a ``sub``-th of the cost of the sliding maximum.
+    """
+    if sub <= 1:
+        return torch.nonzero(peak_mask(feature, min_distance=min_distance), as_tuple=True)
+    n = feature.shape[-1]
+    maxima = block_reduce(feature, sub, "max")
+    # (the feature is finite: the input was checked, and the filter's response of finite samples is)
+    rows, blocks = torch.nonzero(
+        peak_mask(maxima, min_distance=max(2, -(-min_distance // sub)), finite=True), as_tuple=True
+    )
+    # the first maximum inside each winning block (a clamped index repeats the last sample: no earlier tie)
+    idx = (blocks[:, None] * sub + torch.arange(sub, device=feature.device)).clamp(max=n - 1)
+    inside = feature[rows[:, None], idx].argmax(-1)
+    return rows, blocks * sub + inside
+
+
+def _refined(
+    x: torch.Tensor, polarity: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, reach: int
+) -> torch.Tensor:
+    """Each candidate moved to the extremum of ``x`` within ``reach`` samples, in the filter's
+    ``polarity`` (+1 or -1 per candidate): the new columns, ``(n,)``."""
+    if rows.numel() == 0:
+        return cols
+    n, width = x.shape[-1], 2 * reach + 1
+    start = cols - reach
+    if n >= width:  # each window a slice of a strided view (a copy of whole rows, not a gather per sample)
+        windows = x.as_strided((x.shape[0], n - width + 1, width), (x.stride(0), x.stride(1), x.stride(1)),
+                               x.storage_offset())  # fmt: skip
+        edge = torch.nonzero((start < 0) | (start > n - width)).squeeze(1)
+        window = windows[rows, start.clamp(0, n - width)]
+    else:
+        edge = torch.arange(rows.numel(), device=x.device)
+        window = x.new_empty(rows.numel(), width)
+    if edge.numel():  # windows that run past an end repeat the end sample
+        idx = (cols[edge, None] + torch.arange(-reach, reach + 1, device=x.device)).clamp(0, n - 1)
+        window[edge] = x[rows[edge, None], idx]
+    best = ((window - window.mean(-1, keepdim=True)) * polarity[:, None]).argmax(-1)
+    refined = start + best
+    if edge.numel():
+        refined[edge] = idx.gather(1, best[edge, None]).squeeze(1)
+    return refined
+
+
+def _ordinary(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Copies of tensors made under ``torch.inference_mode`` that a caller may change in place."""
+    return tuple(t.clone() for t in tensors)
+
+
+#: Values a chunked detection reads back from disk at a time for a median over the recording.
+MEDIAN_PART = 1 << 16
+
+
+#: What :func:`_packed` holds of each candidate; and after :meth:`_Ricker.accept`.
+_PACKED_KEYS = ("cols", "height", "shift", "sign")
+_HELD_KEYS = (*_PACKED_KEYS, "level", "strong")
+
+
+@dataclass(frozen=True)
+class _Held:
+    """One row's candidates as :func:`_packed` holds them, after :meth:`_Ricker.accept`, on disk:
+    the names with ``prefix`` in ``spill``; read back a part at a time onto ``device``."""
+
+    spill: Spill
+    prefix: str
+    device: torch.device
+    dtype: torch.dtype  # the feature's (heights and levels)
+
+    @property
+    def n(self) -> int:
+        return self.spill.size(self.prefix + "cols")
+
+    def part(self, a: int, b: int, keys: tuple[str, ...] = _HELD_KEYS) -> dict[str, torch.Tensor]:
+        """Candidates ``[a, b)``: a dict of ``(b - a,)`` tensors."""
+        return {k: self.spill.read(self.prefix + k, a, b, self.device) for k in keys}
+
+    def col(self, i: int) -> int:
+        return int(self.spill.read(self.prefix + "cols", i, i + 1)[0])
