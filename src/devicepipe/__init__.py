@@ -54,9 +54,9 @@ _EXPORTS = {
     "local_residual": "devicepipe.detector",
     "evaluate_anomalies": "devicepipe.score",
     "resample_rows": "devicepipe.signal.resample",
-    "run_dataset": "devicepipe.datasets",
-    "find_recordings": "devicepipe.datasets",
-    "Engine": "devicepipe.datasets",
+    "run_dataset": "devicepipe.batch",
+    "find_recordings": "devicepipe.batch",
+    "Engine": "devicepipe.batch",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -23,7 +23,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from devicepipe.datasets import INDEX_NAME, find_recordings, is_dataset
 from devicepipe.detector import MODEL_NAME, BeatAnomalyDetector, load_model
 from devicepipe.device import free_memory, release_freed_memory, resolve_device
 from devicepipe.ecg import (
@@ -69,6 +68,7 @@ from devicepipe.io import (
 )
 from devicepipe.io.channels import choose_signal, time_column_of
 from devicepipe.io.chunks import chunk_reader, npy_rows, recording_length, samples_at_most
+from devicepipe.io.discover import INDEX_NAME, find_recordings
 from devicepipe.io.read import check_rate, declares_sampling_rate, header_sampling_rate, input_fingerprint
 from devicepipe.io.spill import Spill, Stored
 from devicepipe.learn import (
@@ -94,6 +94,7 @@ from devicepipe.outputs import (
     write_scores,
     write_summary,
 )
+from devicepipe.prestart import is_dataset
 from devicepipe.report import MAX_FLAGGED_ROWS, REPORT_NAME, FlaggedRows, write_report
 from devicepipe.scale import StandardScaler
 from devicepipe.score import Scores, group_scores, latent_grid, reconstruct

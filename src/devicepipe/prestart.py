@@ -2,7 +2,7 @@
 
 A command on many recordings (``devicepipe beats FOLDER``) starts a local Dask cluster whose
 workers fork from a server that imports torch and the pipelines once (see
-:func:`devicepipe.datasets.run_recordings`). Started when the cluster starts, that import
+:func:`devicepipe.batch.run_recordings`). Started when the cluster starts, that import
 comes after the command's own import of torch, and the command waits for both in turn.
 Started here, from the command line alone and before the command imports anything heavy, the
 two imports run side by side. Nothing here imports torch, NumPy or Dask.

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from devicepipe.datasets import Engine, run_dataset
+from devicepipe.batch import Engine, run_dataset
 from devicepipe.pipeline import (
     LearnSettings,
     SeriesLearnSettings,

@@ -17,8 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import require_data
+from devicepipe.batch import INDEX_NAME, Dataset, Engine, find_recordings, is_dataset, run_dataset
 from devicepipe.cli import app
-from devicepipe.datasets import INDEX_NAME, Dataset, Engine, find_recordings, is_dataset, run_dataset
 from devicepipe.ecg import ecg_peaks
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import read_series
@@ -147,14 +147,14 @@ def test_the_local_cluster_slows_dask_diagnostics_unless_the_user_set_them(monke
     import dask
     import distributed  # noqa: F401 - its defaults join Dask's configuration
 
-    import devicepipe.datasets as datasets
+    from devicepipe.batch import engine
 
-    keys = list(datasets.LOCAL_CLUSTER_CONFIG)
+    keys = list(engine.LOCAL_CLUSTER_CONFIG)
     monkeypatch.setenv("DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL", "100ms")  # Dask's default, but said
     assert dask.config.get("distributed.admin.tick.interval") == "20ms"  # Dask's own default here
     with (
         dask.config.set({"distributed.admin.tick.interval": "100ms"}),  # the user's choice
-        datasets._client(Engine(workers=1), 1, 1) as client,
+        engine._client(Engine(workers=1), 1, 1) as client,
     ):
         seen = client.run(lambda: {k: dask.config.get(k) for k in keys})
         scheduler = client.run_on_scheduler(lambda: {k: dask.config.get(k) for k in keys})
@@ -187,9 +187,9 @@ def test_no_more_local_workers_than_recordings(tmp_path):
 
 
 def test_more_local_workers_than_the_cores_can_run_is_one_line(tmp_path, monkeypatch):
-    import devicepipe.datasets as datasets
+    from devicepipe.batch import engine
 
-    monkeypatch.setattr(datasets, "usable_cores", lambda: 2)
+    monkeypatch.setattr(engine, "usable_cores", lambda: 2)
     make_folder(tmp_path / "in", 2)
     args = ["beats", str(tmp_path / "in"), "--out", str(tmp_path / "o"), "--no-figures"]
     result = runner.invoke(app, [*args, "--workers", "9"])
@@ -396,17 +396,17 @@ def test_the_thread_count_asked_for_is_each_workers(tmp_path, monkeypatch):
     # DEVICEPIPE_THREADS fixes the loop's threads too (it had been the cores, whatever was asked)
     import torch
 
-    import devicepipe.datasets as datasets
+    from devicepipe.batch import run as batch_run
 
     paths = make_folder(tmp_path / "in", 2)
     seen = []
-    run = datasets._run_kind
+    run = batch_run._run_kind
 
     def spy(*args, **kwargs):
         seen.append(torch.get_num_threads())
         return run(*args, **kwargs)
 
-    monkeypatch.setattr(datasets, "_run_kind", spy)
+    monkeypatch.setattr(batch_run, "_run_kind", spy)
     monkeypatch.setenv("DEVICEPIPE_THREADS", "1")
     opts = {"figures": False}
     result = run_dataset(tmp_path / "in", tmp_path / "one", options=opts, engine=Engine(workers=0))
@@ -414,6 +414,6 @@ def test_the_thread_count_asked_for_is_each_workers(tmp_path, monkeypatch):
     monkeypatch.delenv("DEVICEPIPE_THREADS")
     seen.clear()
     result = run_dataset(tmp_path / "in", tmp_path / "all", options=opts, engine=Engine(workers=0))
-    cores = datasets.usable_cores()
+    cores = batch_run.usable_cores()
     assert set(seen) == {cores} and result.summary["engine"]["threads_per_worker"] == cores
     assert len(paths) == 2

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from devicepipe import datasets
-from devicepipe.datasets import TAIL_TASKS, TASKS_PER_WORKER, _Item, _plan
+from devicepipe.batch import plan
+from devicepipe.batch.plan import TAIL_TASKS, TASKS_PER_WORKER, _Item, _plan
 
 
 def files(root: Path, sizes: list[int]) -> list[_Item]:
@@ -50,7 +50,7 @@ def test_every_item_once_in_order_and_the_first_task_is_a_workers_share(tmp_path
 
 
 def test_no_task_is_larger_than_task_bytes_unless_one_recording_is(tmp_path, monkeypatch):
-    monkeypatch.setattr(datasets, "TASK_BYTES", 5000)
+    monkeypatch.setattr(plan, "TASK_BYTES", 5000)
     sizes = [700, 1200, 9000, 300, 300, 4000, 4000, 100, 6000, 200] * 3
     tasks = _plan(files(tmp_path, sizes), 2)
     assert [len(t) for t in tasks if nbytes(t) > 5000] and all(len(t) == 1 for t in tasks if nbytes(t) > 5000)

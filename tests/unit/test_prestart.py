@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from devicepipe.datasets import INDEX_NAME, Engine, run_dataset
+from devicepipe.batch import INDEX_NAME, Engine, run_dataset
 from devicepipe.prestart import pause_collector, resume_collector, starts_cluster
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 

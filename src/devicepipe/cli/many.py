@@ -17,10 +17,10 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from devicepipe.batch import INDEX_NAME, DatasetResult, Engine, run_dataset
 from devicepipe.cli.printing import (
     _console,
 )
-from devicepipe.datasets import INDEX_NAME, DatasetResult, Engine, run_dataset
 from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
 from devicepipe.errors import DevicepipeError
 from devicepipe.units import format_duration

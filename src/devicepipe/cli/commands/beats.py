@@ -9,6 +9,7 @@ from typing import Annotated
 import torch
 import typer
 
+from devicepipe.batch import is_dataset
 from devicepipe.cli.application import (
     _Command,
     app,
@@ -37,7 +38,6 @@ from devicepipe.cli.printing import (
     _console,
     _warn,
 )
-from devicepipe.datasets import is_dataset
 from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
 from devicepipe.pipeline import (
     BEATS_MODE,

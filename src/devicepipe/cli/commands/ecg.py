@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from devicepipe.batch import is_dataset
 from devicepipe.cli.application import (
     _Command,
     app,
@@ -55,7 +56,6 @@ from devicepipe.cli.printing import (
     _print_outputs,
     _print_training,
 )
-from devicepipe.datasets import is_dataset
 from devicepipe.pipeline import (
     BEAT_WIDTH,
     ECG_MODE,

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from devicepipe.batch import is_dataset
 from devicepipe.cli.application import (
     _Command,
     app,
@@ -36,7 +37,6 @@ from devicepipe.cli.printing import (
     _print_aami,
     _print_outputs,
 )
-from devicepipe.datasets import is_dataset
 from devicepipe.detector import BeatAnomalyDetector, load_model
 from devicepipe.errors import DevicepipeError
 from devicepipe.pipeline import (

@@ -1,0 +1,169 @@
+"""A dataset's table of recordings (``index.parquet``, :data:`INDEX_COLUMNS`): one row per run,
+made from its ``summary.json``; and the dataset's own summary."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from devicepipe.batch.plan import _Item
+from devicepipe.errors import DevicepipeError
+from devicepipe.io.discover import INDEX_NAME, Dataset
+
+INDEX_COLUMNS = pa.schema(
+    [
+        ("path", pa.string()),  # the recording, as given or found
+        ("run", pa.string()),  # its run directory, relative to the dataset directory
+        ("status", pa.string()),  # "ok" or "failed"
+        ("error", pa.string()),  # the one line that says why (failed only)
+        ("resumed", pa.bool_()),  # complete before this run started (its outputs were kept)
+        ("sampling_rate_hz", pa.float64()),
+        ("duration_s", pa.float64()),
+        ("beats", pa.int64()),  # R peaks found
+        ("kept", pa.int64()),  # beats kept by segmentation
+        ("flagged", pa.int64()),  # beats flagged as anomalous (ecg only)
+        ("tp", pa.int64()),  # with a reference: matches, false and missed detections in its scoring window
+        ("fp", pa.int64()),
+        ("fn", pa.int64()),
+        ("warnings", pa.string()),  # what the beats say about the settings, joined by "; "
+        ("seconds", pa.float64()),  # the run's own stages, added up
+        ("device", pa.string()),
+        ("worker", pa.string()),  # which Dask worker ran it ("local" without Dask)
+    ]
+)
+
+
+def _error_line(exc: BaseException) -> str:
+    """An exception as one line: a user mistake's own message, anything else with its type."""
+    if isinstance(exc, DevicepipeError):
+        message = exc.cli_message
+    else:
+        message = f"{type(exc).__name__}: {exc}"
+    return " ".join(message.split()) or type(exc).__name__
+
+
+def _row(item: _Item, worker: str, resumed: bool, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The index row of a complete run directory, from its ``summary.json`` (``summary``: that
+    file as already read)."""
+    if summary is None:
+        summary = json.loads((Path(item.out) / "summary.json").read_text(encoding="utf-8"))
+    counts = summary.get("counts", {})
+    accuracy = summary.get("accuracy") or {}
+    rate, n = summary.get("sampling_rate_hz"), summary.get("n_samples")
+    return {
+        "path": item.path,
+        "run": item.run,
+        "status": "ok",
+        "error": None,
+        "resumed": resumed,
+        "sampling_rate_hz": rate,
+        "duration_s": None if not rate or n is None else n / rate,
+        "beats": counts.get("beats_found"),
+        "kept": counts.get("beats_kept"),
+        "flagged": counts.get("flagged"),
+        "tp": accuracy.get("tp"),
+        "fp": accuracy.get("fp"),
+        "fn": accuracy.get("fn"),
+        "warnings": "; ".join(summary.get("warnings") or []) or None,
+        "seconds": float(sum(summary.get("seconds", {}).values())),
+        "device": summary.get("device"),
+        "worker": worker,
+    }
+
+
+def _failed(item: _Item, worker: str, message: str) -> dict[str, Any]:
+    row = dict.fromkeys(INDEX_COLUMNS.names)
+    row.update(path=item.path, run=item.run, status="failed", error=message, resumed=False, worker=worker)
+    return row
+
+
+def _worker_name() -> str:
+    with contextlib.suppress(ImportError, ValueError):
+        from distributed import get_worker
+
+        return str(get_worker().name)
+    return "local"
+
+
+@dataclass
+class DatasetResult:
+    """What :func:`run_dataset` wrote: the dataset directory, its index rows and summary."""
+
+    out: Path
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_ok(self) -> int:
+        return sum(r["status"] == "ok" for r in self.rows)
+
+    @property
+    def n_failed(self) -> int:
+        return sum(r["status"] == "failed" for r in self.rows)
+
+    @property
+    def n_resumed(self) -> int:
+        return sum(bool(r["resumed"]) for r in self.rows)
+
+
+def _reference_of(path: Path, extension: str | None) -> str | None:
+    """``RECORD.<extension>`` beside a WFDB record, where there is one."""
+    if extension is None or path.suffix.lower() != ".hea":
+        return None
+    candidate = path.with_suffix(f".{extension}")
+    return str(candidate) if candidate.is_file() else None
+
+
+def _summary(
+    dataset: Dataset,
+    kind: str,
+    options: dict[str, Any],
+    how: dict[str, Any],
+    rows: list[dict[str, Any]],
+    seconds: float,
+    reference: str | None,
+) -> dict[str, Any]:
+    ok = [r for r in rows if r["status"] == "ok"]
+    failed = [r for r in rows if r["status"] == "failed"]
+
+    def total(key: str) -> int | None:
+        values = [r[key] for r in ok if r[key] is not None]
+        return int(sum(values)) if values else None
+
+    tp, fp, fn = total("tp"), total("fp"), total("fn")
+    accuracy = None
+    if tp is not None:
+        se = tp / (tp + fn) if tp + fn else 0.0
+        ppv = tp / (tp + fp) if tp + fp else 0.0
+        accuracy = {
+            "reference": reference,
+            "records_scored": sum(r["tp"] is not None for r in ok),
+            "tp": tp,
+            "fp": fp,
+            "fn": fn,
+            "sensitivity": se,
+            "ppv": ppv,
+            "f1": 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0,
+        }
+    return {
+        "input": dataset.spec,
+        "kind": kind,
+        "recordings": len(rows),
+        "ok": len(ok),
+        "failed": len(failed),
+        "resumed": sum(bool(r["resumed"]) for r in rows),
+        "beats": total("beats"),
+        "flagged": total("flagged"),
+        "duration_s": float(sum(r["duration_s"] or 0.0 for r in ok)),
+        "accuracy": accuracy,
+        "seconds": {"wall": seconds, "recordings": float(sum(r["seconds"] or 0.0 for r in ok))},
+        "engine": how,
+        "settings": {k: (asdict(v) if hasattr(v, "__dataclass_fields__") else v) for k, v in options.items()},
+        "failures": [{"path": r["path"], "error": r["error"]} for r in failed[:50]],
+        "files": [INDEX_NAME],
+    }

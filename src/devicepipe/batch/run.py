@@ -1,0 +1,210 @@
+"""Run a per-recording pipeline on every recording of a dataset (:func:`run_dataset`)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from devicepipe import pipeline
+from devicepipe.batch.engine import Engine, _client, _n_workers
+from devicepipe.batch.index import (
+    INDEX_COLUMNS,
+    DatasetResult,
+    _error_line,
+    _failed,
+    _reference_of,
+    _row,
+    _summary,
+    _worker_name,
+)
+from devicepipe.batch.plan import _Item, _plan
+from devicepipe.device import resolve_device, usable_cores
+from devicepipe.errors import DevicepipeError
+from devicepipe.io import check_output_dir, write_json, write_parquet
+from devicepipe.io.discover import INDEX_NAME, Dataset, find_recordings
+from devicepipe.report import REPORT_NAME, dataset_table, write_report
+from devicepipe.threads import requested_threads, using_threads
+
+#: Per-recording pipelines that run on a dataset.
+KINDS = ("beats", "ecg", "score")
+
+
+def _task(
+    kind: str, items: Sequence[_Item], options: dict[str, Any], devices: Sequence[str], threads: int | None
+) -> list[dict[str, Any]]:
+    """Run ``kind`` on ``items`` (in a Dask worker or in this process); one index row each."""
+    worker = _worker_name()
+    device = devices[int(worker) % len(devices)] if worker.isdigit() else devices[0]
+    with using_threads(threads) if threads else contextlib.nullcontext():
+        outcomes = _run_kind(kind, items, options, device)
+    return [
+        _row(item, worker, False) if outcome is None else _failed(item, worker, _error_line(outcome))
+        for item, outcome in zip(items, outcomes, strict=True)
+    ]
+
+
+def _run_kind(kind: str, items: Sequence[_Item], options: dict[str, Any], device: str) -> list[BaseException | None]:
+    """Run the pipeline on each item: None where it succeeded, else the exception that stopped it."""
+    if kind == "beats":
+        opts = pipeline.BeatsOptions(**options)
+        try:
+            results = pipeline.run_beats_many(
+                [i.path for i in items], [i.out for i in items], options=opts,
+                references=[i.reference for i in items], device=device,
+            )  # fmt: skip
+            return [r if isinstance(r, BaseException) else None for r in results]
+        except Exception as exc:  # noqa: BLE001 - not a user's mistake: one at a time, so only its recording fails
+            if len(items) == 1:
+                return [exc]
+            return [out for item in items for out in _run_kind(kind, [item], options, device)]
+    run = pipeline.run_score if kind == "score" else pipeline.run_ecg
+    outcomes: list[BaseException | None] = []
+    for item in items:
+        try:
+            run(item.path, item.out, device=device, reference=item.reference, **options)
+            outcomes.append(None)
+        except Exception as exc:  # noqa: BLE001 - a bad recording never stops the batch
+            outcomes.append(exc)
+    return outcomes
+
+
+def run_recordings(
+    kind: str,
+    items: Sequence[_Item],
+    options: dict[str, Any],
+    engine: Engine,
+    *,
+    on_rows: Callable[[list[dict[str, Any]]], None] | None = None,
+    on_cluster: Callable[[dict[str, Any]], None] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run ``kind`` on ``items`` with ``engine``; the index rows (in any order) and how it ran."""
+    local = engine.scheduler is None
+    n_workers = _n_workers(engine)
+    if local and n_workers:  # no more worker processes than recordings to give them
+        n_workers = min(n_workers, max(1, len(items)))
+    asked = requested_threads()  # DEVICEPIPE_THREADS: each worker's (or the loop's) count
+    threads = (asked[0] if asked else max(1, usable_cores() // max(1, n_workers))) if local else None
+    tell = on_rows or (lambda _rows: None)
+    rows: list[dict[str, Any]] = []
+    if n_workers == 0 and local:
+        how = engine.describe(0, threads, None)
+        if on_cluster:
+            on_cluster(how)
+        for task in _plan(items, 1):
+            done = _task(kind, task, options, engine.devices, threads)
+            rows += done
+            tell(done)
+        return rows, how
+    with _client(engine, n_workers, threads) as client:
+        info = client.scheduler_info()
+        how = engine.describe(len(info.get("workers", {})) or n_workers, threads, client.dashboard_link or None)
+        if on_cluster:
+            on_cluster(how)
+        from distributed import as_completed
+
+        tasks = _plan(items, max(1, how["workers"]))
+        futures = {
+            client.submit(_task, kind, task, options, engine.devices, threads, pure=False): task for task in tasks
+        }
+        for future in as_completed(futures):
+            task = futures[future]
+            try:
+                done = future.result()
+            except Exception as exc:  # noqa: BLE001 - a worker lost (killed, out of memory): its recordings fail
+                done = [_failed(item, "?", _error_line(exc)) for item in task]
+            rows += done
+            tell(done)
+    return rows, how
+
+
+def _finished(out: Path) -> dict[str, Any] | None:
+    """The ``summary.json`` of a finished run in ``out`` (written last), or None: none there, or
+    one that does not read as a JSON object (cut short, edited), whose run is done again."""
+    try:
+        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return summary if isinstance(summary, dict) else None
+
+
+def run_dataset(
+    spec: str | os.PathLike[str] | Dataset,
+    out: str | os.PathLike[str],
+    *,
+    kind: str = "beats",
+    options: dict[str, Any] | None = None,
+    engine: Engine | None = None,
+    reference: str | None = None,
+    resume: bool = False,
+    on_start: Callable[[int, int], None] | None = None,
+    on_rows: Callable[[list[dict[str, Any]]], None] | None = None,
+    on_cluster: Callable[[dict[str, Any]], None] | None = None,
+) -> DatasetResult:
+    """Run the per-recording pipeline ``kind`` (one of :data:`KINDS`) on every recording of
+    ``spec`` (see :func:`find_recordings`) and write the dataset directory ``out``.
+
+    ``options``: the pipeline's keyword settings (for ``"beats"``, the fields of
+    :class:`~devicepipe.pipeline.BeatsOptions`; for ``"ecg"``, :func:`~devicepipe.pipeline.run_ecg`'s).
+    ``reference``: an annotation extension (``"atr"``): each WFDB record is scored against its
+    own ``RECORD.atr`` where there is one. ``resume``: recordings whose run directory is complete
+    are not run again (their rows come from their ``summary.json``). ``on_start(total, to_run)``,
+    ``on_rows(rows)`` and ``on_cluster(engine)`` report progress.
+
+    Returns the :class:`DatasetResult`; failures are in its rows, not raised. A setting that is
+    wrong whatever the recording (:func:`~devicepipe.pipeline.check_settings`) raises
+    :class:`DevicepipeError` before any recording is read.
+    """
+    if kind not in KINDS:
+        raise DevicepipeError(f"run_dataset(): kind={kind!r} is not one of {list(KINDS)}.")
+    out = check_output_dir(out)
+    pipeline.check_settings(options or {})  # once, not as each recording's failure (or not at all, in a batch)
+    dataset = spec if isinstance(spec, Dataset) else find_recordings(spec, exclude=out)
+    engine = engine or Engine()
+    for device in engine.devices:  # a device that is not there: said now, not once per recording
+        try:
+            resolve_device(device)
+        except DevicepipeError as exc:
+            if len(engine.devices) == 1:
+                raise
+            problem = str(exc).split(";")[0]
+            raise DevicepipeError(
+                f"{problem}; list devices that exist in devices=.",
+                cli=f"{problem}; list devices that exist in --devices.",
+            ) from None
+    started = time.perf_counter()
+    items = [
+        _Item(str(p), str(out / name), name, _reference_of(p, reference))
+        for p, name in zip(dataset.paths, dataset.run_names(), strict=True)
+    ]
+    finished = [_finished(Path(item.out)) if resume else None for item in items]
+    todo = [item for item, summary in zip(items, finished, strict=True) if summary is None]
+    if on_start:
+        on_start(len(items), len(todo))
+    rows = [_row(item, "", True, summary) for item, summary in zip(items, finished, strict=True) if summary is not None]
+    if rows and on_rows:
+        on_rows(rows)
+    fresh, how = run_recordings(kind, todo, options or {}, engine, on_rows=on_rows, on_cluster=on_cluster)
+    order = {item.path: i for i, item in enumerate(items)}
+    rows = sorted(rows + fresh, key=lambda r: order[r["path"]])
+    out.mkdir(parents=True, exist_ok=True)
+    write_parquet(pa.Table.from_pylist(rows, schema=INDEX_COLUMNS), out / INDEX_NAME)
+    result = DatasetResult(out, rows)
+    result.summary = _summary(dataset, kind, options or {}, how, rows, time.perf_counter() - started, reference)
+    result.summary["files"].append(REPORT_NAME)
+    page = {
+        **result.summary,
+        "subtitle": f"devicepipe {kind} on every recording of {dataset.spec}",
+        "warnings": [f"{result.n_failed:,} of {len(rows):,} recordings failed; they are listed first below."]
+        if result.n_failed
+        else [],
+    }
+    write_report(out, "dataset", page, {}, extra_html=dataset_table(rows))
+    write_json(result.summary, out / "summary.json")
+    return result

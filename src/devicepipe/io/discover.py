@@ -1,0 +1,116 @@
+"""Find the recordings a folder, a glob or a list file names (:func:`find_recordings`)."""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from devicepipe.errors import DevicepipeError
+from devicepipe.prestart import LIST_SUFFIXES
+
+#: File suffixes taken as recordings in a folder or a glob (a WFDB record by its ``.hea``).
+RECORDING_SUFFIXES = (".hea", ".csv", ".tsv", ".parquet", ".pq", ".npy", ".edf", ".bdf")
+#: Files that sit beside recordings and are not recordings: ``simulate``'s ground truth.
+SIDECAR_ENDINGS = (".truth.csv",)
+#: The per-recording table of a dataset directory.
+INDEX_NAME = "index.parquet"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Recordings to run, and the folder their run directories are named relative to."""
+
+    paths: tuple[Path, ...]
+    root: Path
+    spec: str  # what the user named: a folder, a glob or a list file
+
+    def run_names(self) -> list[str]:
+        """Each recording's run directory, relative to the dataset directory: its path under
+        :attr:`root` without the suffix (with the suffix, ``_csv``, where two would collide)."""
+        plain = [_relative(p, self.root).with_suffix("").as_posix() for p in self.paths]
+        counts: dict[str, int] = {}
+        for name in plain:
+            counts[name] = counts.get(name, 0) + 1
+        names = [
+            name if counts[name] == 1 else f"{name}_{p.suffix.lstrip('.').lower()}"
+            for name, p in zip(plain, self.paths, strict=True)
+        ]
+        seen: set[str] = set()
+        for i, name in enumerate(names):  # still equal (same names in unrelated folders): number them
+            names[i] = name if name not in seen else f"{name}_{i}"
+            seen.add(names[i])
+        return names
+
+
+def _relative(path: Path, root: Path) -> Path:
+    try:
+        return path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return Path(path.name)
+
+
+def _is_recording(path: Path) -> bool:
+    name = path.name.lower()
+    return (
+        path.is_file()
+        and not name.startswith(".")
+        and path.suffix.lower() in RECORDING_SUFFIXES
+        and not name.endswith(SIDECAR_ENDINGS)
+    )
+
+
+def _wfdb_header(path: Path) -> Path:
+    """A WFDB record's ``.dat`` named in a glob stands for its ``.hea`` (one record, one entry)."""
+    if path.suffix.lower() == ".dat" and path.with_suffix(".hea").is_file():
+        return path.with_suffix(".hea")
+    return path
+
+
+def find_recordings(spec: str | os.PathLike[str], *, exclude: str | os.PathLike[str] | None = None) -> Dataset:
+    """The recordings ``spec`` names, in a stable order.
+
+    - a folder: every recording file under it, at any depth (:data:`RECORDING_SUFFIXES`; WFDB
+      records by their ``.hea``; hidden files and ``simulate``'s ``*.truth.csv`` left out);
+    - a glob (``'data/**/*.hea'``, quoted so the shell leaves it): the recording files it
+      matches (a ``.dat`` counts as its record);
+    - a list file: one path per line, relative to the list file's folder, ``#`` comments and
+      blank lines ignored; every path is kept (a missing one fails on its own row).
+
+    ``exclude``: a folder whose contents are never taken (the output directory, when it lies
+    inside the input folder). A clear :class:`DevicepipeError` when nothing is found.
+    """
+    text = str(spec)
+    path = Path(spec)
+    skip = None if exclude is None else Path(exclude).resolve()
+
+    def outside(p: Path) -> bool:
+        return skip is None or not p.resolve().is_relative_to(skip)
+
+    if path.is_dir():
+        root = path
+        paths = sorted(p for p in path.rglob("*") if _is_recording(p) and outside(p))
+        where = f"folder {path}"
+    elif path.is_file() and path.suffix.lower() in LIST_SUFFIXES:
+        root = path.parent
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            problem = f"cannot read the list of recordings {path} ({exc})"
+            raise DevicepipeError(f"{problem}; give a UTF-8 text file.") from None
+        entries = [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
+        paths = [p if p.is_absolute() else root / p for p in map(Path, entries)]
+        where = f"list {path}"
+    elif glob.has_magic(text):
+        found = {_wfdb_header(Path(p)) for p in glob.glob(text, recursive=True)}
+        paths = sorted(p for p in found if _is_recording(p) and outside(p))
+        root = Path(os.path.commonpath([p.parent for p in paths])) if paths else Path(".")
+        where = f"pattern {text!r}"
+    else:
+        raise DevicepipeError(f"{spec} is neither a folder, a list file ({', '.join(LIST_SUFFIXES)}) nor a pattern.")
+    if not paths:
+        raise DevicepipeError(
+            f"no recordings found in {where}; recordings are files ending in {', '.join(RECORDING_SUFFIXES)}."
+        )
+    return Dataset(tuple(paths), root, text)
