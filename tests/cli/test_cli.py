@@ -484,7 +484,7 @@ def test_cli_asks_for_huge_pages_before_torch_loads(preset, expected):
         "        if name == 'torch' and not seen:\n"
         "            seen.append(os.environ.get('THP_MEM_ALLOC_ENABLE'))\n"
         "sys.meta_path.insert(0, Watch())\n"
-        "import devicepipe.cli\n"
+        "from devicepipe.cli import app  # the commands load as main() loads them\n"
         "print(seen)\n"
     )
     assert _python_output(code, "THP_MEM_ALLOC_ENABLE", preset).strip() == repr([expected])
@@ -495,7 +495,8 @@ def test_cli_gives_arrow_the_c_librarys_allocator(preset, expected):
     # Arrow picks its allocator at its first allocation: the CLI's choice (the C library's, which
     # hands freed memory back) must be made before, and a user's explicit one left alone
     code = (
-        "import devicepipe.cli, pyarrow as pa, pyarrow.parquet as pq, io\n"
+        "from devicepipe.cli import app\n"
+        "import pyarrow as pa, pyarrow.parquet as pq, io\n"
         "pq.write_table(pa.table({'x': list(range(1000))}), io.BytesIO())\n"
         "print(pa.default_memory_pool().backend_name)\n"
     )
