@@ -40,6 +40,7 @@ from devicepipe.windows import Windows
 TABLE_PART = 16_384
 
 __all__ = [
+    "SUMMARY_SCHEMA",
     "beats_figures",
     "quality_figure",
     "ecg_figures",
@@ -169,8 +170,14 @@ def write_score_table(out: Path, leading: dict[str, Any], host: dict[str, np.nda
     return {"scores.parquet": write_parquet(table, out / "scores.parquet")}
 
 
+#: The version of ``summary.json``'s layout (its ``schema`` key), raised when a key that a reader may
+#: rely on is renamed, removed or changes type (tests/contract pins the layout of every pipeline's).
+SUMMARY_SCHEMA = 1
+
+
 def write_summary(out: Path, summary: dict[str, Any], files: dict[str, Path]) -> Path:
-    """``summary.json``, listing every file of the run; call it last."""
+    """``summary.json``, listing every file of the run, with its :data:`SUMMARY_SCHEMA`; call it last."""
+    summary["schema"] = SUMMARY_SCHEMA
     summary["files"] = sorted(p.name for p in files.values())
     return write_json(summary, out / "summary.json")
 

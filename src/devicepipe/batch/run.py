@@ -29,6 +29,7 @@ from devicepipe.device import resolve_device, usable_cores
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import check_output_dir, write_json, write_parquet
 from devicepipe.io.discover import INDEX_NAME, Dataset, find_recordings
+from devicepipe.outputs import SUMMARY_SCHEMA
 from devicepipe.report import REPORT_NAME, dataset_table, write_report
 from devicepipe.threads import requested_threads, using_threads
 
@@ -206,5 +207,6 @@ def run_dataset(
         else [],
     }
     write_report(out, "dataset", page, {}, extra_html=dataset_table(rows))
+    result.summary["schema"] = SUMMARY_SCHEMA
     write_json(result.summary, out / "summary.json")
     return result

@@ -1,0 +1,100 @@
+"""The contract of ``summary.json``: every pipeline's keys and value types, pinned.
+
+``summary.json`` is what other tools read of a run (and what ``--resume`` and a dataset's index
+read back), so its shape is a contract. This test runs every pipeline on small simulated
+inputs and compares the shape of what each wrote (every key, recursively; the JSON type of each
+value; the shape of a list's first element) with ``summary_contract.json`` beside it.
+
+The golden file was made by this code and guards against change, not for correctness (the other
+tests check the values): a change of shape must be deliberate. Then bump
+:data:`devicepipe.outputs.SUMMARY_SCHEMA` where a reader could break (a key renamed, removed or
+retyped; an added key needs no bump), and rewrite the file with
+``DEVICEPIPE_UPDATE_CONTRACT=1 pytest tests/contract``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+import wfdb
+
+from devicepipe.batch import Engine, run_dataset
+from devicepipe.learn import LearnSettings, SeriesLearnSettings
+from devicepipe.outputs import SUMMARY_SCHEMA
+from devicepipe.pipeline import run_beats, run_ecg, run_score, run_score_series, run_series, run_train
+from devicepipe.simulate import simulate_ecg, simulate_load, write_simulated_ecg, write_simulated_load
+
+GOLDEN = Path(__file__).with_name("summary_contract.json")
+
+
+def shape(value: Any) -> Any:
+    """The shape of a JSON value: a dict of shapes, a list of its first element's shape, or a type name."""
+    if isinstance(value, dict):
+        return {key: shape(v) for key, v in sorted(value.items())}
+    if isinstance(value, list):
+        return [shape(value[0])] if value else []
+    return {bool: "bool", int: "int", float: "float", str: "str", type(None): "null"}[type(value)]
+
+
+def _summary(out: Path) -> dict[str, Any]:
+    return json.loads((out / "summary.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """What every pipeline wrote for small simulated inputs: {name: summary.json, ...}."""
+    tmp = tmp_path_factory.mktemp("contract")
+    ecg, _truth = write_simulated_ecg(simulate_ecg(120, 250, seed=1, ectopic_rate=0.05), tmp / "ecg.parquet")
+    folder = tmp / "folder"
+    for i in range(2):
+        write_simulated_ecg(simulate_ecg(60, 250, seed=10 + i), folder / f"rec{i}.parquet")
+    records = tmp / "records"  # WFDB records with their .atr, for a dataset run scored per record
+    records.mkdir()
+    for i in range(2):
+        sim = simulate_ecg(40, 250, seed=20 + i, ectopic_rate=0.1)
+        signal = sim.signal.numpy()[:, None].astype("float64")
+        wfdb.wrsamp(
+            f"r{i}", fs=250, units=["mV"], sig_name=["ECG"], p_signal=signal, fmt=["16"], write_dir=str(records)
+        )
+        wfdb.wrann(f"r{i}", "atr", sim.r_peaks.numpy(), list(sim.symbols), write_dir=str(records))
+    load, _ = write_simulated_load(simulate_load(70, seed=2, n_anomalies=2), tmp / "load.parquet")
+    fast = LearnSettings(epochs=2)
+    out: dict[str, Any] = {}
+    run_beats(ecg, tmp / "beats", device="cpu", reference=tmp / "ecg.truth.csv", figures=False)
+    out["beats"] = _summary(tmp / "beats")
+    run_ecg(ecg, tmp / "ecg", device="cpu", settings=fast, reference=tmp / "ecg.truth.csv")
+    out["ecg"] = _summary(tmp / "ecg")
+    run_score(ecg, tmp / "score", model=tmp / "ecg", device="cpu", reference=tmp / "ecg.truth.csv")
+    out["score"] = _summary(tmp / "score")
+    run_train(folder, tmp / "train", device="cpu", settings=fast)
+    out["train"] = _summary(tmp / "train")
+    run_series(load, tmp / "series", device="cpu", settings=SeriesLearnSettings(epochs=2))
+    out["series"] = _summary(tmp / "series")
+    run_score_series(load, tmp / "score_series", model=tmp / "series", device="cpu")
+    out["score_series"] = _summary(tmp / "score_series")
+    opts = {"figures": False, "count_transfers": False}
+    run_dataset(records, tmp / "dataset", options=opts, engine=Engine(workers=0), reference="atr")
+    out["dataset"] = _summary(tmp / "dataset")
+    out["dataset index.parquet columns"] = pq.read_schema(tmp / "dataset" / "index.parquet").names
+    return out
+
+
+def test_every_summary_carries_the_schema_version(written):
+    for name, summary in written.items():
+        if isinstance(summary, dict):
+            assert summary.get("schema") == SUMMARY_SCHEMA, name
+
+
+def test_every_summary_keeps_its_shape(written):
+    got = {name: shape(value) if isinstance(value, dict) else value for name, value in written.items()}
+    if os.environ.get("DEVICEPIPE_UPDATE_CONTRACT") == "1":
+        GOLDEN.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    pinned = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    for name in pinned:
+        assert got.get(name) == pinned[name], f"the shape of {name}'s summary.json changed"
+    assert sorted(got) == sorted(pinned)
