@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 
 import devicepipe as dp
+from devicepipe.anomaly import MODEL_NAME
 from devicepipe.bench.ddp import timed_train
-from devicepipe.detector import MODEL_NAME
 from devicepipe.pipeline import beat_rows
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -42,13 +42,13 @@ __all__ = [
 #: File name of a saved ensemble in a run directory (a single model's is ``checkpoint.pt``).
 ENSEMBLE_NAME = "ensemble.pt"
 
-#: What a row's score can be (see :class:`devicepipe.detector.BeatAnomalyDetector`).
+#: What a row's score can be (see :class:`devicepipe.anomaly.BeatAnomalyDetector`).
 SCORERS = ("local", "multiscale", "knn", "reconstruction", "combined")
 #: The scorer of the estimator and of the ecg and series pipelines when none is named.
 DEFAULT_SCORER = SCORERS[0]
 #: The scorers that are distances to the training rows alone (each row leaves itself out).
 DISTANCE_SCORERS = ("local", "multiscale", "knn")
-#: The scorers that score a row at several resolutions (see :func:`devicepipe.detector.row_pyramid`).
+#: The scorers that score a row at several resolutions (see :func:`devicepipe.anomaly.row_pyramid`).
 PYRAMID_SCORERS = ("local", "multiscale")
 
 EpochCallback = Callable[[int, float, float], None]

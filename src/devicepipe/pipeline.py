@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from devicepipe.detector import MODEL_NAME, BeatAnomalyDetector, load_model
+from devicepipe.anomaly import MODEL_NAME, BeatAnomalyDetector, load_model
 from devicepipe.device import free_memory, release_freed_memory, resolve_device
 from devicepipe.ecg import (
     AAMI_CLASSES,

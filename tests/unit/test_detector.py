@@ -11,7 +11,7 @@ from sklearn.base import clone
 from sklearn.metrics import average_precision_score, f1_score, roc_auc_score
 
 import devicepipe as dp
-from devicepipe.detector import MODEL_FORMAT_VERSION, auto_threshold, nearest_power_of_two, smallest
+from devicepipe.anomaly import MODEL_FORMAT_VERSION, auto_threshold, nearest_power_of_two, smallest
 from devicepipe.errors import DevicepipeError
 
 

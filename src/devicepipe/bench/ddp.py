@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from devicepipe.detector import MODEL_NAME
+from devicepipe.anomaly import MODEL_NAME
 from devicepipe.io import write_parquet
 from devicepipe.simulate import simulate_ecg
 

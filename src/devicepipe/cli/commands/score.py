@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from devicepipe.anomaly import BeatAnomalyDetector, load_model
 from devicepipe.batch import is_dataset
 from devicepipe.cli.application import (
     _Command,
@@ -37,7 +38,6 @@ from devicepipe.cli.printing import (
     _print_aami,
     _print_outputs,
 )
-from devicepipe.detector import BeatAnomalyDetector, load_model
 from devicepipe.errors import DevicepipeError
 from devicepipe.pipeline import (
     model_input,

@@ -1,0 +1,129 @@
+"""Read a model file back (:func:`load_model`): a fitted detector from ``model.pt`` or a run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from devicepipe.anomaly.estimator import BeatAnomalyDetector
+from devicepipe.anomaly.model_format import (
+    _MODELS,
+    _SCALERS,
+    LOCAL_FROM,
+    MODEL_FORMAT,
+    MODEL_FORMAT_VERSION,
+    MODEL_NAME,
+)
+from devicepipe.device import resolve_device
+from devicepipe.errors import DevicepipeError
+from devicepipe.learn import (
+    ENSEMBLE_NAME,
+)
+from devicepipe.threads import choose_threads
+from devicepipe.train import CHECKPOINT_NAME
+
+
+def _model_file(path: str | Path) -> Path:
+    p = Path(path)
+    if p.is_dir():
+        candidate = p / MODEL_NAME
+        if candidate.exists():
+            return candidate
+        others = [n for n in (CHECKPOINT_NAME, ENSEMBLE_NAME) if (p / n).exists()]
+        why = (
+            f"it holds {others[0]}, written by an older devicepipe that saved no {MODEL_NAME}; rerun that run"
+            if others
+            else "is it the directory of an 'ecg' or 'train' run?"
+        )
+        raise DevicepipeError(f"no model in {p}: {MODEL_NAME} not found ({why}).")
+    if not p.exists():
+        raise DevicepipeError(f"model {p} does not exist; give a run directory or its {MODEL_NAME}.")
+    return p
+
+
+def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAnomalyDetector:
+    """A fitted :class:`BeatAnomalyDetector` from a model file or a run directory holding ``model.pt``.
+
+    Read with ``weights_only=True`` (a file from elsewhere cannot run code) and placed on
+    ``device`` (a model trained on a GPU scores on a CPU and the reverse). The result has
+    ``models_``, ``scaler_``, ``threshold_``, ``train_scores_``, ``get_params()`` (the
+    settings it was trained with), ``geometry_`` (what rows it takes) and ``path_`` (``path``
+    as given). A training
+    checkpoint, a foreign or damaged file, or one of a newer format is refused with one line.
+    """
+    file = _model_file(path)
+    dev = resolve_device(device)
+    try:
+        state = torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
+        why = next((ln for ln in lines if "Unsupported global" in ln), lines[0])
+        raise DevicepipeError(
+            f"cannot read model {file}: it is damaged or truncated, or holds more than tensors and plain data "
+            f"({why[:200]})."
+        ) from None
+    if not isinstance(state, dict) or state.get("format") != MODEL_FORMAT:
+        if isinstance(state, dict) and ("optimizer" in state or "members" in state and "format" not in state):
+            raise DevicepipeError(
+                f"{file} is a training checkpoint, not a model file; give its run directory's {MODEL_NAME}."
+            )
+        raise DevicepipeError(f"{file} is not a devicepipe model file (no '{MODEL_FORMAT}' marker).")
+    version = state.get("format_version")
+    if not isinstance(version, int) or version > MODEL_FORMAT_VERSION:
+        raise DevicepipeError(
+            f"{file} is model format {version} (written by devicepipe {state.get('devicepipe')}); this devicepipe "
+            f"reads format {MODEL_FORMAT_VERSION} and older: upgrade devicepipe to load it."
+        )
+    if version < LOCAL_FROM and state.get("params", {}).get("scorer") == "local":
+        raise DevicepipeError(
+            f"{file} is a model of the local scorer written by devicepipe {state.get('devicepipe')}, whose rule "
+            "has changed since: train it again (devicepipe train, or the run that wrote it)."
+        )
+    kinds = {"LightVAE": "vae", "MLPAutoencoder": "mlp"}
+    kind = kinds.get(state.get("model_kind"))
+    if kind is None or state.get("estimator") != BeatAnomalyDetector.__name__:
+        raise DevicepipeError(f"{file} holds a {state.get('model_kind')} model, which this devicepipe cannot score.")
+    params = dict(state["params"])
+    params["device"] = str(device) if not isinstance(device, torch.device) else str(device)
+    known = set(BeatAnomalyDetector._param_names())
+    det = BeatAnomalyDetector(**{k: v for k, v in params.items() if k in known})
+    model_cls, config_cls = _MODELS[kind]
+    try:
+        models = []
+        for weights in state["members"]:
+            m = model_cls(config_cls(**state["config"]))
+            m.load_state_dict(weights)
+            models.append(m.to(dev).eval())
+    except (RuntimeError, TypeError, KeyError) as exc:
+        raise DevicepipeError(f"{file}: its weights do not fit its model ({str(exc).splitlines()[0][:160]}).") from None
+    scaler = None
+    if state.get("scaler") is not None:
+        scaler = _SCALERS["standard" if state["scaler"]["kind"] == "StandardScaler" else "minmax"]()
+        scaler.load_state_dict(state["scaler"]).to(dev)
+    det.device_ = dev
+    det.models_ = models
+    det.scaler_ = scaler
+    det.n_features_in_ = int(state["n_features_in"])
+    det.width_ = int(state["width"])
+    det.histories_ = state.get("histories", [])
+    probe = torch.zeros(det.batch_size, det.width_, device=dev)
+    det.threads_ = choose_threads(models[0], probe, threads=det.threads, copies=len(models))
+    det.train_scores_ = state["train_scores"].to(dev)
+    det.reference_ = None if state.get("reference") is None else state["reference"].to(dev)
+    det.calibration_ = {k: tuple(v) for k, v in (state.get("calibration") or {}).items()}
+    neighbours = state.get("neighbours", params.get("neighbours"))
+    if det.reference_ is None:
+        det.neighbours_ = None
+    else:
+        det.neighbours_ = det._k(det.reference_.shape[0]) if neighbours in (None, "auto") else int(neighbours)
+    rows = int(det.train_scores_.numel())
+    det.fit_rows_ = dict(state.get("fit_rows") or {"rows": rows, "held_out": 0})
+    if det.scorer != "reconstruction" and det.reference_ is None:
+        raise DevicepipeError(f"{file}: its scorer {det.scorer!r} needs the training rows, which the file lacks.")
+    det.threshold_ = float(state["threshold"])
+    det.geometry_ = dict(state.get("geometry") or {})
+    det.versions_ = {"devicepipe": state.get("devicepipe"), "torch": state.get("torch")}
+    det.trained_on_ = state.get("trained_on")
+    det.path_ = str(path)  # where it was read from, as named: a run directory or the file
+    return det
