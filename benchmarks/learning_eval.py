@@ -27,7 +27,7 @@ import torch
 from evaluation import ecg5000_auc  # beside this script
 
 from devicepipe.io import read_beat_annotations
-from devicepipe.pipeline import LearnSettings, run_ecg, run_series
+from devicepipe.pipelines import LearnSettings, run_ecg, run_series
 from devicepipe.score import roc_auc
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

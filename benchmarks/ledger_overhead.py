@@ -31,7 +31,7 @@ import torch
 from devicepipe.device import device_report
 from devicepipe.interop import count_transfers
 from devicepipe.io import write_parquet
-from devicepipe.pipeline import LearnSettings, run_ecg
+from devicepipe.pipelines import LearnSettings, run_ecg
 from devicepipe.simulate import simulate_ecg
 
 MODES = ("off", "on", "whole")

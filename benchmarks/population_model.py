@@ -28,7 +28,7 @@ import torch
 import devicepipe as dp
 from devicepipe.anomaly import MODEL_NAME
 from devicepipe.bench.ddp import timed_train
-from devicepipe.pipeline import beat_rows
+from devicepipe.pipelines import beat_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("DEVICEPIPE_DATA", ROOT.parent / "shared" / "data"))

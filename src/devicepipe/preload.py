@@ -17,6 +17,6 @@ import distributed  # noqa: E402, F401
 import torch  # noqa: E402, F401
 import wfdb  # noqa: E402, F401
 
-import devicepipe.pipeline  # noqa: E402, F401
+import devicepipe.pipelines  # noqa: E402, F401
 
 resume_collector(_was_on, freeze=True)

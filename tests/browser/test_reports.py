@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from devicepipe.batch import Engine, run_dataset
-from devicepipe.pipeline import (
+from devicepipe.pipelines import (
     LearnSettings,
     SeriesLearnSettings,
     run_beats,

@@ -22,7 +22,7 @@ from devicepipe.cli import app
 from devicepipe.ecg import ecg_peaks
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import read_series
-from devicepipe.pipeline import BeatsOptions, run_beats, run_beats_many
+from devicepipe.pipelines import BeatsOptions, run_beats, run_beats_many
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 
 runner = CliRunner()

@@ -94,15 +94,15 @@ def test_a_small_memory_budget_switches_chunking_on(tmp_path):
 
 
 def test_a_csv_is_counted_only_when_its_size_could_exceed_the_budget(tmp_path, monkeypatch):
-    from devicepipe import pipeline
+    from devicepipe.pipelines import chunked
     from devicepipe.simulate import simulate_ecg
 
     sim = simulate_ecg(120, 250, seed=2)
     path = tmp_path / "ecg.csv"
     path.write_text("time,ecg\n" + "".join(f"{i / 250:.3f},{v:.5f}\n" for i, v in enumerate(sim.signal.tolist())))
     counted = []
-    original = pipeline.recording_length
-    monkeypatch.setattr(pipeline, "recording_length", lambda *a: counted.append(a) or original(*a))
+    original = chunked.recording_length
+    monkeypatch.setattr(chunked, "recording_length", lambda *a: counted.append(a) or original(*a))
     fits = beats(path, "--sampling-rate", 250, "--out", tmp_path / "fits", "--no-figures")
     assert fits.exit_code == 0, fits.output
     assert counted == []  # under a megabyte against gigabytes free: no pass over the file to count

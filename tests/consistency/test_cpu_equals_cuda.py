@@ -12,7 +12,7 @@ import torch
 from devicepipe.ecg import ecg_peaks
 from devicepipe.io import write_parquet
 from devicepipe.models import LightVAE, LightVAEConfig
-from devicepipe.pipeline import run_beats
+from devicepipe.pipelines import run_beats
 from devicepipe.scale import MinMaxScaler
 from devicepipe.score import embed
 from devicepipe.simulate import simulate_ecg, simulate_load

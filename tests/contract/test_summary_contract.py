@@ -26,7 +26,7 @@ import wfdb
 from devicepipe.batch import Engine, run_dataset
 from devicepipe.learn import LearnSettings, SeriesLearnSettings
 from devicepipe.outputs import SUMMARY_SCHEMA
-from devicepipe.pipeline import run_beats, run_ecg, run_score, run_score_series, run_series, run_train
+from devicepipe.pipelines import run_beats, run_ecg, run_score, run_score_series, run_series, run_train
 from devicepipe.simulate import simulate_ecg, simulate_load, write_simulated_ecg, write_simulated_load
 
 GOLDEN = Path(__file__).with_name("summary_contract.json")

@@ -6,7 +6,7 @@ from wfdb import processing, rdann
 from conftest import require_data
 from devicepipe.ecg import MATCH_TOLERANCE_S, ecg_peaks, evaluate_beats
 from devicepipe.io import read_reference, read_series
-from devicepipe.pipeline import run_beats
+from devicepipe.pipelines import run_beats
 
 
 def test_beats_writes_annotations_wfdb_reads_back(tmp_path):

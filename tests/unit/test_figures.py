@@ -176,12 +176,12 @@ def test_runs_without_figures_do_not_load_matplotlib(tmp_path):
     # worker's, and every run with figures=False; it is loaded at the first figure only
     code = (
         "import sys\n"
-        "import devicepipe.cli, devicepipe.pipeline\n"
+        "import devicepipe.cli, devicepipe.pipelines\n"
         "from devicepipe.simulate import simulate_ecg\n"
         "from devicepipe.io import write_parquet\n"
         "sim = simulate_ecg(20, 250, seed=1)\n"
         f"write_parquet({{'ecg': sim.signal}}, {str(tmp_path / 'e.parquet')!r}, sampling_rate=250)\n"
-        f"devicepipe.pipeline.run_beats({str(tmp_path / 'e.parquet')!r}, {str(tmp_path / 'out')!r}, "
+        f"devicepipe.pipelines.run_beats({str(tmp_path / 'e.parquet')!r}, {str(tmp_path / 'out')!r}, "
         "device='cpu', figures=False)\n"
         "print('matplotlib' in sys.modules)\n"
         "from devicepipe.plot import plot_heart_rate\n"

@@ -19,7 +19,7 @@ from devicepipe.interop import (
     to_torch,
 )
 from devicepipe.io import write_parquet
-from devicepipe.pipeline import run_beats
+from devicepipe.pipelines import run_beats
 from devicepipe.simulate import simulate_ecg
 
 pd = pytest.importorskip("pandas")

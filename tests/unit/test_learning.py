@@ -270,7 +270,7 @@ def test_training_figure_marks_the_kept_epochs():
 
 def test_run_series_takes_a_dataframe_with_a_datetime_index(tmp_path):
     pd = pytest.importorskip("pandas")
-    from devicepipe.pipeline import SeriesLearnSettings, run_series
+    from devicepipe.pipelines import SeriesLearnSettings, run_series
 
     stamps = pd.date_range("2024-05-01", periods=24 * 12, freq="h")
     load = 50 + 5 * np.sin(2 * np.pi * np.arange(stamps.size) / 24) + np.random.default_rng(0).random(stamps.size)

@@ -239,7 +239,7 @@ def test_the_workers_preload_is_imported_with_the_collector_paused_and_frozen():
         """
         import gc, sys
         import devicepipe.preload
-        print(all(m in sys.modules for m in ("torch", "distributed", "devicepipe.pipeline", "wfdb")))
+        print(all(m in sys.modules for m in ("torch", "distributed", "devicepipe.pipelines", "wfdb")))
         print(gc.isenabled(), gc.get_freeze_count() > 100_000, len(gc.get_objects()) < 10_000)
         """
     )

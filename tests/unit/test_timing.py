@@ -4,10 +4,9 @@ import json
 
 import torch
 
-import devicepipe.pipeline as pipeline
 from devicepipe.interop import TransferLedger
 from devicepipe.io import write_parquet
-from devicepipe.pipeline import run_beats
+from devicepipe.pipelines import beats_finish, run_beats
 from devicepipe.simulate import simulate_ecg
 from devicepipe.timing import UNCOUNTED_STAGES, StageTimer
 
@@ -35,13 +34,13 @@ def test_a_pipeline_reports_an_unexpected_transfer(tmp_path, monkeypatch):
     clean = run_beats(tmp_path / "ecg.parquet", tmp_path / "clean", device="cpu", figures=False)
     assert clean.transfers["other"] == 0 and clean.transfers["host_to_device"] == 0
 
-    segment = pipeline.ecg_segment
+    segment = beats_finish.ecg_segment
 
     def leaky_segment(x, peaks, fs, **kw):
         x[:1000].to("meta")  # a stray copy to another device, 4000 bytes
         return segment(x, peaks, fs, **kw)
 
-    monkeypatch.setattr(pipeline, "ecg_segment", leaky_segment)
+    monkeypatch.setattr(beats_finish, "ecg_segment", leaky_segment)
     leaky = run_beats(tmp_path / "ecg.parquet", tmp_path / "leaky", device="cpu", figures=False)
     assert leaky.transfers["other"] == 1
     summary = json.loads((tmp_path / "leaky" / "summary.json").read_text())

@@ -2,8 +2,8 @@
 
 :func:`~devicepipe.io.discover.find_recordings` turns what the user named into a :class:`Dataset` (the recordings, the
 folder their run directories mirror). :func:`run_dataset` runs a per-recording pipeline
-(``"beats"``: :func:`~devicepipe.pipeline.run_beats_many`, ``"ecg"``:
-:func:`~devicepipe.pipeline.run_ecg`) over it and writes the dataset directory::
+(``"beats"``: :func:`~devicepipe.pipelines.run_beats_many`, ``"ecg"``:
+:func:`~devicepipe.pipelines.run_ecg`) over it and writes the dataset directory::
 
     OUT/<recording's path under the root, without suffix>/   one run directory per recording
     OUT/index.parquet                                        one row per recording (INDEX_COLUMNS)

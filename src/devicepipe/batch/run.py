@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from devicepipe import pipeline
+from devicepipe import pipelines
 from devicepipe.batch.engine import Engine, _client, _n_workers
 from devicepipe.batch.index import (
     INDEX_COLUMNS,
@@ -54,9 +54,9 @@ def _task(
 def _run_kind(kind: str, items: Sequence[_Item], options: dict[str, Any], device: str) -> list[BaseException | None]:
     """Run the pipeline on each item: None where it succeeded, else the exception that stopped it."""
     if kind == "beats":
-        opts = pipeline.BeatsOptions(**options)
+        opts = pipelines.BeatsOptions(**options)
         try:
-            results = pipeline.run_beats_many(
+            results = pipelines.run_beats_many(
                 [i.path for i in items], [i.out for i in items], options=opts,
                 references=[i.reference for i in items], device=device,
             )  # fmt: skip
@@ -65,7 +65,7 @@ def _run_kind(kind: str, items: Sequence[_Item], options: dict[str, Any], device
             if len(items) == 1:
                 return [exc]
             return [out for item in items for out in _run_kind(kind, [item], options, device)]
-    run = pipeline.run_score if kind == "score" else pipeline.run_ecg
+    run = pipelines.run_score if kind == "score" else pipelines.run_ecg
     outcomes: list[BaseException | None] = []
     for item in items:
         try:
@@ -152,20 +152,20 @@ def run_dataset(
     ``spec`` (see :func:`find_recordings`) and write the dataset directory ``out``.
 
     ``options``: the pipeline's keyword settings (for ``"beats"``, the fields of
-    :class:`~devicepipe.pipeline.BeatsOptions`; for ``"ecg"``, :func:`~devicepipe.pipeline.run_ecg`'s).
+    :class:`~devicepipe.pipelines.BeatsOptions`; for ``"ecg"``, :func:`~devicepipe.pipelines.run_ecg`'s).
     ``reference``: an annotation extension (``"atr"``): each WFDB record is scored against its
     own ``RECORD.atr`` where there is one. ``resume``: recordings whose run directory is complete
     are not run again (their rows come from their ``summary.json``). ``on_start(total, to_run)``,
     ``on_rows(rows)`` and ``on_cluster(engine)`` report progress.
 
     Returns the :class:`DatasetResult`; failures are in its rows, not raised. A setting that is
-    wrong whatever the recording (:func:`~devicepipe.pipeline.check_settings`) raises
+    wrong whatever the recording (:func:`~devicepipe.pipelines.check_settings`) raises
     :class:`DevicepipeError` before any recording is read.
     """
     if kind not in KINDS:
         raise DevicepipeError(f"run_dataset(): kind={kind!r} is not one of {list(KINDS)}.")
     out = check_output_dir(out)
-    pipeline.check_settings(options or {})  # once, not as each recording's failure (or not at all, in a batch)
+    pipelines.check_settings(options or {})  # once, not as each recording's failure (or not at all, in a batch)
     dataset = spec if isinstance(spec, Dataset) else find_recordings(spec, exclude=out)
     engine = engine or Engine()
     for device in engine.devices:  # a device that is not there: said now, not once per recording

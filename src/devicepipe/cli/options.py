@@ -12,7 +12,7 @@ import typer
 from devicepipe.ecg import ECG_PEAK_METHODS, SEGMENT_MODES
 from devicepipe.io import DUPLICATE_POLICIES, NAN_POLICIES
 from devicepipe.learn import SCORERS
-from devicepipe.pipeline import (
+from devicepipe.pipelines import (
     LearnSettings,
     SeriesLearnSettings,
 )

@@ -16,7 +16,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from devicepipe.pipeline import (
+from devicepipe.pipelines import (
     LearnResult,
 )
 

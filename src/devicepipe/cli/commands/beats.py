@@ -39,7 +39,7 @@ from devicepipe.cli.printing import (
     _warn,
 )
 from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
-from devicepipe.pipeline import (
+from devicepipe.pipelines import (
     BEATS_MODE,
     BeatsOptions,
     run_beats,

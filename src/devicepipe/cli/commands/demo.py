@@ -24,7 +24,7 @@ from devicepipe.cli.printing import (
     _print_outputs,
     _print_training,
 )
-from devicepipe.pipeline import (
+from devicepipe.pipelines import (
     run_demo,
 )
 

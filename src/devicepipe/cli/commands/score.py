@@ -39,7 +39,7 @@ from devicepipe.cli.printing import (
     _print_outputs,
 )
 from devicepipe.errors import DevicepipeError
-from devicepipe.pipeline import (
+from devicepipe.pipelines import (
     model_input,
     run_score,
     run_score_series,

@@ -38,7 +38,7 @@ from devicepipe.cli.printing import (
     _print_outputs,
     _print_training,
 )
-from devicepipe.pipeline import (
+from devicepipe.pipelines import (
     SERIES_HIDDEN,
     SERIES_WINDOW,
     SeriesLearnSettings,

@@ -43,7 +43,7 @@ from devicepipe.cli.printing import (
     _print_outputs,
     _print_training,
 )
-from devicepipe.pipeline import (
+from devicepipe.pipelines import (
     BEAT_WIDTH,
     ECG_MODE,
     LearnSettings,

@@ -1,0 +1,206 @@
+"""Finishing a beats run, whole or chunked: its options, the beats checked against the settings,
+its files written, its result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from devicepipe.ecg import (
+    BeatQuality,
+    Beats,
+    BeatScore,
+    beat_quality,
+    ecg_segment,
+    evaluate_beats,
+)
+from devicepipe.errors import DevicepipeError
+from devicepipe.io import (
+    Recording,
+    ReferenceBeats,
+    staged_dir,
+    write_npy,
+)
+from devicepipe.io.spill import Stored
+from devicepipe.outputs import (
+    beats_figures,
+    heart_rate_summary,
+    input_summary,
+    quality_figure,
+    write_beat_files,
+    write_summary,
+)
+from devicepipe.pipelines.checks import _accuracy, _record_name, _reference_in, median_heart_rate, rate_warnings
+from devicepipe.pipelines.context import BEATS_MODE, PEAK_METHOD, _Run, _to_host
+from devicepipe.pipelines.quality import _quality_columns, _quality_summary
+from devicepipe.pipelines.reading import _first_lead
+from devicepipe.pipelines.results import BeatsResult
+from devicepipe.report import REPORT_NAME, write_report
+
+
+@dataclass(frozen=True)
+class BeatsOptions:
+    """The settings of :func:`run_beats` other than its input and output (see there)."""
+
+    channel: str | int | None = None
+    sampling_rate: float | None = None
+    method: str = PEAK_METHOD
+    mode: str = BEATS_MODE
+    nan: str = "error"
+    encoding: str | None = None
+    figures: bool = True
+    strict: bool = False
+    count_transfers: bool = True
+    chunk: int | str | None = None  # detect in chunks of this many samples (or a duration, "10min")
+    memory_budget: int | None = None  # bytes; None: a quarter of the device's free memory
+
+
+def _finish_beats(
+    run: _Run, source: Any, rec: Recording, peaks: torch.Tensor, ref: ReferenceBeats | None, opts: BeatsOptions
+) -> BeatsResult:
+    """Cut the beats at ``peaks`` (from the first lead of a recording of all leads), copy the
+    results back and write the run directory."""
+    rec, leads = _first_lead(rec)
+    fs = rec.sampling_rate
+    with run.stage("segment"):
+        beats = ecg_segment(rec.samples, peaks, fs, mode=opts.mode)
+        quality = beat_quality(beats)
+    with run.stage("transfer"):
+        host = _to_host({"peaks": peaks, "kept": beats.kept, "matrix": beats.matrix})
+        signal = rec.samples.cpu().numpy() if opts.figures else None
+    checked = _check_beats(run, rec, rec.n_samples, peaks, host["peaks"], ref, opts)
+    with run.stage("write"), staged_dir(run.out) as stage:
+        files = {"beat_matrix.npy": write_npy(host["matrix"], stage / "beat_matrix.npy")}
+        columns = _quality_columns(quality, host["kept"])
+        files.update(
+            _write_beats(
+                stage,
+                run,
+                source,
+                rec,
+                signal,
+                host["kept"],
+                beats,
+                checked,
+                opts,
+                columns,
+                quality=_quality_summary(quality, beats.peaks, rec.n_samples, fs),
+                rated=(quality, beats.peaks, rec.n_samples),
+                **leads,
+            )  # fmt: skip
+        )
+    return _beats_result(run, rec, rec.n_samples, host["peaks"], beats, files, checked)
+
+
+@dataclass(frozen=True)
+class _CheckedBeats:
+    """What a beats run knows once its beats are found: the reference beats, the accuracy,
+    heart rate and HRV, and the warnings."""
+
+    host_peaks: np.ndarray
+    reference: np.ndarray | None
+    score: BeatScore | None
+    accuracy: dict[str, Any] | None
+    heart_rate: dict[str, Any] | None
+    warnings: list[str]
+    median_bpm: float | None  # (see median_heart_rate)
+
+
+def _check_beats(
+    run: _Run,
+    rec: Recording,
+    n_samples: int,
+    peaks: torch.Tensor,
+    host_peaks: np.ndarray,
+    ref: ReferenceBeats | None,
+    opts: BeatsOptions,
+) -> _CheckedBeats:
+    """Score the beats against the reference, their heart rate and HRV, and what they say about
+    the settings (an error under ``strict``, before anything is written)."""
+    fs = rec.sampling_rate
+    ref_samples = None if ref is None else _reference_in(ref, rec, n_samples)
+    found = host_peaks if ref is None or isinstance(host_peaks, np.ndarray) else host_peaks[:]  # (as the reference)
+    score = None if ref is None else evaluate_beats(ref_samples, found, fs, n_samples=n_samples)
+    with run.stage("hrv"):
+        heart_rate = heart_rate_summary(peaks, fs)
+    bpm = median_heart_rate(host_peaks, fs)
+    warnings = rate_warnings(host_peaks, fs, n_samples, median_bpm=bpm)
+    if opts.strict and warnings:
+        raise DevicepipeError(f"{warnings[0]} (refused under strict; nothing was written).")
+    accuracy = None if score is None else _accuracy(score, ref.source, fs, n_samples)
+    return _CheckedBeats(host_peaks, ref_samples, score, accuracy, heart_rate, warnings, bpm)
+
+
+def _write_beats(
+    stage: Path,
+    run: _Run,
+    source: Any,
+    rec: Recording,
+    signal: np.ndarray | None,
+    kept: np.ndarray | Stored,
+    beats: Beats,
+    checked: _CheckedBeats,
+    opts: BeatsOptions,
+    quality_columns: tuple[np.ndarray | Stored, np.ndarray | Stored] | None = None,
+    rated: tuple[BeatQuality, torch.Tensor, int] | None = None,
+    **more: Any,
+) -> dict[str, Path]:
+    """Every file of a beats run but the matrix, ``summary.json`` last (``quality_columns``: the
+    beat table's quality columns; ``rated``: the beats' quality, their R peaks and the
+    recording's length, for ``quality.png``; ``more``: the summary's extra fields). The R peaks,
+    ``kept`` and the columns may be held on disk (:class:`Stored`): the files are written from
+    parts of them, and only the figures read them whole."""
+    fs, peaks = rec.sampling_rate, checked.host_peaks
+    run.note(f"found {peaks.size:,} beats, writing {run.out}")
+    files = write_beat_files(stage, _record_name(rec), peaks, kept, fs, quality=quality_columns)
+    if signal is not None:
+        every = peaks if isinstance(peaks, np.ndarray) else peaks[:]  # (a figure of every beat)
+        files.update(beats_figures(stage, rec, signal, every, beats, checked.reference))
+        if rated is not None:
+            files["quality.png"] = quality_figure(stage, rated[0], rated[1], rated[2], fs)
+    summary = {
+        **input_summary(source, rec, run.device),
+        "method": opts.method,
+        "segmentation": opts.mode,
+        "counts": {"beats_found": int(peaks.size), "beats_kept": int(kept.sum())},
+        "beat_width": int(beats.matrix.shape[1]) if beats.matrix.ndim == 2 else 0,
+        "heart_rate": checked.heart_rate,
+        "seconds": run.timer.seconds,
+        "accuracy": checked.accuracy,
+        "transfers": run.timer.transfers(),
+        "warnings": checked.warnings,
+        **more,
+    }
+    files[REPORT_NAME] = write_report(stage, "beats", summary, files)
+    files["summary.json"] = write_summary(stage, summary, files)
+    return files
+
+
+def _beats_result(
+    run: _Run,
+    rec: Recording,
+    n_samples: int,
+    peaks: np.ndarray,
+    beats: Beats,
+    files: dict[str, Path],
+    checked: _CheckedBeats,
+) -> BeatsResult:
+    return BeatsResult(
+        source=rec.source,
+        device=run.device,
+        sampling_rate=rec.sampling_rate,
+        n_samples=n_samples,
+        channel=rec.channels[0],
+        peaks=peaks,
+        beats=beats,
+        seconds=run.timer.seconds,
+        files={name: run.out / name for name in files},
+        score=checked.score,
+        transfers=run.timer.transfers(),
+        warnings=tuple(checked.warnings),
+        median_bpm=checked.median_bpm,
+    )

@@ -1,0 +1,119 @@
+"""What the beats say about a run: the heart rate, warnings about the settings, accuracy and
+flags against a reference."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from devicepipe.ecg import (
+    AAMI_CLASSES,
+    EDGE_S,
+    MATCH_TOLERANCE_S,
+    BeatScore,
+    aami_class,
+)
+from devicepipe.errors import DevicepipeError
+from devicepipe.io import (
+    Recording,
+    ReferenceBeats,
+)
+from devicepipe.io.spill import Stored
+from devicepipe.pipelines.context import BEAT_PART
+from devicepipe.signal.blocks import median_of_parts
+
+PLAUSIBLE_BPM = (20.0, 300.0)
+
+
+def median_heart_rate(peaks: np.ndarray | Stored, sampling_rate: float) -> float | None:
+    """60 / the median RR interval, in beats per minute; None with fewer than two beats.
+    ``peaks``: sorted, in memory or held on disk (read a part at a time)."""
+    if len(peaks) < 2:
+        return None
+    if isinstance(peaks, np.ndarray):
+        return 60.0 * sampling_rate / float(np.median(np.diff(peaks)))
+
+    def intervals() -> Iterator[torch.Tensor]:
+        for s in range(0, len(peaks) - 1, BEAT_PART):
+            yield torch.from_numpy(np.diff(peaks[s : s + BEAT_PART + 1]).astype(np.float64))
+
+    return 60.0 * sampling_rate / median_of_parts(intervals)
+
+
+def rate_warnings(
+    peaks: np.ndarray | Stored, sampling_rate: float, n_samples: int, *, median_bpm: float | None = None
+) -> list[str]:
+    """What the beats found say about the settings: no beat in over a minute of recording, or a
+    median heart rate outside :data:`PLAUSIBLE_BPM`, both most often a wrong sampling rate (or
+    not an ECG). ``peaks`` are sample indices, shape ``(n_beats,)``."""
+    minutes = n_samples / sampling_rate / 60.0
+    if peaks.size < 2:
+        if minutes > 1.0:
+            return [
+                f"{peaks.size} beat(s) found in {minutes:.1f} minutes of recording: is it an ECG, and is the "
+                f"sampling rate of {sampling_rate:g} Hz right?"
+            ]
+        return []
+    bpm = median_heart_rate(peaks, sampling_rate) if median_bpm is None else median_bpm
+    lo, hi = PLAUSIBLE_BPM
+    if lo <= bpm <= hi:
+        return []
+    return [
+        f"the median heart rate is {bpm:.0f} bpm, outside {lo:.0f}-{hi:.0f} bpm: the sampling rate of "
+        f"{sampling_rate:g} Hz is most likely wrong (or the recording is not an ECG)"
+    ]
+
+
+def _record_name(rec: Recording) -> str:
+    """The record name of the run's WFDB annotation file: the input's name without its suffix,
+    in the letters, digits, ``-`` and ``_`` that WFDB record names allow."""
+    name = Path(rec.source).name if rec.source else ""
+    stem = Path(name).stem if Path(name).suffix else name
+    return re.sub(r"[^-\w]", "_", stem, flags=re.ASCII) or "recording"
+
+
+def _reference_in(ref: ReferenceBeats, rec: Recording, n_samples: int | None = None) -> np.ndarray:
+    """The reference beats as sample indices of ``rec`` (of ``n_samples``, when ``rec`` holds only
+    a part); a clear error when they do not fit in it."""
+    samples = ref.samples_at(rec.sampling_rate)
+    n = rec.n_samples if n_samples is None else n_samples
+    if samples.size and int(samples[-1]) >= n:
+        raise DevicepipeError(
+            f"reference {ref.source} has beats past the end of {rec.source} (the last at sample "
+            f"{int(samples[-1]):,}; the recording has {n:,}): is it this recording's reference, "
+            "and is the sampling rate right?"
+        )
+    return samples
+
+
+def _accuracy(score: BeatScore, source: str, fs: float, n_samples: int) -> dict[str, Any]:
+    """``summary.json``'s accuracy: the counts inside the scoring window, and that window."""
+    return {
+        "reference": source,
+        "scoring_window_s": [EDGE_S, n_samples / fs - EDGE_S],
+        "tolerance_s": MATCH_TOLERANCE_S,
+        "reference_beats_in_window": score.tp + score.fn,
+        "beats_found_in_window": score.tp + score.fp,
+        **score.to_dict(),
+    }
+
+
+def _reference_counts(source: str, truth: np.ndarray, flags: np.ndarray) -> dict[str, Any]:
+    """Per reference label (``""``: no reference beat within 150 ms) and per AAMI class (EC57's
+    N, S, V, F, Q), the beats, the flagged beats and the share flagged."""
+    labels, classes = {}, {}
+    for value in sorted(set(truth.tolist())):
+        sel = truth == value
+        labels[value or "none"] = {"beats": int(sel.sum()), "flagged": int(flags[sel].sum())}
+    aami = np.array([aami_class(v) or "" for v in truth.tolist()], dtype=str)
+    for name in AAMI_CLASSES:
+        sel = aami == name
+        if sel.any():
+            n, k = int(sel.sum()), int(flags[sel].sum())
+            classes[name] = {"beats": n, "flagged": k, "flag_rate": k / n}
+    return {"source": source, "tolerance_s": MATCH_TOLERANCE_S, "labels": labels, "aami": classes}

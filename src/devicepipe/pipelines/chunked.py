@@ -1,0 +1,177 @@
+"""Beats of a recording longer than memory: read and detected a chunk at a time, the beat matrix
+written a part at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from devicepipe.device import free_memory, release_freed_memory
+from devicepipe.ecg import (
+    Beats,
+    detection_chunk,
+    ecg_peaks_chunked_to,
+    ecg_segment_chunked,
+    segment_kept_parts,
+)
+from devicepipe.errors import DevicepipeError
+from devicepipe.io import (
+    ReferenceBeats,
+    read_series,
+    staged_dir,
+)
+from devicepipe.io.chunks import chunk_reader, recording_length, samples_at_most
+from devicepipe.io.read import check_rate, header_sampling_rate
+from devicepipe.io.spill import Spill, Stored
+from devicepipe.pipelines.beats_finish import BeatsOptions, _beats_result, _check_beats, _write_beats
+from devicepipe.pipelines.context import BEAT_PART, PEAK_METHOD, _Run
+from devicepipe.pipelines.quality import _excerpt_start, _quality_stored, _quality_summary_stored, _stored_quality
+from devicepipe.pipelines.reading import _unknown_rate
+from devicepipe.pipelines.results import BeatsResult
+from devicepipe.units import parse_duration
+
+BYTES_PER_SAMPLE = 12
+#: Samples per chunk when chunking starts by itself (2.3 h at 250 Hz, about 100 MB of working
+#: memory): per-chunk costs vanish at this size, so chunks detect as fast as one piece
+#: (benchmarks/results/datasets_long.json, "memory").
+AUTO_CHUNK_SAMPLES = 2**21
+
+
+def check_settings(options: Mapping[str, Any]) -> None:
+    """Check the settings of a run that do not depend on its recording (``sampling_rate``; for
+    beats, ``chunk`` with its ``method``), as the run itself checks them. For a batch of
+    recordings they are checked once, before any is read: a wrong one would fail every
+    recording alike, or go unused where short recordings are detected in one batched call."""
+    check_rate(options.get("sampling_rate"))
+    if options.get("chunk") is not None:
+        _check_chunk(options["chunk"], options.get("method", PEAK_METHOD))
+
+
+def _check_chunk(chunk: int | str, method: str) -> None:
+    if method != "ricker":
+        raise DevicepipeError(
+            f"detection in chunks is made for method='ricker', not {method!r}.",
+            cli=f"--chunk is made for --method ricker, not {method}.",
+        )
+    if isinstance(chunk, str):
+        parse_duration(chunk)  # (a clear error for a duration that is not one)
+    elif chunk < 1:
+        raise DevicepipeError(f"chunk must be a positive number of samples, got {chunk}.")
+
+
+def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | None:
+    """Samples per chunk for this recording, or None to detect it in one piece."""
+    if opts.chunk is None and not isinstance(source, (str, Path)):
+        return None
+    if opts.chunk is not None:
+        if not isinstance(source, (str, Path)):
+            raise DevicepipeError("chunk= needs a recording file (chunks are read from it), not an in-memory array.")
+        _check_chunk(opts.chunk, opts.method)
+        if isinstance(opts.chunk, str):
+            rate = opts.sampling_rate or header_sampling_rate(Path(source), opts.channel)
+            if rate is None:
+                raise _unknown_rate(Path(source).name)
+            return max(1, int(round(parse_duration(opts.chunk) * rate)))
+        return int(opts.chunk)
+    if opts.method != "ricker" or opts.nan != "error":
+        return None
+    budget = opts.memory_budget if opts.memory_budget is not None else free_memory(device) // 4
+    try:
+        if samples_at_most(source, opts.channel) * BYTES_PER_SAMPLE <= budget:
+            return None  # it fits (a CSV plainly small enough is not counted first)
+        n = recording_length(source, opts.channel)
+    except DevicepipeError:
+        return None  # read in one piece, which says what is wrong with it
+    return AUTO_CHUNK_SAMPLES if n * BYTES_PER_SAMPLE > budget else None
+
+
+def _run_beats_chunked(
+    run: _Run, source: Any, ref: ReferenceBeats | None, opts: BeatsOptions, size: int
+) -> BeatsResult:
+    """:func:`run_beats` with the recording read, detected and cut ``size`` samples at a time
+    (memory flat in its length); the beat matrix goes straight to its file."""
+    if opts.nan != "error":
+        raise DevicepipeError(
+            f"nan={opts.nan!r} needs the whole recording in memory; detect it in one piece (no chunk=).",
+            cli=f"--nan {opts.nan} needs the whole recording in memory; drop --chunk (and --memory-budget).",
+        )
+    channel = opts.channel  # (chosen by run_beats where none was named)
+    read, n, fs = chunk_reader(
+        source, channel, sampling_rate=opts.sampling_rate, device=run.device, encoding=opts.encoding
+    )
+    # no stage in chunks smaller than detection's smallest (a few seconds): a --chunk of 1ms had
+    # segmentation cut a 1-hour recording one sample at a time
+    size = max(size, detection_chunk(1, fs))
+    run.note(f"finding beats in {n:,} samples at {fs:g} Hz on {run.device}, {size:,} samples at a time")
+    read = run.timer.counted(read)  # chunks cross to the device in read() alone: count there, not every operator
+    with Spill() as held:  # what grows with the recording (peaks, kept beats, quality) waits on disk
+        peaks, kept = Stored(held, "peaks"), Stored(held, "kept")
+        with run.stage("detect", count=False):
+            ecg_peaks_chunked_to(
+                held, read, n, fs, chunk=size,
+                progress=lambda done, total: run.note(f"finding beats: {100 * done / total:.0f} %"),
+            )  # fmt: skip
+        release_freed_memory()  # the chunks' blocks, freed, would hold the resident size up
+        with run.stage("read"):  # ten seconds for the excerpt (and the channel's name and unit)
+            first = _excerpt_start(peaks, n, fs)
+            rec = read_series(
+                source, channel, device=run.device, sampling_rate=fs,
+                start=first, stop=min(n, first + int(round(10 * fs))), encoding=opts.encoding,
+            )  # fmt: skip
+        checked = _check_beats(run, rec, n, peaks, peaks, ref, opts)
+        release_freed_memory()
+        held.append("kept", torch.zeros(0, dtype=torch.bool))  # (a bool mask, even of no beats)
+        for part in segment_kept_parts(peaks, n, fs, part=BEAT_PART, mode=opts.mode):
+            held.append("kept", part)
+        with run.stage("write"), staged_dir(run.out) as stage:
+            with run.stage("segment", count=False):  # each chunk's rows appended to the file as they are cut
+                cut = _write_matrix_chunked(stage / "beat_matrix.npy", read, n, peaks, int(kept.sum()), fs, size, opts)
+            files = {"beat_matrix.npy": stage / "beat_matrix.npy"}
+            with run.stage("segment", count=False):  # quality from the rows on disk, a chunk of rows at a time
+                _quality_stored(held, stage / "beat_matrix.npy", fs)
+            release_freed_memory()
+            signal = rec.samples.cpu().numpy() if opts.figures else None
+            chunking = {"samples_per_chunk": size, "chunks": -(-n // size), "seconds_per_chunk": size / fs}
+            rated = (*_stored_quality(held), n) if opts.figures else None  # (a figure of every beat: in memory)
+            columns = (Stored(held, "quality_column"), Stored(held, "stretch_column"))
+            summary = {"quality": _quality_summary_stored(held, n, fs), "n_samples": n, "chunked": chunking}
+            files.update(_write_beats(stage, run, source, rec, signal, kept, cut, checked, opts, columns, rated=rated,
+                                      **summary))  # fmt: skip
+        # what the caller is given (9 bytes a beat), mapped from disk: in memory only where it is used
+        host_peaks, host_kept = held.mapped("peaks"), held.mapped("kept")
+        checked = replace(checked, host_peaks=host_peaks)
+    beats = Beats(
+        torch.from_numpy(np.load(run.out / "beat_matrix.npy", mmap_mode="c")),  # on disk, not in memory
+        cut.lengths.new_empty(0), torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64),
+        torch.from_numpy(host_kept), fs, cut.mode, cut.before, cut.length_range,
+    )  # fmt: skip
+    return _beats_result(run, rec, n, host_peaks, beats, files, checked)
+
+
+def _write_matrix_chunked(
+    path: Path,
+    read: Callable[[int, int], torch.Tensor],
+    n: int,
+    peaks: Stored,
+    n_kept: int,
+    fs: float,
+    size: int,
+    opts: BeatsOptions,
+) -> Beats:
+    """The beat matrix written to ``path`` (an NPY file of ``(n_kept, width)`` float32) as chunks
+    of the recording are cut; returns the first chunk's :class:`Beats` (its geometry)."""
+    cut = None
+    with path.open("wb") as fh:
+        for _, part in ecg_segment_chunked(read, n, peaks, fs, chunk=size, mode=opts.mode):
+            rows = part.matrix.cpu().numpy().astype(np.float32, copy=False)
+            if cut is None:
+                header = {"descr": "<f4", "fortran_order": False, "shape": (n_kept, rows.shape[1])}
+                np.lib.format.write_array_header_1_0(fh, header)
+                cut = part
+            fh.write(np.ascontiguousarray(rows))  # (its buffer: no copy)
+    return cut

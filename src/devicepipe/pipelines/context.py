@@ -1,0 +1,67 @@
+"""What every pipeline shares: its defaults, the run in progress (out, device, stage timer,
+progress callback), and copying results back to the host."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from devicepipe.device import resolve_device
+from devicepipe.interop import TransferLedger
+from devicepipe.io import (
+    check_output_dir,
+    sweep_leftovers,
+)
+from devicepipe.timing import StageTimer
+
+Progress = Callable[[str], None]
+EpochProgress = Callable[[int, float, float], None]
+
+MIN_BEATS_TO_TRAIN = 20
+MIN_WINDOWS_TO_TRAIN = 10
+
+# Defaults of the pipelines (the command line takes its defaults from these too)
+PEAK_METHOD = "ricker"  # the accurate detector; "seed" is the notebook's recipe
+BEATS_MODE = "seed"  # run_beats: the notebook's peak-to-peak beats
+ECG_MODE = "centered"  # run_ecg: windows around each R peak, which keep premature beats
+BEAT_WIDTH = 256  # samples per beat row given to the VAE (a power of two)
+SERIES_WINDOW = "1d"  # run_series: days
+SERIES_HIDDEN = 32  # hidden units of the MLP autoencoder (the notebook's)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One run in progress: where it writes, the device, its stage timer, its progress callback."""
+
+    out: Path
+    device: torch.device
+    timer: StageTimer
+    note: Progress
+
+    def stage(self, name: str, *, count: bool = True) -> Any:
+        return self.timer.stage(name, count=count)
+
+
+def _start(out: str | Path, device: str | torch.device, count_transfers: bool, progress: Progress | None) -> _Run:
+    out = check_output_dir(out)
+    dev = resolve_device(device)
+    note = progress or (lambda _msg: None)
+    removed = sweep_leftovers(out)  # of an earlier run into the same directory that was killed
+    if removed:
+        note(f"removed {len(removed)} file(s) an interrupted run left in {out}")
+    ledger = TransferLedger() if count_transfers else None
+    return _Run(out, dev, StageTimer(dev, ledger), note)
+
+
+def _to_host(tensors: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
+    """Host (NumPy) copies of named tensors (inside a run's "transfer" stage)."""
+    return {name: t.detach().cpu().numpy() for name, t in tensors.items()}
+
+
+#: Beats read from disk at a time in a chunked run's later stages.
+BEAT_PART = 1 << 16

@@ -1,0 +1,252 @@
+"""``run_ecg``: the beats of an ECG, a VAE trained on them, every beat scored and flagged."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from devicepipe.anomaly import MODEL_NAME
+from devicepipe.ecg import (
+    BeatQuality,
+    beat_quality,
+    label_beats,
+)
+from devicepipe.errors import DevicepipeError
+from devicepipe.io import (
+    Recording,
+    read_reference,
+)
+from devicepipe.learn import (
+    LearnSettings,
+    check_before_start,
+)
+from devicepipe.models import LightVAEConfig
+from devicepipe.outputs import (
+    ecg_figures,
+    heart_rate_summary,
+    input_summary,
+    quality_figure,
+    write_beat_files,
+    write_scores,
+)
+from devicepipe.pipelines.checks import _record_name, _reference_counts, _reference_in
+from devicepipe.pipelines.context import (
+    BEAT_WIDTH,
+    ECG_MODE,
+    MIN_BEATS_TO_TRAIN,
+    PEAK_METHOD,
+    EpochProgress,
+    Progress,
+    _Run,
+    _start,
+    _to_host,
+)
+from devicepipe.pipelines.learning import _beat_geometry, _detector, _finish, _identity, _learn
+from devicepipe.pipelines.quality import _check_min_quality, _quality_columns, _quality_summary
+from devicepipe.pipelines.reading import _read_and_cut
+from devicepipe.pipelines.results import LearnResult
+from devicepipe.report import MAX_FLAGGED_ROWS, FlaggedRows
+from devicepipe.scale import StandardScaler
+from devicepipe.score import latent_grid, reconstruct
+from devicepipe.signal.resample import resample_rows
+
+
+def run_ecg(
+    source: Any,
+    out: str | Path,
+    *,
+    settings: LearnSettings | None = None,
+    channel: str | int | None = None,
+    sampling_rate: float | None = None,
+    device: str | torch.device = "auto",
+    mode: str = ECG_MODE,
+    width: int = BEAT_WIDTH,
+    method: str = PEAK_METHOD,
+    reference: str | Path | None = None,
+    nan: str = "error",
+    encoding: str | None = None,
+    progress: Progress | None = None,
+    epoch_progress: EpochProgress | None = None,
+    count_transfers: bool = True,
+    min_quality: float | None = None,
+) -> LearnResult:
+    """Read an ECG, find and cut its beats, train a VAE (or a vmap ensemble), score, write, plot.
+
+    ``min_quality`` (a correlation in [-1, 1]) leaves beats in stretches of poor signal (their
+    10-s stretch's median correlation with the recording's typical beat under it; see
+    :meth:`~devicepipe.ecg.BeatQuality.in_good_signal`) out of training and out of the flags: they are still
+    scored and written, never flagged, and counted in ``summary.json``'s ``quality``.
+
+    ``reference`` (a WFDB annotation file or a table of R peaks with labels, such as the
+    simulator's truth file) labels each beat by its nearest reference beat within 150 ms: the
+    labels go into ``embeddings.parquet`` (column ``reference``) and the figures, and
+    ``summary.json`` counts the beats and the flagged beats of each label.
+
+    Beats are windows centred on each R peak by default (``mode="centered"``, 0.25 s before to
+    0.45 s after): the notebook's peak-to-peak segmentation (``mode="seed"``) drops every
+    premature beat followed by a compensatory pause, the very beats an anomaly score should
+    find. Rows are resampled to ``width`` samples (a power of two) whatever the sampling rate.
+
+    Writes to ``out``: ``summary.json`` (last, so a directory without it is incomplete),
+    ``beats.parquet``, ``embeddings.parquet`` (peak, time, latent means, score, flag, spread),
+    ``checkpoint.pt`` (or ``ensemble.pt``), ``history.csv`` and figures (``training.png``,
+    ``latent.png``, ``generated.png`` and ``.pdf``, ``extremes.png``, ``excerpt.png``).
+    """
+    settings = settings or LearnSettings()
+    vae = LightVAEConfig(width=width, latent=settings.latent)  # checked before anything is read or written
+    ref = None if reference is None else read_reference(reference)
+    if ref is not None and ref.symbols is None:
+        raise DevicepipeError(
+            f"reference {ref.source} has no beat labels; ecg needs labelled beats (a WFDB annotation file, "
+            "or a table with a 'symbol' column such as the simulator's truth file)."
+        )
+    _check_min_quality(min_quality)
+    run = _start(out, device, count_transfers, progress)
+    identity = _identity(
+        source, settings, channel=channel, sampling_rate=sampling_rate, method=method, mode=mode, width=width, nan=nan
+    )
+    if min_quality is not None:
+        identity["min_quality"] = min_quality
+    check_before_start(run.out, settings, identity)
+    rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan, encoding)
+    with run.stage("segment"):
+        matrix = resample_rows(beats.matrix, width)
+        quality = beat_quality(beats)
+    usable = None if min_quality is None else quality.in_good_signal(min_quality)
+    if usable is not None and matrix.shape[0] and int(usable.sum()) < MIN_BEATS_TO_TRAIN:
+        raise DevicepipeError(
+            f"only {int(usable.sum())} of {matrix.shape[0]} beats reach min_quality={min_quality}; "
+            f"at least {MIN_BEATS_TO_TRAIN} are needed to train; lower it.",
+            cli=f"only {int(usable.sum())} of {matrix.shape[0]} beats reach --min-quality {min_quality}; "
+            f"at least {MIN_BEATS_TO_TRAIN} are needed to train; lower --min-quality.",
+        )
+    if matrix.shape[0] < MIN_BEATS_TO_TRAIN:
+        problem = (
+            f"only {matrix.shape[0]} beats were cut from {rec.source}; "
+            f"at least {MIN_BEATS_TO_TRAIN} are needed to train"
+        )
+        raise DevicepipeError(
+            f"{problem} (is it an ECG? is the sampling rate right?).",
+            cli=f"{problem} (is it an ECG? is --sampling-rate right?).",
+        )
+    with run.stage("scale"):
+        scaler = StandardScaler().fit((matrix if usable is None else matrix[usable]).reshape(-1))
+        data = scaler.transform(matrix.reshape(-1)).reshape(matrix.shape)
+
+    detector = _detector(settings, run.device, model="vae", width=vae.width, scaling="none")
+    extra = {"scaler": scaler.state_dict(), "identity": identity}
+    training = data if usable is None else data[usable]
+    learned = _learn(run, detector, training, settings, extra, epoch_progress, f"{training.shape[0]:,} beats")
+    if usable is not None:  # every beat scored against the model of the usable ones; poor beats never flagged
+        every = learned.detector.score_details(data)
+        learned = replace(learned, scores=replace(every, flags=every.flags & usable))
+    scores, first = learned.scores, learned.models[0]
+    with run.stage("score"):
+        grid = latent_grid(scores.embeddings, 5)
+        generated = first.decode(grid).detach()
+        centre = first.decode(scores.embeddings.mean(0, keepdim=True)).detach()[0]
+        order = torch.argsort(scores.scores)
+        extreme_idx = torch.cat([order[-5:], order[:5]])  # the five highest scores, then the five lowest
+        extreme_recon = reconstruct(first, data[extreme_idx])
+        top_flagged = order.flip(0)[: int(scores.flags.sum())][:MAX_FLAGGED_ROWS]
+        typical = data.median(0).values
+    with run.stage("transfer"):
+        host = scores.to_host() | _to_host(
+            {
+                "all_peaks": peaks,
+                "peaks": beats.peaks,
+                "kept": beats.kept,
+                "grid": grid,
+                "generated": generated,
+                "centre": centre,
+                "extreme_idx": extreme_idx,
+                "extreme_recon": extreme_recon,
+                "extreme_rows": data[extreme_idx],
+                "top_flagged": top_flagged,
+                "flagged_rows": data[top_flagged],
+                "typical": typical,
+            }
+        )
+        signal = rec.samples.cpu().numpy()
+    fs = rec.sampling_rate
+    with run.stage("hrv"):
+        heart_rate = heart_rate_summary(peaks, fs)
+    if ref is not None:
+        host["truth"] = label_beats(_reference_in(ref, rec), ref.symbols, host["peaks"], fs)
+    with run.stage("write"):
+        files, leading = _scored_beat_files(run, rec, host, ref is not None, quality)
+        files.update(write_scores(run.out, leading, host, learned.histories))
+        beat_rate = width / beats.window_s  # Hz of the resampled beat rows
+        files[MODEL_NAME] = learned.detector.save(run.out / MODEL_NAME, geometry=_beat_geometry(beats, method, width))
+        args = (host, learned.histories, scores.threshold, beat_rate, learned.warning)
+        files.update(ecg_figures(run.out, rec, signal, *args))
+        files["quality.png"] = quality_figure(run.out, quality, beats.peaks, rec.n_samples, fs)
+    flagged = np.flatnonzero(host["flags"])
+    flagged = flagged[np.argsort(host["scores"][flagged])[::-1]]
+    summary = {
+        **input_summary(source, rec, run.device),
+        "settings": {**settings.to_dict(), "mode": mode, "width": width, "method": method},
+        "heart_rate": heart_rate,
+        "counts": {
+            "beats_found": int(host["all_peaks"].size),
+            "beats_kept": int(host["peaks"].size),
+            "flagged": int(flagged.size),
+        },
+        "threshold": scores.threshold,
+        "threshold_means": (
+            f"the {settings.percentile:g}th percentile of the training beats' scores; "
+            + learned.detector.score_meaning(
+                "a beat standardised by the recording's mean and standard deviation", "standard deviations"
+            )
+        ),
+        "scorer": learned.detector.scorer_summary(),
+        "flagged": [
+            {"peak": int(host["peaks"][i]), "time_s": float(host["peaks"][i] / fs), "score": float(host["scores"][i])}
+            | ({} if ref is None else {"reference": str(host["truth"][i])})
+            for i in flagged
+        ],
+    }
+    summary["quality"] = _quality_summary(quality, beats.peaks, rec.n_samples, fs, min_quality)
+    if usable is not None:
+        summary["quality"]["left_out_of_training_and_flags"] = int((~usable).sum())
+    if ref is not None:
+        summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
+    page = _flagged_beats(host, fs, ref is not None)
+    return _finish(run, summary, learned, files, "ecg", page)
+
+
+def _scored_beat_files(
+    run: _Run, rec: Recording, host: dict[str, np.ndarray], labelled: bool, quality: BeatQuality
+) -> tuple[dict[str, Path], dict[str, np.ndarray]]:
+    """The beat files of a scored run (every R peak with its quality, score and flag: NaN and
+    False where the beat was not kept), and the leading columns of its per-beat table (peak,
+    time, and the reference label when ``labelled``)."""
+    fs, n = rec.sampling_rate, host["all_peaks"].size
+    per_peak, flagged_peak = np.full(n, np.nan), np.zeros(n, bool)
+    per_peak[host["kept"]], flagged_peak[host["kept"]] = host["scores"], host["flags"]
+    files = write_beat_files(
+        run.out, _record_name(rec), host["all_peaks"], host["kept"], fs, scores=per_peak, flags=flagged_peak,
+        quality=_quality_columns(quality, host["kept"]),
+    )  # fmt: skip
+    leading = {"peak": host["peaks"], "time_s": host["peaks"] / fs}
+    if labelled:
+        leading["reference"] = host["truth"]
+    return files, leading
+
+
+def _flagged_beats(host: dict[str, np.ndarray], fs: float, labelled: bool) -> FlaggedRows:
+    """The report's table of the highest-scoring flagged beats, each beside the typical one."""
+    top = host["top_flagged"]
+    return FlaggedRows(
+        names=[f"{host['peaks'][i] / fs:,.1f} s" for i in top],
+        scores=host["scores"][top],
+        rows=host["flagged_rows"],
+        typical=host["typical"],
+        labels=[str(host["truth"][i]) for i in top] if labelled else None,
+        unit="standard deviations of the recording",
+        total=int(host["flags"].sum()),
+    )

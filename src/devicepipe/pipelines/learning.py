@@ -1,0 +1,215 @@
+"""What the learning pipelines share: the detector and its training, the model a run is given,
+what a resumed run must match, and finishing a run (summary, report)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from devicepipe.anomaly import BeatAnomalyDetector, load_model
+from devicepipe.ecg import (
+    Beats,
+)
+from devicepipe.errors import DevicepipeError
+from devicepipe.io.read import input_fingerprint
+from devicepipe.learn import (
+    DEFAULT_SCORER,
+    LearnSettings,
+    convergence_warning,
+)
+from devicepipe.outputs import (
+    write_summary,
+)
+from devicepipe.pipelines.context import EpochProgress, _Run
+from devicepipe.pipelines.results import LearnResult
+from devicepipe.report import REPORT_NAME, FlaggedRows, write_report
+from devicepipe.scale import StandardScaler
+from devicepipe.score import Scores
+from devicepipe.signal.resample import resample_rows
+from devicepipe.threads import ThreadChoice
+
+
+@dataclass(frozen=True)
+class _Learned:
+    """The fitted detector, its histories, every row's scores, and the threads it used."""
+
+    detector: BeatAnomalyDetector
+    scores: Scores
+    epoch_limit: int
+    warning: str | None  # set when a model was still learning when training ended
+
+    @property
+    def models(self) -> list[torch.nn.Module]:
+        return self.detector.models_
+
+    @property
+    def histories(self) -> list[dict[str, Any]]:
+        return self.detector.histories_
+
+    @property
+    def threads(self) -> ThreadChoice:
+        return self.detector.threads_
+
+
+def _detector(
+    settings: LearnSettings, device: torch.device, *, scorer: str = DEFAULT_SCORER, **model: Any
+) -> BeatAnomalyDetector:
+    """The estimator a learning pipeline trains, from its settings (``scorer``: the pipeline's
+    default when they name none); ``model`` its model's choices."""
+    return BeatAnomalyDetector(
+        scorer=settings.scorer or scorer,
+        neighbours="auto" if settings.neighbours is None else settings.neighbours,
+        contamination=(100.0 - settings.percentile) / 100.0,
+        device=str(device),
+        epochs=settings.epochs,
+        max_epochs=settings.max_epochs,
+        patience=settings.patience,
+        min_improvement=settings.min_improvement,
+        batch_size=settings.batch_size,
+        lr=settings.lr,
+        weight_decay=settings.weight_decay,
+        val_fraction=settings.val_fraction,
+        seed=settings.seed,
+        latent=settings.latent,
+        ensemble=settings.ensemble,
+        bf16=settings.bf16,
+        threads=settings.threads,
+        **model,
+    )
+
+
+def _learn(
+    run: _Run,
+    detector: BeatAnomalyDetector,
+    rows: torch.Tensor,
+    settings: LearnSettings,
+    extra_state: dict[str, Any],
+    epoch_progress: EpochProgress | None,
+    what: str,
+    *,
+    stream: bool = False,
+) -> _Learned:
+    """The shared middle of the learning pipelines: fit ``detector`` on ``rows`` in ``run.out``
+    (its checkpoint there), score every row."""
+    run.out.mkdir(parents=True, exist_ok=True)
+    (run.out / "summary.json").unlink(missing_ok=True)  # the directory is incomplete until the end
+
+    def started(threads: ThreadChoice) -> None:
+        run.note(f"training on {what} ({threads.threads} thread{'s' if threads.threads > 1 else ''})")
+
+    with run.stage("train"):
+        detector.fit(
+            rows,
+            checkpoint_dir=run.out,
+            resume=settings.resume,
+            callback=epoch_progress,
+            tensorboard=settings.tensorboard,
+            extra_state=extra_state,
+            on_start=started,
+            stream=stream,
+        )
+    warning = convergence_warning(detector.histories_)
+    return _Learned(detector, detector.details_, settings.epoch_limit, warning)
+
+
+#: What a beat model's geometry says about scaling: each recording's beats by their own mean and deviation.
+RECORDING_SCALING = "each recording's beats standardised by their own mean and standard deviation"
+
+
+def _beat_geometry(beats: Beats, method: str, width: int) -> dict[str, Any]:
+    """What rows a beat model takes, for its model file: how beats are found, cut, resampled and scaled.
+
+    Beats are cut in seconds and resampled to ``width`` samples, so a model takes recordings
+    of any sampling rate; the rate it was trained at is kept for the record."""
+    return {
+        "input": "ecg-beats",
+        "method": method,
+        "mode": beats.mode,
+        "window_s": beats.window_s,
+        "width": width,
+        "scaling": RECORDING_SCALING,
+        "trained_at_hz": beats.sampling_rate,
+    }
+
+
+def _identity(source: Any, settings: LearnSettings, **choices: Any) -> dict[str, Any]:
+    """What a resumed run must share with the checkpointed one: the input (by content), the
+    training settings that shape the model and its data, and the pipeline's ``choices``."""
+    fingerprint = input_fingerprint(source)
+    kept = {k: getattr(settings, k) for k in ("seed", "batch_size", "lr", "latent", "ensemble", "weight_decay")}
+    return {"input": None if fingerprint is None else fingerprint[:16], **kept, **choices}
+
+
+def _finish(
+    run: _Run, summary: dict[str, Any], learned: _Learned, files: dict[str, Path], kind: str, flagged: FlaggedRows
+) -> LearnResult:
+    """Complete a run's summary (final losses, seconds, transfers, files), write the run's
+    ``report.html`` (a ``kind`` page), and ``summary.json`` last."""
+    histories = learned.histories
+    summary.update(
+        epochs={
+            "limit": learned.epoch_limit,
+            "run": [len(h["train"]) for h in histories],
+            "kept": [h["best_epoch"] or len(h["train"]) for h in histories],  # whose weights the models have
+            "stopped_early": [h["stopped_early"] for h in histories],
+        },
+        final_loss={"train": [h["train"][-1] for h in histories], "val": [h["val"][-1] for h in histories]},
+        converged=learned.warning is None,
+        warnings=([] if learned.warning is None else [learned.warning]) + summary.get("warnings", []),
+        seconds=run.timer.seconds,
+        transfers=run.timer.transfers(),
+        threads=learned.threads.to_dict(),
+    )
+    files[REPORT_NAME] = write_report(run.out, kind, summary, files, flagged=flagged)
+    files["summary.json"] = write_summary(run.out, summary, files)
+    return LearnResult(run.out, summary, files)
+
+
+#: What a saved model's ``geometry_["input"]`` says it takes, and the command that trains one.
+MODEL_INPUTS = {
+    "ecg-beats": "ECG beats, from 'devicepipe ecg' or 'devicepipe train'",
+    "load-windows": "windows of a load series, from 'devicepipe series'",
+}
+
+
+def model_input(model: Any, device: str | torch.device = "cpu") -> str | None:
+    """What a saved model takes (a key of :data:`MODEL_INPUTS`, or None for rows fitted through
+    the Python API); ``model`` is a run directory, a ``model.pt`` or a fitted detector."""
+    detector = model if isinstance(model, BeatAnomalyDetector) else load_model(model, device)
+    return (getattr(detector, "geometry_", {}) or {}).get("input")
+
+
+def _fitted_model(model: Any, device: torch.device, takes: str) -> BeatAnomalyDetector:
+    """A fitted model of ``takes`` (a key of :data:`MODEL_INPUTS`) from a path (a run directory
+    or ``model.pt``) or a detector, on ``device``."""
+    detector = model if isinstance(model, BeatAnomalyDetector) else load_model(model, device)
+    if isinstance(model, BeatAnomalyDetector):
+        detector.to(device)
+    got = model_input(detector)
+    if got != takes:
+        what = MODEL_INPUTS.get(got or "", "rows of no known recording (fitted through the Python API)")
+        raise DevicepipeError(f"the model takes {what}; this scores {MODEL_INPUTS[takes]}.")
+    return detector
+
+
+def beat_rows(matrix: torch.Tensor, width: int) -> torch.Tensor:
+    """A recording's beat matrix ``(n, w)`` as a beat model takes it: resampled to ``width``
+    columns and standardised by the beats' own mean and standard deviation (over every value)."""
+    rows = resample_rows(matrix, width)
+    return StandardScaler().fit(rows.reshape(-1)).transform(rows.reshape(-1)).reshape(rows.shape)
+
+
+def _model_summary(detector: BeatAnomalyDetector, rows_key: str) -> dict[str, Any]:
+    """``summary.json``'s account of the model a ``score`` run used (``rows_key`` names its
+    training rows: beats or windows); its path is None for one fitted in this process."""
+    return {
+        "path": getattr(detector, "path_", None),
+        "trained_on_device": getattr(detector, "trained_on_", None),
+        "versions": getattr(detector, "versions_", None),
+        "geometry": detector.geometry_,
+        "members": len(detector.models_),
+        rows_key: detector.fit_rows_["rows"],
+    }

@@ -1,0 +1,140 @@
+"""Reading an ECG onto the device and finding and cutting its beats: the first stages of every
+ECG pipeline."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from devicepipe.ecg import (
+    Beats,
+    check_ecg,
+    ecg_peaks,
+    ecg_segment,
+)
+from devicepipe.errors import DevicepipeError
+from devicepipe.io import (
+    Recording,
+    read_series,
+)
+from devicepipe.io.channels import choose_signal
+from devicepipe.io.read import declares_sampling_rate
+from devicepipe.pipelines.context import _Run
+
+
+def _unknown_rate(source: str) -> DevicepipeError:
+    problem = f"the sampling rate of {source} is unknown"
+    return DevicepipeError(
+        f"{problem}; pass sampling_rate=HZ (e.g. sampling_rate=250).",
+        cli=f"{problem}; pass --sampling-rate HZ (e.g. --sampling-rate 250).",
+    )
+
+
+def _read_ecg(
+    run: _Run,
+    source: Any,
+    channel: str | int | None,
+    sampling_rate: float | None,
+    nan: str,
+    encoding: str | None,
+    time_column: str | None = None,
+) -> Recording:
+    """Read one ECG channel onto the run's device: the one named, else :func:`_signal_choice`'s;
+    ``nan`` (the policy for non-finite samples) and ``encoding`` (a CSV's) as
+    :func:`devicepipe.io.read_series` takes them. With no rate given or stated by the file, the
+    rate is that of ``time_column``'s timestamps (a table's, as :func:`_signal_choice` finds it)."""
+    if channel is None:
+        channel, time_column = _signal_choice(run, source, None)
+    times = sampling_rate is None and declares_sampling_rate(source) is False
+    if times and time_column is None:
+        raise _unknown_rate(Path(source).name)  # said before a long read, not after
+    with run.stage("read"):
+        rec = read_series(
+            source,
+            None if channel == ALL_LEADS else channel,
+            device=run.device,
+            sampling_rate=sampling_rate,
+            time_column=time_column if times else None,
+            nan=nan,
+            encoding=encoding,
+        )
+    if rec.sampling_rate is None:
+        raise _unknown_rate(rec.source)
+    return rec
+
+
+def _no_beats(rec: Recording, peaks: torch.Tensor) -> DevicepipeError:
+    """The error of a recording from which no whole beat was cut (a model needs beats)."""
+    problem = f"no whole beat was cut from {rec.source} ({int(peaks.numel())} R peaks found)"
+    return DevicepipeError(
+        f"{problem}; is it an ECG, and is the sampling rate right?",
+        cli=f"{problem}; is it an ECG, and is --sampling-rate right?",
+    )
+
+
+def _signal_choice(run: _Run, source: Any, channel: str | int | None) -> tuple[str | int, str | None]:
+    """The channel to read (``channel`` where named, else :func:`~devicepipe.io.channels.choose_signal`'s,
+    saying which channels were passed over) and a table's column of timestamps before it (or None)."""
+    if channel is not None:
+        return channel, None
+    choice = choose_signal(source)
+    if choice.passed:
+        names = ", ".join(repr(name) for name in choice.passed)
+        run.note(f"reading {choice.channel!r}, past {names} (an axis, or not named as an ECG); --channel picks another")
+    return choice.channel, choice.time_column
+
+
+#: ``channel`` value that finds one set of beats from every lead (``ecg_peaks(..., leads="fuse")``).
+ALL_LEADS = "all"
+
+
+def _find_peaks(rec: Recording, method: str, channel: str | int | None) -> torch.Tensor:
+    """The R peaks of a recording: of its one channel, or, for ``channel="all"``, of all its leads together."""
+    if channel == ALL_LEADS:
+        leads = rec.samples if rec.samples.ndim == 2 else rec.samples[None]
+        return ecg_peaks(leads, rec.sampling_rate, method=method, leads="fuse")
+    return ecg_peaks(rec.samples, rec.sampling_rate, method=method)
+
+
+def _first_lead(rec: Recording) -> tuple[Recording, dict[str, Any]]:
+    """A recording of all leads reduced to its first (beats are cut from it), and the summary
+    fields that say the beats were found on every lead; a one-channel recording as it is."""
+    if rec.samples.ndim == 1:
+        return rec, {}
+    first = replace(rec, samples=rec.samples[0], channels=rec.channels[:1], units=rec.units[:1])
+    return first, {"beats_found_on_leads": list(rec.channels)}
+
+
+def _read_and_cut(
+    run: _Run,
+    source: Any,
+    channel: str | int | None,
+    sampling_rate: float | None,
+    method: str,
+    mode: str,
+    nan: str,
+    encoding: str | None,
+) -> tuple[Recording, torch.Tensor, Beats]:
+    """Read one ECG channel onto the run's device (:func:`_read_ecg`), find its beats (on all
+    leads with ``channel="all"``, then cut from the first), cut them."""
+    rec = _read_ecg(run, source, channel, sampling_rate, nan, encoding)
+    run.note(f"finding beats in {rec.n_samples:,} samples at {rec.sampling_rate:g} Hz on {run.device}")
+    with run.stage("detect"):
+        peaks = _find_peaks(rec, method, channel)
+    rec, leads = _first_lead(rec)
+    if leads:
+        run.note(f"beats found on all {len(leads['beats_found_on_leads'])} leads together, cut from {rec.channels[0]}")
+    with run.stage("segment"):
+        beats = ecg_segment(rec.samples, peaks, rec.sampling_rate, mode=mode)
+    return rec, peaks, beats
+
+
+def _check_ecg_input(rec: Recording, channel: str | int | None = None) -> None:
+    """The checks :func:`ecg_peaks` makes, made on one recording before it joins a batch (so one
+    bad recording is refused alone, not with its batch); with ``channel="all"``, on each lead."""
+    if rec.samples.ndim != 1 and channel != ALL_LEADS:
+        raise DevicepipeError(f"{rec.source}: expected one channel, got shape {tuple(rec.samples.shape)}.")
+    check_ecg(rec.samples, rec.sampling_rate)

@@ -1,0 +1,152 @@
+"""``run_score``: the beats of a new recording scored with a model trained earlier."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from devicepipe.anomaly import BeatAnomalyDetector
+from devicepipe.device import resolve_device
+from devicepipe.ecg import (
+    beat_quality,
+    label_beats,
+)
+from devicepipe.io import (
+    read_reference,
+)
+from devicepipe.outputs import (
+    heart_rate_summary,
+    input_summary,
+    score_figures,
+    write_score_table,
+    write_summary,
+)
+from devicepipe.pipelines.checks import _reference_counts, _reference_in, rate_warnings
+from devicepipe.pipelines.context import Progress, _start, _to_host
+from devicepipe.pipelines.ecg import _flagged_beats, _scored_beat_files
+from devicepipe.pipelines.learning import _fitted_model, _model_summary, beat_rows
+from devicepipe.pipelines.reading import _no_beats, _read_and_cut
+from devicepipe.pipelines.results import LearnResult
+from devicepipe.report import MAX_FLAGGED_ROWS, REPORT_NAME, write_report
+from devicepipe.score import reconstruct
+from devicepipe.signal.resample import resample_rows
+
+
+def run_score(
+    source: Any,
+    out: str | Path,
+    *,
+    model: str | Path | BeatAnomalyDetector,
+    channel: str | int | None = None,
+    sampling_rate: float | None = None,
+    device: str | torch.device = "auto",
+    reference: str | Path | None = None,
+    nan: str = "error",
+    encoding: str | None = None,
+    progress: Progress | None = None,
+    count_transfers: bool = True,
+) -> LearnResult:
+    """Score every beat of an ECG with a model trained earlier (by ``ecg`` or ``train``), against
+    the model's own threshold.
+
+    The beats are found and cut as the model's were (its ``geometry_``: detector, segmentation,
+    window), resampled to its width and standardised by this recording's own beats, so a model
+    takes recordings of any sampling rate and gain. Each beat gets its score, flag (score
+    above the model's threshold) and tail probability (the share of the model's training
+    beats scoring at least as high). ``reference`` labels the beats as in :func:`run_ecg`;
+    the summary then gives the flag rate per label and per AAMI class.
+
+    Writes to ``out``: ``beats.parquet``/``.csv`` and ``RECORD.qrs`` (scores and flags),
+    ``scores.parquet`` (peak, time, latent means, score, flag, spread, tail probability),
+    ``scores.png``, ``latent.png``, ``extremes.png``, ``excerpt.png``, ``heart_rate.png``,
+    ``report.html``, and ``summary.json`` last.
+    """
+    dev = resolve_device(device)
+    detector = _fitted_model(model, dev, "ecg-beats")
+    geometry = detector.geometry_
+    ref = None if reference is None else read_reference(reference)
+    run = _start(out, dev, count_transfers, progress)
+    rec, peaks, beats = _read_and_cut(
+        run, source, channel, sampling_rate, geometry["method"], geometry["mode"], nan, encoding
+    )
+    if beats.matrix.shape[0] == 0:
+        raise _no_beats(rec, peaks)
+    with run.stage("scale"):
+        data = beat_rows(beats.matrix, detector.n_features_in_)
+    with run.stage("score"):
+        scores = detector.score_details(data)
+        tail = detector.tail_of(scores.scores)
+        order = torch.argsort(scores.scores)
+        extreme_idx = torch.cat([order[-5:], order[:5]])
+        prepared = resample_rows(data[extreme_idx], detector.width_)
+        extreme_recon = reconstruct(detector.models_[0], prepared)
+        top_flagged = order.flip(0)[: int(scores.flags.sum())][:MAX_FLAGGED_ROWS]
+        typical = data.median(0).values
+    with run.stage("transfer"):
+        host = scores.to_host() | _to_host(
+            {
+                "all_peaks": peaks,
+                "peaks": beats.peaks,
+                "kept": beats.kept,
+                "tail": tail,
+                "extreme_idx": extreme_idx,
+                "extreme_rows": prepared,
+                "extreme_recon": extreme_recon,
+                "top_flagged": top_flagged,
+                "flagged_rows": data[top_flagged],
+                "typical": typical,
+                "train_scores": detector.train_scores_,
+            }
+        )
+        signal = rec.samples.cpu().numpy()
+    fs = rec.sampling_rate
+    with run.stage("hrv"):
+        heart_rate = heart_rate_summary(peaks, fs)
+    if ref is not None:
+        host["truth"] = label_beats(_reference_in(ref, rec), ref.symbols, host["peaks"], fs)
+    with run.stage("write"):
+        files, leading = _scored_beat_files(run, rec, host, ref is not None, beat_quality(beats))
+        files.update(write_score_table(run.out, leading, host))
+        files.update(score_figures(run.out, rec, signal, host, detector.threshold_, detector.width_ / beats.window_s))
+    flagged = np.flatnonzero(host["flags"])
+    flagged = flagged[np.argsort(host["scores"][flagged])[::-1]]
+    summary = {
+        **input_summary(source, rec, run.device),
+        "model": _model_summary(detector, "training_beats"),
+        "heart_rate": heart_rate,
+        "counts": {
+            "beats_found": int(host["all_peaks"].size),
+            "beats_kept": int(host["peaks"].size),
+            "flagged": int(flagged.size),
+        },
+        "threshold": detector.threshold_,
+        "threshold_means": (
+            f"the model's own threshold, {detector.threshold_rule}; "
+            + detector.score_meaning("a beat standardised by this recording's beats", "standard deviations")
+        ),
+        "scorer": detector.scorer_summary(),
+        "flag_rate": float(host["flags"].mean()),
+        "flagged": [
+            {
+                "peak": int(host["peaks"][i]),
+                "time_s": float(host["peaks"][i] / fs),
+                "score": float(host["scores"][i]),
+                "tail_probability": float(host["tail"][i]),
+            }
+            | ({} if ref is None else {"reference": str(host["truth"][i])})
+            for i in flagged
+        ],
+        "seconds": run.timer.seconds,
+        "transfers": run.timer.transfers(),
+        "threads": detector.threads_.to_dict(),
+        "warnings": rate_warnings(host["all_peaks"], fs, rec.n_samples),
+    }
+    if ref is not None:
+        summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
+    page = _flagged_beats(host, fs, ref is not None)
+    files[REPORT_NAME] = write_report(run.out, "score", summary, files, flagged=page)
+    files["summary.json"] = write_summary(run.out, summary, files)
+    return LearnResult(run.out, summary, files)

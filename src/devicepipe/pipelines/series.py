@@ -1,0 +1,348 @@
+"""``run_series`` and ``run_score_series``: a load series cut into windows, an autoencoder trained
+on them, anomalous windows flagged; and a new series scored with that model."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from devicepipe.anomaly import MODEL_NAME, BeatAnomalyDetector
+from devicepipe.device import resolve_device
+from devicepipe.errors import DevicepipeError
+from devicepipe.io import (
+    Recording,
+    TimeReport,
+    read_series,
+)
+from devicepipe.io.channels import time_column_of
+from devicepipe.learn import (
+    DEFAULT_SCORER,
+    LearnSettings,
+    SeriesLearnSettings,
+    check_before_start,
+)
+from devicepipe.outputs import (
+    input_summary,
+    series_figures,
+    series_score_figures,
+    write_score_table,
+    write_scores,
+    write_summary,
+)
+from devicepipe.pipelines.context import (
+    MIN_WINDOWS_TO_TRAIN,
+    SERIES_HIDDEN,
+    SERIES_WINDOW,
+    EpochProgress,
+    Progress,
+    _Run,
+    _start,
+    _to_host,
+)
+from devicepipe.pipelines.learning import _detector, _finish, _fitted_model, _identity, _learn, _model_summary
+from devicepipe.pipelines.results import LearnResult
+from devicepipe.report import MAX_FLAGGED_ROWS, REPORT_NAME, FlaggedRows, write_report
+from devicepipe.score import group_scores, reconstruct
+from devicepipe.units import format_duration, parse_duration
+from devicepipe.windows import Windows, make_windows
+
+
+def _load_times(source: Any, time_column: str | int | None, need: str) -> tuple[str | int | None, bool]:
+    """A load series' time column: the one named, else a file's first column of times
+    (:func:`~devicepipe.io.channels.time_column_of`), else None for an in-memory table (whose
+    DatetimeIndex the read takes); and whether it was found rather than named. A file with no
+    column of times is refused in one line that begins with ``need``."""
+    found = time_column is None
+    time_column = time_column_of(source) if found else time_column
+    if time_column is None and isinstance(source, (str, os.PathLike)):
+        where = f"found no column of times in {Path(source).name}"
+        raise DevicepipeError(
+            f"{need}: {where}; pass time_column= (e.g. time_column='Datetime').",
+            cli=f"{need}: {where}; pass --time-column (e.g. --time-column Datetime).",
+        )
+    return time_column, found
+
+
+def _read_load(
+    run: _Run,
+    source: Any,
+    column: str | int | None,
+    times: tuple[str | int | None, bool],
+    time_format: str | None,
+    nan: str,
+    encoding: str | None,
+) -> tuple[Recording, TimeReport]:
+    """One value column of a load series onto the run's device, sorted by its times, duplicate
+    times averaged; the recording and its time report. ``times``: :func:`_load_times`' answer
+    (a column found rather than named is said)."""
+    time_column, found = times
+    if found and time_column is not None:
+        run.note(f"times from column {time_column!r}; --time-column picks another")
+    with run.stage("read"):
+        rec = read_series(
+            source,
+            column,
+            device=run.device,
+            time_column=time_column,
+            time_format=time_format,
+            duplicates="mean",
+            nan=nan,
+            encoding=encoding,
+        )
+    if rec.samples.ndim != 1:
+        problem = f"{rec.source} has {rec.n_channels} value columns"
+        raise DevicepipeError(f"{problem}; choose one with column=.", cli=f"{problem}; choose one with --column.")
+    report = rec.time_report
+    if report is None:
+        raise DevicepipeError(
+            f"the {rec.source} has no times: give a DataFrame with a DatetimeIndex, or name its column of times "
+            "with time_column=."
+        )
+    run.note(f"read {report.summary()}; {rec.n_samples:,} time points after that")
+    return rec, report
+
+
+def run_series(
+    source: Any,
+    out: str | Path,
+    *,
+    column: str | int | None = None,
+    time_column: str | int | None = None,
+    time_format: str | None = None,
+    window: str = SERIES_WINDOW,
+    pointwise: bool = False,
+    settings: LearnSettings | None = None,
+    hidden: int = SERIES_HIDDEN,
+    device: str | torch.device = "auto",
+    nan: str = "error",
+    encoding: str | None = None,
+    progress: Progress | None = None,
+    epoch_progress: EpochProgress | None = None,
+    count_transfers: bool = True,
+) -> LearnResult:
+    """Windows of a load series, MinMax scaling, the MLP autoencoder, anomalous windows.
+
+    ``source``: a CSV or Parquet file, or an in-memory table (pandas, Polars, PyArrow). The
+    times are ``time_column``'s; with none named, a file's first column of times
+    (:func:`~devicepipe.io.channels.time_column_of`) or a pandas DataFrame's DatetimeIndex.
+    Duplicate timestamps are averaged and gaps filled (up to two steps per window) or the
+    window dropped, all reported in ``summary.json``. ``pointwise`` trains the notebook's
+    per-sample autoencoder (input size 1) instead and scores each window by the mean error
+    of its samples. Writes ``summary.json`` (last), ``embeddings.parquet`` (window start,
+    latent code, score, flag, spread), ``checkpoint.pt`` (or ``ensemble.pt``),
+    ``history.csv`` and figures (``training.png``, ``latent.png``, ``extremes.png``,
+    ``days.png``). ``settings`` defaults to :class:`SeriesLearnSettings`.
+    """
+    settings = settings or SeriesLearnSettings()
+    window_s = parse_duration(window)
+    # one sample's distance to its nearest samples says nothing of the window it is in
+    if pointwise and settings.scorer not in (None, "reconstruction"):
+        raise DevicepipeError(
+            f"scorer {settings.scorer!r} cannot score single samples; pointwise models use scorer='reconstruction'.",
+            cli=f"--scorer {settings.scorer} cannot score single samples; drop it with --pointwise.",
+        )
+    time_column, found = _load_times(source, time_column, "a load series needs its time column")
+    run = _start(out, device, count_transfers, progress)
+    identity = _identity(
+        source,
+        settings,
+        column=column,
+        time_column=time_column,
+        time_format=time_format,
+        window=window,
+        pointwise=pointwise,
+        hidden=hidden,
+        nan=nan,
+    )
+    check_before_start(run.out, settings, identity)
+    default_scorer = "reconstruction" if pointwise else DEFAULT_SCORER
+    rec, report = _read_load(run, source, column, (time_column, found), time_format, nan, encoding)
+    with run.stage("window"):
+        wins = make_windows(rec.samples, rec.timestamps, window_s=window_s, step_s=report.step_s)
+    if wins.values.shape[0] < MIN_WINDOWS_TO_TRAIN:
+        raise DevicepipeError(
+            f"only {wins.values.shape[0]} complete windows of {window}; need at least {MIN_WINDOWS_TO_TRAIN}."
+        )
+    per = wins.per_window
+    raw = wins.values.reshape(-1, 1) if pointwise else wins.values  # the notebook's model sees one sample at a time
+    # MinMax scaling to [0, 1] (fitted on every value), the MLP's sigmoid output
+    detector = _detector(
+        settings, run.device, scorer=default_scorer, model="mlp", width=raw.shape[1], hidden=hidden, scaling="minmax"
+    )
+    extra = {"window_s": window_s, "identity": identity}
+    what = f"{raw.shape[0]:,} {'samples' if pointwise else 'windows'} of {per} steps"
+    learned = _learn(run, detector, raw, settings, extra, epoch_progress, what)
+    scaler = detector.scaler_
+    rows = scaler.transform(raw.reshape(-1)).reshape(raw.shape).float()
+    data = rows.reshape(wins.values.shape)
+    with run.stage("score"):
+        scores = group_scores(learned.scores, per, settings.percentile) if pointwise else learned.scores
+        recon = reconstruct(learned.models[0], rows).reshape(data.shape)
+        raw_recon = scaler.inverse_transform(recon.reshape(-1)).reshape(recon.shape)
+    with run.stage("transfer"):
+        host = scores.to_host() | _to_host({"days": wins.values, "recon": raw_recon})
+    flagged = np.array([i for i in np.argsort(host["scores"])[::-1] if host["flags"][i]], dtype=np.int64)
+    with run.stage("write"):
+        leading = {"start": wins.starts, "filled_slots": wins.filled}
+        files = write_scores(run.out, leading, host, learned.histories)
+        geometry = {"input": "load-windows", "window": window, "steps_per_window": per, "pointwise": pointwise}
+        files[MODEL_NAME] = learned.detector.save(run.out / MODEL_NAME, geometry=geometry)
+        args = (host, learned.histories, scores.threshold, rec.channels[0], pointwise, flagged, learned.warning)
+        files.update(series_figures(run.out, wins, *args))
+    summary = {
+        **input_summary(source, rec, run.device, channel_key="column"),
+        "time_column": time_column if time_column is not None else "the DataFrame's DatetimeIndex",
+        "window": window,
+        "steps_per_window": per,
+        "pointwise": pointwise,
+        "settings": {**settings.to_dict(), "hidden": hidden},
+        "time": report.to_dict(),
+        "windows": _windows_summary(wins),
+        "threshold": scores.threshold,
+        "threshold_means": (
+            f"the {settings.percentile:g}th percentile of the training windows' scores; "
+            + detector.score_meaning(
+                f"a {'sample' if pointwise else 'window'} scaled to [0, 1] by the series' minimum and maximum",
+                "fractions of that range",
+            )
+            + (f"; a window's score is the mean of its {per} samples'" if pointwise else "")
+        ),
+        "scorer": detector.scorer_summary(
+            "pointwise: one sample's distance to other samples says nothing of its window" if pointwise else None
+        ),
+        "flagged": [{"start": str(wins.starts[i])[:19], "score": float(host["scores"][i])} for i in flagged],
+    }
+    page = _flagged_windows(wins, host, flagged, rec.channels[0])
+    return _finish(run, summary, learned, files, "series", page)
+
+
+def _windows_summary(wins: Windows) -> dict[str, Any]:
+    """``summary.json``'s account of a load series' windows: used, gaps filled, dropped."""
+    return {
+        "used": int(wins.values.shape[0]),
+        "filled_slots": int(wins.filled.sum()),
+        "windows_with_filled_slots": int((wins.filled > 0).sum()),
+        "dropped": [str(d)[:19] for d in wins.dropped],
+    }
+
+
+def _flagged_windows(wins: Windows, host: dict[str, np.ndarray], flagged: np.ndarray, unit: str) -> FlaggedRows:
+    """The report's list of flagged windows (``flagged``: indices, highest score first)."""
+    top = flagged[:MAX_FLAGGED_ROWS]
+    return FlaggedRows(
+        names=[str(wins.starts[i])[:10] for i in top],
+        scores=host["scores"][top],
+        rows=host["days"][top],
+        typical=np.median(host["days"], axis=0),
+        unit=unit,
+        total=int(flagged.size),
+    )
+
+
+def run_score_series(
+    source: Any,
+    out: str | Path,
+    *,
+    model: str | Path | BeatAnomalyDetector,
+    column: str | int | None = None,
+    time_column: str | int | None = None,
+    time_format: str | None = None,
+    device: str | torch.device = "auto",
+    nan: str = "error",
+    encoding: str | None = None,
+    progress: Progress | None = None,
+    count_transfers: bool = True,
+) -> LearnResult:
+    """Score every window of a load series with a model trained earlier by :func:`run_series`,
+    against the model's own threshold: the days (or other windows) of a new period judged by
+    a model of what was normal before.
+
+    The series is read as :func:`run_series` reads it (``source``, ``column``, ``time_column``:
+    the same choices) and cut into windows of the model's length; its time step must be the
+    model's (24 steps to a day for a model of hourly days). The windows are scaled by the
+    model's own minimum and maximum (those of its training series), so a period of higher
+    load than any it saw scores high. Each window gets its score, flag (score above the
+    model's threshold) and tail probability (the share of the model's training windows
+    scoring at least as high). A per-sample model (``series --pointwise``) is refused.
+
+    Writes to ``out``: ``scores.parquet`` (window start, filled slots, codes, score, flag,
+    spread, tail probability), ``scores.png``, ``latent.png``, ``extremes.png``, ``days.png``,
+    ``report.html``, and ``summary.json`` last.
+    """
+    dev = resolve_device(device)
+    detector = _fitted_model(model, dev, "load-windows")
+    geometry = detector.geometry_
+    if geometry.get("pointwise"):
+        raise DevicepipeError(
+            "the model is a per-sample autoencoder (series --pointwise): it scores samples, not windows; "
+            "train a model of whole windows (series without --pointwise) to score a new period."
+        )
+    time_column, found = _load_times(source, time_column, "the model scores windows of a load series")
+    window = str(geometry["window"])
+    window_s = parse_duration(window)
+    run = _start(out, dev, count_transfers, progress)
+    rec, report = _read_load(run, source, column, (time_column, found), time_format, nan, encoding)
+    with run.stage("window"):
+        wins = make_windows(rec.samples, rec.timestamps, window_s=window_s, step_s=report.step_s)
+    per = int(geometry["steps_per_window"])
+    if wins.per_window != per:
+        raise DevicepipeError(
+            f"the model takes windows of {window} in {per} steps of {format_duration(window_s / per)}; "
+            f"{rec.source} has a step of {format_duration(report.step_s)} ({wins.per_window} to a window): "
+            "give the series at the model's step."
+        )
+    if wins.values.shape[0] == 0:
+        raise DevicepipeError(f"{rec.source} holds no complete window of {window} to score.")
+    with run.stage("score"):
+        scores = detector.score_details(wins.values)
+        tail = detector.tail_of(scores.scores)
+        scaler = detector.scaler_
+        rows = scaler.transform(wins.values.reshape(-1)).reshape(wins.values.shape).float()
+        recon = reconstruct(detector.models_[0], rows)
+        raw_recon = scaler.inverse_transform(recon.reshape(-1)).reshape(recon.shape)
+    with run.stage("transfer"):
+        host = scores.to_host() | _to_host(
+            {"days": wins.values, "recon": raw_recon, "tail": tail, "train_scores": detector.train_scores_}
+        )
+    flagged = np.array([i for i in np.argsort(host["scores"])[::-1] if host["flags"][i]], dtype=np.int64)
+    with run.stage("write"):
+        files = write_score_table(run.out, {"start": wins.starts, "filled_slots": wins.filled}, host)
+        files.update(series_score_figures(run.out, wins, host, detector.threshold_, rec.channels[0], flagged))
+    summary = {
+        **input_summary(source, rec, run.device, channel_key="column"),
+        "time_column": time_column if time_column is not None else "the DataFrame's DatetimeIndex",
+        "model": _model_summary(detector, "training_windows"),
+        "window": window,
+        "steps_per_window": per,
+        "time": report.to_dict(),
+        "windows": _windows_summary(wins),
+        "threshold": detector.threshold_,
+        "threshold_means": (
+            f"the model's own threshold, {detector.threshold_rule}; "
+            + detector.score_meaning(
+                "a window scaled to [0, 1] by the minimum and maximum of the model's training series",
+                "fractions of that range",
+            )
+        ),
+        "scorer": detector.scorer_summary(),
+        "flag_rate": float(host["flags"].mean()),
+        "flagged": [
+            {
+                "start": str(wins.starts[i])[:19],
+                "score": float(host["scores"][i]),
+                "tail_probability": float(host["tail"][i]),
+            }
+            for i in flagged
+        ],
+        "seconds": run.timer.seconds,
+        "transfers": run.timer.transfers(),
+        "threads": detector.threads_.to_dict(),
+    }
+    page = _flagged_windows(wins, host, flagged, rec.channels[0])
+    files[REPORT_NAME] = write_report(run.out, "score-series", summary, files, flagged=page)
+    files["summary.json"] = write_summary(run.out, summary, files)
+    return LearnResult(run.out, summary, files)
