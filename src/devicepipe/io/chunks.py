@@ -15,16 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 import torch
 
-from devicepipe.device import resolve_device
 from devicepipe.errors import ReadError
-from devicepipe.io.edf import EDF_SUFFIXES, edf_header
-from devicepipe.io.raw import ColumnSpec, channel_names, column_list, resolve_names
-from devicepipe.io.read import header_sampling_rate, npy_error, npy_time_first, read_series
-from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES, csv_rows
-from devicepipe.io.wfdb import is_wfdb_record, record_base
+from devicepipe.io.formats import format_of
+from devicepipe.io.formats.npy import npy_header
+from devicepipe.io.raw import ColumnSpec
+from devicepipe.io.read import header_sampling_rate, read_series
 
 __all__ = ["Chunk", "chunk_reader", "iter_chunks", "npy_rows", "recording_length", "samples_at_most"]
 
@@ -33,34 +30,15 @@ def recording_length(source: str | os.PathLike[str], column: ColumnSpec = None) 
     """Samples in a recording file, from its header where it has one (a CSV's rows are counted
     in one streamed pass, its values not converted)."""
     path = Path(source)
-    suffix = path.suffix.lower()
+    fmt = format_of(path)
+    if fmt is None:
+        raise ReadError(f"cannot read {path.name} in chunks; use a WFDB record, EDF, Parquet, NPY or CSV file.")
     try:
-        if is_wfdb_record(path):
-            import wfdb  # (imported where it is needed: see devicepipe.io.wfdb)
-
-            return int(wfdb.rdheader(str(record_base(path))).sig_len)
-        if suffix in EDF_SUFFIXES:
-            head = edf_header(path)
-            wanted = column_list(column)
-            idx = list(range(len(head["labels"]))) if wanted is None else resolve_names(
-                wanted, head["labels"], "signal", path.name
-            )  # fmt: skip
-            return min(head["lengths"][i] for i in idx)
-        if suffix in PARQUET_SUFFIXES:
-            return int(pq.ParquetFile(path).metadata.num_rows)
-        if suffix == ".npy":
-            try:
-                shape = np.load(path, mmap_mode="r", allow_pickle=False).shape
-                return int(shape[0] if npy_time_first(shape) else shape[-1])
-            except (ValueError, EOFError) as exc:
-                raise npy_error(path, exc) from None
-        if suffix in CSV_DELIMITERS:
-            return csv_rows(path)
+        return fmt.length(path, column)
     except ReadError:
         raise
     except Exception as exc:  # noqa: BLE001 - any reader's failure, as one line
         raise ReadError(f"cannot read the length of {path.name} ({exc}).") from None
-    raise ReadError(f"cannot read {path.name} in chunks; use a WFDB record, EDF, Parquet, NPY or CSV file.")
 
 
 def samples_at_most(source: str | os.PathLike[str], column: ColumnSpec = None) -> int:
@@ -68,9 +46,8 @@ def samples_at_most(source: str | os.PathLike[str], column: ColumnSpec = None) -
     itself where a header says it; for a CSV, its size in bytes over two (a row holds a value
     and a line end at least), so that a file plainly small enough is not read to be counted."""
     path = Path(source)
-    if path.suffix.lower() in CSV_DELIMITERS and path.is_file():
-        return path.stat().st_size // 2
-    return recording_length(source, column)
+    fmt = format_of(path)
+    return fmt.samples_at_most(path, column) if fmt is not None else recording_length(source, column)
 
 
 def chunk_reader(
@@ -93,7 +70,8 @@ def chunk_reader(
         )
     n = recording_length(source, column)
     chosen = 0 if column is None else column
-    fast = _npy_reader(Path(source), chosen, device, dtype)
+    fmt = format_of(Path(source))
+    fast = None if fmt is None else fmt.chunk_reader(Path(source), chosen, device, dtype)
     if fast is not None:
         return fast, n, float(rate)
 
@@ -151,49 +129,10 @@ def iter_chunks(
         yield Chunk(rec.samples, a, b, c0, c1, float(rate))
 
 
-def _npy_header(path: Path) -> tuple[tuple[int, ...], bool, np.dtype, int]:
-    """An NPY file's shape, Fortran order, dtype and the byte offset of its data."""
-    with path.open("rb") as fh:
-        version = np.lib.format.read_magic(fh)
-        header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        shape, fortran, dtype = header(fh)
-        return shape, fortran, dtype, fh.tell()
-
-
-def _npy_reader(
-    path: Path, column: ColumnSpec, device: str | torch.device, dtype: torch.dtype
-) -> Callable[[int, int], torch.Tensor] | None:
-    """A chunk reader of one channel of a ``(time,)`` or C-ordered ``(channels, time)`` NPY file
-    of native-order numbers, its header read once and each chunk by a positioned read (what
-    :func:`~devicepipe.io.read_series` does per call, header and mapping included, was a
-    quarter of a 10-minute chunk's time); None for any other file, which read_series reads."""
-    if path.suffix.lower() != ".npy":
-        return None
-    try:
-        shape, fortran, stored, offset = _npy_header(path)
-    except (OSError, ValueError, EOFError):
-        return None  # read_series says what is wrong with it
-    if fortran or len(shape) not in (1, 2) or npy_time_first(shape) or stored.kind not in "fiu" or not stored.isnative:
-        return None  # (a (time, channels) array's channel is strided: read_series reads it)
-    names = channel_names(shape[0] if len(shape) == 2 else 1)
-    wanted = resolve_names(column_list(column), names, "channel", path.name)
-    if len(wanted) != 1:
-        return None
-    n = shape[-1]
-    first = offset + wanted[0] * n * stored.itemsize
-    target = resolve_device(device)
-
-    def read(start: int, stop: int) -> torch.Tensor:
-        values = np.fromfile(path, dtype=stored, count=stop - start, offset=first + start * stored.itemsize)
-        return torch.from_numpy(values).to(device=target, dtype=dtype)
-
-    return read
-
-
 def npy_rows(path: Path) -> tuple[int, int, Callable[[Sequence[tuple[int, int]]], torch.Tensor]]:
     """Rows, columns and a reader ``rows([(start, stop), ...])`` of a 2-D NPY file, read with
     positioned reads: nothing of the file stays mapped, so the memory held is the rows asked for."""
-    (n, width), _, dtype, offset = _npy_header(path)
+    (n, width), _, dtype, offset = npy_header(path)
     row = width * dtype.itemsize
 
     def rows(picks: Sequence[tuple[int, int]]) -> torch.Tensor:

@@ -26,18 +26,13 @@ import torch
 
 from devicepipe.device import resolve_device
 from devicepipe.errors import ReadError
-from devicepipe.interop import library_of, to_torch
-from devicepipe.io.edf import EDF_SUFFIXES, edf_header, read_edf
-from devicepipe.io.raw import ColumnSpec, RawSeries, channel_names, column_list, resolve_names
+from devicepipe.interop import library_of
+from devicepipe.io.formats import ReadRequest, Span, format_of, known_formats
+from devicepipe.io.formats.npy import from_array, npy_error, npy_time_first
+from devicepipe.io.raw import ColumnSpec, RawSeries
 from devicepipe.io.tables import (
-    CSV_DELIMITERS,
-    PARQUET_SUFFIXES,
-    csv_layout,
     index_times,
-    parquet_sampling_rate,
-    read_csv_table,
     read_frame,
-    read_parquet_table,
 )
 from devicepipe.io.timeline import (
     DUPLICATE_POLICIES,
@@ -48,7 +43,6 @@ from devicepipe.io.timeline import (
     apply_nan_policy,
     order_by_time,
 )
-from devicepipe.io.wfdb import is_wfdb_record, read_wfdb, record_base, wfdb_sampling_rate
 from devicepipe.units import parse_duration
 
 __all__ = [
@@ -63,8 +57,6 @@ __all__ = [
     "read_series",
     "recording_files",
 ]
-
-_NUMERIC_INTS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool)
 
 
 @dataclass(frozen=True)
@@ -264,14 +256,6 @@ def read_series(
     )
 
 
-@dataclass(frozen=True)
-class Span:
-    """Samples ``[start, stop)`` of a recording (``stop`` None: to the end)."""
-
-    start: int = 0
-    stop: int | None = None
-
-
 def _span(source: Any, column: ColumnSpec, start: Any, stop: Any, sampling_rate: float | None) -> Span:
     """``start``/``stop`` as sample indices; durations need the rate before reading."""
     if start is None and stop is None:
@@ -305,17 +289,8 @@ def _span(source: Any, column: ColumnSpec, start: Any, stop: Any, sampling_rate:
 
 def header_sampling_rate(path: Path, column: ColumnSpec = None) -> float | None:
     """The sampling rate a file's header states (WFDB, EDF, devicepipe's Parquet), read without its samples."""
-    suffix = path.suffix.lower()
-    if is_wfdb_record(path):
-        return wfdb_sampling_rate(path)
-    if suffix in EDF_SUFFIXES:
-        head = edf_header(path)
-        wanted = column_list(column)
-        idx = [0] if wanted is None else resolve_names(wanted, head["labels"], "signal", path.name)
-        return head["rates"][idx[0]]
-    if suffix in PARQUET_SUFFIXES and path.is_file():
-        return parquet_sampling_rate(path)
-    return None
+    fmt = format_of(path)
+    return None if fmt is None else fmt.sampling_rate(path, column)
 
 
 def check_rate(rate: Any, what: str = "sampling_rate") -> None:
@@ -340,10 +315,8 @@ def check_rate(rate: Any, what: str = "sampling_rate") -> None:
 def recording_files(path: Path) -> list[Path]:
     """The files that hold the recording ``path`` names: a WFDB record's header and signal
     file, else the file itself (whether or not they exist)."""
-    if is_wfdb_record(path):
-        base = record_base(path)
-        return [base.with_name(base.name + ext) for ext in (".hea", ".dat")]
-    return [path]
+    fmt = format_of(path)
+    return [path] if fmt is None else fmt.files(path)
 
 
 def input_fingerprint(source: Any) -> str | None:
@@ -373,14 +346,8 @@ def declares_sampling_rate(source: Any) -> bool | None:
     if not isinstance(source, (str, os.PathLike)):
         return None
     path = Path(source)
-    suffix = path.suffix.lower()
-    if is_wfdb_record(path) or suffix in EDF_SUFFIXES:
-        return True
-    if suffix in CSV_DELIMITERS or suffix == ".npy":
-        return False
-    if suffix in PARQUET_SUFFIXES and path.is_file():
-        return parquet_sampling_rate(path) is not None
-    return None
+    fmt = format_of(path)
+    return None if fmt is None else fmt.declares_rate(path)
 
 
 def _read_path(
@@ -392,85 +359,18 @@ def _read_path(
     encoding: str | None,
     span: Span,
 ) -> RawSeries:
-    suffix = path.suffix.lower()
-    if is_wfdb_record(path):
-        return read_wfdb(path, column, span.start, span.stop)
-    if not path.exists():
-        raise ReadError(f"read_series(): file not found: {path}.")
-    if path.is_dir():
-        raise ReadError(f"read_series(): {path} is a directory; pass a file.")
-    if suffix in CSV_DELIMITERS:
-        delimiter, decimal = csv_layout(path, encoding)
-        return read_csv_table(
-            path, column, time_column, time_format, header, delimiter, encoding, span.start, span.stop, decimal
-        )
-    if suffix in PARQUET_SUFFIXES:
-        return read_parquet_table(path, column, time_column, span.start, span.stop)
-    if suffix in EDF_SUFFIXES:
-        if time_column is not None:
-            raise ReadError(f"read_series(): {path.name} is an EDF file; its times come from its rate, not a column.")
-        return read_edf(path, column, span.start, span.stop)
-    if suffix == ".npy":
-        if time_column is not None:
-            raise ReadError(f"read_series(): {path.name} is an array file and has no time column.")
-        return _read_npy(path, column, span)
-    raise ReadError(
-        f"read_series(): unknown format {suffix or '(no extension)'!r} of {path.name}; "
-        "use .csv, .tsv, .parquet, .npy, .edf, .bdf or a WFDB record (.hea/.dat)."
-    )
-
-
-def npy_error(path: Path, exc: BaseException) -> ReadError:
-    """The one-line error for an ``.npy`` file numpy cannot load (``exc``: numpy's exception)."""
-    # numpy calls a file that is not an array "pickled (object) data" and offers to run it
-    text = str(exc)
-    if "Object arrays" in text or "Python objects in dtype" in text:  # an array of Python objects
-        why = "it holds Python objects (dtype object), which are read only by unpickling, not numbers"
-    else:
-        why = "not an .npy header" if "pickle" in text else text
-    return ReadError(f"{path.name} is not a readable .npy array of numbers ({why}).")
-
-
-def npy_time_first(shape: tuple[int, ...]) -> bool:
-    """Whether a 2-D NPY array of this shape holds ``(time, channels)``: more rows than columns.
-    A recording has far more samples than channels, so an array saved with its samples down the
-    rows (``np.stack(leads, axis=1)``, a DataFrame's ``to_numpy()``) is read with them along
-    time, not as thousands of channels of a few samples."""
-    return len(shape) == 2 and shape[0] > shape[1]
-
-
-def _read_npy(path: Path, column: ColumnSpec, span: Span = Span()) -> RawSeries:
-    try:
-        arr = np.load(path, allow_pickle=False, mmap_mode="r" if span != Span() else None)
-    except (ValueError, OSError, EOFError) as exc:
-        raise npy_error(path, exc) from None
-    if npy_time_first(arr.shape):
-        arr = np.ascontiguousarray(arr.T) if span == Span() else arr.T  # (channels, time)
-    if span != Span():  # only the part asked for leaves the disk
-        arr = np.array(arr[..., span.start : span.stop])
-    return _from_array(arr, column, path.name)
-
-
-def _from_array(arr: Any, column: ColumnSpec, source: str) -> RawSeries:
-    """An array in devicepipe's layout, ``(time,)`` or ``(channels, time)``, shared where possible."""
-    tensor = to_torch(arr)
-    if tensor.ndim not in (1, 2):
+    fmt = format_of(path)
+    if fmt is None or not fmt.names_records:
+        if not path.exists():
+            raise ReadError(f"read_series(): file not found: {path}.")
+        if path.is_dir():
+            raise ReadError(f"read_series(): {path} is a directory; pass a file.")
+    if fmt is None:
         raise ReadError(
-            f"read_series(): {source} has shape {tuple(tensor.shape)}; expected (time,) or (channels, time)."
+            f"read_series(): unknown format {path.suffix.lower() or '(no extension)'!r} of {path.name}; "
+            f"use {known_formats()}."
         )
-    if not (tensor.dtype.is_floating_point or tensor.dtype in _NUMERIC_INTS):
-        kind = "complex numbers" if tensor.dtype.is_complex else str(tensor.dtype).removeprefix("torch.")
-        raise ReadError(
-            f"read_series(): {source} holds {kind}, not real numbers; save the signal as float32, float64 "
-            "or integers (a complex array's real or imaginary part, e.g. np.real(x))."
-        )
-    tensor = tensor.unsqueeze(0) if tensor.ndim == 1 else tensor
-    names = channel_names(tensor.shape[0])
-    wanted = column_list(column)
-    if wanted is not None:
-        idx = resolve_names(wanted, names, "channel", source)
-        tensor, names = tensor[idx], [names[i] for i in idx]
-    return RawSeries(tensor, names, [None] * len(names), None, None, source)
+    return fmt.read(path, ReadRequest(column, time_column, time_format, header, encoding, span))
 
 
 def _read_object(obj: Any, column: ColumnSpec, time_column: str | int | None) -> RawSeries:
@@ -481,10 +381,10 @@ def _read_object(obj: Any, column: ColumnSpec, time_column: str | int | None) ->
     if time_column is not None:
         raise ReadError(f"read_series(): time_column= needs a table (DataFrame or Table), got a {lib} {kind}.")
     if lib == "pandas" and kind == "Series":
-        raw = _from_array(obj, column, "pandas Series")
+        raw = from_array(obj, column, "pandas Series")
         name = str(obj.name) if obj.name is not None else "ch0"
         return RawSeries(raw.values, [name], [None], None, index_times(obj, "pandas Series"), "pandas Series")
     if lib == "polars" and kind == "Series":
-        raw = _from_array(obj, column, "Polars Series")
+        raw = from_array(obj, column, "Polars Series")
         return RawSeries(raw.values, [obj.name or "ch0"], [None], None, None, "Polars Series")
-    return _from_array(obj, column, f"{lib} {kind}")
+    return from_array(obj, column, f"{lib} {kind}")

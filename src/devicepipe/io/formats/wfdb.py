@@ -1,0 +1,37 @@
+"""WFDB records (PhysioNet): a header (``.hea``) and signal files, named by the record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from devicepipe.io.formats.base import FileFormat, ReadRequest
+from devicepipe.io.raw import ColumnSpec, RawSeries
+from devicepipe.io.wfdb import is_wfdb_record, read_wfdb, record_base, wfdb_sampling_rate
+
+
+class WfdbFormat(FileFormat):
+    name: ClassVar[str] = "wfdb"
+    described: ClassVar[str] = "a WFDB record (.hea/.dat)"
+    names_records: ClassVar[bool] = True
+
+    def probe(self, path: Path) -> bool:
+        return is_wfdb_record(path)
+
+    def read(self, path: Path, request: ReadRequest) -> RawSeries:
+        return read_wfdb(path, request.column, request.span.start, request.span.stop)
+
+    def sampling_rate(self, path: Path, column: ColumnSpec = None) -> float | None:
+        return wfdb_sampling_rate(path)
+
+    def declares_rate(self, path: Path) -> bool | None:
+        return True
+
+    def length(self, path: Path, column: ColumnSpec = None) -> int:
+        import wfdb  # (imported where it is needed: see devicepipe.io.wfdb)
+
+        return int(wfdb.rdheader(str(record_base(path))).sig_len)
+
+    def files(self, path: Path) -> list[Path]:
+        base = record_base(path)
+        return [base.with_name(base.name + ext) for ext in (".hea", ".dat")]
