@@ -15,6 +15,7 @@ from devicepipe.io.formats.csv import CsvFormat
 from devicepipe.io.formats.edf import EdfFormat
 from devicepipe.io.formats.npy import NpyFormat
 from devicepipe.io.formats.parquet import ParquetFormat
+from devicepipe.io.formats.rate_tsv import RateTsvFormat
 from devicepipe.io.formats.wfdb import WfdbFormat
 
 __all__ = ["FORMATS", "FileFormat", "Format", "ReadRequest", "Span", "format_of", "known_formats"]
@@ -22,6 +23,7 @@ __all__ = ["FORMATS", "FileFormat", "Format", "ReadRequest", "Span", "format_of"
 #: Every format devicepipe reads, in the order their probes are tried.
 FORMATS: tuple[Format, ...] = (
     WfdbFormat(),
+    RateTsvFormat(),
     CsvFormat(),
     ParquetFormat(),
     NpyFormat(),
