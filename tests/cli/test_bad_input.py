@@ -296,7 +296,7 @@ def test_a_full_disk_is_one_line_and_leaves_nothing(monkeypatch, tmp_path, where
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "somewhere"))
 
     if where == "output":  # the beat matrix, the first file a run writes
-        monkeypatch.setattr("devicepipe.pipelines.write_npy", full)
+        monkeypatch.setattr("devicepipe.pipelines.beats_finish.write_npy", full)
         result = run("beats", src, "--sampling-rate", "250", "--out", tmp_path / "out", "--no-figures")
         one_line_error(result, "the disk is full: No space left on device", "free space or choose an --out")
     else:  # a chunked run's beats, waiting in TMPDIR

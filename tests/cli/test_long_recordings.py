@@ -27,18 +27,20 @@ def beats(*args):
 @pytest.mark.parametrize("mode", ["seed", "centered"])
 @pytest.mark.parametrize("parts", ["as shipped", "small parts"])
 def test_chunks_write_the_files_of_one_piece(tmp_path, monkeypatch, mode, parts):
-    from devicepipe import ecg, heart, pipeline
+    from devicepipe import heart
+    from devicepipe.ecg import chunked, quality, ricker
     from devicepipe.io import spill, wfdb
+    from devicepipe.pipelines import context
     from devicepipe.signal import blocks
 
     record = require_data("mitdb/100")
     whole = beats(record, "--out", tmp_path / "whole", "--mode", mode, "--no-figures")
     if parts == "small parts":  # what a week's beats meet: every per-beat stage cut into many parts on disk
         for module, name, value in (
-            (pipeline, "BEAT_PART", 97),
-            (ecg, "QUALITY_BLOCK", 64),
-            (ecg, "SELECT_BLOCK", 200),
-            (ecg, "MEDIAN_PART", 50),
+            (context, "BEAT_PART", 97),
+            (quality, "QUALITY_BLOCK", 64),
+            (chunked, "SELECT_BLOCK", 200),
+            (ricker, "MEDIAN_PART", 50),
             (blocks, "MEDIAN_HELD", 10),
             (spill, "SPILL_BUFFER", 100),
             (wfdb, "ANNOTATION_BLOCK", 33),

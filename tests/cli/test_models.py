@@ -182,7 +182,7 @@ def test_resume_under_two_ranks(population, tmp_path):
 
 @pytest.mark.parametrize("ensemble", [1, 2])
 def test_beats_beyond_the_memory_budget_are_streamed_with_the_same_result(population, tmp_path, ensemble):
-    settings = dp.pipeline.LearnSettings(epochs=3, ensemble=ensemble, threads=1)
+    settings = dp.pipelines.LearnSettings(epochs=3, ensemble=ensemble, threads=1)
     held = dp.run_train(population / "pop", tmp_path / "held", settings=settings, device="cpu")
     streamed = dp.run_train(population / "pop", tmp_path / "streamed", settings=settings, device="cpu",
                             memory_budget=10_000)  # fmt: skip
@@ -195,7 +195,7 @@ def test_beats_beyond_the_memory_budget_are_streamed_with_the_same_result(popula
 
 @pytest.mark.cuda
 def test_streaming_to_a_gpu_equals_holding_the_beats_there(population, tmp_path):
-    settings = dp.pipeline.LearnSettings(epochs=3, threads=1)
+    settings = dp.pipelines.LearnSettings(epochs=3, threads=1)
     dp.run_train(population / "pop", tmp_path / "held", settings=settings, device="cuda")
     s = dp.run_train(population / "pop", tmp_path / "streamed", settings=settings, device="cuda", memory_budget=10_000)
     assert s.summary["streamed"]["from_host"] is True

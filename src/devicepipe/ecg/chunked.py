@@ -9,10 +9,10 @@ from typing import Any
 import torch
 
 from devicepipe.device import all_finite
+from devicepipe.ecg import ricker
 from devicepipe.ecg.peaks import _options_of, ecg_peaks
 from devicepipe.ecg.ricker import (
     _PACKED_KEYS,
-    MEDIAN_PART,
     SELECT_HALO_BEATS,
     _abs_max,
     _Held,
@@ -175,7 +175,7 @@ def _peaks_chunked(
             return r.envelope(spill.read("block_max", lo, hi, device)[None])[:, a - lo : b - lo]
 
         def envelope_parts() -> Iterator[torch.Tensor]:
-            return (envelope(a, min(n_blocks, a + MEDIAN_PART)) for a in range(0, n_blocks, MEDIAN_PART))
+            return (envelope(a, min(n_blocks, a + ricker.MEDIAN_PART)) for a in range(0, n_blocks, ricker.MEDIAN_PART))
 
         typical = lower_median_of_parts(envelope_parts).reshape(1, 1).to(device)
         no_ecg = r.no_ecg(typical, subsample, magnitude.reshape(1))

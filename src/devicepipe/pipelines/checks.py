@@ -24,7 +24,7 @@ from devicepipe.io import (
     ReferenceBeats,
 )
 from devicepipe.io.spill import Stored
-from devicepipe.pipelines.context import BEAT_PART
+from devicepipe.pipelines import context
 from devicepipe.signal.blocks import median_of_parts
 
 PLAUSIBLE_BPM = (20.0, 300.0)
@@ -39,8 +39,8 @@ def median_heart_rate(peaks: np.ndarray | Stored, sampling_rate: float) -> float
         return 60.0 * sampling_rate / float(np.median(np.diff(peaks)))
 
     def intervals() -> Iterator[torch.Tensor]:
-        for s in range(0, len(peaks) - 1, BEAT_PART):
-            yield torch.from_numpy(np.diff(peaks[s : s + BEAT_PART + 1]).astype(np.float64))
+        for s in range(0, len(peaks) - 1, context.BEAT_PART):
+            yield torch.from_numpy(np.diff(peaks[s : s + context.BEAT_PART + 1]).astype(np.float64))
 
     return 60.0 * sampling_rate / median_of_parts(intervals)
 

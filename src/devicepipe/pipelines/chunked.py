@@ -28,8 +28,9 @@ from devicepipe.io import (
 from devicepipe.io.chunks import chunk_reader, recording_length, samples_at_most
 from devicepipe.io.read import check_rate, header_sampling_rate
 from devicepipe.io.spill import Spill, Stored
+from devicepipe.pipelines import context
 from devicepipe.pipelines.beats_finish import BeatsOptions, _beats_result, _check_beats, _write_beats
-from devicepipe.pipelines.context import BEAT_PART, PEAK_METHOD, _Run
+from devicepipe.pipelines.context import PEAK_METHOD, _Run
 from devicepipe.pipelines.quality import _excerpt_start, _quality_stored, _quality_summary_stored, _stored_quality
 from devicepipe.pipelines.reading import _unknown_rate
 from devicepipe.pipelines.results import BeatsResult
@@ -126,7 +127,7 @@ def _run_beats_chunked(
         checked = _check_beats(run, rec, n, peaks, peaks, ref, opts)
         release_freed_memory()
         held.append("kept", torch.zeros(0, dtype=torch.bool))  # (a bool mask, even of no beats)
-        for part in segment_kept_parts(peaks, n, fs, part=BEAT_PART, mode=opts.mode):
+        for part in segment_kept_parts(peaks, n, fs, part=context.BEAT_PART, mode=opts.mode):
             held.append("kept", part)
         with run.stage("write"), staged_dir(run.out) as stage:
             with run.stage("segment", count=False):  # each chunk's rows appended to the file as they are cut

@@ -22,7 +22,7 @@ from devicepipe.ecg import (
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.chunks import npy_rows
 from devicepipe.io.spill import Spill, Stored
-from devicepipe.pipelines.context import BEAT_PART
+from devicepipe.pipelines import context
 from devicepipe.signal.blocks import lower_median_of_parts
 
 
@@ -33,8 +33,8 @@ def _quality_stored(held: Spill, matrix_file: Path, fs: float, rows: int = 4096)
     peak, NaN where none was cut (``quality_column``, ``stretch_column``)."""
     peaks, kept = Stored(held, "peaks"), Stored(held, "kept")
     held.append("kept_peaks", torch.zeros(0, dtype=torch.int64))
-    for s in range(0, len(peaks), BEAT_PART):
-        held.append("kept_peaks", torch.from_numpy(peaks[s : s + BEAT_PART][kept[s : s + BEAT_PART]]))
+    for s in range(0, len(peaks), context.BEAT_PART):
+        held.append("kept_peaks", torch.from_numpy(peaks[s : s + context.BEAT_PART][kept[s : s + context.BEAT_PART]]))
     n, width, read = npy_rows(matrix_file)
     template = typical_beat(read([(i, i + 1) for i in template_rows(n).tolist()])) if n else torch.zeros(width)
     held.append("quality", torch.zeros(0))
@@ -43,8 +43,8 @@ def _quality_stored(held: Spill, matrix_file: Path, fs: float, rows: int = 4096)
     held.append("stretch", torch.zeros(0))
     stretch_quality_stored(Stored(held, "quality"), Stored(held, "kept_peaks"), fs, held, name="stretch")
     done = 0
-    for s in range(0, len(peaks), BEAT_PART):
-        mask = kept[s : s + BEAT_PART]
+    for s in range(0, len(peaks), context.BEAT_PART):
+        mask = kept[s : s + context.BEAT_PART]
         count = int(np.count_nonzero(mask))
         for name in ("quality", "stretch"):
             column = np.full(mask.size, np.nan, np.float32)
@@ -102,10 +102,10 @@ def _quality_summary_stored(held: Spill, n_samples: int, fs: float) -> dict[str,
     """:func:`_quality_summary` of the quality held on disk by :func:`_quality_stored`."""
     rated = held.size("quality")
     poor_beats = 0
-    for s in range(0, rated, BEAT_PART):
-        part = (held.read(name, s, s + BEAT_PART) for name in ("quality", "stretch"))
+    for s in range(0, rated, context.BEAT_PART):
+        part = (held.read(name, s, s + context.BEAT_PART) for name in ("quality", "stretch"))
         poor_beats += int(torch.count_nonzero(~BeatQuality(*part, QUALITY_WINDOW_S).usable(POOR_QUALITY)))
-    median = float(lower_median_of_parts(lambda: held.parts("quality", BEAT_PART))) if rated else None
+    median = float(lower_median_of_parts(lambda: held.parts("quality", context.BEAT_PART))) if rated else None
     poor = poor_stretches_stored(Stored(held, "stretch"), Stored(held, "kept_peaks"), n_samples, fs).numpy()
     return _quality_fields(QUALITY_WINDOW_S, POOR_QUALITY, rated, poor_beats, median, poor, n_samples, fs)
 
