@@ -9,15 +9,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.anomaly import MODEL_NAME
+from devicepipe.anomaly import MODEL_NAME, BeatAnomalyDetector
 from devicepipe.ecg import (
     BeatQuality,
+    Beats,
     beat_quality,
-    label_beats,
 )
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
     Recording,
+    ReferenceBeats,
     read_reference,
 )
 from devicepipe.learn import (
@@ -33,7 +34,7 @@ from devicepipe.outputs import (
     write_beat_files,
     write_scores,
 )
-from devicepipe.pipelines.checks import _record_name, _reference_counts, _reference_in
+from devicepipe.pipelines.checks import _record_name, _reference_counts
 from devicepipe.pipelines.context import (
     BEAT_WIDTH,
     ECG_MODE,
@@ -45,11 +46,12 @@ from devicepipe.pipelines.context import (
     _start,
     _to_host,
 )
-from devicepipe.pipelines.learning import _beat_geometry, _detector, _finish, _identity, _learn
+from devicepipe.pipelines.learning import _beat_geometry, _detector, _finish, _identity, _learn, _Learned
 from devicepipe.pipelines.quality import _check_min_quality, _quality_columns, _quality_summary
 from devicepipe.pipelines.reading import _read_and_cut
 from devicepipe.pipelines.results import LearnResult
-from devicepipe.report import MAX_FLAGGED_ROWS, FlaggedRows
+from devicepipe.pipelines.scored import beat_counts, flagged_beats, label_with_reference, score_views
+from devicepipe.report import FlaggedRows
 from devicepipe.scale import StandardScaler
 from devicepipe.score import latent_grid, reconstruct
 from devicepipe.signal.resample import resample_rows
@@ -98,21 +100,102 @@ def run_ecg(
     """
     settings = settings or LearnSettings()
     vae = LightVAEConfig(width=width, latent=settings.latent)  # checked before anything is read or written
+    ref = _labelled_reference(reference)
+    _check_min_quality(min_quality)
+    run = _start(out, device, count_transfers, progress)
+    choices = {"channel": channel, "sampling_rate": sampling_rate, "method": method, "mode": mode, "width": width}
+    identity = _identity(source, settings, **choices, nan=nan)
+    identity |= {} if min_quality is None else {"min_quality": min_quality}
+    check_before_start(run.out, settings, identity)
+    rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan, encoding)
+    data, quality, usable, scaler = _training_rows(run, rec, beats, width, min_quality)
+    detector = _detector(settings, run.device, model="vae", width=vae.width, scaling="none")
+    extra = {"scaler": scaler.state_dict(), "identity": identity}
+    learned = _learn_usable(run, detector, data, usable, settings, extra, epoch_progress)
+    with run.stage("score"):
+        views = _model_views(learned, data)
+    with run.stage("transfer"):
+        host = learned.scores.to_host() | _to_host(
+            {"all_peaks": peaks, "peaks": beats.peaks, "kept": beats.kept} | views
+        )
+        signal = rec.samples.cpu().numpy()
+    with run.stage("hrv"):
+        heart_rate = heart_rate_summary(peaks, rec.sampling_rate)
+    if ref is not None:
+        label_with_reference(host, ref, rec)
+    with run.stage("write"):
+        files = _write_ecg(run, rec, signal, host, learned, beats, quality, _beat_geometry(beats, method, width))
+    summary = {
+        **input_summary(source, rec, run.device),
+        "settings": {**settings.to_dict(), "mode": mode, "width": width, "method": method},
+        **_ecg_scores_summary(host, heart_rate, learned, settings, rec.sampling_rate),
+        "quality": _quality_summary(quality, beats.peaks, rec.n_samples, rec.sampling_rate, min_quality),
+    }
+    if usable is not None:
+        summary["quality"]["left_out_of_training_and_flags"] = int((~usable).sum())
+    if ref is not None:
+        summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
+    return _finish(run, summary, learned, files, "ecg", _flagged_beats(host, rec.sampling_rate, ref is not None))
+
+
+def _write_ecg(
+    run: _Run,
+    rec: Recording,
+    signal: np.ndarray,
+    host: dict[str, np.ndarray],
+    learned: _Learned,
+    beats: Beats,
+    quality: BeatQuality,
+    geometry: dict[str, Any],
+) -> dict[str, Path]:
+    """Every file of an ECG run but its report and summary: the beat files and scores, the model
+    (with the ``geometry`` of its rows), the figures."""
+    files, leading = _scored_beat_files(run, rec, host, "truth" in host, quality)
+    files.update(write_scores(run.out, leading, host, learned.histories))
+    files[MODEL_NAME] = learned.detector.save(run.out / MODEL_NAME, geometry=geometry)
+    beat_rate = geometry["width"] / beats.window_s  # Hz of the resampled beat rows
+    args = (host, learned.histories, learned.scores.threshold, beat_rate, learned.warning)
+    files.update(ecg_figures(run.out, rec, signal, *args))
+    files["quality.png"] = quality_figure(run.out, quality, beats.peaks, rec.n_samples, rec.sampling_rate)
+    return files
+
+
+def _learn_usable(
+    run: _Run,
+    detector: BeatAnomalyDetector,
+    data: torch.Tensor,
+    usable: torch.Tensor | None,
+    settings: LearnSettings,
+    extra: dict[str, Any],
+    epoch_progress: EpochProgress | None,
+) -> _Learned:
+    """Train on the usable beats (all where ``usable`` is None), then score every beat against
+    that model; beats of poor signal are scored but never flagged."""
+    training = data if usable is None else data[usable]
+    learned = _learn(run, detector, training, settings, extra, epoch_progress, f"{training.shape[0]:,} beats")
+    if usable is not None:
+        every = learned.detector.score_details(data)
+        learned = replace(learned, scores=replace(every, flags=every.flags & usable))
+    return learned
+
+
+def _labelled_reference(reference: str | Path | None) -> ReferenceBeats | None:
+    """The reference beats, which ``ecg`` needs labelled (None: no reference given)."""
     ref = None if reference is None else read_reference(reference)
     if ref is not None and ref.symbols is None:
         raise DevicepipeError(
             f"reference {ref.source} has no beat labels; ecg needs labelled beats (a WFDB annotation file, "
             "or a table with a 'symbol' column such as the simulator's truth file)."
         )
-    _check_min_quality(min_quality)
-    run = _start(out, device, count_transfers, progress)
-    identity = _identity(
-        source, settings, channel=channel, sampling_rate=sampling_rate, method=method, mode=mode, width=width, nan=nan
-    )
-    if min_quality is not None:
-        identity["min_quality"] = min_quality
-    check_before_start(run.out, settings, identity)
-    rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan, encoding)
+    return ref
+
+
+def _training_rows(
+    run: _Run, rec: Recording, beats: Beats, width: int, min_quality: float | None
+) -> tuple[torch.Tensor, BeatQuality, torch.Tensor | None, StandardScaler]:
+    """The beats as the VAE's rows: resampled to ``width`` and standardised by the recording's
+    (usable) beats, shape ``(n_beats, width)``; their quality; which are usable (None: all, no
+    ``min_quality``); the scaler. Refuses too few beats to train."""
     with run.stage("segment"):
         matrix = resample_rows(beats.matrix, width)
         quality = beat_quality(beats)
@@ -136,67 +219,33 @@ def run_ecg(
     with run.stage("scale"):
         scaler = StandardScaler().fit((matrix if usable is None else matrix[usable]).reshape(-1))
         data = scaler.transform(matrix.reshape(-1)).reshape(matrix.shape)
+    return data, quality, usable, scaler
 
-    detector = _detector(settings, run.device, model="vae", width=vae.width, scaling="none")
-    extra = {"scaler": scaler.state_dict(), "identity": identity}
-    training = data if usable is None else data[usable]
-    learned = _learn(run, detector, training, settings, extra, epoch_progress, f"{training.shape[0]:,} beats")
-    if usable is not None:  # every beat scored against the model of the usable ones; poor beats never flagged
-        every = learned.detector.score_details(data)
-        learned = replace(learned, scores=replace(every, flags=every.flags & usable))
+
+def _model_views(learned: _Learned, data: torch.Tensor) -> dict[str, torch.Tensor]:
+    """What the figures and the report show of a trained VAE and its scores of ``data``: the
+    latent grid and the beats it generates, the mean code's beat, the extreme rows and their
+    reconstructions, the flagged rows and the typical one (:func:`score_views`)."""
     scores, first = learned.scores, learned.models[0]
-    with run.stage("score"):
-        grid = latent_grid(scores.embeddings, 5)
-        generated = first.decode(grid).detach()
-        centre = first.decode(scores.embeddings.mean(0, keepdim=True)).detach()[0]
-        order = torch.argsort(scores.scores)
-        extreme_idx = torch.cat([order[-5:], order[:5]])  # the five highest scores, then the five lowest
-        extreme_recon = reconstruct(first, data[extreme_idx])
-        top_flagged = order.flip(0)[: int(scores.flags.sum())][:MAX_FLAGGED_ROWS]
-        typical = data.median(0).values
-    with run.stage("transfer"):
-        host = scores.to_host() | _to_host(
-            {
-                "all_peaks": peaks,
-                "peaks": beats.peaks,
-                "kept": beats.kept,
-                "grid": grid,
-                "generated": generated,
-                "centre": centre,
-                "extreme_idx": extreme_idx,
-                "extreme_recon": extreme_recon,
-                "extreme_rows": data[extreme_idx],
-                "top_flagged": top_flagged,
-                "flagged_rows": data[top_flagged],
-                "typical": typical,
-            }
-        )
-        signal = rec.samples.cpu().numpy()
-    fs = rec.sampling_rate
-    with run.stage("hrv"):
-        heart_rate = heart_rate_summary(peaks, fs)
-    if ref is not None:
-        host["truth"] = label_beats(_reference_in(ref, rec), ref.symbols, host["peaks"], fs)
-    with run.stage("write"):
-        files, leading = _scored_beat_files(run, rec, host, ref is not None, quality)
-        files.update(write_scores(run.out, leading, host, learned.histories))
-        beat_rate = width / beats.window_s  # Hz of the resampled beat rows
-        files[MODEL_NAME] = learned.detector.save(run.out / MODEL_NAME, geometry=_beat_geometry(beats, method, width))
-        args = (host, learned.histories, scores.threshold, beat_rate, learned.warning)
-        files.update(ecg_figures(run.out, rec, signal, *args))
-        files["quality.png"] = quality_figure(run.out, quality, beats.peaks, rec.n_samples, fs)
-    flagged = np.flatnonzero(host["flags"])
-    flagged = flagged[np.argsort(host["scores"][flagged])[::-1]]
-    summary = {
-        **input_summary(source, rec, run.device),
-        "settings": {**settings.to_dict(), "mode": mode, "width": width, "method": method},
+    views = score_views(scores, data)
+    grid = latent_grid(scores.embeddings, 5)
+    return views | {
+        "grid": grid,
+        "generated": first.decode(grid).detach(),
+        "centre": first.decode(scores.embeddings.mean(0, keepdim=True)).detach()[0],
+        "extreme_recon": reconstruct(first, data[views["extreme_idx"]]),
+        "extreme_rows": data[views["extreme_idx"]],
+    }
+
+
+def _ecg_scores_summary(
+    host: dict[str, np.ndarray], heart_rate: dict[str, Any], learned: _Learned, settings: LearnSettings, fs: float
+) -> dict[str, Any]:
+    """``summary.json``'s heart rate, counts, threshold (and what it means), scorer and flagged beats."""
+    return {
         "heart_rate": heart_rate,
-        "counts": {
-            "beats_found": int(host["all_peaks"].size),
-            "beats_kept": int(host["peaks"].size),
-            "flagged": int(flagged.size),
-        },
-        "threshold": scores.threshold,
+        "counts": beat_counts(host),
+        "threshold": learned.scores.threshold,
         "threshold_means": (
             f"the {settings.percentile:g}th percentile of the training beats' scores; "
             + learned.detector.score_meaning(
@@ -204,19 +253,8 @@ def run_ecg(
             )
         ),
         "scorer": learned.detector.scorer_summary(),
-        "flagged": [
-            {"peak": int(host["peaks"][i]), "time_s": float(host["peaks"][i] / fs), "score": float(host["scores"][i])}
-            | ({} if ref is None else {"reference": str(host["truth"][i])})
-            for i in flagged
-        ],
+        "flagged": flagged_beats(host, fs),
     }
-    summary["quality"] = _quality_summary(quality, beats.peaks, rec.n_samples, fs, min_quality)
-    if usable is not None:
-        summary["quality"]["left_out_of_training_and_flags"] = int((~usable).sum())
-    if ref is not None:
-        summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
-    page = _flagged_beats(host, fs, ref is not None)
-    return _finish(run, summary, learned, files, "ecg", page)
 
 
 def _scored_beat_files(

@@ -12,9 +12,9 @@ from devicepipe.anomaly import BeatAnomalyDetector
 from devicepipe.device import resolve_device
 from devicepipe.ecg import (
     beat_quality,
-    label_beats,
 )
 from devicepipe.io import (
+    Recording,
     read_reference,
 )
 from devicepipe.outputs import (
@@ -24,13 +24,14 @@ from devicepipe.outputs import (
     write_score_table,
     write_summary,
 )
-from devicepipe.pipelines.checks import _reference_counts, _reference_in, rate_warnings
-from devicepipe.pipelines.context import Progress, _start, _to_host
+from devicepipe.pipelines.checks import _reference_counts, rate_warnings
+from devicepipe.pipelines.context import Progress, _Run, _start, _to_host
 from devicepipe.pipelines.ecg import _flagged_beats, _scored_beat_files
 from devicepipe.pipelines.learning import _fitted_model, _model_summary, beat_rows
 from devicepipe.pipelines.reading import _no_beats, _read_and_cut
 from devicepipe.pipelines.results import LearnResult
-from devicepipe.report import MAX_FLAGGED_ROWS, REPORT_NAME, write_report
+from devicepipe.pipelines.scored import beat_counts, flagged_beats, label_with_reference, score_views
+from devicepipe.report import REPORT_NAME, write_report
 from devicepipe.score import reconstruct
 from devicepipe.signal.resample import resample_rows
 
@@ -78,50 +79,45 @@ def run_score(
         data = beat_rows(beats.matrix, detector.n_features_in_)
     with run.stage("score"):
         scores = detector.score_details(data)
-        tail = detector.tail_of(scores.scores)
-        order = torch.argsort(scores.scores)
-        extreme_idx = torch.cat([order[-5:], order[:5]])
-        prepared = resample_rows(data[extreme_idx], detector.width_)
-        extreme_recon = reconstruct(detector.models_[0], prepared)
-        top_flagged = order.flip(0)[: int(scores.flags.sum())][:MAX_FLAGGED_ROWS]
-        typical = data.median(0).values
+        views = score_views(scores, data)
+        prepared = resample_rows(data[views["extreme_idx"]], detector.width_)
+        views |= {"extreme_rows": prepared, "extreme_recon": reconstruct(detector.models_[0], prepared)}
+        views |= {"tail": detector.tail_of(scores.scores), "train_scores": detector.train_scores_}
     with run.stage("transfer"):
-        host = scores.to_host() | _to_host(
-            {
-                "all_peaks": peaks,
-                "peaks": beats.peaks,
-                "kept": beats.kept,
-                "tail": tail,
-                "extreme_idx": extreme_idx,
-                "extreme_rows": prepared,
-                "extreme_recon": extreme_recon,
-                "top_flagged": top_flagged,
-                "flagged_rows": data[top_flagged],
-                "typical": typical,
-                "train_scores": detector.train_scores_,
-            }
-        )
+        host = scores.to_host() | _to_host({"all_peaks": peaks, "peaks": beats.peaks, "kept": beats.kept} | views)
         signal = rec.samples.cpu().numpy()
     fs = rec.sampling_rate
     with run.stage("hrv"):
         heart_rate = heart_rate_summary(peaks, fs)
     if ref is not None:
-        host["truth"] = label_beats(_reference_in(ref, rec), ref.symbols, host["peaks"], fs)
+        label_with_reference(host, ref, rec)
     with run.stage("write"):
         files, leading = _scored_beat_files(run, rec, host, ref is not None, beat_quality(beats))
         files.update(write_score_table(run.out, leading, host))
         files.update(score_figures(run.out, rec, signal, host, detector.threshold_, detector.width_ / beats.window_s))
-    flagged = np.flatnonzero(host["flags"])
-    flagged = flagged[np.argsort(host["scores"][flagged])[::-1]]
-    summary = {
+    summary = _score_summary(source, rec, run, detector, host, heart_rate)
+    if ref is not None:
+        summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
+    page = _flagged_beats(host, fs, ref is not None)
+    files[REPORT_NAME] = write_report(run.out, "score", summary, files, flagged=page)
+    files["summary.json"] = write_summary(run.out, summary, files)
+    return LearnResult(run.out, summary, files)
+
+
+def _score_summary(
+    source: Any,
+    rec: Recording,
+    run: _Run,
+    detector: BeatAnomalyDetector,
+    host: dict[str, np.ndarray],
+    heart_rate: dict[str, Any],
+) -> dict[str, Any]:
+    """``summary.json`` of a scored recording, but its reference counts."""
+    return {
         **input_summary(source, rec, run.device),
         "model": _model_summary(detector, "training_beats"),
         "heart_rate": heart_rate,
-        "counts": {
-            "beats_found": int(host["all_peaks"].size),
-            "beats_kept": int(host["peaks"].size),
-            "flagged": int(flagged.size),
-        },
+        "counts": beat_counts(host),
         "threshold": detector.threshold_,
         "threshold_means": (
             f"the model's own threshold, {detector.threshold_rule}; "
@@ -129,24 +125,9 @@ def run_score(
         ),
         "scorer": detector.scorer_summary(),
         "flag_rate": float(host["flags"].mean()),
-        "flagged": [
-            {
-                "peak": int(host["peaks"][i]),
-                "time_s": float(host["peaks"][i] / fs),
-                "score": float(host["scores"][i]),
-                "tail_probability": float(host["tail"][i]),
-            }
-            | ({} if ref is None else {"reference": str(host["truth"][i])})
-            for i in flagged
-        ],
+        "flagged": flagged_beats(host, rec.sampling_rate, tail=True),
         "seconds": run.timer.seconds,
         "transfers": run.timer.transfers(),
         "threads": detector.threads_.to_dict(),
-        "warnings": rate_warnings(host["all_peaks"], fs, rec.n_samples),
+        "warnings": rate_warnings(host["all_peaks"], rec.sampling_rate, rec.n_samples),
     }
-    if ref is not None:
-        summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
-    page = _flagged_beats(host, fs, ref is not None)
-    files[REPORT_NAME] = write_report(run.out, "score", summary, files, flagged=page)
-    files["summary.json"] = write_summary(run.out, summary, files)
-    return LearnResult(run.out, summary, files)
