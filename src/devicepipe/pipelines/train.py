@@ -16,11 +16,13 @@ import torch
 from devicepipe.anomaly import MODEL_NAME
 from devicepipe.device import free_memory
 from devicepipe.ecg import (
+    Beats,
     beat_quality,
     ecg_segment,
 )
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
+    Recording,
     write_parquet,
 )
 from devicepipe.io.discover import INDEX_NAME, find_recordings
@@ -40,10 +42,11 @@ from devicepipe.pipelines.context import (
     PEAK_METHOD,
     EpochProgress,
     Progress,
+    _Run,
     _start,
     _to_host,
 )
-from devicepipe.pipelines.learning import _beat_geometry, _detector, _finish, _learn, beat_rows
+from devicepipe.pipelines.learning import _beat_geometry, _detector, _finish, _learn, _Learned, beat_rows
 from devicepipe.pipelines.quality import _check_min_quality
 from devicepipe.pipelines.reading import _find_peaks, _first_lead, _no_beats, _read_ecg
 from devicepipe.pipelines.results import LearnResult
@@ -163,38 +166,110 @@ def run_train(
     identity = _population_identity(sources, settings, **choices)
     check_before_start(run.out, settings, identity)
     run.note(f"cutting the beats of {described}")
-    parts, used, skipped = [], [], []
-    window_s = None
+    cut = _Cut(channel, sampling_rate, nan, encoding, method, mode, width, min_quality)
     budget = memory_budget if memory_budget is not None else free_memory(run.device) // 4
+    pop = _gather(run, sources, described, cut, budget, recording_progress)
+    # a model for other recordings scores by its reconstruction error: a new recording's normal
+    # beats lie farther from the training beats than those lie from their own recordings' beats,
+    # so distances to the training beats flag too many of them (tests/cli/test_models.py)
+    detector = _detector(settings, run.device, scorer="reconstruction", model="vae", width=vae.width, scaling="none")
+    about = f"{pop.n_beats:,} beats of {len(pop.used)} recordings"
+    learned = _learn(run, detector, pop.data, settings, {"identity": identity}, epoch_progress, about)
+    if distributed()[0] != 0:  # rank 0 writes the run; the others only trained their share
+        return LearnResult(run.out, {"rank": distributed()[0]}, {})
+    with run.stage("transfer"):
+        host = learned.scores.to_host() | _to_host({"train_scores": detector.train_scores_})
+    bounds = np.cumsum([0] + [u["beats"] for u in pop.used])
+    for u, a, b in zip(pop.used, bounds[:-1], bounds[1:], strict=True):
+        u["flagged"] = int(host["flags"][a:b].sum())
+        u["median_score"] = float(np.median(host["scores"][a:b]))
+    with run.stage("write"):
+        files = _write_train(run, learned, host, pop, _beat_geometry(pop.geometry_beats, method, width))
+    summary = _train_summary(source, run, settings, cut, pop, host, learned)
+    return _finish(run, summary, learned, files, "train", None)
+
+
+@dataclass(frozen=True)
+class _Cut:
+    """How each recording of a population is read and its beats cut into rows."""
+
+    channel: str | int | None
+    sampling_rate: float | None
+    nan: str
+    encoding: str | None
+    method: str
+    mode: str
+    width: int
+    min_quality: float | None
+
+
+@dataclass
+class _Gathered:
+    """A population's training rows ``(n_beats, width)`` (on the device, or in host memory to be
+    streamed), what each recording gave or why it was left out, and how they were held."""
+
+    data: torch.Tensor
+    used: list[dict[str, Any]]  # per recording: path, beats, poor_left_out, rate_hz (then flagged, median_score)
+    skipped: list[dict[str, str]]  # per recording left out: path, error
+    window_s: float | None
+    geometry_beats: Beats  # the last recording's beats: how rows were cut, for the model file
+    streamed: dict[str, Any]  # from_host, bytes, budget_bytes
+    described: str  # the population in words
+
+    @property
+    def n_beats(self) -> int:
+        return sum(u["beats"] for u in self.used)
+
+
+def _recording_rows(run: _Run, src: _Source, cut: _Cut) -> tuple[torch.Tensor, int, Recording, Beats]:
+    """One recording's rows (its usable beats, resampled and standardised), how many poor beats
+    were left out, the recording and its beats."""
+    rec = _read_ecg(run, str(src.path), cut.channel, cut.sampling_rate, cut.nan, cut.encoding)
+    with run.stage("detect"):
+        peaks = (
+            _find_peaks(rec, cut.method, cut.channel)
+            if src.peaks_file is None
+            else _stored_peaks(src.peaks_file, run.device)
+        )
+    rec, _ = _first_lead(rec)
+    with run.stage("segment"):
+        beats = ecg_segment(rec.samples, peaks, rec.sampling_rate, mode=cut.mode)
+    if beats.matrix.shape[0] == 0:
+        raise _no_beats(rec, peaks)
+    left_out = 0
+    if cut.min_quality is not None:
+        with run.stage("segment"):
+            usable = beat_quality(beats).in_good_signal(cut.min_quality)
+        left_out = int((~usable).sum())
+        if left_out == usable.numel():
+            raise DevicepipeError(
+                f"no beat of {rec.source} reaches min_quality={cut.min_quality:g}; lower it",
+                cli=f"no beat of {rec.source} reaches --min-quality {cut.min_quality:g}; lower --min-quality",
+            )
+    with run.stage("scale"):
+        rows = beat_rows(beats.matrix, cut.width)
+        if left_out:
+            rows = rows[usable]
+    return rows, left_out, rec, beats
+
+
+def _gather(
+    run: _Run,
+    sources: list[_Source],
+    described: str,
+    cut: _Cut,
+    budget: int,
+    recording_progress: Callable[[int, int], None] | None,
+) -> _Gathered:
+    """Every recording's rows, held on the device until they pass ``budget`` bytes and in host
+    memory from then on (streamed to the device a batch at a time); a recording that fails is left
+    out and named, unless it is the only one. Refuses too few beats to train."""
+    parts, used, skipped = [], [], []
+    window_s, geometry_beats = None, None
     held, stream = 0, False
     for i, src in enumerate(sources):
         try:
-            rec = _read_ecg(run, str(src.path), channel, sampling_rate, nan, encoding)
-            with run.stage("detect"):
-                peaks = (
-                    _find_peaks(rec, method, channel)
-                    if src.peaks_file is None
-                    else _stored_peaks(src.peaks_file, run.device)
-                )
-            rec, _ = _first_lead(rec)
-            with run.stage("segment"):
-                beats = ecg_segment(rec.samples, peaks, rec.sampling_rate, mode=mode)
-            if beats.matrix.shape[0] == 0:
-                raise _no_beats(rec, peaks)
-            left_out = 0
-            if min_quality is not None:
-                with run.stage("segment"):
-                    usable = beat_quality(beats).in_good_signal(min_quality)
-                left_out = int((~usable).sum())
-                if left_out == usable.numel():
-                    raise DevicepipeError(
-                        f"no beat of {rec.source} reaches min_quality={min_quality:g}; lower it",
-                        cli=f"no beat of {rec.source} reaches --min-quality {min_quality:g}; lower --min-quality",
-                    )
-            with run.stage("scale"):
-                rows = beat_rows(beats.matrix, width)
-                if left_out:
-                    rows = rows[usable]
+            rows, left_out, rec, beats = _recording_rows(run, src, cut)
             held += rows.numel() * rows.element_size()
             if held > budget and not stream:  # from here on the beats wait in host memory
                 stream = True
@@ -209,8 +284,7 @@ def run_train(
                     "rate_hz": rec.sampling_rate,
                 }
             )
-            window_s = beats.window_s
-            geometry_beats = beats
+            window_s, geometry_beats = beats.window_s, beats
         except DevicepipeError as exc:
             if len(sources) == 1:
                 raise  # one recording named: its own error, as every command gives it
@@ -227,66 +301,61 @@ def run_train(
     del parts
     if stream and run.device.type == "cuda":
         data = data.pin_memory()  # copies of pinned memory to the GPU are faster and can overlap
-    # a model for other recordings scores by its reconstruction error: a new recording's normal
-    # beats lie farther from the training beats than those lie from their own recordings' beats,
-    # so distances to the training beats flag too many of them (tests/cli/test_models.py)
-    detector = _detector(settings, run.device, scorer="reconstruction", model="vae", width=vae.width, scaling="none")
-    learned = _learn(
-        run,
-        detector,
-        data,
-        settings,
-        {"identity": identity},
-        epoch_progress,
-        f"{n_beats:,} beats of {len(used)} recordings",
+    streamed = {"from_host": stream, "bytes": held, "budget_bytes": budget}
+    return _Gathered(data, used, skipped, window_s, geometry_beats, streamed, described)
+
+
+def _write_train(
+    run: _Run, learned: _Learned, host: dict[str, np.ndarray], pop: _Gathered, geometry: dict[str, Any]
+) -> dict[str, Path]:
+    """The model, ``recordings.parquet``, the scores and the figures of a population's run."""
+    used = pop.used
+    files = {MODEL_NAME: learned.detector.save(run.out / MODEL_NAME, geometry=geometry)}
+    columns = ("path", "beats", "poor_left_out", "rate_hz", "flagged", "median_score")
+    files["recordings.parquet"] = write_parquet(
+        {k: [u[k] for u in used] for k in columns}, run.out / "recordings.parquet"
     )
-    if distributed()[0] != 0:  # rank 0 writes the run; the others only trained their share
-        return LearnResult(run.out, {"rank": distributed()[0]}, {})
-    scores = learned.scores
-    with run.stage("transfer"):
-        host = scores.to_host() | _to_host({"train_scores": detector.train_scores_})
-    bounds = np.cumsum([0] + [u["beats"] for u in used])
-    for u, a, b in zip(used, bounds[:-1], bounds[1:], strict=True):
-        u["flagged"] = int(host["flags"][a:b].sum())
-        u["median_score"] = float(np.median(host["scores"][a:b]))
-    with run.stage("write"):
-        files = {
-            MODEL_NAME: detector.save(run.out / MODEL_NAME, geometry=_beat_geometry(geometry_beats, method, width))
-        }
-        files["recordings.parquet"] = write_parquet(
-            {k: [u[k] for u in used] for k in ("path", "beats", "poor_left_out", "rate_hz", "flagged", "median_score")},
-            run.out / "recordings.parquet",
-        )
-        files.update(
-            write_scores(
-                run.out, {"recording": np.repeat(np.arange(len(used)), np.diff(bounds))}, host, learned.histories
-            )
-        )
-        figures = train_figures(run.out, host, learned.histories, scores.threshold, len(used), learned.warning)
-        files.update(figures)
+    counts = np.diff(np.cumsum([0] + [u["beats"] for u in used]))
+    files.update(write_scores(run.out, {"recording": np.repeat(np.arange(len(used)), counts)}, host, learned.histories))
+    threshold = learned.scores.threshold
+    files.update(train_figures(run.out, host, learned.histories, threshold, len(used), learned.warning))
+    return files
+
+
+def _train_summary(
+    source: str | Path,
+    run: _Run,
+    settings: LearnSettings,
+    cut: _Cut,
+    pop: _Gathered,
+    host: dict[str, np.ndarray],
+    learned: _Learned,
+) -> dict[str, Any]:
+    """``summary.json`` of a population's run (before :func:`_finish` adds the training's part)."""
+    detector, skipped = learned.detector, pop.skipped
     summary = {
         "input": str(source),
         "device": str(run.device),
-        "recordings": {"used": len(used), "skipped": skipped, "described": described},
-        "settings": {**settings.to_dict(), "mode": mode, "width": width, "method": method},
-        "counts": {"beats": n_beats, "flagged": int(host["flags"].sum())},
-        "window_s": window_s,
-        "threshold": scores.threshold,
+        "recordings": {"used": len(pop.used), "skipped": skipped, "described": pop.described},
+        "settings": {**settings.to_dict(), "mode": cut.mode, "width": cut.width, "method": cut.method},
+        "counts": {"beats": pop.n_beats, "flagged": int(host["flags"].sum())},
+        "window_s": pop.window_s,
+        "threshold": learned.scores.threshold,
         "threshold_means": (
             f"{detector.threshold_rule}; "
             + detector.score_meaning("a beat standardised by its own recording's beats", "standard deviations")
         ),
         "scorer": detector.scorer_summary(None if settings.scorer else POPULATION_SCORER_WHY),
         "distributed": distributed_summary(),
-        "streamed": {"from_host": stream, "bytes": held, "budget_bytes": budget},
+        "streamed": pop.streamed,
         "warnings": [f"{len(skipped)} recording(s) left out (see recordings.skipped in summary.json)"]
         if skipped
         else [],
     }
-    if min_quality is not None:
+    if cut.min_quality is not None:
         summary["quality"] = {
             "measure": "correlation with the recording's typical beat; stretch: its median over 10 s",
-            "min_quality": min_quality,
-            "left_out_of_training": sum(u["poor_left_out"] for u in used),
+            "min_quality": cut.min_quality,
+            "left_out_of_training": sum(u["poor_left_out"] for u in pop.used),
         }
-    return _finish(run, summary, learned, files, "train", None)
+    return summary
