@@ -139,56 +139,32 @@ def run_series(
     """
     settings = settings or SeriesLearnSettings()
     window_s = parse_duration(window)
-    # one sample's distance to its nearest samples says nothing of the window it is in
-    if pointwise and settings.scorer not in (None, "reconstruction"):
-        raise DevicepipeError(
-            f"scorer {settings.scorer!r} cannot score single samples; pointwise models use scorer='reconstruction'.",
-            cli=f"--scorer {settings.scorer} cannot score single samples; drop it with --pointwise.",
-        )
+    _check_pointwise_scorer(settings, pointwise)
     time_column, found = _load_times(source, time_column, "a load series needs its time column")
     run = _start(out, device, count_transfers, progress)
-    identity = _identity(
-        source,
-        settings,
-        column=column,
-        time_column=time_column,
-        time_format=time_format,
-        window=window,
-        pointwise=pointwise,
-        hidden=hidden,
-        nan=nan,
-    )
+    choices = {"column": column, "time_column": time_column, "time_format": time_format, "window": window}
+    identity = _identity(source, settings, **choices, pointwise=pointwise, hidden=hidden, nan=nan)
     check_before_start(run.out, settings, identity)
-    default_scorer = "reconstruction" if pointwise else DEFAULT_SCORER
     rec, report = _read_load(run, source, column, (time_column, found), time_format, nan, encoding)
-    with run.stage("window"):
-        wins = make_windows(rec.samples, rec.timestamps, window_s=window_s, step_s=report.step_s)
-    if wins.values.shape[0] < MIN_WINDOWS_TO_TRAIN:
-        raise DevicepipeError(
-            f"only {wins.values.shape[0]} complete windows of {window}; need at least {MIN_WINDOWS_TO_TRAIN}."
-        )
+    wins = _windows_to_train(run, rec, report, window)
     per = wins.per_window
     raw = wins.values.reshape(-1, 1) if pointwise else wins.values  # the notebook's model sees one sample at a time
     # MinMax scaling to [0, 1] (fitted on every value), the MLP's sigmoid output
+    default_scorer = "reconstruction" if pointwise else DEFAULT_SCORER
     detector = _detector(
         settings, run.device, scorer=default_scorer, model="mlp", width=raw.shape[1], hidden=hidden, scaling="minmax"
     )
-    extra = {"window_s": window_s, "identity": identity}
     what = f"{raw.shape[0]:,} {'samples' if pointwise else 'windows'} of {per} steps"
-    learned = _learn(run, detector, raw, settings, extra, epoch_progress, what)
-    scaler = detector.scaler_
-    rows = scaler.transform(raw.reshape(-1)).reshape(raw.shape).float()
-    data = rows.reshape(wins.values.shape)
+    learned = _learn(run, detector, raw, settings, {"window_s": window_s, "identity": identity}, epoch_progress, what)
     with run.stage("score"):
         scores = group_scores(learned.scores, per, settings.percentile) if pointwise else learned.scores
-        recon = reconstruct(learned.models[0], rows).reshape(data.shape)
-        raw_recon = scaler.inverse_transform(recon.reshape(-1)).reshape(recon.shape)
+        rows = detector.scaler_.transform(raw.reshape(-1)).reshape(raw.shape).float()
+        raw_recon = _reconstructed(detector, learned.models[0], rows, wins.values.shape)
     with run.stage("transfer"):
         host = scores.to_host() | _to_host({"days": wins.values, "recon": raw_recon})
-    flagged = np.array([i for i in np.argsort(host["scores"])[::-1] if host["flags"][i]], dtype=np.int64)
+    flagged = _flagged_order(host)
     with run.stage("write"):
-        leading = {"start": wins.starts, "filled_slots": wins.filled}
-        files = write_scores(run.out, leading, host, learned.histories)
+        files = write_scores(run.out, {"start": wins.starts, "filled_slots": wins.filled}, host, learned.histories)
         geometry = {"input": "load-windows", "window": window, "steps_per_window": per, "pointwise": pointwise}
         files[MODEL_NAME] = learned.detector.save(run.out / MODEL_NAME, geometry=geometry)
         args = (host, learned.histories, scores.threshold, rec.channels[0], pointwise, flagged, learned.warning)
@@ -202,9 +178,55 @@ def run_series(
         "settings": {**settings.to_dict(), "hidden": hidden},
         "time": report.to_dict(),
         "windows": _windows_summary(wins),
-        "threshold": scores.threshold,
+        **_series_scores_summary(detector, scores.threshold, settings.percentile, pointwise, per),
+        "flagged": [{"start": str(wins.starts[i])[:19], "score": float(host["scores"][i])} for i in flagged],
+    }
+    page = _flagged_windows(wins, host, flagged, rec.channels[0])
+    return _finish(run, summary, learned, files, "series", page)
+
+
+def _windows_to_train(run: _Run, rec: Recording, report: TimeReport, window: str) -> Windows:
+    """The series' complete windows of ``window`` (a duration); refuses too few to train on."""
+    with run.stage("window"):
+        wins = make_windows(rec.samples, rec.timestamps, window_s=parse_duration(window), step_s=report.step_s)
+    if wins.values.shape[0] < MIN_WINDOWS_TO_TRAIN:
+        raise DevicepipeError(
+            f"only {wins.values.shape[0]} complete windows of {window}; need at least {MIN_WINDOWS_TO_TRAIN}."
+        )
+    return wins
+
+
+def _check_pointwise_scorer(settings: LearnSettings, pointwise: bool) -> None:
+    """One sample's distance to its nearest samples says nothing of the window it is in: a
+    per-sample model scores by its reconstruction error only."""
+    if pointwise and settings.scorer not in (None, "reconstruction"):
+        raise DevicepipeError(
+            f"scorer {settings.scorer!r} cannot score single samples; pointwise models use scorer='reconstruction'.",
+            cli=f"--scorer {settings.scorer} cannot score single samples; drop it with --pointwise.",
+        )
+
+
+def _reconstructed(
+    detector: BeatAnomalyDetector, model: torch.nn.Module, rows: torch.Tensor, shape: torch.Size
+) -> torch.Tensor:
+    """The model's reconstruction of scaled ``rows``, back in the series' units, shape ``shape``."""
+    recon = reconstruct(model, rows).reshape(shape)
+    return detector.scaler_.inverse_transform(recon.reshape(-1)).reshape(recon.shape)
+
+
+def _flagged_order(host: dict[str, np.ndarray]) -> np.ndarray:
+    """The flagged windows' positions, highest score first."""
+    return np.array([i for i in np.argsort(host["scores"])[::-1] if host["flags"][i]], dtype=np.int64)
+
+
+def _series_scores_summary(
+    detector: BeatAnomalyDetector, threshold: float, percentile: float, pointwise: bool, per: int
+) -> dict[str, Any]:
+    """``summary.json``'s threshold, what it means, and the scorer of a series run."""
+    return {
+        "threshold": threshold,
         "threshold_means": (
-            f"the {settings.percentile:g}th percentile of the training windows' scores; "
+            f"the {percentile:g}th percentile of the training windows' scores; "
             + detector.score_meaning(
                 f"a {'sample' if pointwise else 'window'} scaled to [0, 1] by the series' minimum and maximum",
                 "fractions of that range",
@@ -214,10 +236,7 @@ def run_series(
         "scorer": detector.scorer_summary(
             "pointwise: one sample's distance to other samples says nothing of its window" if pointwise else None
         ),
-        "flagged": [{"start": str(wins.starts[i])[:19], "score": float(host["scores"][i])} for i in flagged],
     }
-    page = _flagged_windows(wins, host, flagged, rec.channels[0])
-    return _finish(run, summary, learned, files, "series", page)
 
 
 def _windows_summary(wins: Windows) -> dict[str, Any]:
@@ -274,18 +293,58 @@ def run_score_series(
     ``report.html``, and ``summary.json`` last.
     """
     dev = resolve_device(device)
-    detector = _fitted_model(model, dev, "load-windows")
-    geometry = detector.geometry_
-    if geometry.get("pointwise"):
+    detector = _window_model(model, dev)
+    time_column, found = _load_times(source, time_column, "the model scores windows of a load series")
+    run = _start(out, dev, count_transfers, progress)
+    rec, report = _read_load(run, source, column, (time_column, found), time_format, nan, encoding)
+    wins = _model_windows(run, rec, report, detector.geometry_)
+    with run.stage("score"):
+        scores = detector.score_details(wins.values)
+        tail = detector.tail_of(scores.scores)
+        rows = detector.scaler_.transform(wins.values.reshape(-1)).reshape(wins.values.shape).float()
+        raw_recon = _reconstructed(detector, detector.models_[0], rows, rows.shape)
+    with run.stage("transfer"):
+        host = scores.to_host() | _to_host(
+            {"days": wins.values, "recon": raw_recon, "tail": tail, "train_scores": detector.train_scores_}
+        )
+    flagged = _flagged_order(host)
+    with run.stage("write"):
+        files = write_score_table(run.out, {"start": wins.starts, "filled_slots": wins.filled}, host)
+        files.update(series_score_figures(run.out, wins, host, detector.threshold_, rec.channels[0], flagged))
+    summary = {
+        **input_summary(source, rec, run.device, channel_key="column"),
+        "time_column": time_column if time_column is not None else "the DataFrame's DatetimeIndex",
+        "model": _model_summary(detector, "training_windows"),
+        "window": str(detector.geometry_["window"]),
+        "steps_per_window": wins.per_window,
+        "time": report.to_dict(),
+        "windows": _windows_summary(wins),
+        **_score_series_scores(detector, host, wins, flagged),
+        "seconds": run.timer.seconds,
+        "transfers": run.timer.transfers(),
+        "threads": detector.threads_.to_dict(),
+    }
+    page = _flagged_windows(wins, host, flagged, rec.channels[0])
+    files[REPORT_NAME] = write_report(run.out, "score-series", summary, files, flagged=page)
+    files["summary.json"] = write_summary(run.out, summary, files)
+    return LearnResult(run.out, summary, files)
+
+
+def _window_model(model: str | Path | BeatAnomalyDetector, device: torch.device) -> BeatAnomalyDetector:
+    """A fitted model of load-series windows on ``device``; a per-sample model is refused."""
+    detector = _fitted_model(model, device, "load-windows")
+    if detector.geometry_.get("pointwise"):
         raise DevicepipeError(
             "the model is a per-sample autoencoder (series --pointwise): it scores samples, not windows; "
             "train a model of whole windows (series without --pointwise) to score a new period."
         )
-    time_column, found = _load_times(source, time_column, "the model scores windows of a load series")
+    return detector
+
+
+def _model_windows(run: _Run, rec: Recording, report: TimeReport, geometry: dict[str, Any]) -> Windows:
+    """The series' windows as the model takes them: its window, in its number of steps."""
     window = str(geometry["window"])
     window_s = parse_duration(window)
-    run = _start(out, dev, count_transfers, progress)
-    rec, report = _read_load(run, source, column, (time_column, found), time_format, nan, encoding)
     with run.stage("window"):
         wins = make_windows(rec.samples, rec.timestamps, window_s=window_s, step_s=report.step_s)
     per = int(geometry["steps_per_window"])
@@ -297,29 +356,14 @@ def run_score_series(
         )
     if wins.values.shape[0] == 0:
         raise DevicepipeError(f"{rec.source} holds no complete window of {window} to score.")
-    with run.stage("score"):
-        scores = detector.score_details(wins.values)
-        tail = detector.tail_of(scores.scores)
-        scaler = detector.scaler_
-        rows = scaler.transform(wins.values.reshape(-1)).reshape(wins.values.shape).float()
-        recon = reconstruct(detector.models_[0], rows)
-        raw_recon = scaler.inverse_transform(recon.reshape(-1)).reshape(recon.shape)
-    with run.stage("transfer"):
-        host = scores.to_host() | _to_host(
-            {"days": wins.values, "recon": raw_recon, "tail": tail, "train_scores": detector.train_scores_}
-        )
-    flagged = np.array([i for i in np.argsort(host["scores"])[::-1] if host["flags"][i]], dtype=np.int64)
-    with run.stage("write"):
-        files = write_score_table(run.out, {"start": wins.starts, "filled_slots": wins.filled}, host)
-        files.update(series_score_figures(run.out, wins, host, detector.threshold_, rec.channels[0], flagged))
-    summary = {
-        **input_summary(source, rec, run.device, channel_key="column"),
-        "time_column": time_column if time_column is not None else "the DataFrame's DatetimeIndex",
-        "model": _model_summary(detector, "training_windows"),
-        "window": window,
-        "steps_per_window": per,
-        "time": report.to_dict(),
-        "windows": _windows_summary(wins),
+    return wins
+
+
+def _score_series_scores(
+    detector: BeatAnomalyDetector, host: dict[str, np.ndarray], wins: Windows, flagged: np.ndarray
+) -> dict[str, Any]:
+    """``summary.json``'s threshold, what it means, the scorer, the flag rate and the flagged windows."""
+    return {
         "threshold": detector.threshold_,
         "threshold_means": (
             f"the model's own threshold, {detector.threshold_rule}; "
@@ -338,11 +382,4 @@ def run_score_series(
             }
             for i in flagged
         ],
-        "seconds": run.timer.seconds,
-        "transfers": run.timer.transfers(),
-        "threads": detector.threads_.to_dict(),
     }
-    page = _flagged_windows(wins, host, flagged, rec.channels[0])
-    files[REPORT_NAME] = write_report(run.out, "score-series", summary, files, flagged=page)
-    files["summary.json"] = write_summary(run.out, summary, files)
-    return LearnResult(run.out, summary, files)
