@@ -1,0 +1,532 @@
+"""The page of each kind of run, for :mod:`devicepipe.report` to render: its facts and sections
+(:data:`PAGES`, one function per kind: a new kind of run is one function and one line there),
+the captions of its figures, the flagged rows, the timing."""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from markupsafe import Markup
+
+from devicepipe.units import format_duration
+
+REPORT_NAME = "report.html"
+#: The most flagged rows a page lists.
+MAX_FLAGGED_ROWS = 40
+
+# What each figure answers, in the order a page shows them.
+CAPTIONS = {
+    "extremes.png": "the most and least anomalous rows with the model's reconstructions; a flagged row "
+    "scores above the threshold, and the reconstruction shows what the model expected instead",
+    "days.png": "the flagged days with the highest scores against the typical day",
+    "latent.png": "every row's code; flagged rows ringed in red, reference labels marked where given",
+    "generated.png": "beats the model generates across its latent space, against the typical beat in grey",
+    "training.png": "loss per epoch; the dot marks the epoch whose weights were kept",
+    "heart_rate.png": "heart rate from each RR interval, and the median of each minute",
+    "excerpt.png": "ten seconds of the signal with the detected beats (and reference beats where given)",
+    "intervals.png": "how long the intervals between R peaks are, in seconds and in samples",
+    "quality.png": "how much each beat looks like the recording's typical beat, and each 10-s stretch's median; "
+    "shaded: stretches unusable for analysis (median under the dashed line, or no beat)",
+    "speedup.png": "how many times faster each stage is on one side than on the other (above 1: the first "
+    "named is slower); hatched bars compare different work, as the note under the chart says",
+    "bandwidth.png": "copy bandwidth against the size of one copy: small copies pay a fixed cost",
+    "crossover.png": "time against input size on each device; from the crossover on, the GPU wins",
+    "scores.png": "the share of beats at each score, against the model's training beats; the dashed line is "
+    "the threshold, and a recording like the training beats lies over them",
+}
+
+
+@dataclass(frozen=True)
+class FlaggedRows:
+    """The flagged rows a learning page lists, each drawn beside a typical row.
+
+    ``names``: a label per row (time or date); ``scores``: ``(n,)``; ``rows``: ``(n, width)``
+    host values as the model saw them; ``typical``: ``(width,)``; ``labels``: reference labels
+    per row or None; ``unit``: what the rows' values are in.
+    """
+
+    names: Sequence[str]
+    scores: np.ndarray
+    rows: np.ndarray
+    typical: np.ndarray
+    labels: Sequence[str] | None = None
+    unit: str = ""
+    total: int = 0
+
+
+@dataclass
+class _Section:
+    title: str
+    text: str = ""
+    table: dict[str, Any] | None = None
+    figures: list[dict[str, str]] = field(default_factory=list)
+    html: Markup | None = None
+
+
+def _sparkline(values: np.ndarray, typical: np.ndarray, width: int = 180, height: int = 46) -> Markup:
+    """An inline SVG of ``values`` (red) over ``typical`` (grey), on one vertical scale."""
+    both = np.concatenate([values, typical]).astype(np.float64)
+    both = both[np.isfinite(both)]
+    lo, hi = (float(both.min()), float(both.max())) if both.size else (0.0, 1.0)
+    span = hi - lo or 1.0
+
+    def points(v: np.ndarray) -> str:
+        x = np.linspace(1, width - 1, v.size)
+        y = height - 2 - (np.nan_to_num(v.astype(np.float64), nan=lo) - lo) / span * (height - 4)
+        return " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(x, y, strict=True))
+
+    return Markup(
+        f'<svg class="beat" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'xmlns="http://www.w3.org/2000/svg" role="img">'
+        f'<polyline fill="none" stroke="#b0b0b0" stroke-width="2" points="{points(typical)}"/>'
+        f'<polyline fill="none" stroke="#c0392b" stroke-width="1.2" points="{points(values)}"/></svg>'
+    )
+
+
+def _number(value: Any, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.{digits}g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    return str(value)
+
+
+def _figures(files: dict[str, Path], names: Sequence[str]) -> list[dict[str, str]]:
+    out = []
+    for name in names:
+        path = files.get(name)
+        if path is not None and Path(path).exists():
+            data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+            out.append({"name": name, "caption": CAPTIONS.get(name, ""), "data": data})
+    return out
+
+
+def _timing(summary: dict[str, Any]) -> _Section:
+    seconds = summary.get("seconds", {})
+    rows: list[list[Any]] = [[stage, round(float(s), 3)] for stage, s in seconds.items()]
+    rows.append(["total", round(float(sum(seconds.values())), 3)])
+    t = summary.get("transfers") or {}
+    text = ""
+    if t:
+        text = (
+            f"Host-to-device copies: {t.get('host_to_device', 0):,} ({t.get('host_to_device_bytes', 0):,} bytes); "
+            f"device-to-host: {t.get('device_to_host', 0):,} ({t.get('device_to_host_bytes', 0):,} bytes); "
+            f"counted in {t.get('counted_in', 'every stage')}."
+        )
+    return _Section("Seconds per stage and host-device transfers", text, {"header": ["stage", "seconds"], "rows": rows})
+
+
+def _heart_rate_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    h = summary.get("heart_rate")
+    if not h:
+        return []
+    return [
+        ("mean heart rate (bpm)", _number(h["mean_hr_bpm"], 3)),
+        ("SDNN (ms)", _number(h["sdnn_ms"], 3)),
+        ("RMSSD (ms)", _number(h["rmssd_ms"], 3)),
+        ("pNN50 (%)", _number(h["pnn50_pct"], 3)),
+        ("SDANN, 5 min (ms)", _number(h["sdann_ms"], 3)),
+        ("SDNN index, 5 min (ms)", _number(h["sdnn_index_ms"], 3)),
+        ("NN intervals used / excluded", f"{h['n_intervals']:,} / {h['n_implausible'] + h['n_ectopic']:,}"),
+    ]
+
+
+def _quality_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    q = summary.get("quality")
+    if not q or "unusable_share" not in q:
+        return []
+    return [
+        ("beats of poor quality", f"{_number(q['beats_poor'])} of {_number(q['beats_rated'])}"),
+        ("recording unusable", f"{100 * q['unusable_share']:.1f} % ({q['unusable_s']:,.0f} s)"),
+    ]
+
+
+def _input_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    fs = summary.get("sampling_rate_hz")
+    n = summary.get("n_samples")
+    facts = [("device", str(summary.get("device", "-")))]
+    if fs and n:
+        rate = ("sampling rate (Hz)", _number(float(fs))) if fs >= 1 else ("time step", format_duration(1 / fs))
+        facts += [rate, ("length", format_duration(n / fs))]
+    return facts
+
+
+def _flagged_section(flagged: FlaggedRows, threshold: float) -> _Section:
+    header = ["#", "where", "score"] + (["reference"] if flagged.labels is not None else []) + ["row (red) and typical"]
+    rows = []
+    for i in range(len(flagged.names)):
+        row: list[Any] = [i + 1, flagged.names[i], round(float(flagged.scores[i]), 5)]
+        if flagged.labels is not None:
+            row.append(flagged.labels[i] or "none")
+        row.append(_sparkline(flagged.rows[i], flagged.typical))
+        rows.append(row)
+    shown = len(flagged.names)
+    text = (
+        f"{flagged.total:,} rows flagged (score above {threshold:.4g}); "
+        + (f"the {shown} highest scores are shown" if shown < flagged.total else "all are shown")
+        + (f"; rows in {flagged.unit}." if flagged.unit else ".")
+    )
+    return _Section("Flagged", text, {"header": header, "rows": rows})
+
+
+def _reference_sections(summary: dict[str, Any]) -> list[_Section]:
+    """The flagged beats per reference label and per AAMI class, when the run had a reference."""
+    ref = summary.get("reference")
+    if not ref:
+        return []
+    rows = [[name, v["beats"], v["flagged"]] for name, v in ref["labels"].items()]
+    sections = [
+        _Section(
+            "Flagged beats by reference label",
+            f"Each beat takes the label of the reference beat within {1000 * ref['tolerance_s']:.0f} ms "
+            f"({ref['source']}).",
+            {"header": ["label", "beats", "flagged"], "rows": rows},
+        )
+    ]
+    aami = ref.get("aami") or {}
+    if aami:
+        sections.append(
+            _Section(
+                "Flag rate by AAMI class",
+                "ANSI/AAMI EC57's classes: N normal and bundle-branch-block beats, S supraventricular ectopic, "
+                "V ventricular ectopic, F fusion, Q paced or unclassifiable.",
+                {
+                    "header": ["class", "beats", "flagged", "flag rate"],
+                    "rows": [[k, v["beats"], v["flagged"], f"{100 * v['flag_rate']:.1f} %"] for k, v in aami.items()],
+                },
+            )
+        )
+    return sections
+
+
+def _scorer_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The scorer line of a learning page: its name, and k for the nearest-neighbour ones."""
+    scorer = summary.get("scorer")
+    if not scorer:
+        return []
+    k = scorer.get("neighbours")
+    if k is None:
+        return [("scored by", scorer["scorer"])]
+    if scorer["scorer"] == "local":
+        past = f" past its {k - 1} nearest" if k > 1 else ""
+        return [("scored by", f"local (k = {k}: each row rebuilt from the training rows{past})")]
+    return [("scored by", f"{scorer['scorer']} (k = {k} nearest training rows)")]
+
+
+def _learning_facts(summary: dict[str, Any], what: str) -> list[tuple[str, str]]:
+    e = summary["epochs"]
+    facts = [
+        (
+            f"{what} flagged as anomalous",
+            _number(summary.get("counts", {}).get("flagged", len(summary.get("flagged", [])))),
+        ),
+        ("threshold (score)", _number(summary["threshold"])),
+        *_scorer_facts(summary),
+        ("epochs trained", "-".join(str(v) for v in sorted(set(e["run"])))),
+        ("epoch kept", "-".join(str(v) for v in sorted(set(e["kept"])))),
+        ("converged", _number(summary.get("converged"))),
+    ]
+    return facts
+
+
+def _beats_page(
+    summary: dict[str, Any],
+    files: dict[str, Path],
+    facts: list[tuple[str, str]],
+    flagged: FlaggedRows | None,
+    extra_html: Markup | None,
+) -> tuple[list[tuple[str, str]], list[_Section]]:
+    """The facts and sections of a ``beats`` run's page (``facts``: what was read, where)."""
+    sections: list[_Section] = []
+    c = summary["counts"]
+    facts = [("beats found", _number(c["beats_found"])), ("beats kept", _number(c["beats_kept"]))] + facts
+    acc = summary.get("accuracy")
+    if acc:
+        facts += [
+            ("F1 against the reference", f"{acc['f1']:.4f}"),
+            ("sensitivity / positive predictivity", f"{acc['sensitivity']:.4f} / {acc['ppv']:.4f}"),
+        ]
+    facts += _heart_rate_facts(summary) + _quality_facts(summary)
+    names = ["excerpt.png", "heart_rate.png", "intervals.png", "quality.png"]
+    sections.append(_Section("Beats", figures=_figures(files, names)))
+    if acc:
+        sections.append(
+            _Section(
+                "Accuracy against the reference",
+                f"Reference {acc['reference']}; beats inside the scoring window "
+                f"{acc['scoring_window_s'][0]:g}-{acc['scoring_window_s'][1]:.1f} s, matched within "
+                f"{1000 * acc['tolerance_s']:.0f} ms.",
+                {
+                    "header": ["reference beats", "beats found", "TP", "FP", "FN", "F1"],
+                    "rows": [
+                        [
+                            acc["reference_beats_in_window"],
+                            acc["beats_found_in_window"],
+                            acc["tp"],
+                            acc["fp"],
+                            acc["fn"],
+                            f"{acc['f1']:.4f}",
+                        ]
+                    ],
+                },
+            )
+        )
+    return facts, sections
+
+
+def _ecg_page(
+    summary: dict[str, Any],
+    files: dict[str, Path],
+    facts: list[tuple[str, str]],
+    flagged: FlaggedRows | None,
+    extra_html: Markup | None,
+) -> tuple[list[tuple[str, str]], list[_Section]]:
+    """The facts and sections of a ``ecg`` run's page (``facts``: what was read, where)."""
+    sections: list[_Section] = []
+    c = summary["counts"]
+    facts = [
+        ("beats found", _number(c["beats_found"])),
+        ("beats kept", _number(c["beats_kept"])),
+        *_learning_facts(summary, "beats"),
+        *facts,
+        *_heart_rate_facts(summary),
+        *_quality_facts(summary),
+    ]
+    sections.extend(_reference_sections(summary))
+    if flagged is not None:
+        sections.append(_flagged_section(flagged, summary["threshold"]))
+    sections.append(_Section("What the model learned", figures=_figures(files, ["extremes.png", "latent.png"])))
+    sections.append(_Section("Generated beats", figures=_figures(files, ["generated.png"])))
+    sections.append(_Section("Training", figures=_figures(files, ["training.png"])))
+    names = ["heart_rate.png", "excerpt.png", "quality.png"]
+    sections.append(_Section("Heart rate and beats", figures=_figures(files, names)))
+    return facts, sections
+
+
+def _score_page(
+    summary: dict[str, Any],
+    files: dict[str, Path],
+    facts: list[tuple[str, str]],
+    flagged: FlaggedRows | None,
+    extra_html: Markup | None,
+) -> tuple[list[tuple[str, str]], list[_Section]]:
+    """The facts and sections of a ``score`` run's page (``facts``: what was read, where)."""
+    sections: list[_Section] = []
+    c, m = summary["counts"], summary["model"]
+    facts = [
+        ("beats found", _number(c["beats_found"])),
+        ("beats scored", _number(c["beats_kept"])),
+        ("beats flagged as anomalous", _number(c["flagged"])),
+        ("share flagged", f"{100 * summary['flag_rate']:.2f} %"),
+        ("threshold (score, the model's)", _number(summary["threshold"])),
+        *_scorer_facts(summary),
+        ("model", "/".join(Path(m["path"]).parts[-2:]) if m.get("path") else "given in Python"),
+        ("model trained on", f"{_number(m['training_beats'])} beats, on {m.get('trained_on_device')}"),
+        *facts,
+        *_heart_rate_facts(summary),
+    ]
+    sections.extend(_reference_sections(summary))
+    if flagged is not None:
+        sections.append(_flagged_section(flagged, summary["threshold"]))
+    sections.append(
+        _Section(
+            "Scores against the model's training beats",
+            "A recording like the training beats has its histogram over theirs; a shift to the right is a "
+            "recording the model finds unusual as a whole.",
+            figures=_figures(files, ["scores.png", "extremes.png", "latent.png"]),
+        )
+    )
+    sections.append(_Section("Heart rate and beats", figures=_figures(files, ["heart_rate.png", "excerpt.png"])))
+    return facts, sections
+
+
+def _train_page(
+    summary: dict[str, Any],
+    files: dict[str, Path],
+    facts: list[tuple[str, str]],
+    flagged: FlaggedRows | None,
+    extra_html: Markup | None,
+) -> tuple[list[tuple[str, str]], list[_Section]]:
+    """The facts and sections of a ``train`` run's page (``facts``: what was read, where)."""
+    sections: list[_Section] = []
+    r, c = summary["recordings"], summary["counts"]
+    dist = summary.get("distributed")
+    facts = [
+        ("recordings", _number(r["used"])),
+        ("recordings left out", _number(len(r["skipped"]))),
+        ("training beats", _number(c["beats"])),
+        ("beat window", f"{summary['window_s']:.3g} s, resampled to {summary['settings']['width']} samples"),
+        *_learning_facts(summary, "beats"),
+        ("device", str(summary.get("device"))),
+        (
+            "processes",
+            "one" if not dist else f"{dist['world_size']} ({dist['how']}, {dist['backend']})",
+        ),
+    ]
+    if r["skipped"]:
+        sections.append(
+            _Section(
+                "Recordings left out",
+                "These could not be read or held no whole beat; the model was trained without them.",
+                {"header": ["recording", "why"], "rows": [[x["path"], x["error"]] for x in r["skipped"]]},
+            )
+        )
+    sections.append(_Section("Training", figures=_figures(files, ["training.png"])))
+    sections.append(_Section("What the model learned", figures=_figures(files, ["scores.png", "latent.png"])))
+    return facts, sections
+
+
+def _series_page(
+    summary: dict[str, Any],
+    files: dict[str, Path],
+    facts: list[tuple[str, str]],
+    flagged: FlaggedRows | None,
+    extra_html: Markup | None,
+) -> tuple[list[tuple[str, str]], list[_Section]]:
+    """The facts and sections of a ``series`` run's page (``facts``: what was read, where)."""
+    sections: list[_Section] = []
+    w = summary["windows"]
+    facts = [
+        ("windows", _number(w["used"])),
+        ("window", str(summary.get("window", ""))),
+        *_learning_facts(summary, "windows"),
+        ("windows with gaps filled", _number(w["windows_with_filled_slots"])),
+        *facts,
+    ]
+    if flagged is not None:
+        sections.append(_flagged_section(flagged, summary["threshold"]))
+    sections.append(_Section("Anomalous windows", figures=_figures(files, ["days.png", "extremes.png"])))
+    sections.append(_Section("Codes and training", figures=_figures(files, ["latent.png", "training.png"])))
+    return facts, sections
+
+
+def _score_series_page(
+    summary: dict[str, Any],
+    files: dict[str, Path],
+    facts: list[tuple[str, str]],
+    flagged: FlaggedRows | None,
+    extra_html: Markup | None,
+) -> tuple[list[tuple[str, str]], list[_Section]]:
+    """The facts and sections of a ``score-series`` run's page (``facts``: what was read, where)."""
+    sections: list[_Section] = []
+    w, m = summary["windows"], summary["model"]
+    facts = [
+        ("windows scored", _number(w["used"])),
+        ("window", str(summary.get("window", ""))),
+        ("windows flagged as anomalous", _number(len(summary["flagged"]))),
+        ("share flagged", f"{100 * summary['flag_rate']:.2f} %"),
+        ("threshold (score, the model's)", _number(summary["threshold"])),
+        *_scorer_facts(summary),
+        ("model", "/".join(Path(m["path"]).parts[-2:]) if m.get("path") else "given in Python"),
+        ("model trained on", f"{_number(m['training_windows'])} windows, on {m.get('trained_on_device')}"),
+        ("windows with gaps filled", _number(w["windows_with_filled_slots"])),
+        *facts,
+    ]
+    if flagged is not None:
+        sections.append(_flagged_section(flagged, summary["threshold"]))
+    sections.append(_Section("Anomalous windows", figures=_figures(files, ["days.png", "extremes.png"])))
+    sections.append(
+        _Section(
+            "Scores against the model's training windows",
+            "A period like the training one has its histogram over theirs; a shift to the right is a "
+            "period the model finds unusual as a whole.",
+            figures=_figures(files, ["scores.png", "latent.png"]),
+        )
+    )
+    return facts, sections
+
+
+def _dataset_page(
+    summary: dict[str, Any],
+    files: dict[str, Path],
+    facts: list[tuple[str, str]],
+    flagged: FlaggedRows | None,
+    extra_html: Markup | None,
+) -> tuple[list[tuple[str, str]], list[_Section]]:
+    """The facts and sections of a ``dataset`` run's page (``facts``: what was read, where)."""
+    sections: list[_Section] = []
+    facts = _dataset_facts(summary)
+    acc = summary.get("accuracy")
+    if acc:
+        sections.append(
+            _Section(
+                "Accuracy against the references",
+                f"Each WFDB record against its own .{acc['reference']} file, {acc['records_scored']} record(s); "
+                "the counts of every record added up.",
+                {
+                    "header": ["TP", "FP", "FN", "sensitivity", "positive predictivity", "F1"],
+                    "rows": [[acc["tp"], acc["fp"], acc["fn"], acc["sensitivity"], acc["ppv"], acc["f1"]]],
+                },
+            )
+        )
+    sections.append(
+        _Section(
+            "Recordings",
+            "Failures first; click a column's name to sort by it, a recording's name to open its own report.",
+            html=extra_html,
+        )
+    )
+    return facts, sections
+
+
+def _bench_page(
+    summary: dict[str, Any],
+    files: dict[str, Path],
+    facts: list[tuple[str, str]],
+    flagged: FlaggedRows | None,
+    extra_html: Markup | None,
+) -> tuple[list[tuple[str, str]], list[_Section]]:
+    """The facts and sections of a ``bench`` run's page (``facts``: what was read, where)."""
+    sections: list[_Section] = []
+    sections.append(_Section("Results", html=extra_html))
+    charts = sorted(name for name in files if name.endswith(".png"))
+    sections.append(_Section("Charts", figures=_figures(files, charts)))
+    return facts, sections
+
+
+#: The page of each kind of run: its facts and sections (a new kind of run: one function, one line).
+PAGES: dict[str, Callable[..., tuple[list[tuple[str, str]], list[_Section]]]] = {
+    "beats": _beats_page,
+    "ecg": _ecg_page,
+    "score": _score_page,
+    "train": _train_page,
+    "series": _series_page,
+    "score-series": _score_series_page,
+    "dataset": _dataset_page,
+    "bench": _bench_page,
+}
+
+
+def _dataset_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    engine = summary["engine"]
+    facts = [
+        ("recordings", _number(summary["recordings"])),
+        ("ok", _number(summary["ok"])),
+        ("failed", _number(summary["failed"])),
+        ("from an earlier run", _number(summary["resumed"])),
+    ]
+    if summary.get("beats") is not None:
+        facts.append(("beats found", _number(summary["beats"])))
+    if summary.get("flagged") is not None:
+        facts.append(("beats flagged", _number(summary["flagged"])))
+    if summary.get("accuracy"):
+        facts.append(("F1 against the references", f"{summary['accuracy']['f1']:.4f}"))
+    facts += [
+        ("recorded time", format_duration(summary["duration_s"])),
+        ("wall time", format_duration(summary["seconds"]["wall"])),
+        (
+            "engine",
+            "one process, no Dask" if engine["kind"] == "loop" else f"{engine['kind']}, {engine['workers']} workers",
+        ),
+    ]
+    return facts
