@@ -1,0 +1,48 @@
+"""The stages the beat-scoring pipelines share (devicepipe.pipelines.scored), on small hand-made inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from devicepipe.pipelines.scored import beat_counts, flagged_beats, score_views
+from devicepipe.report import MAX_FLAGGED_ROWS
+from devicepipe.score import Scores
+
+
+def _scores(values: list[float], threshold: float) -> Scores:
+    s = torch.tensor(values)
+    return Scores(torch.zeros(len(values), 2), s, torch.zeros(len(values)), threshold, s > threshold)
+
+
+def test_score_views_pick_the_extremes_the_flagged_rows_and_the_median_row():
+    values = [0.5, 3.0, 0.1, 2.0, 0.7, 0.2, 5.0, 0.3, 0.4, 0.6, 0.8, 0.9]
+    data = torch.arange(12 * 3, dtype=torch.float32).reshape(12, 3)
+    views = score_views(_scores(values, threshold=1.5), data)
+    # by hand: ascending order of the scores is rows 2, 5, 7, 8, 0, 9, 4, 10, 11, 3, 1, 6
+    assert views["extreme_idx"].tolist() == [10, 11, 3, 1, 6, 2, 5, 7, 8, 0]  # five highest, then five lowest
+    assert views["top_flagged"].tolist() == [6, 1, 3]  # above 1.5, highest first
+    assert torch.equal(views["flagged_rows"], data[[6, 1, 3]])
+    assert torch.equal(views["typical"], data.median(0).values)
+
+
+def test_score_views_show_at_most_the_report_s_rows():
+    n = MAX_FLAGGED_ROWS + 7
+    views = score_views(_scores(list(np.linspace(2, 3, n)), threshold=1.0), torch.ones(n, 4))
+    assert views["top_flagged"].numel() == MAX_FLAGGED_ROWS and views["top_flagged"][0] == n - 1
+
+
+def test_counts_and_flagged_beats_as_the_summary_lists_them():
+    host = {
+        "all_peaks": np.array([10, 250, 500, 760, 1000]),
+        "peaks": np.array([250, 500, 760]),
+        "scores": np.array([0.2, 4.0, 2.5]),
+        "flags": np.array([False, True, True]),
+        "tail": np.array([0.5, 0.001, 0.01]),
+    }
+    assert beat_counts(host) == {"beats_found": 5, "beats_kept": 3, "flagged": 2}
+    listed = flagged_beats(host, 250.0)
+    assert listed == [{"peak": 500, "time_s": 2.0, "score": 4.0}, {"peak": 760, "time_s": 3.04, "score": 2.5}]
+    with_tail = flagged_beats(host | {"truth": np.array(["N", "V", "N"])}, 250.0, tail=True)
+    assert [list(b) for b in with_tail] == [["peak", "time_s", "score", "tail_probability", "reference"]] * 2
+    assert [(b["tail_probability"], b["reference"]) for b in with_tail] == [(0.001, "V"), (0.01, "N")]
