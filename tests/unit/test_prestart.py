@@ -263,3 +263,6 @@ def test_the_dataset_commands_are_the_commands_with_workers():
         if "workers" in inspect.signature(c.callback).parameters
     }
     assert with_workers == set(DATASET_COMMANDS)
+    from devicepipe.pipelines import DATASET_PIPELINES
+
+    assert set(DATASET_PIPELINES) == with_workers  # each command that takes folders has its pipeline

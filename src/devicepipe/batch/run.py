@@ -34,7 +34,7 @@ from devicepipe.report import REPORT_NAME, dataset_table, write_report
 from devicepipe.threads import requested_threads, using_threads
 
 #: Per-recording pipelines that run on a dataset.
-KINDS = ("beats", "ecg", "score")
+KINDS = tuple(pipelines.DATASET_PIPELINES)
 
 
 def _task(
@@ -53,27 +53,14 @@ def _task(
 
 def _run_kind(kind: str, items: Sequence[_Item], options: dict[str, Any], device: str) -> list[BaseException | None]:
     """Run the pipeline on each item: None where it succeeded, else the exception that stopped it."""
-    if kind == "beats":
-        opts = pipelines.BeatsOptions(**options)
-        try:
-            results = pipelines.run_beats_many(
-                [i.path for i in items], [i.out for i in items], options=opts,
-                references=[i.reference for i in items], device=device,
-            )  # fmt: skip
-            return [r if isinstance(r, BaseException) else None for r in results]
-        except Exception as exc:  # noqa: BLE001 - not a user's mistake: one at a time, so only its recording fails
-            if len(items) == 1:
-                return [exc]
-            return [out for item in items for out in _run_kind(kind, [item], options, device)]
-    run = pipelines.run_score if kind == "score" else pipelines.run_ecg
-    outcomes: list[BaseException | None] = []
-    for item in items:
-        try:
-            run(item.path, item.out, device=device, reference=item.reference, **options)
-            outcomes.append(None)
-        except Exception as exc:  # noqa: BLE001 - a bad recording never stops the batch
-            outcomes.append(exc)
-    return outcomes
+    run_group = pipelines.DATASET_PIPELINES[kind]
+    try:
+        paths, outs, references = zip(*((i.path, i.out, i.reference) for i in items), strict=True)
+        return run_group(list(paths), list(outs), list(references), options, device)
+    except Exception as exc:  # noqa: BLE001 - not a user's mistake: one at a time, so only its recording fails
+        if len(items) == 1:
+            return [exc]
+        return [out for item in items for out in _run_kind(kind, [item], options, device)]
 
 
 def run_recordings(

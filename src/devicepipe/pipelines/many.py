@@ -1,0 +1,64 @@
+"""The pipelines that run on every recording of a dataset, by name: :data:`DATASET_PIPELINES`.
+
+Each entry runs a group of recordings (``paths[i]`` written to ``outs[i]``, scored against
+``references[i]`` where there is one) with the pipeline's keyword ``options`` on ``device``, and
+says per recording None (done) or the exception that stopped it: a bad recording never stops the
+others. A pipeline that takes folders is one entry here; :func:`devicepipe.batch.run_dataset`
+looks it up by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from devicepipe.pipelines.beats import run_beats_many
+from devicepipe.pipelines.beats_finish import BeatsOptions
+from devicepipe.pipelines.ecg import run_ecg
+from devicepipe.pipelines.score import run_score
+
+__all__ = ["DATASET_PIPELINES", "RunGroup"]
+
+#: A pipeline run on a group of recordings: (paths, outs, references, options, device) -> outcomes.
+RunGroup = Callable[
+    [Sequence[Path], Sequence[Path], Sequence[str | None], dict[str, Any], str], list[BaseException | None]
+]
+
+
+def _beats_group(
+    paths: Sequence[Path], outs: Sequence[Path], references: Sequence[str | None], options: dict[str, Any], device: str
+) -> list[BaseException | None]:
+    """The beats of equal-length recordings found in one batched call (:func:`run_beats_many`)."""
+    results = run_beats_many(paths, outs, options=BeatsOptions(**options), references=references, device=device)
+    return [r if isinstance(r, BaseException) else None for r in results]
+
+
+def _one_at_a_time(run: Callable[..., Any]) -> RunGroup:
+    """A pipeline of one recording, run on each of a group in turn."""
+
+    def group(
+        paths: Sequence[Path],
+        outs: Sequence[Path],
+        references: Sequence[str | None],
+        options: dict[str, Any],
+        device: str,
+    ) -> list[BaseException | None]:
+        outcomes: list[BaseException | None] = []
+        for path, out, reference in zip(paths, outs, references, strict=True):
+            try:
+                run(path, out, device=device, reference=reference, **options)
+                outcomes.append(None)
+            except Exception as exc:  # noqa: BLE001 - a bad recording never stops the batch
+                outcomes.append(exc)
+        return outcomes
+
+    return group
+
+
+#: The pipelines a dataset command runs, by name.
+DATASET_PIPELINES: dict[str, RunGroup] = {
+    "beats": _beats_group,
+    "ecg": _one_at_a_time(run_ecg),
+    "score": _one_at_a_time(run_score),
+}
