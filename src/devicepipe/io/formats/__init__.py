@@ -38,6 +38,8 @@ def format_of(path: Path) -> Format | None:
 
 def known_formats() -> str:
     """The formats, as the error for an unknown one lists them: ``".csv, .tsv, ... or a WFDB record"``."""
+    # plain suffixes first, then formats told apart by more than a suffix (in the order tried)
     files = [f.described for f in FORMATS if not f.names_records]
+    files.sort(key=lambda d: any(not word.startswith(".") for word in d.replace(",", " ").split()))
     records = [f.described for f in FORMATS if f.names_records]
     return ", ".join(files) + "".join(f" or {r}" for r in records)
