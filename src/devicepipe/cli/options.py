@@ -3,9 +3,11 @@ on the command line is read."""
 
 from __future__ import annotations
 
-from enum import StrEnum
+import dataclasses
+from collections.abc import Mapping
+from enum import Enum, StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -178,3 +180,32 @@ def _split(text: str | None) -> list[str] | None:
     if text is None:
         return None
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")]
+RateOpt = Annotated[float | None, typer.Option(help="Sampling rate in Hz, when the file does not say (CSV, NPY).")]
+LatentOpt = Annotated[int, typer.Option(help="Latent dimensions of the VAE.", min=1, max=64)]
+WidthOpt = Annotated[int, typer.Option(help="Samples per beat row (a power of two).", min=8)]
+EcgModeOpt = Annotated[
+    SegmentMode,
+    typer.Option(
+        help="centered (the default of ecg and train): a fixed window around each R peak, 0.25 s before to 0.45 s "
+        "after, so a premature beat is cut like any other; seed (the default of 'beats', the notebook's matrix): "
+        "peak to peak, zero-padded."
+    ),
+]
+
+Settings = TypeVar("Settings", bound=LearnSettings)
+
+
+def learn_settings(cls: type[Settings], given: Mapping[str, Any]) -> Settings:
+    """The settings ``cls`` from a command's parameters (its ``locals()``): every field of ``cls``
+    the command has, a choice as its value and a path as text."""
+    values = {}
+    for field in dataclasses.fields(cls):
+        if field.name in given:
+            value = given[field.name]
+            if isinstance(value, Enum):
+                value = value.value
+            values[field.name] = str(value) if isinstance(value, Path) else value
+    return cls(**values)

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import torch
 import typer
+from rich.console import Console
 
 from devicepipe.batch import is_dataset
 from devicepipe.cli.application import (
@@ -29,6 +30,7 @@ from devicepipe.cli.options import (
     NanOpt,
     NanPolicy,
     PeakMethod,
+    RateOpt,
     SchedulerOpt,
     SegmentMode,
     WorkersOpt,
@@ -42,74 +44,81 @@ from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
 from devicepipe.pipelines import (
     BEATS_MODE,
     BeatsOptions,
+    BeatsResult,
     run_beats,
 )
 from devicepipe.units import format_duration, parse_bytes
+
+_OUT = Annotated[
+    Path,
+    typer.Option(
+        "--out", "-o", help="Directory for report.html, beats.parquet/.csv, RECORD.qrs, beat_matrix.npy, figures."
+    ),
+]
+_METHOD = Annotated[PeakMethod, typer.Option(help="ricker (accurate) or seed (the notebook's recipe).")]
+_MODE = Annotated[
+    SegmentMode,
+    typer.Option(
+        help="seed (the default here, the notebook's beat matrix): peak-to-peak beats of 0.4-1.024 s, "
+        "zero-padded; centered (the default of 'ecg', for learning): a fixed window around each R peak."
+    ),
+]
+_REFERENCE = Annotated[
+    Path | None,
+    typer.Option(
+        help="Reference beats, to print the accuracy: a WFDB annotation file (e.g. mitdb/100.atr) or a "
+        "CSV/Parquet with a 'sample' (indices) or 'time_s' (seconds) column, such as simulate's NAME.truth.csv; "
+        "for many recordings, an annotation extension (atr): each WFDB record's own RECORD.atr."
+    ),
+]
+_FIGURES = Annotated[bool, typer.Option(help="Write excerpt.png, heart_rate.png and intervals.png.")]
+_STRICT = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Refuse (exit 2, nothing written) when the beats say a setting is wrong: no beat in over a "
+        "minute, or a median heart rate outside 20-300 bpm.",
+    ),
+]
+_CHUNK = Annotated[
+    str | None,
+    typer.Option(
+        help="Read and detect the recording in chunks of this duration (e.g. 10min): memory stays flat "
+        "however long it is, and the beats are those of one piece."
+    ),
+]
+_BUDGET = Annotated[
+    str | None,
+    typer.Option(
+        help="Detect in chunks by itself when one piece would need more memory than this (e.g. 2GB). "
+        "Default: a quarter of the device's free memory."
+    ),
+]
+_RESUME = Annotated[
+    bool, typer.Option("--resume", help="For many recordings: skip those whose run directory is complete.")
+]
 
 
 @app.command(cls=_Command)
 def beats(
     input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out", "-o", help="Directory for report.html, beats.parquet/.csv, RECORD.qrs, beat_matrix.npy, figures."
-        ),
-    ],
+    out: _OUT,
     channel: EcgChannelOpt = None,
-    sampling_rate: Annotated[
-        float | None, typer.Option(help="Sampling rate in Hz, when the file does not say (CSV, NPY).")
-    ] = None,
-    method: Annotated[PeakMethod, typer.Option(help="ricker (accurate) or seed (the notebook's recipe).")] = PeakMethod[
-        "ricker"
-    ],
-    mode: Annotated[
-        SegmentMode,
-        typer.Option(
-            help="seed (the default here, the notebook's beat matrix): peak-to-peak beats of 0.4-1.024 s, "
-            "zero-padded; centered (the default of 'ecg', for learning): a fixed window around each R peak."
-        ),
-    ] = SegmentMode[BEATS_MODE],
-    reference: Annotated[
-        Path | None,
-        typer.Option(
-            help="Reference beats, to print the accuracy: a WFDB annotation file (e.g. mitdb/100.atr) or a "
-            "CSV/Parquet with a 'sample' (indices) or 'time_s' (seconds) column, such as simulate's NAME.truth.csv; "
-            "for many recordings, an annotation extension (atr): each WFDB record's own RECORD.atr."
-        ),
-    ] = None,
+    sampling_rate: RateOpt = None,
+    method: _METHOD = PeakMethod["ricker"],
+    mode: _MODE = SegmentMode[BEATS_MODE],
+    reference: _REFERENCE = None,
     device: DeviceOpt = "auto",
     nan: NanOpt = NanPolicy["error"],
     encoding: EncodingOpt = None,
-    figures: Annotated[bool, typer.Option(help="Write excerpt.png, heart_rate.png and intervals.png.")] = True,
-    strict: Annotated[
-        bool,
-        typer.Option(
-            "--strict",
-            help="Refuse (exit 2, nothing written) when the beats say a setting is wrong: no beat in over a "
-            "minute, or a median heart rate outside 20-300 bpm.",
-        ),
-    ] = False,
-    chunk: Annotated[
-        str | None,
-        typer.Option(
-            help="Read and detect the recording in chunks of this duration (e.g. 10min): memory stays flat "
-            "however long it is, and the beats are those of one piece."
-        ),
-    ] = None,
-    memory_budget: Annotated[
-        str | None,
-        typer.Option(
-            help="Detect in chunks by itself when one piece would need more memory than this (e.g. 2GB). "
-            "Default: a quarter of the device's free memory."
-        ),
-    ] = None,
+    figures: _FIGURES = True,
+    strict: _STRICT = False,
+    chunk: _CHUNK = None,
+    memory_budget: _BUDGET = None,
     workers: WorkersOpt = None,
     scheduler: SchedulerOpt = None,
     devices: DevicesOpt = None,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="For many recordings: skip those whose run directory is complete.")
-    ] = False,
+    resume: _RESUME = False,
 ) -> None:
     """Find the heartbeats of an ECG, cut them into a fixed-width matrix and plot them.
 
@@ -145,6 +154,10 @@ def beats(
             progress=lambda msg: status.update(msg),
             **dataclasses.asdict(options),
         )
+    _print_beats(con, result, reference)
+
+
+def _print_beats(con: Console, result: BeatsResult, reference: Path | None) -> None:
     hr = result.mean_heart_rate_bpm
     con.print(
         f"[bold]{result.source}[/bold] ({result.channel}, {result.sampling_rate:g} Hz, "

@@ -27,16 +27,20 @@ from devicepipe.cli.options import (
     DeviceOpt,
     DevicesOpt,
     EcgChannelOpt,
+    EcgModeOpt,
     EncodingOpt,
     EnsembleOpt,
     EpochsOpt,
+    LatentOpt,
     LrOpt,
     MaxEpochsOpt,
     MinQualityOpt,
     NanOpt,
     NanPolicy,
     NeighboursOpt,
+    OutOpt,
     PercentileOpt,
+    RateOpt,
     ResumeOpt,
     SchedulerOpt,
     ScorerOpt,
@@ -44,8 +48,10 @@ from devicepipe.cli.options import (
     SegmentMode,
     TensorboardOpt,
     ThreadsOpt,
+    WidthOpt,
     WorkersOpt,
     _maybe_int,
+    learn_settings,
 )
 from devicepipe.cli.printing import (
     ECG_FIGURES,
@@ -87,40 +93,34 @@ def _print_ecg(con: Console, s: dict[str, Any]) -> None:
     con.print("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in s["seconds"].items()))
 
 
+_ECG_REFERENCE = Annotated[
+    Path | None,
+    typer.Option(
+        help="Labelled reference beats, to see which labels get flagged: a WFDB annotation file (e.g. "
+        "mitdb/100.atr) or a CSV/Parquet with a 'sample' or 'time_s' column and a 'symbol' column, such as "
+        "simulate's NAME.truth.csv."
+    ),
+]
+
+
 @app.command(cls=_Command)
 def ecg(
     input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
+    out: OutOpt,
     device: DeviceOpt = "auto",
     channel: EcgChannelOpt = None,
-    sampling_rate: Annotated[
-        float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
-    ] = None,
+    sampling_rate: RateOpt = None,
     epochs: EpochsOpt = ECG.epochs,
     max_epochs: MaxEpochsOpt = ECG.max_epochs,
     batch_size: BatchOpt = ECG.batch_size,
     lr: LrOpt = ECG.lr,
-    latent: Annotated[int, typer.Option(help="Latent dimensions of the VAE.", min=1, max=64)] = ECG.latent,
+    latent: LatentOpt = ECG.latent,
     ensemble: EnsembleOpt = ECG.ensemble,
-    mode: Annotated[
-        SegmentMode,
-        typer.Option(
-            help="centered (the default here): a fixed window around each R peak, 0.25 s before to 0.45 s after, "
-            "so a premature beat is cut like any other; seed (the default of 'beats', the notebook's matrix): "
-            "peak to peak, zero-padded."
-        ),
-    ] = (SegmentMode[ECG_MODE]),
-    width: Annotated[int, typer.Option(help="Samples per beat row (a power of two).", min=8)] = BEAT_WIDTH,
+    mode: EcgModeOpt = SegmentMode[ECG_MODE],
+    width: WidthOpt = BEAT_WIDTH,
     seed: SeedOpt = ECG.seed,
     percentile: PercentileOpt = ECG.percentile,
-    reference: Annotated[
-        Path | None,
-        typer.Option(
-            help="Labelled reference beats, to see which labels get flagged: a WFDB annotation file (e.g. "
-            "mitdb/100.atr) or a CSV/Parquet with a 'sample' or 'time_s' column and a 'symbol' column, such as "
-            "simulate's NAME.truth.csv."
-        ),
-    ] = None,
+    reference: _ECG_REFERENCE = None,
     scorer: ScorerOpt = None,
     neighbours: NeighboursOpt = None,
     nan: NanOpt = NanPolicy["error"],
@@ -140,55 +140,27 @@ def ecg(
     own directory under --out (on a Dask cluster), with index.parquet and summary.json;
     --resume then also skips the recordings already complete.
     """
-    settings = LearnSettings(
-        threads=threads,
-        epochs=epochs,
-        max_epochs=max_epochs,
-        batch_size=batch_size,
-        lr=lr,
-        seed=seed,
-        latent=latent,
-        ensemble=ensemble,
-        percentile=percentile,
-        scorer=None if scorer is None else scorer.value,
-        neighbours=neighbours,
-        resume=resume,
-        bf16=bf16,
-        tensorboard=None if tensorboard is None else str(tensorboard),
-    )
+    settings = learn_settings(LearnSettings, locals())
+    cut = {
+        "channel": _maybe_int(channel),
+        "sampling_rate": sampling_rate,
+        "mode": mode.value,
+        "width": width,
+        "nan": nan.value,
+        "encoding": encoding,
+        "min_quality": min_quality,
+    }
     if is_dataset(input):
-        options = {
-            "settings": settings,
-            "channel": _maybe_int(channel),
-            "sampling_rate": sampling_rate,
-            "mode": mode.value,
-            "width": width,
-            "nan": nan.value,
-            "encoding": encoding,
-            "min_quality": min_quality,
-        }
         engine = _engine(workers, scheduler, devices, device)
-        _run_dataset_cli("ecg", input, out, options, engine, reference, resume)
+        _run_dataset_cli("ecg", input, out, {"settings": settings, **cut}, engine, reference, resume)
         return
     _single_only(workers=workers, scheduler=scheduler, devices=devices)
     con = _console()
     bar = "training" if ensemble == 1 else f"training {ensemble} members"
     with _epoch_bar(con, settings.epoch_limit, bar, exact=epochs is not None) as update:
         result = run_ecg(
-            input,
-            out,
-            settings=settings,
-            channel=_maybe_int(channel),
-            sampling_rate=sampling_rate,
-            device=device,
-            mode=mode.value,
-            width=width,
-            reference=reference,
-            nan=nan.value,
-            encoding=encoding,
-            progress=con.print,
-            epoch_progress=update,
-            min_quality=min_quality,
-        )
+            input, out, settings=settings, device=device, reference=reference, progress=con.print,
+            epoch_progress=update, **cut,
+        )  # fmt: skip
     _print_ecg(con, result.summary)
     _print_outputs(con, result, ECG_FIGURES)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 
 from devicepipe.anomaly import BeatAnomalyDetector, load_model
 from devicepipe.batch import is_dataset
@@ -28,6 +29,8 @@ from devicepipe.cli.options import (
     ModelOpt,
     NanOpt,
     NanPolicy,
+    OutOpt,
+    RateOpt,
     SchedulerOpt,
     TimeFormatOpt,
     WorkersOpt,
@@ -40,10 +43,26 @@ from devicepipe.cli.printing import (
 )
 from devicepipe.errors import DevicepipeError
 from devicepipe.pipelines import (
+    LearnResult,
     model_input,
     run_score,
     run_score_series,
 )
+
+_TIME_COLUMN = Annotated[
+    str | None,
+    typer.Option(
+        help="With a load-series model: the timestamp column (default: the first column of times, as series finds it)."
+    ),
+]
+_REFERENCE = Annotated[
+    Path | None,
+    typer.Option(
+        help="Labelled reference beats, to see the flag rate per label and AAMI class: a WFDB annotation "
+        "file (e.g. mitdb/100.atr) or a table with 'sample'/'time_s' and 'symbol' columns; for many "
+        "recordings an extension (atr)."
+    ),
+]
 
 
 @app.command(cls=_Command)
@@ -55,28 +74,13 @@ def score(
         ),
     ],
     model: ModelOpt,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
+    out: OutOpt,
     device: DeviceOpt = "auto",
     channel: EcgChannelOpt = None,
-    time_column: Annotated[
-        str | None,
-        typer.Option(
-            help="With a load-series model: the timestamp column (default: the first column of times, as "
-            "series finds it)."
-        ),
-    ] = None,
+    time_column: _TIME_COLUMN = None,
     time_format: TimeFormatOpt = None,
-    sampling_rate: Annotated[
-        float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
-    ] = None,
-    reference: Annotated[
-        Path | None,
-        typer.Option(
-            help="Labelled reference beats, to see the flag rate per label and AAMI class: a WFDB annotation "
-            "file (e.g. mitdb/100.atr) or a table with 'sample'/'time_s' and 'symbol' columns; for many "
-            "recordings an extension (atr)."
-        ),
-    ] = None,
+    sampling_rate: RateOpt = None,
+    reference: _REFERENCE = None,
     nan: NanOpt = NanPolicy["error"],
     encoding: EncodingOpt = None,
     resume: Annotated[bool, typer.Option("--resume", help="For many recordings: skip those already scored.")] = False,
@@ -117,6 +121,10 @@ def score(
         raise DevicepipeError("--resume is for many recordings; scoring one recording starts afresh.")
     con = _console()
     result = run_score(input, out, model=fitted, device=device, reference=reference, progress=con.print, **options)
+    _print_score(con, result)
+
+
+def _print_score(con: Console, result: LearnResult) -> None:
     s = result.summary
     c = s["counts"]
     con.print(

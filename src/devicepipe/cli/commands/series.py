@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from devicepipe.cli.application import (
     _Command,
@@ -23,6 +24,7 @@ from devicepipe.cli.options import (
     NanOpt,
     NanPolicy,
     NeighboursOpt,
+    OutOpt,
     PercentileOpt,
     ResumeOpt,
     ScorerOpt,
@@ -31,6 +33,7 @@ from devicepipe.cli.options import (
     ThreadsOpt,
     TimeFormatOpt,
     _maybe_int,
+    learn_settings,
 )
 from devicepipe.cli.printing import (
     _console,
@@ -41,6 +44,7 @@ from devicepipe.cli.printing import (
 from devicepipe.pipelines import (
     SERIES_HIDDEN,
     SERIES_WINDOW,
+    LearnResult,
     SeriesLearnSettings,
     run_series,
 )
@@ -49,7 +53,7 @@ from devicepipe.pipelines import (
 @app.command(cls=_Command)
 def series(
     input: Annotated[Path, typer.Argument(help="A time-indexed load series: CSV or Parquet.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")],
+    out: OutOpt,
     column: Annotated[
         str | None, typer.Option("--column", "-c", help="The value column (default: the only one).")
     ] = None,
@@ -84,43 +88,22 @@ def series(
     threads: ThreadsOpt = None,
 ) -> None:
     """Cut a load series into windows (days by default), train an MLP autoencoder, flag anomalous windows."""
-    settings = SeriesLearnSettings(
-        threads=threads,
-        epochs=epochs,
-        max_epochs=max_epochs,
-        batch_size=batch_size,
-        lr=lr,
-        seed=seed,
-        latent=latent,
-        ensemble=ensemble,
-        percentile=percentile,
-        scorer=None if scorer is None else scorer.value,
-        neighbours=neighbours,
-        resume=resume,
-        tensorboard=None if tensorboard is None else str(tensorboard),
-    )
+    settings = learn_settings(SeriesLearnSettings, locals())
     con = _console()
     with _epoch_bar(con, settings.epoch_limit, "training", exact=epochs is not None) as update:
         result = run_series(
-            input,
-            out,
-            column=_maybe_int(column),
-            time_column=_maybe_int(time_column),
-            time_format=time_format,
-            window=window,
-            pointwise=pointwise,
-            settings=settings,
-            hidden=hidden,
-            device=device,
-            nan=nan.value,
-            encoding=encoding,
-            progress=con.print,
-            epoch_progress=update,
-        )
+            input, out, column=_maybe_int(column), time_column=_maybe_int(time_column), time_format=time_format,
+            window=window, pointwise=pointwise, settings=settings, hidden=hidden, device=device, nan=nan.value,
+            encoding=encoding, progress=con.print, epoch_progress=update,
+        )  # fmt: skip
+    _print_series(con, result)
+
+
+def _print_series(con: Console, result: LearnResult) -> None:
     s = result.summary
     w = s["windows"]
     con.print(
-        f"{w['used']:,} windows of {window} ({s['steps_per_window']} steps); {w['windows_with_filled_slots']} "
+        f"{w['used']:,} windows of {s['window']} ({s['steps_per_window']} steps); {w['windows_with_filled_slots']} "
         f"had gaps filled ({w['filled_slots']} slots), {len(w['dropped'])} dropped; duplicates averaged: "
         f"{s['time']['n_duplicates']}"
     )

@@ -20,9 +20,11 @@ from devicepipe.cli.options import (
     Bf16Opt,
     DeviceOpt,
     EcgChannelOpt,
+    EcgModeOpt,
     EncodingOpt,
     EnsembleOpt,
     EpochsOpt,
+    LatentOpt,
     LrOpt,
     MaxEpochsOpt,
     MinQualityOpt,
@@ -30,12 +32,15 @@ from devicepipe.cli.options import (
     NanPolicy,
     NeighboursOpt,
     PercentileOpt,
+    RateOpt,
     ResumeOpt,
     ScorerOpt,
     SeedOpt,
     SegmentMode,
     ThreadsOpt,
+    WidthOpt,
     _maybe_int,
+    learn_settings,
 )
 from devicepipe.cli.printing import (
     _console,
@@ -46,11 +51,20 @@ from devicepipe.cli.printing import (
 from devicepipe.pipelines import (
     BEAT_WIDTH,
     ECG_MODE,
+    LearnResult,
     LearnSettings,
     run_train,
 )
 from devicepipe.train import distributed, start_distributed
 from devicepipe.units import parse_bytes
+
+_BUDGET = Annotated[
+    str | None,
+    typer.Option(
+        help="Device memory for the beats, e.g. 8GB; beyond it they stay in host memory and go to the "
+        "device a batch at a time (same result). Default: a quarter of the device's free memory."
+    ),
+]
 
 
 @app.command(cls=_Command)
@@ -65,18 +79,15 @@ def train(
     out: Annotated[Path, typer.Option("--out", "-o", help="Model directory: model.pt, report.html, figures.")],
     device: DeviceOpt = "auto",
     channel: EcgChannelOpt = None,
-    sampling_rate: Annotated[float | None, typer.Option(help="Sampling rate in Hz, for files that do not say.")] = None,
+    sampling_rate: RateOpt = None,
     epochs: EpochsOpt = ECG.epochs,
     max_epochs: MaxEpochsOpt = ECG.max_epochs,
     batch_size: BatchOpt = ECG.batch_size,
     lr: LrOpt = ECG.lr,
-    latent: Annotated[int, typer.Option(help="Latent dimensions of the VAE.", min=1, max=64)] = ECG.latent,
+    latent: LatentOpt = ECG.latent,
     ensemble: EnsembleOpt = ECG.ensemble,
-    mode: Annotated[
-        SegmentMode,
-        typer.Option(help="centered: 0.25 s before to 0.45 s after each R peak; seed: peak to peak."),
-    ] = (SegmentMode[ECG_MODE]),
-    width: Annotated[int, typer.Option(help="Samples per beat row (a power of two).", min=8)] = BEAT_WIDTH,
+    mode: EcgModeOpt = SegmentMode[ECG_MODE],
+    width: WidthOpt = BEAT_WIDTH,
     seed: SeedOpt = ECG.seed,
     percentile: PercentileOpt = ECG.percentile,
     scorer: ScorerOpt = None,
@@ -87,13 +98,7 @@ def train(
     resume: ResumeOpt = False,
     bf16: Bf16Opt = False,
     threads: ThreadsOpt = None,
-    memory_budget: Annotated[
-        str | None,
-        typer.Option(
-            help="Device memory for the beats, e.g. 8GB; beyond it they stay in host memory and go to the "
-            "device a batch at a time (same result). Default: a quarter of the device's free memory."
-        ),
-    ] = None,
+    memory_budget: _BUDGET = None,
 ) -> None:
     """Train one model of normal beats on many recordings, for 'devicepipe score' to apply to any other.
 
@@ -101,21 +106,7 @@ def train(
     devices: torchrun --nproc-per-node N -m devicepipe train ... (DistributedDataParallel: NCCL
     on CUDA, one GPU per process; gloo on the CPU); rank 0 writes the model.
     """
-    settings = LearnSettings(
-        threads=threads,
-        epochs=epochs,
-        max_epochs=max_epochs,
-        batch_size=batch_size,
-        lr=lr,
-        seed=seed,
-        latent=latent,
-        ensemble=ensemble,
-        percentile=percentile,
-        scorer=None if scorer is None else scorer.value,
-        neighbours=neighbours,
-        resume=resume,
-        bf16=bf16,
-    )
+    settings = learn_settings(LearnSettings, locals())
     joined = start_distributed(device)
     rank, world = distributed()
     con = _console() if rank == 0 else Console(file=io.StringIO())
@@ -125,26 +116,19 @@ def train(
     try:
         with _epoch_bar(con, settings.epoch_limit, bar, exact=epochs is not None) as update:
             result = run_train(
-                input,
-                out,
-                settings=settings,
-                channel=_maybe_int(channel),
-                sampling_rate=sampling_rate,
-                device=joined or device,
-                mode=mode.value,
-                width=width,
-                nan=nan.value,
-                encoding=encoding,
-                min_quality=min_quality,
-                progress=con.print,
-                epoch_progress=update,
+                input, out, settings=settings, channel=_maybe_int(channel), sampling_rate=sampling_rate,
+                device=joined or device, mode=mode.value, width=width, nan=nan.value, encoding=encoding,
+                min_quality=min_quality, progress=con.print, epoch_progress=update,
                 memory_budget=None if memory_budget is None else parse_bytes(memory_budget),
-            )
+            )  # fmt: skip
     finally:
         if joined is not None:
             torch.distributed.destroy_process_group()
-    if rank != 0:
-        return
+    if rank == 0:
+        _print_train(con, result)
+
+
+def _print_train(con: Console, result: LearnResult) -> None:
     s = result.summary
     r = s["recordings"]
     con.print(
