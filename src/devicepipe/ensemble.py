@@ -15,6 +15,7 @@ import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -90,14 +91,8 @@ def fit_ensemble(
     if member_ids is not None:
         seeds = [seeds[i] for i in member_ids]
         members = len(seeds)
-    models = [make_model(s) for s in seeds]
+    models = _members(make_model, seeds, data, stream)
     device = next(models[0].parameters()).device
-    if any(next(m.parameters()).device != device for m in models):
-        raise DevicepipeError("fit_ensemble(): make_model must put every member on one device.")
-    if data.device != device and not (stream and data.device.type == "cpu"):
-        raise DevicepipeError(
-            f"fit_ensemble(): make_model must put each model on the data's device ({data.device}), not {device}."
-        )
     wrapped = [PerRowLoss(m) for m in models]
     params, buffers = stack_module_state(wrapped)  # each (members, ...), leaves requiring grad
     base = copy.deepcopy(wrapped[0]).to("meta")
@@ -105,13 +100,6 @@ def fit_ensemble(
     train, val = data[train_idx.to(data.device)], data[val_idx.to(data.device)]
     optimizer = adam(list(params.values()), lr=lr, weight_decay=weight_decay)
     latent = models[0].noise_dim
-
-    def member_loss(p: dict, b: dict, x: torch.Tensor, eps: torch.Tensor | None) -> torch.Tensor:
-        return functional_call(base, (p, b), (x, eps)).mean()
-
-    def member_sum(p: dict, b: dict, x: torch.Tensor) -> torch.Tensor:
-        return functional_call(base, (p, b), (x, None)).sum()
-
     histories = [History() for _ in seeds]
     stoppers = None if patience is None else [EarlyStopping(patience, min_improvement) for _ in seeds]
     if stoppers is not None and val.shape[0] == 0:
@@ -122,32 +110,9 @@ def fit_ensemble(
         if stoppers is not None and all(st.done for st in stoppers):
             break
         started = time.perf_counter()
-        base.train()
         noises = [epoch_noise(n, latent, seed=s, epoch=epoch, device=device, dtype=data.dtype) for s in seeds]
-        order = torch.stack([z.order for z in noises])  # (members, n_train)
-        eps_all = None if latent is None else torch.stack([z.eps for z in noises])  # (members, n_train, latent)
-        totals = torch.zeros(members, dtype=torch.float64, device=device)
-        for start in range(0, n, batch_size):
-            idx = order[:, start : start + batch_size]
-            xb = (
-                train[idx] if train.device == device else train[idx.to(train.device)].to(device)
-            )  # (members, batch, ...)
-            if eps_all is None:
-                losses = vmap(member_loss, in_dims=(0, 0, 0, None))(params, buffers, xb, None)
-            else:
-                losses = vmap(member_loss)(params, buffers, xb, eps_all[:, start : start + batch_size])
-            optimizer.zero_grad(set_to_none=True)
-            losses.sum().backward()  # each member's gradient is that of its own mean loss
-            optimizer.step()
-            totals += losses.detach().to(torch.float64) * idx.shape[1]
-        base.eval()
-        with torch.no_grad():
-            val_sum = torch.zeros(members, dtype=data.dtype, device=device)
-            for v in range(0, val.shape[0], VAL_BATCH):
-                rows = val[v : v + VAL_BATCH].to(device)
-                val_sum += vmap(member_sum, in_dims=(0, 0, None))(params, buffers, rows)
-            if not val.shape[0]:
-                val_sum = torch.full((members,), float("nan"), device=device)
+        totals = _train_epoch(base, params, buffers, optimizer, train, noises, batch_size, device)
+        val_sum = _val_sums(base, params, buffers, val, members, device)
         elapsed = time.perf_counter() - started
         bad = torch.nonzero(~torch.isfinite(totals)).flatten().tolist()
         if bad:
@@ -170,6 +135,80 @@ def fit_ensemble(
         if stoppers is not None:
             histories[i].best_epoch, histories[i].stopped_early = stoppers[i].best_epoch, stoppers[i].done
     return Ensemble(models, histories, seeds)
+
+
+def _members(
+    make_model: Callable[[int], nn.Module], seeds: list[int], data: torch.Tensor, stream: bool
+) -> list[nn.Module]:
+    """One model per seed, all on one device: the data's (or any, for rows streamed from the host)."""
+    models = [make_model(s) for s in seeds]
+    device = next(models[0].parameters()).device
+    if any(next(m.parameters()).device != device for m in models):
+        raise DevicepipeError("fit_ensemble(): make_model must put every member on one device.")
+    if data.device != device and not (stream and data.device.type == "cpu"):
+        raise DevicepipeError(
+            f"fit_ensemble(): make_model must put each model on the data's device ({data.device}), not {device}."
+        )
+    return models
+
+
+def _member_loss(base: nn.Module, p: dict, b: dict, x: torch.Tensor, eps: torch.Tensor | None) -> torch.Tensor:
+    return functional_call(base, (p, b), (x, eps)).mean()
+
+
+def _member_sum(base: nn.Module, p: dict, b: dict, x: torch.Tensor) -> torch.Tensor:
+    return functional_call(base, (p, b), (x, None)).sum()
+
+
+def _train_epoch(
+    base: nn.Module,
+    params: dict[str, torch.Tensor],
+    buffers: dict[str, torch.Tensor],
+    optimizer: torch.optim.Optimizer,
+    train: torch.Tensor,
+    noises: list[Any],
+    batch_size: int,
+    device: torch.device,
+) -> torch.Tensor:
+    """One pass of every member over ``train`` in its own order and noise; each member's summed
+    row losses, shape ``(members,)`` float64."""
+    member_loss = partial(_member_loss, base)
+    base.train()
+    order = torch.stack([z.order for z in noises])  # (members, n_train)
+    eps_all = None if noises[0].eps is None else torch.stack([z.eps for z in noises])  # (members, n_train, latent)
+    totals = torch.zeros(len(noises), dtype=torch.float64, device=device)
+    for start in range(0, train.shape[0], batch_size):
+        idx = order[:, start : start + batch_size]
+        xb = train[idx] if train.device == device else train[idx.to(train.device)].to(device)  # (members, batch, ...)
+        if eps_all is None:
+            losses = vmap(member_loss, in_dims=(0, 0, 0, None))(params, buffers, xb, None)
+        else:
+            losses = vmap(member_loss)(params, buffers, xb, eps_all[:, start : start + batch_size])
+        optimizer.zero_grad(set_to_none=True)
+        losses.sum().backward()  # each member's gradient is that of its own mean loss
+        optimizer.step()
+        totals += losses.detach().to(torch.float64) * idx.shape[1]
+    return totals
+
+
+def _val_sums(
+    base: nn.Module,
+    params: dict[str, torch.Tensor],
+    buffers: dict[str, torch.Tensor],
+    val: torch.Tensor,
+    members: int,
+    device: torch.device,
+) -> torch.Tensor:
+    """Each member's summed validation loss in eval mode, shape ``(members,)`` (NaN without rows)."""
+    base.eval()
+    with torch.no_grad():
+        val_sum = torch.zeros(members, dtype=val.dtype, device=device)
+        for v in range(0, val.shape[0], VAL_BATCH):
+            rows = val[v : v + VAL_BATCH].to(device)
+            val_sum += vmap(partial(_member_sum, base), in_dims=(0, 0, None))(params, buffers, rows)
+        if not val.shape[0]:
+            val_sum = torch.full((members,), float("nan"), device=device)
+    return val_sum
 
 
 def save_ensemble(ensemble: Ensemble, path: str | Path, extra_state: dict[str, Any] | None = None) -> Path:

@@ -56,6 +56,12 @@ class History:
     best_epoch: int | None = None  # 1-based; None when every epoch ran and the last weights were kept
     stopped_early: bool = False
 
+    def add(self, train: float, val: float, seconds: float) -> None:
+        """Record one epoch: its mean train and validation losses per row, its seconds."""
+        self.train.append(train)
+        self.val.append(val)
+        self.seconds.append(seconds)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "train": list(self.train),
@@ -311,29 +317,72 @@ def fit(
     model : a :class:`devicepipe.models.Model` (``losses(x, eps)``, ``noise_dim``).
     data : rows of shape ``(n_rows, model.row_width)``: a tensor on the model's device, a
         :class:`devicepipe.ecg.Beats` (its ``matrix``), or anything ``to_torch`` takes.
-    epochs, batch_size, lr, weight_decay : the usual; Adam.
-    val_fraction : share of rows held out (seeded) for the validation loss.
+    epochs, batch_size, lr, weight_decay : the usual; Adam. val_fraction : rows held out (seeded) to validate.
     seed : makes the split, the batch orders and the noise reproducible.
-    split_seed : seed of the train/validation split alone (default: ``seed``); ensemble
-        members share one split and differ in everything else.
+    split_seed : seed of the split alone (default: ``seed``): ensemble members share one split.
     checkpoint_dir : write ``checkpoint.pt`` there (atomically) after every epoch: model,
         optimizer, epoch, model config, history, RNG states and ``extra_state`` (e.g. a scaler);
         with early stopping also its state and the best epoch's weights (``best_model``).
-    resume : continue from ``checkpoint_dir``'s checkpoint; the result equals an
-        uninterrupted run with the same seed (bit for bit on the CPU).
+    resume : continue ``checkpoint_dir``'s checkpoint, as an uninterrupted run (bit for bit on the CPU).
     callback : ``callback(epoch, train_loss, val_loss)`` after every epoch (1-based epoch).
-    tensorboard : a log directory for TensorBoard scalars (needs the ``tensorboard`` package).
-    bf16 : bfloat16 autocast for the forward pass (CUDA only).
+    tensorboard : a TensorBoard log directory (needs ``tensorboard``). bf16 : bfloat16 autocast (CUDA only).
     patience : stop early when the validation loss has not improved (by ``min_improvement``,
         relative) for this many epochs, and end with the best epoch's weights; ``epochs`` is
         then a maximum. None: exactly ``epochs`` epochs, the last weights kept.
-    stream : rows in host memory stay there and each batch is copied to the model's device
-        (for rows that do not fit on it); the batch order and noise are drawn on the device
-        as always, so the result equals that of rows held on the device.
+    stream : rows in host memory stay there, each batch copied to the model's device (rows that do
+        not fit on it); order and noise are drawn on the device, so the result is the same.
     """
+    device = next(model.parameters()).device
+    _check_fit(epochs, batch_size, bf16, device)
+    train, val = _split_rows(model, data, stream, val_fraction, seed if split_seed is None else split_seed)
+    if patience is not None and val.shape[0] == 0:
+        raise DevicepipeError("fit(): early stopping watches the validation loss; use val_fraction > 0.")
+    stopper = None if patience is None else EarlyStopping(patience, min_improvement)
+    optimizer = adam(list(model.parameters()), lr=lr, weight_decay=weight_decay)
+    ckpt_path = None if checkpoint_dir is None else Path(checkpoint_dir) / CHECKPOINT_NAME
+    restored = _restore(checkpoint_dir, model, optimizer, stopper, device) if resume else None
+    history, start_epoch, best_state = restored or (History(), 0, None)
+    scalars = _Scalars(tensorboard)
+    step_losses = _step_losses(model, device)
+    fit_settings = {"batch_size": batch_size, "lr": lr, "weight_decay": weight_decay, "val_fraction": val_fraction}
+    try:
+        for epoch in range(start_epoch, epochs):
+            if stopper is not None and stopper.done:
+                break  # (a resumed run that had already stopped)
+            started = time.perf_counter()
+            train_loss = _train_epoch(model, step_losses, optimizer, train, batch_size, bf16, seed, epoch)
+            val_loss = evaluate_loss(model, val)
+            history.add(train_loss, val_loss, time.perf_counter() - started)
+            if not math.isfinite(train_loss):
+                raise diverged(epoch + 1, train_loss)
+            if stopper is not None and stopper.improved(val_loss, epoch + 1):
+                best_state = copy.deepcopy(model.state_dict())
+            scalars.add(epoch + 1, train_loss, val_loss)
+            if ckpt_path is not None and distributed()[0] == 0:
+                state = _checkpoint(model, optimizer, history, epoch + 1, epochs, seed, fit_settings)
+                write_torch({**state, **_stopping_state(stopper, best_state), **(extra_state or {})}, ckpt_path)
+            if callback is not None:
+                callback(epoch + 1, train_loss, val_loss)
+    finally:
+        scalars.close()
+    if stopper is not None and best_state is not None:
+        model.load_state_dict(best_state)  # the weights of the best validation epoch
+        history.best_epoch, history.stopped_early = stopper.best_epoch, stopper.done
+    return history
+
+
+def _split_rows(
+    model: nn.Module, data: Any, stream: bool, val_fraction: float, seed: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``data`` as the model's rows (see :func:`fit`), split (seeded) into training and validation rows."""
     device = next(model.parameters()).device
     data = model_rows(model, data, "fit()", host=stream)
     check_finite_rows(data, "fit()")
+    train_idx, val_idx = split_indices(data.shape[0], val_fraction, seed, device)
+    return data[train_idx.to(data.device)], data[val_idx.to(data.device)]
+
+
+def _check_fit(epochs: int, batch_size: int, bf16: bool, device: torch.device) -> None:
     if epochs < 1 or batch_size < 1:
         raise DevicepipeError(f"fit(): epochs and batch_size must be positive, got {epochs} and {batch_size}.")
     if bf16 and device.type != "cuda":
@@ -341,122 +390,143 @@ def fit(
             "fit(): bf16 autocast is for CUDA devices; use bf16=False on the CPU.",
             cli="bf16 autocast is for CUDA devices; drop --bf16 on the CPU.",
         )
-    train_idx, val_idx = split_indices(data.shape[0], val_fraction, seed if split_seed is None else split_seed, device)
-    train, val = data[train_idx.to(data.device)], data[val_idx.to(data.device)]
-    stopper = None if patience is None else EarlyStopping(patience, min_improvement)
-    if stopper is not None and val.shape[0] == 0:
-        raise DevicepipeError("fit(): early stopping watches the validation loss; use val_fraction > 0.")
-    optimizer = adam(list(model.parameters()), lr=lr, weight_decay=weight_decay)
-    history, start_epoch, best_state = History(), 0, None
-    ckpt_path = None if checkpoint_dir is None else Path(checkpoint_dir) / CHECKPOINT_NAME
-    if resume:
-        if checkpoint_dir is None:
-            raise DevicepipeError("fit(): resume needs checkpoint_dir.")
-        state = load_checkpoint(checkpoint_dir, map_location=device)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        history = History.from_dict(state["history"])
-        start_epoch = int(state["epoch"])
-        if stopper is not None:
-            if "early_stopping" not in state:
-                raise DevicepipeError(
-                    "fit(): this checkpoint was trained for an exact number of epochs; resume it with patience=None.",
-                    cli="this checkpoint was trained for an exact number of epochs; resume it with --epochs N.",
-                )
-            stopper.load_state_dict(state["early_stopping"])
-            best_state = state["best_model"]
-    writer = None
-    if tensorboard is not None and distributed()[0] == 0:
+
+
+def _step_losses(model: nn.Module, device: torch.device) -> Callable[..., torch.Tensor]:
+    """The per-row losses of a training step: ``model.losses``, or under torch.distributed the
+    model wrapped in DistributedDataParallel (each rank takes every world-th row of each batch;
+    gradients are averaged across ranks)."""
+    if distributed()[1] == 1:
+        return model.losses
+    from torch.nn.parallel import DistributedDataParallel  # noqa: PLC0415
+
+    ids = [device.index] if device.type == "cuda" else None
+    return DistributedDataParallel(PerRowLoss(model), device_ids=ids)
+
+
+def _restore(
+    checkpoint_dir: str | Path | None,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    stopper: EarlyStopping | None,
+    device: torch.device,
+) -> tuple[History, int, dict[str, Any] | None]:
+    """Load ``checkpoint_dir``'s checkpoint into ``model``, ``optimizer`` and ``stopper``; return
+    the history so far, the epochs done and the best epoch's weights (None without early stopping)."""
+    if checkpoint_dir is None:
+        raise DevicepipeError("fit(): resume needs checkpoint_dir.")
+    state = load_checkpoint(checkpoint_dir, map_location=device)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    best_state = None
+    if stopper is not None:
+        if "early_stopping" not in state:
+            raise DevicepipeError(
+                "fit(): this checkpoint was trained for an exact number of epochs; resume it with patience=None.",
+                cli="this checkpoint was trained for an exact number of epochs; resume it with --epochs N.",
+            )
+        stopper.load_state_dict(state["early_stopping"])
+        best_state = state["best_model"]
+    return History.from_dict(state["history"]), int(state["epoch"]), best_state
+
+
+class _Scalars:
+    """The losses of each epoch logged for TensorBoard in ``tensorboard`` (on rank 0), or nowhere."""
+
+    def __init__(self, tensorboard: str | Path | None) -> None:
+        self.writer = None
+        if tensorboard is None or distributed()[0] != 0:
+            return
         try:
             from torch.utils.tensorboard import SummaryWriter  # noqa: PLC0415 - optional dependency
         except ImportError:
             raise DevicepipeError(
                 "TensorBoard logging needs the tensorboard package: pip install tensorboard."
             ) from None
-        writer = SummaryWriter(str(tensorboard))
-    latent = model.noise_dim
+        self.writer = SummaryWriter(str(tensorboard))
+
+    def add(self, epoch: int, train: float, val: float) -> None:
+        if self.writer is not None:
+            self.writer.add_scalar("loss/train", train, epoch)
+            self.writer.add_scalar("loss/val", val, epoch)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def _train_epoch(
+    model: nn.Module,
+    step_losses: Callable[..., torch.Tensor],
+    optimizer: torch.optim.Optimizer,
+    train: torch.Tensor,
+    batch_size: int,
+    bf16: bool,
+    seed: int,
+    epoch: int,
+) -> float:
+    """One pass over ``train`` (rows, shape ``(n, width)``) in the order and with the noise of
+    ``epoch`` (0-based) for ``seed`` (:func:`epoch_noise`); the mean loss per row.
+
+    Under torch.distributed each rank takes every world-th row of each batch, its loss scaled so
+    that the averaged gradient is the batch mean's; the total is summed over the ranks."""
+    device = next(model.parameters()).device
     rank, world = distributed()
-    step_losses: Callable[..., torch.Tensor] = model.losses
-    if world > 1:  # each rank takes every world-th row of each batch; gradients are averaged across ranks
-        from torch.nn.parallel import DistributedDataParallel  # noqa: PLC0415
+    noise = epoch_noise(train.shape[0], model.noise_dim, seed=seed, epoch=epoch, device=device, dtype=train.dtype)
+    model.train()
+    total = torch.zeros((), dtype=torch.float64, device=device)
+    for start in range(0, train.shape[0], batch_size):
+        idx = noise.order[start : start + batch_size]
+        eps = None if noise.eps is None else noise.eps[start : start + batch_size]
+        n_batch = idx.shape[0]
+        if world > 1:
+            idx = idx[rank::world]
+            eps = None if eps is None else eps[rank::world]
+        rows = train[idx] if train.device == device else train[idx.to(train.device)].to(device, non_blocking=True)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            losses = step_losses(rows, eps)
+        loss = losses.float().mean() if world == 1 else losses.float().sum() * (world / n_batch)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        total += losses.detach().sum().to(torch.float64)
+    if world > 1:
+        import torch.distributed as dist  # noqa: PLC0415
 
-        ids = [device.index] if device.type == "cuda" else None
-        step_losses = DistributedDataParallel(PerRowLoss(model), device_ids=ids)
-    writes = ckpt_path is not None and rank == 0
-    try:
-        for epoch in range(start_epoch, epochs):
-            if stopper is not None and stopper.done:
-                break  # (a resumed run that had already stopped)
-            started = time.perf_counter()
-            model.train()
-            noise = epoch_noise(train.shape[0], latent, seed=seed, epoch=epoch, device=device, dtype=data.dtype)
-            total = torch.zeros((), dtype=torch.float64, device=device)
-            for start in range(0, train.shape[0], batch_size):
-                idx = noise.order[start : start + batch_size]
-                eps = None if noise.eps is None else noise.eps[start : start + batch_size]
-                n_batch = idx.shape[0]
-                if world > 1:  # this rank's share; the loss scaled so the averaged gradient is the batch mean's
-                    idx = idx[rank::world]
-                    eps = None if eps is None else eps[rank::world]
-                rows = (
-                    train[idx] if train.device == device else train[idx.to(train.device)].to(device, non_blocking=True)
-                )
-                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                    losses = step_losses(rows, eps)
-                loss = losses.float().mean() if world == 1 else losses.float().sum() * (world / n_batch)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                total += losses.detach().sum().to(torch.float64)
-            if world > 1:
-                import torch.distributed as dist  # noqa: PLC0415
+        dist.all_reduce(total)
+    return float(total) / train.shape[0]
 
-                dist.all_reduce(total)
-            train_loss = float(total) / train.shape[0]
-            val_loss = evaluate_loss(model, val)
-            history.train.append(train_loss)
-            history.val.append(val_loss)
-            history.seconds.append(time.perf_counter() - started)
-            if not math.isfinite(train_loss):
-                raise diverged(epoch + 1, train_loss)
-            if stopper is not None and stopper.improved(val_loss, epoch + 1):
-                best_state = copy.deepcopy(model.state_dict())
-            if writer is not None:
-                writer.add_scalar("loss/train", train_loss, epoch + 1)
-                writer.add_scalar("loss/val", val_loss, epoch + 1)
-            if writes:
-                write_torch(
-                    {
-                        "model": copy.deepcopy(model.state_dict()),
-                        "optimizer": optimizer.state_dict(),
-                        "epoch": epoch + 1,
-                        "epochs": epochs,
-                        "model_kind": type(model).__name__,
-                        "config": model.config_dict(),
-                        "history": history.to_dict(),
-                        "seed": seed,
-                        "rng": {
-                            "torch": torch.get_rng_state(),
-                            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-                        },
-                        "fit": {
-                            "batch_size": batch_size,
-                            "lr": lr,
-                            "weight_decay": weight_decay,
-                            "val_fraction": val_fraction,
-                        },
-                        **({} if stopper is None else {"early_stopping": stopper.state_dict()}),
-                        **({} if best_state is None else {"best_model": best_state}),
-                        **(extra_state or {}),
-                    },
-                    ckpt_path,
-                )
-            if callback is not None:
-                callback(epoch + 1, train_loss, val_loss)
-    finally:
-        if writer is not None:
-            writer.close()
-    if stopper is not None and best_state is not None:
-        model.load_state_dict(best_state)  # the weights of the best validation epoch
-        history.best_epoch, history.stopped_early = stopper.best_epoch, stopper.done
-    return history
+
+def _checkpoint(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    history: History,
+    epoch: int,
+    epochs: int,
+    seed: int,
+    fit_settings: dict[str, Any],
+) -> dict[str, Any]:
+    """What ``checkpoint.pt`` holds after ``epoch`` epochs (see :func:`fit`)."""
+    return {
+        "model": copy.deepcopy(model.state_dict()),
+        "optimizer": optimizer.state_dict(),
+        "epoch": epoch,
+        "epochs": epochs,
+        "model_kind": type(model).__name__,
+        "config": model.config_dict(),
+        "history": history.to_dict(),
+        "seed": seed,
+        "rng": {
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+        },
+        "fit": fit_settings,
+    }
+
+
+def _stopping_state(stopper: EarlyStopping | None, best_state: dict[str, Any] | None) -> dict[str, Any]:
+    """The checkpoint's early-stopping state and best epoch's weights, where there are any."""
+    return {
+        **({} if stopper is None else {"early_stopping": stopper.state_dict()}),
+        **({} if best_state is None else {"best_model": best_state}),
+    }
