@@ -95,41 +95,56 @@ def charts(result: dict[str, Any]) -> dict[str, Figure]:
         figs["speedup.png"] = fig
     if result.get("paired"):
         figs["paired.png"] = _paired_chart(result["paired"])
+    for name, chart in (("bandwidth.png", _bandwidth_chart), ("crossover.png", _crossover_chart)):
+        drawn = chart(result)
+        if drawn is not None:
+            figs[name] = drawn
+    return figs
+
+
+def _bandwidth_chart(result: dict[str, Any]) -> Figure | None:
+    """Bandwidth against transfer size, one line per device and kind of copy."""
     micro = result.get("micro")
-    if micro and micro["bandwidth"]:
-        fig = new_figure(figsize=(8, 4.5))
-        ax = fig.add_subplot()
-        for key in sorted({(r["device"], r["kind"]) for r in micro["bandwidth"]}):
-            pts = [r for r in micro["bandwidth"] if (r["device"], r["kind"]) == key]
-            ax.plot([p["bytes"] for p in pts], [p["gb_per_s"] for p in pts], "o-", label=f"{key[1]} ({key[0]})")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("transfer size (bytes)")
-        ax.set_ylabel("bandwidth (GB/s)")
-        ax.set_title("Bandwidth against transfer size (small copies are latency-bound)")
+    if not (micro and micro["bandwidth"]):
+        return None
+    fig = new_figure(figsize=(8, 4.5))
+    ax = fig.add_subplot()
+    for key in sorted({(r["device"], r["kind"]) for r in micro["bandwidth"]}):
+        pts = [r for r in micro["bandwidth"] if (r["device"], r["kind"]) == key]
+        ax.plot([p["bytes"] for p in pts], [p["gb_per_s"] for p in pts], "o-", label=f"{key[1]} ({key[0]})")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("transfer size (bytes)")
+    ax.set_ylabel("bandwidth (GB/s)")
+    ax.set_title("Bandwidth against transfer size (small copies are latency-bound)")
+    ax.legend()
+    ax.grid(alpha=0.3, which="both")
+    return fig
+
+
+def _crossover_chart(result: dict[str, Any]) -> Figure | None:
+    """Detection and a training epoch by input size on each device, with the crossover."""
+    devices = result["devices"]
+    cross = result.get("crossover")
+    if not (cross):
+        return None
+    fig = new_figure(figsize=(11, 4.5))
+    axes = fig.subplots(1, 2)
+    for ax, key, unit in ((axes[0], "detect", "samples"), (axes[1], "train_epoch", "beats")):
+        for dev in devices:
+            pts = [p for p in cross["curves"][key] if p["device"] == dev]
+            ax.plot([p["size"] for p in pts], [p["median_s"] for p in pts], "o-", label=dev)
+        size = cross["crossover"].get(key)
+        if size:
+            ax.axvline(size, color="k", ls="--", lw=1, label=f"crossover {size:,}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"input size ({unit})")
+        ax.set_ylabel("seconds (transfers included)")
+        title = {"detect": "Beat detection", "train_epoch": "One VAE training epoch"}[key]
+        if len(devices) < 2:
+            title += "\n(one device measured: no crossover to find)"
+        ax.set_title(title)
         ax.legend()
         ax.grid(alpha=0.3, which="both")
-        figs["bandwidth.png"] = fig
-    cross = result.get("crossover")
-    if cross:
-        fig = new_figure(figsize=(11, 4.5))
-        axes = fig.subplots(1, 2)
-        for ax, key, unit in ((axes[0], "detect", "samples"), (axes[1], "train_epoch", "beats")):
-            for dev in devices:
-                pts = [p for p in cross["curves"][key] if p["device"] == dev]
-                ax.plot([p["size"] for p in pts], [p["median_s"] for p in pts], "o-", label=dev)
-            size = cross["crossover"].get(key)
-            if size:
-                ax.axvline(size, color="k", ls="--", lw=1, label=f"crossover {size:,}")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel(f"input size ({unit})")
-            ax.set_ylabel("seconds (transfers included)")
-            title = {"detect": "Beat detection", "train_epoch": "One VAE training epoch"}[key]
-            if len(devices) < 2:
-                title += "\n(one device measured: no crossover to find)"
-            ax.set_title(title)
-            ax.legend()
-            ax.grid(alpha=0.3, which="both")
-        fig.tight_layout()
-        figs["crossover.png"] = fig
-    return figs
+    fig.tight_layout()
+    return fig

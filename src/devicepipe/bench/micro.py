@@ -98,104 +98,119 @@ def run_micro(
         k: [] for k in ("matmul", "create", "bandwidth", "cnn_step", "xor", "ensemble", "batching")
     }
     for dev in devices:
-        for n in [256, 512] if quick else [1024, 2048, 4096]:
-            note(f"matmul {n} on {dev}")
-            a, b = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
-            t = measure(
-                lambda a=a, b=b: a @ b,
-                device=dev,
-                repeats=repeats,
-                check=lambda r, a=a, b=b: _close(r[:4, :4], (a[:4].double() @ b[:, :4].double()).float()),
-            )
-            gflops = 2 * n**3 / t.median_s / 1e9
-            peak = _peak_gflops(dev)
-            out["matmul"].append(
-                {
-                    "device": str(dev),
-                    "n": n,
-                    **t.to_dict(),
-                    "gflops": gflops,
-                    "peak_gflops": peak,
-                    "share_of_peak": None if peak is None else gflops / peak,
-                }
-            )
-        n = 1_000_000 if quick else 50_000_000
-        note(f"tensor creation on {dev}")
-        on_dev = measure(lambda n=n: torch.randn(n, device=dev), device=dev, repeats=repeats)
-        via_host = measure(lambda n=n: torch.randn(n).to(dev), device=dev, repeats=repeats)
-        out["create"].append(
-            {
-                "device": str(dev),
-                "elements": n,
-                "on_device": on_dev.to_dict(),
-                "host_then_copy": via_host.to_dict(),
-                "ratio": via_host.median_s / on_dev.median_s,
-            }
-        )
-        sizes = [2**k for k in range(10, 23 if quick else 29, 2)]
-        for size in sizes:
-            host = torch.ones(size // 4, dtype=torch.float32)  # touched: real pages, not the zero page
-            if dev.type == "cuda":
-                pinned = host.pin_memory()
-                for kind, src in (("pageable", host), ("pinned", pinned)):
-                    t = measure(lambda src=src: src.to(dev, non_blocking=True), device=dev, repeats=repeats)
-                    out["bandwidth"].append(
-                        {
-                            "device": str(dev),
-                            "kind": kind,
-                            "bytes": size,
-                            **t.to_dict(),
-                            "gb_per_s": size / t.median_s / 1e9,
-                        }
-                    )
-            else:
-                # into a buffer that exists already: the copy itself, not the page faults of fresh memory
-                target = torch.empty_like(host)
-                t = measure(lambda host=host, target=target: target.copy_(host), device=dev, repeats=repeats)
-                out["bandwidth"].append(
-                    {
-                        "device": str(dev),
-                        "kind": "memory copy",
-                        "bytes": size,
-                        **t.to_dict(),
-                        "gb_per_s": size / t.median_s / 1e9,
-                    }
-                )
-        note(f"CNN training step on {dev}")
-        torch.manual_seed(0)
-        cnn, batch = CifarCNN().to(dev), 64 if quick else 256
-        opt = torch.optim.SGD(cnn.parameters(), lr=0.01, momentum=0.9)
-        images, labels = torch.randn(batch, 3, 32, 32, device=dev), torch.randint(10, (batch,), device=dev)
-
-        def cnn_step() -> float:
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(cnn(images), labels)
-            loss.backward()
-            opt.step()
-            return loss.detach()
-
-        t = measure(cnn_step, device=dev, repeats=repeats, check=lambda r: _finite(r))
-        out["cnn_step"].append({"device": str(dev), "batch": batch, **t.to_dict(), "images_per_s": batch / t.median_s})
-        note(f"XOR classifier on {dev}")
-        torch.manual_seed(0)
-        xor, steps = SimpleClassifier().to(dev), 100
-        x = torch.randint(0, 2, (1000, 2), device=dev).float()
-        y = (x[:, 0].long() ^ x[:, 1].long()).float()
-        opt2 = torch.optim.SGD(xor.parameters(), lr=0.1)
-
-        def xor_train() -> float:
-            for _ in range(steps):
-                opt2.zero_grad()
-                loss = nn.functional.binary_cross_entropy_with_logits(xor(x).squeeze(1), y)
-                loss.backward()
-                opt2.step()
-            return loss.detach()
-
-        t = measure(xor_train, device=dev, repeats=repeats, check=lambda r: _finite(r))
-        out["xor"].append({"device": str(dev), "steps": steps, **t.to_dict(), "steps_per_s": steps / t.median_s})
+        out["matmul"] += _matmul_records(dev, quick, repeats, note)
+        out["create"].append(_create_record(dev, quick, repeats, note))
+        out["bandwidth"] += _bandwidth_records(dev, quick, repeats)
+        out["cnn_step"].append(_cnn_record(dev, quick, repeats, note))
+        out["xor"].append(_xor_record(dev, repeats, note))
         out["ensemble"].append(_ensemble_record(dev, repeats, note))
         out["batching"].append(_batching_record(dev, quick, repeats, note))
     return out
+
+
+def _matmul_records(dev: torch.device, quick: bool, repeats: int, note: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Square float32 matmuls: GFLOP/s and their share of the device's peak."""
+    records = []
+    for n in [256, 512] if quick else [1024, 2048, 4096]:
+        note(f"matmul {n} on {dev}")
+        a, b = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
+        t = measure(
+            lambda a=a, b=b: a @ b,
+            device=dev,
+            repeats=repeats,
+            check=lambda r, a=a, b=b: _close(r[:4, :4], (a[:4].double() @ b[:, :4].double()).float()),
+        )
+        gflops = 2 * n**3 / t.median_s / 1e9
+        peak = _peak_gflops(dev)
+        records.append(
+            {
+                "device": str(dev),
+                "n": n,
+                **t.to_dict(),
+                "gflops": gflops,
+                "peak_gflops": peak,
+                "share_of_peak": None if peak is None else gflops / peak,
+            }
+        )
+    return records
+
+
+def _create_record(dev: torch.device, quick: bool, repeats: int, note: Callable[[str], None]) -> dict[str, Any]:
+    """Random numbers made on the device against made on the host and copied."""
+    n = 1_000_000 if quick else 50_000_000
+    note(f"tensor creation on {dev}")
+    on_dev = measure(lambda n=n: torch.randn(n, device=dev), device=dev, repeats=repeats)
+    via_host = measure(lambda n=n: torch.randn(n).to(dev), device=dev, repeats=repeats)
+    return {
+        "device": str(dev),
+        "elements": n,
+        "on_device": on_dev.to_dict(),
+        "host_then_copy": via_host.to_dict(),
+        "ratio": via_host.median_s / on_dev.median_s,
+    }
+
+
+def _bandwidth_records(dev: torch.device, quick: bool, repeats: int) -> list[dict[str, Any]]:
+    """Copies by size: host to a GPU from pageable and pinned memory, or on the CPU memory to memory."""
+    records = []
+    for size in [2**k for k in range(10, 23 if quick else 29, 2)]:
+        host = torch.ones(size // 4, dtype=torch.float32)  # touched: real pages, not the zero page
+        if dev.type == "cuda":
+            sources = (("pageable", host), ("pinned", host.pin_memory()))
+            timed = [
+                (kind, measure(lambda src=src: src.to(dev, non_blocking=True), device=dev, repeats=repeats))
+                for kind, src in sources
+            ]
+        else:
+            # into a buffer that exists already: the copy itself, not the page faults of fresh memory
+            target = torch.empty_like(host)
+            t = measure(lambda host=host, target=target: target.copy_(host), device=dev, repeats=repeats)
+            timed = [("memory copy", t)]
+        for kind, t in timed:
+            records.append(
+                {"device": str(dev), "kind": kind, "bytes": size, **t.to_dict(), "gb_per_s": size / t.median_s / 1e9}
+            )
+    return records
+
+
+def _cnn_record(dev: torch.device, quick: bool, repeats: int, note: Callable[[str], None]) -> dict[str, Any]:
+    """One SGD step of the CIFAR tutorial's CNN on a batch of random images."""
+    note(f"CNN training step on {dev}")
+    torch.manual_seed(0)
+    cnn, batch = CifarCNN().to(dev), 64 if quick else 256
+    opt = torch.optim.SGD(cnn.parameters(), lr=0.01, momentum=0.9)
+    images, labels = torch.randn(batch, 3, 32, 32, device=dev), torch.randint(10, (batch,), device=dev)
+
+    def cnn_step() -> float:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(cnn(images), labels)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    t = measure(cnn_step, device=dev, repeats=repeats, check=lambda r: _finite(r))
+    return {"device": str(dev), "batch": batch, **t.to_dict(), "images_per_s": batch / t.median_s}
+
+
+def _xor_record(dev: torch.device, repeats: int, note: Callable[[str], None]) -> dict[str, Any]:
+    """100 SGD steps of the tutorial's XOR classifier on 1,000 rows."""
+    note(f"XOR classifier on {dev}")
+    torch.manual_seed(0)
+    xor, steps = SimpleClassifier().to(dev), 100
+    x = torch.randint(0, 2, (1000, 2), device=dev).float()
+    y = (x[:, 0].long() ^ x[:, 1].long()).float()
+    opt = torch.optim.SGD(xor.parameters(), lr=0.1)
+
+    def xor_train() -> float:
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = nn.functional.binary_cross_entropy_with_logits(xor(x).squeeze(1), y)
+            loss.backward()
+            opt.step()
+        return loss.detach()
+
+    t = measure(xor_train, device=dev, repeats=repeats, check=lambda r: _finite(r))
+    return {"device": str(dev), "steps": steps, **t.to_dict(), "steps_per_s": steps / t.median_s}
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> None:

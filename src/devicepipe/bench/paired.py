@@ -37,6 +37,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -348,6 +349,122 @@ def _identical_rows(a: np.ndarray, b: np.ndarray) -> int:
     return sum(row.tobytes() in seen for row in np.ascontiguousarray(a))
 
 
+def _check_reads(signal: np.ndarray, res: dict[str, Any]) -> None:
+    for label, value in res.items():
+        got = value.numpy() if isinstance(value, torch.Tensor) else value
+        require(np.array_equal(got, signal), f"{label}: the values read differ from the signal")
+
+
+def _check_filter(taps: np.ndarray, res: dict[str, Any]) -> None:
+    nb, cpu = res["numpy FFT (notebook)"], res["np.convolve + wrap-around"]
+    ours = res["ours (torch convolve)"].numpy()
+    require(np.allclose(nb, cpu, atol=1e-4), "np.convolve differs from the notebook's FFT convolution")
+    # ours is the causal linear convolution: equal after the kernel's wrap-around at the start
+    require(np.allclose(nb[taps.size :], ours[taps.size :], atol=1e-4), "our convolve differs from the notebook's")
+
+
+def _check_peaks(res: dict[str, Any]) -> None:
+    nb, cpu, ours = (res[k] for k in ("numba window 180 (notebook)", "maximum_filter1d", "ours, window 180"))
+    require(np.array_equal(nb, cpu), "maximum_filter1d gates differ from the notebook's kernel")
+    require(np.array_equal(nb, ours.numpy()), "our window-180 suppression differs from the notebook's")
+
+
+def _check_scale(res: dict[str, Any]) -> None:
+    reference = res["sklearn MinMaxScaler"]
+    require(np.allclose(res["numpy min/max"], reference, atol=1e-6), "numpy min/max differs from scikit-learn")
+    require(np.allclose(res["ours MinMaxScaler"].numpy(), reference, atol=1e-6), "our scaling differs")
+
+
+def _check_segment(res: dict[str, Any]) -> None:
+    reference = res["python loop"]
+    require(np.array_equal(res["numpy gather"], reference), "the NumPy gather differs from the loop")
+    require(np.array_equal(res["ours segment"].numpy(), reference), "our rows differ from the loop's")
+
+
+def _check_pipeline(res: dict[str, Any]) -> None:
+    nb = res["notebook"]
+    cpu = res["competent CPU"]
+    seed = res["ours, method=seed"].numpy()
+    require(nb.shape == seed.shape and np.array_equal(nb, seed), "ours (seed) rows differ from the notebook's")
+    require(_identical_rows(cpu, nb) >= 0.999 * nb.shape[0], "the competent CPU way's rows differ")
+
+
+Comparison = tuple[str, list[Contender], Callable[[dict[str, Any]], None]]
+
+
+def _comparisons(inp: BenchInput) -> list[Comparison]:
+    """Each stage's three contenders (the notebook's way, a competent CPU way, ours) and the check
+    that their outputs agree."""
+    signal, csv, fs = inp.signal, str(inp.csv), inp.sampling_rate
+    seed_curvature = seed_fftconv(signal).astype(np.float32)
+    curvature_t = torch.from_numpy(seed_curvature)
+    host = torch.from_numpy(signal)
+    taps = seed_taps()
+    taps_t = torch.from_numpy(taps)
+    n = signal.size
+    seed_indices = np.flatnonzero(seed_nms_numba(seed_curvature, 180) == 1)
+    indices_t = torch.from_numpy(seed_indices)
+
+    return [
+        (
+            "read_csv",
+            [
+                Contender("notebook", "pandas.read_csv", lambda: _pandas_c(csv)),
+                Contender("cpu baseline", "pandas engine=pyarrow", lambda: _pandas_pyarrow(csv)),
+                Contender(
+                    "ours", "devicepipe read_series", lambda: read_series(csv, "heartbeats", device="cpu").samples
+                ),
+            ],
+            partial(_check_reads, signal),
+        ),
+        (
+            "filter",
+            [
+                Contender("notebook", "numpy FFT (notebook)", lambda: seed_fftconv(signal)),
+                Contender("cpu baseline", "np.convolve + wrap-around", lambda: circular_convolve(signal, taps)),
+                Contender("ours", "ours (torch convolve)", lambda: convolve(host, taps_t, mode="full")[:n]),
+            ],
+            partial(_check_filter, taps),
+        ),
+        (
+            "peaks",
+            [
+                Contender("notebook", "numba window 180 (notebook)", lambda: seed_nms_numba(seed_curvature, 180)),
+                Contender("cpu baseline", "maximum_filter1d", lambda: nms_max_filter(seed_curvature, 180)),
+                Contender("ours", "ours, window 180", lambda: ours_gates(curvature_t, 180)),
+            ],
+            _check_peaks,
+        ),
+        (
+            "scale",
+            [
+                Contender("notebook", "sklearn MinMaxScaler", lambda: _sklearn_minmax(signal)),
+                Contender("cpu baseline", "numpy min/max", lambda: _numpy_minmax(signal)),
+                Contender("ours", "ours MinMaxScaler", lambda: MinMaxScaler().fit_transform(host)),
+            ],
+            _check_scale,
+        ),
+        (
+            "segment",
+            [
+                Contender("notebook", "python loop", lambda: seed_zero_padding(signal, seed_indices)),
+                Contender("cpu baseline", "numpy gather", lambda: gather_rows(signal, seed_indices)),
+                Contender("ours", "ours segment", lambda: _ours_rows(host, indices_t)),
+            ],
+            _check_segment,
+        ),
+        (
+            "pipeline",
+            [
+                Contender("notebook", "notebook", lambda: seed_pipeline(csv)),
+                Contender("cpu baseline", "competent CPU", lambda: competent_pipeline(csv)),
+                Contender("ours", "ours, method=seed", lambda: _ours_pipeline(csv, fs, "seed")),
+            ],
+            _check_pipeline,
+        ),
+    ]
+
+
 def run_paired(
     inp: BenchInput,
     *,
@@ -358,110 +475,10 @@ def run_paired(
     """Every paired comparison at each thread count (default: 1 and all usable cores)."""
     note = progress or (lambda _m: None)
     counts = thread_counts or sorted({1, usable_cores()})
-    signal, csv, fs = inp.signal, str(inp.csv), inp.sampling_rate
-    seed_curvature = seed_fftconv(signal).astype(np.float32)
-    curvature_t = torch.from_numpy(seed_curvature)
-    host = torch.from_numpy(signal)
-    taps = seed_taps()
-    taps_t = torch.from_numpy(taps)
-    n = signal.size
-    ricker_f1 = evaluate_beats(inp.truth, ecg_peaks(host, fs), fs, tolerance_s=0.05, n_samples=n).f1
-
-    def check_reads(res: dict[str, Any]) -> None:
-        for label, value in res.items():
-            got = value.numpy() if isinstance(value, torch.Tensor) else value
-            require(np.array_equal(got, signal), f"{label}: the values read differ from the signal")
-
-    def check_filter(res: dict[str, Any]) -> None:
-        nb, cpu = res["numpy FFT (notebook)"], res["np.convolve + wrap-around"]
-        ours = res["ours (torch convolve)"].numpy()
-        require(np.allclose(nb, cpu, atol=1e-4), "np.convolve differs from the notebook's FFT convolution")
-        # ours is the causal linear convolution: equal after the kernel's wrap-around at the start
-        require(np.allclose(nb[taps.size :], ours[taps.size :], atol=1e-4), "our convolve differs from the notebook's")
-
-    def check_peaks(res: dict[str, Any]) -> None:
-        nb, cpu, ours = (res[k] for k in ("numba window 180 (notebook)", "maximum_filter1d", "ours, window 180"))
-        require(np.array_equal(nb, cpu), "maximum_filter1d gates differ from the notebook's kernel")
-        require(np.array_equal(nb, ours.numpy()), "our window-180 suppression differs from the notebook's")
-
-    seed_indices = np.flatnonzero(seed_nms_numba(seed_curvature, 180) == 1)
-    indices_t = torch.from_numpy(seed_indices)
-
-    def check_scale(res: dict[str, Any]) -> None:
-        reference = res["sklearn MinMaxScaler"]
-        require(np.allclose(res["numpy min/max"], reference, atol=1e-6), "numpy min/max differs from scikit-learn")
-        require(np.allclose(res["ours MinMaxScaler"].numpy(), reference, atol=1e-6), "our scaling differs")
-
-    def check_segment(res: dict[str, Any]) -> None:
-        reference = res["python loop"]
-        require(np.array_equal(res["numpy gather"], reference), "the NumPy gather differs from the loop")
-        require(np.array_equal(res["ours segment"].numpy(), reference), "our rows differ from the loop's")
-
-    def check_pipeline(res: dict[str, Any]) -> None:
-        nb = res["notebook"]
-        cpu = res["competent CPU"]
-        seed = res["ours, method=seed"].numpy()
-        require(nb.shape == seed.shape and np.array_equal(nb, seed), "ours (seed) rows differ from the notebook's")
-        require(_identical_rows(cpu, nb) >= 0.999 * nb.shape[0], "the competent CPU way's rows differ")
-
-    comparisons: list[tuple[str, list[Contender], Callable[[dict[str, Any]], None]]] = [
-        (
-            "read_csv",
-            [
-                Contender("notebook", "pandas.read_csv", lambda: _pandas_c(csv)),
-                Contender("cpu baseline", "pandas engine=pyarrow", lambda: _pandas_pyarrow(csv)),
-                Contender(
-                    "ours", "devicepipe read_series", lambda: read_series(csv, "heartbeats", device="cpu").samples
-                ),
-            ],
-            check_reads,
-        ),
-        (
-            "filter",
-            [
-                Contender("notebook", "numpy FFT (notebook)", lambda: seed_fftconv(signal)),
-                Contender("cpu baseline", "np.convolve + wrap-around", lambda: circular_convolve(signal, taps)),
-                Contender("ours", "ours (torch convolve)", lambda: convolve(host, taps_t, mode="full")[:n]),
-            ],
-            check_filter,
-        ),
-        (
-            "peaks",
-            [
-                Contender("notebook", "numba window 180 (notebook)", lambda: seed_nms_numba(seed_curvature, 180)),
-                Contender("cpu baseline", "maximum_filter1d", lambda: nms_max_filter(seed_curvature, 180)),
-                Contender("ours", "ours, window 180", lambda: ours_gates(curvature_t, 180)),
-            ],
-            check_peaks,
-        ),
-        (
-            "scale",
-            [
-                Contender("notebook", "sklearn MinMaxScaler", lambda: _sklearn_minmax(signal)),
-                Contender("cpu baseline", "numpy min/max", lambda: _numpy_minmax(signal)),
-                Contender("ours", "ours MinMaxScaler", lambda: MinMaxScaler().fit_transform(host)),
-            ],
-            check_scale,
-        ),
-        (
-            "segment",
-            [
-                Contender("notebook", "python loop", lambda: seed_zero_padding(signal, seed_indices)),
-                Contender("cpu baseline", "numpy gather", lambda: gather_rows(signal, seed_indices)),
-                Contender("ours", "ours segment", lambda: _ours_rows(host, indices_t)),
-            ],
-            check_segment,
-        ),
-        (
-            "pipeline",
-            [
-                Contender("notebook", "notebook", lambda: seed_pipeline(csv)),
-                Contender("cpu baseline", "competent CPU", lambda: competent_pipeline(csv)),
-                Contender("ours", "ours, method=seed", lambda: _ours_pipeline(csv, fs, "seed")),
-            ],
-            check_pipeline,
-        ),
-    ]
+    csv, fs, n = str(inp.csv), inp.sampling_rate, inp.signal.size
+    found = ecg_peaks(torch.from_numpy(inp.signal), fs)
+    ricker_f1 = evaluate_beats(inp.truth, found, fs, tolerance_s=0.05, n_samples=n).f1
+    comparisons = _comparisons(inp)
     out = []
     for threads in counts:
         for name, contenders, check in comparisons:

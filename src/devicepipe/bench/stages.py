@@ -93,6 +93,130 @@ def beats_for_training(inp: BenchInput, device: torch.device, width: int = 256) 
     return (m - m.mean()) / m.std()
 
 
+Case = tuple[Callable[[], Any], Callable[[Any], None], Callable[[Any], Any]]
+
+
+@dataclass(frozen=True)
+class _Cases:
+    """The stages' work on one device: name -> (work, check against an independent reference,
+    what to compare across devices); and the model and beats the learning stages share."""
+
+    cases: dict[str, Case]
+    trained: torch.nn.Module | None
+    beats: Any
+    new_model: Callable[[], torch.nn.Module]
+
+
+def _cases(inp: BenchInput, dev: torch.device, kernel: torch.Tensor, wanted: set[str]) -> _Cases:
+    """What each stage does on ``dev``, and how its result is checked."""
+    fs, n = inp.sampling_rate, inp.n_samples
+    head = min(n, 200_000)
+    conv_reference = np.convolve(inp.signal[:head].astype(np.float64), kernel.double().numpy(), mode="same")
+    host = torch.from_numpy(inp.signal)
+    x = host.to(dev)
+    pinned = host.pin_memory() if dev.type == "cuda" else None
+    filtered = convolve(x, kernel)
+    feature = filtered.abs()
+    peaks = ecg_peaks(x, fs)
+    beats = beats_for_training(inp, dev) if {"train_epoch", "score"} & wanted else None
+
+    def new_model() -> torch.nn.Module:
+        torch.manual_seed(0)
+        return LightVAE(LightVAEConfig(width=256, latent=2)).to(dev)
+
+    trained = new_model() if beats is not None else None
+    cases: dict[str, tuple[Callable[[], Any], Callable[[Any], None], Callable[[Any], Any]]] = {
+        # name: (work, check against an independent reference, what to compare across devices)
+        "read_csv": (
+            lambda: read_series(inp.csv, "heartbeats", device=dev).samples,
+            lambda r: require(torch.equal(r.cpu(), host), "CSV read differs from the signal"),
+            lambda r: r.cpu(),
+        ),
+        "read_parquet": (
+            lambda: read_series(inp.parquet, device=dev).samples,
+            lambda r: require(torch.equal(r.cpu(), host), "Parquet read differs from the signal"),
+            lambda r: r.cpu(),
+        ),
+        "scale": (
+            lambda: MinMaxScaler().fit_transform(x),
+            lambda r: _check_scaled(r, inp.signal, head),
+            lambda r: r.cpu(),
+        ),
+        "filter": (
+            lambda: convolve(x, kernel),
+            lambda r: _check_filtered(r, conv_reference, kernel.numel()),
+            lambda r: r.cpu(),
+        ),
+        "peaks": (
+            lambda: find_peaks(feature, min_distance=int(0.2 * fs)),
+            lambda r: require(r.numel() > 0.9 * inp.truth.size, "too few local maxima"),
+            lambda r: r.cpu(),
+        ),
+        "detect": (
+            lambda: ecg_peaks(x, fs),
+            lambda r: require(_f1(inp.truth, r, fs, n) >= 0.99, "detector F1 below 0.99 against truth"),
+            lambda r: r.cpu(),
+        ),
+        "segment": (
+            lambda: ecg_segment(x, peaks, fs, mode="seed"),
+            lambda r: _check_rows(r, host),
+            lambda r: r.matrix.cpu(),
+        ),
+        "pipeline": (
+            lambda: ecg_segment(
+                (s := read_series(inp.csv, "heartbeats", device=dev).samples), ecg_peaks(s, fs), fs, mode="seed"
+            ),
+            lambda r: require(_f1(inp.truth, r.peaks, fs, n) >= 0.98, "pipeline beats do not match truth"),
+            lambda r: r.matrix.cpu(),
+        ),
+    }
+    if beats is not None:
+        cases["train_epoch"] = (
+            lambda: fit(new_model(), beats, epochs=1, batch_size=1024, val_fraction=0.0, seed=0).train[-1],
+            lambda r: require(math.isfinite(r), "training loss is not finite"),
+            lambda r: r,
+        )
+        cases["score"] = (
+            lambda: reconstruction_error(trained, beats),
+            lambda r: require(bool(torch.isfinite(r).all()), "scores are not finite"),
+            lambda r: r.cpu(),
+        )
+    if dev.type == "cuda":
+        cases["h2d_pageable"] = (lambda: host.to(dev), lambda r: None, lambda r: r.cpu())
+        cases["h2d_pinned"] = (lambda: pinned.to(dev, non_blocking=True), lambda r: None, lambda r: r.cpu())
+    return _Cases(cases, trained, beats, new_model)
+
+
+def _check_scaled(r: torch.Tensor, signal: np.ndarray, head: int) -> None:
+    expected = (signal[:head] - signal.min()) / (signal.max() - signal.min())
+    require(np.allclose(r[:head].cpu().numpy(), expected, atol=1e-6), "scaling differs from (x - min) / (max - min)")
+
+
+def _check_filtered(r: torch.Tensor, reference: np.ndarray, taps: int) -> None:
+    """The reference saw only its first samples: compare away from its cut end."""
+    head = reference.shape[0] - taps
+    require(np.allclose(r[:head].cpu().numpy(), reference[:head], atol=1e-4), "filter differs from numpy.convolve")
+
+
+def _check_rows(r: Any, host: torch.Tensor) -> None:
+    """Every fiftieth beat row equals the signal it was cut from."""
+    step = max(1, r.matrix.shape[0] // 50)
+    same = all(
+        torch.equal(r.matrix[i, : int(r.lengths[i])].cpu(), host[int(r.starts[i]) : int(r.starts[i] + r.lengths[i])])
+        for i in range(0, r.matrix.shape[0], step)
+    )
+    require(same, "beat rows differ from the signal")
+
+
+def _matches(a: Any, b: Any) -> bool:
+    """Whether a stage's result on another device matches the CPU's (floats within 1e-4)."""
+    if isinstance(a, torch.Tensor):
+        return a.shape == b.shape and (
+            torch.equal(a, b) if not a.dtype.is_floating_point else torch.allclose(a, b, rtol=1e-4, atol=1e-4)
+        )
+    return math.isclose(a, b, rel_tol=1e-3)
+
+
 def run_stages(
     inp: BenchInput,
     devices: list[torch.device],
@@ -104,113 +228,18 @@ def run_stages(
     """Time every stage (or ``only`` those) on every device; return one record per (stage, device)."""
 
     note = progress or (lambda _m: None)
-    fs, n = inp.sampling_rate, inp.n_samples
-    width = 0.015 * fs
+    n = inp.n_samples
+    width = 0.015 * inp.sampling_rate
     kernel = ricker(2 * math.ceil(4 * width) + 1, width)
-    head = min(n, 200_000)
-    conv_reference = np.convolve(inp.signal[:head].astype(np.float64), kernel.double().numpy(), mode="same")
     records: list[dict[str, Any]] = []
     cpu_results: dict[str, Any] = {}
     wanted = set(only or STAGES)
     for dev in devices:
-        host = torch.from_numpy(inp.signal)
-        x = host.to(dev)
-        pinned = host.pin_memory() if dev.type == "cuda" else None
-        filtered = convolve(x, kernel)
-        feature = filtered.abs()
-        peaks = ecg_peaks(x, fs)
-        beats = beats_for_training(inp, dev) if {"train_epoch", "score"} & wanted else None
-
-        def new_model() -> torch.nn.Module:
-            torch.manual_seed(0)
-            return LightVAE(LightVAEConfig(width=256, latent=2)).to(dev)
-
-        trained = new_model() if beats is not None else None
-        cases: dict[str, tuple[Callable[[], Any], Callable[[Any], None], Callable[[Any], Any]]] = {
-            # name: (work, check against an independent reference, what to compare across devices)
-            "read_csv": (
-                lambda: read_series(inp.csv, "heartbeats", device=dev).samples,
-                lambda r: require(torch.equal(r.cpu(), host), "CSV read differs from the signal"),
-                lambda r: r.cpu(),
-            ),
-            "read_parquet": (
-                lambda: read_series(inp.parquet, device=dev).samples,
-                lambda r: require(torch.equal(r.cpu(), host), "Parquet read differs from the signal"),
-                lambda r: r.cpu(),
-            ),
-            "scale": (
-                lambda: MinMaxScaler().fit_transform(x),
-                lambda r: require(
-                    np.allclose(
-                        r[:head].cpu().numpy(),
-                        (inp.signal[:head] - inp.signal.min()) / (inp.signal.max() - inp.signal.min()),
-                        atol=1e-6,
-                    ),
-                    "scaling differs from (x - min) / (max - min)",
-                ),
-                lambda r: r.cpu(),
-            ),
-            "filter": (
-                lambda: convolve(x, kernel),
-                # the reference saw only the first `head` samples: compare away from its cut end
-                lambda r: require(
-                    np.allclose(
-                        r[: head - kernel.numel()].cpu().numpy(), conv_reference[: head - kernel.numel()], atol=1e-4
-                    ),
-                    "filter differs from numpy.convolve",
-                ),
-                lambda r: r.cpu(),
-            ),
-            "peaks": (
-                lambda: find_peaks(feature, min_distance=int(0.2 * fs)),
-                lambda r: require(r.numel() > 0.9 * inp.truth.size, "too few local maxima"),
-                lambda r: r.cpu(),
-            ),
-            "detect": (
-                lambda: ecg_peaks(x, fs),
-                lambda r: require(_f1(inp.truth, r, fs, n) >= 0.99, "detector F1 below 0.99 against truth"),
-                lambda r: r.cpu(),
-            ),
-            "segment": (
-                lambda: ecg_segment(x, peaks, fs, mode="seed"),
-                lambda r: require(
-                    all(
-                        torch.equal(
-                            r.matrix[i, : int(r.lengths[i])].cpu(),
-                            host[int(r.starts[i]) : int(r.starts[i] + r.lengths[i])],
-                        )
-                        for i in range(0, r.matrix.shape[0], max(1, r.matrix.shape[0] // 50))
-                    ),
-                    "beat rows differ from the signal",
-                ),
-                lambda r: r.matrix.cpu(),
-            ),
-            "pipeline": (
-                lambda: ecg_segment(
-                    (s := read_series(inp.csv, "heartbeats", device=dev).samples), ecg_peaks(s, fs), fs, mode="seed"
-                ),
-                lambda r: require(_f1(inp.truth, r.peaks, fs, n) >= 0.98, "pipeline beats do not match truth"),
-                lambda r: r.matrix.cpu(),
-            ),
-        }
-        if beats is not None:
-            cases["train_epoch"] = (
-                lambda: fit(new_model(), beats, epochs=1, batch_size=1024, val_fraction=0.0, seed=0).train[-1],
-                lambda r: require(math.isfinite(r), "training loss is not finite"),
-                lambda r: r,
-            )
-            cases["score"] = (
-                lambda: reconstruction_error(trained, beats),
-                lambda r: require(bool(torch.isfinite(r).all()), "scores are not finite"),
-                lambda r: r.cpu(),
-            )
-        if dev.type == "cuda":
-            cases["h2d_pageable"] = (lambda: host.to(dev), lambda r: None, lambda r: r.cpu())
-            cases["h2d_pinned"] = (lambda: pinned.to(dev, non_blocking=True), lambda r: None, lambda r: r.cpu())
+        staged = _cases(inp, dev, kernel, wanted)
         for name in STAGES:
-            if name not in wanted or name not in cases:
+            if name not in wanted or name not in staged.cases:
                 continue
-            work, check, comparable = cases[name]
+            work, check, comparable = staged.cases[name]
             note(f"{name} on {dev}")
             timing = measure(work, device=dev, repeats=repeats, check=check)
             result = work()
@@ -226,17 +255,8 @@ def run_stages(
             if dev.type == "cpu":
                 cpu_results[name] = comparable(result)
             elif name in cpu_results:
-                a, b = cpu_results[name], comparable(result)
-                if isinstance(a, torch.Tensor):
-                    same = a.shape == b.shape and (
-                        torch.equal(a, b)
-                        if not a.dtype.is_floating_point
-                        else torch.allclose(a, b, rtol=1e-4, atol=1e-4)
-                    )
-                else:
-                    same = math.isclose(a, b, rel_tol=1e-3)
-                record["matches_cpu"] = bool(same)
-            record.update(_work(name, result, inp, kernel.numel(), trained, beats, new_model))
+                record["matches_cpu"] = bool(_matches(cpu_results[name], comparable(result)))
+            record.update(_work(name, result, inp, kernel.numel(), staged.trained, staged.beats, staged.new_model))
             records.append(record)
     return records
 
