@@ -164,18 +164,7 @@ def simulate_ecg(
     -------
     SimulatedECG with ``signal`` of shape ``(round(duration_s * sampling_rate),)`` in mV.
     """
-    _check_positive("duration_s", duration_s)
-    _check_positive("sampling_rate", sampling_rate)
-    _check_positive("heart_rate_bpm", heart_rate_bpm)
-    if duration_s < MIN_ECG_S:
-        raise DevicepipeError(
-            f"simulate: an ECG of {duration_s:g} s holds no whole beat; simulate at least {MIN_ECG_S:g} s.",
-            cli=f"an ECG of {duration_s:g} s holds no whole beat; pass --duration of at least {MIN_ECG_S:g}s.",
-        )
-    if not 20 <= heart_rate_bpm <= 250:
-        raise DevicepipeError(f"simulate: heart_rate_bpm must be within 20-250, got {heart_rate_bpm}.")
-    if not 0 <= ectopic_rate < 0.5:
-        raise DevicepipeError(f"simulate: ectopic_rate must be within [0, 0.5), got {ectopic_rate}.")
+    _check_ecg(duration_s, sampling_rate, heart_rate_bpm, ectopic_rate)
     dev = resolve_device(device)
     rng = np.random.default_rng(seed)
     fs = float(sampling_rate)
@@ -184,29 +173,8 @@ def simulate_ecg(
     r_samples = np.rint(times * fs).astype(np.int64)
     rr = np.diff(np.concatenate([[r_samples[0] - fs * 60 / heart_rate_bpm], r_samples])) / fs
 
-    # per-beat wave parameters, shape (n_beats, 5)
-    waves = np.where((symbols == "V")[:, None, None], PVC_WAVES, ECG_WAVES)
-    amp = waves[:, :, 0] * (1 + 0.05 * rng.standard_normal((len(times), 1)))
-    qt = np.sqrt(np.clip(rr, 0.3, 2.0))[:, None]
-    offset = waves[:, :, 1] * np.where([True, False, False, False, True], qt, 1.0)
-    width = waves[:, :, 2] * (1 + 0.03 * rng.standard_normal((len(times), 1)))
-
-    def dev_tensor(a: np.ndarray) -> torch.Tensor:
-        return torch.as_tensor(a, dtype=dtype).to(dev)
-
-    amp_t, off_t, wid_t = dev_tensor(amp), dev_tensor(offset), dev_tensor(width)
     r_t = torch.as_tensor(r_samples).to(dev)
-    signal = torch.zeros(n, dtype=dtype, device=dev)
-    for w in range(5):
-        # each wave is evaluated only over its own support (+-5 sigma) and added in place
-        half = int(np.ceil(5 * width[:, w].max() * fs))
-        centre = r_t + torch.as_tensor(np.rint(offset[:, w] * fs).astype(np.int64)).to(dev)
-        pos = centre[:, None] + torch.arange(-half, half + 1, device=dev)  # (n_beats, support)
-        t = (pos - r_t[:, None]).to(dtype) / fs  # seconds from each beat's R peak
-        z = (t - off_t[:, w, None]) / wid_t[:, w, None]
-        values = amp_t[:, w, None] * torch.exp(-0.5 * z * z)
-        inside = (pos >= 0) & (pos < n)
-        signal.index_add_(0, pos.clamp(0, n - 1).reshape(-1), torch.where(inside, values, 0.0).reshape(-1))
+    signal = _waves(n, fs, r_t, symbols, rr, rng, dtype)
 
     idx = torch.arange(n, device=dev)
     seconds = idx.to(dtype) / fs
@@ -218,14 +186,8 @@ def simulate_ecg(
             signal += float(wander_mV * w) * torch.sin(2 * np.pi * float(f) * seconds + float(p))
     if powerline_mV > 0:
         signal += powerline_mV * torch.sin(2 * np.pi * powerline_hz * seconds)
-    # the truth is each beat's actual extremum on the noise-free signal: a neighbouring wave (the deep
-    # S of a ventricular beat) can pull the composite peak a millisecond off the R wave's centre
     inside = r_samples < n
-    r_t = r_t[torch.as_tensor(inside).to(dev)]
-    half = max(1, int(np.ceil(0.02 * fs)))
-    window = r_t[:, None] + torch.arange(-half, half + 1, device=dev)
-    near = torch.where((window >= 0) & (window < n), signal[window.clamp(0, n - 1)], -torch.inf)
-    r_t = window.gather(1, near.argmax(1, keepdim=True)).squeeze(1)
+    r_t = _true_peaks(signal, r_t[torch.as_tensor(inside).to(dev)], fs)
 
     if noise_mV > 0:
         gen = torch.Generator().manual_seed(seed)  # CPU stream: the same noise on every device
@@ -241,6 +203,65 @@ def simulate_ecg(
         heart_rate_bpm=float(heart_rate_bpm),
         inverted=inverted,
     )
+
+
+def _check_ecg(duration_s: float, sampling_rate: float, heart_rate_bpm: float, ectopic_rate: float) -> None:
+    _check_positive("duration_s", duration_s)
+    _check_positive("sampling_rate", sampling_rate)
+    _check_positive("heart_rate_bpm", heart_rate_bpm)
+    if duration_s < MIN_ECG_S:
+        raise DevicepipeError(
+            f"simulate: an ECG of {duration_s:g} s holds no whole beat; simulate at least {MIN_ECG_S:g} s.",
+            cli=f"an ECG of {duration_s:g} s holds no whole beat; pass --duration of at least {MIN_ECG_S:g}s.",
+        )
+    if not 20 <= heart_rate_bpm <= 250:
+        raise DevicepipeError(f"simulate: heart_rate_bpm must be within 20-250, got {heart_rate_bpm}.")
+    if not 0 <= ectopic_rate < 0.5:
+        raise DevicepipeError(f"simulate: ectopic_rate must be within [0, 0.5), got {ectopic_rate}.")
+
+
+def _waves(
+    n: int,
+    fs: float,
+    r_t: torch.Tensor,
+    symbols: np.ndarray,
+    rr: np.ndarray,
+    rng: np.random.Generator,
+    dtype: torch.dtype,
+) -> torch.Tensor:
+    """The noise-free P, Q, R, S and T waves of every beat (R peaks at ``r_t``, samples; RR
+    intervals ``rr``, s; ``symbols`` N or V), shape ``(n,)`` in mV on ``r_t``'s device."""
+    dev = r_t.device
+    # per-beat wave parameters, shape (n_beats, 5)
+    waves = np.where((symbols == "V")[:, None, None], PVC_WAVES, ECG_WAVES)
+    amp = waves[:, :, 0] * (1 + 0.05 * rng.standard_normal((len(symbols), 1)))
+    qt = np.sqrt(np.clip(rr, 0.3, 2.0))[:, None]
+    offset = waves[:, :, 1] * np.where([True, False, False, False, True], qt, 1.0)
+    width = waves[:, :, 2] * (1 + 0.03 * rng.standard_normal((len(symbols), 1)))
+    amp_t, off_t, wid_t = (torch.as_tensor(a, dtype=dtype).to(dev) for a in (amp, offset, width))
+    signal = torch.zeros(n, dtype=dtype, device=dev)
+    for w in range(5):
+        # each wave is evaluated only over its own support (+-5 sigma) and added in place
+        half = int(np.ceil(5 * width[:, w].max() * fs))
+        centre = r_t + torch.as_tensor(np.rint(offset[:, w] * fs).astype(np.int64)).to(dev)
+        pos = centre[:, None] + torch.arange(-half, half + 1, device=dev)  # (n_beats, support)
+        t = (pos - r_t[:, None]).to(dtype) / fs  # seconds from each beat's R peak
+        z = (t - off_t[:, w, None]) / wid_t[:, w, None]
+        values = amp_t[:, w, None] * torch.exp(-0.5 * z * z)
+        inside = (pos >= 0) & (pos < n)
+        signal.index_add_(0, pos.clamp(0, n - 1).reshape(-1), torch.where(inside, values, 0.0).reshape(-1))
+    return signal
+
+
+def _true_peaks(signal: torch.Tensor, r_t: torch.Tensor, fs: float) -> torch.Tensor:
+    """Each beat's actual maximum within 20 ms of its R wave's centre ``r_t`` on the noise-free
+    ``signal``: a neighbouring wave (the deep S of a ventricular beat) can pull the composite peak
+    a millisecond off the R wave's centre."""
+    n = signal.shape[0]
+    half = max(1, int(np.ceil(0.02 * fs)))
+    window = r_t[:, None] + torch.arange(-half, half + 1, device=r_t.device)
+    near = torch.where((window >= 0) & (window < n), signal[window.clamp(0, n - 1)], -torch.inf)
+    return window.gather(1, near.argmax(1, keepdim=True)).squeeze(1)
 
 
 @dataclass(frozen=True)

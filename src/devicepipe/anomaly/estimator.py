@@ -334,19 +334,7 @@ class BeatAnomalyDetector:
         device = resolve_device(self.device)
         rows = self._rows(X, torch.device("cpu") if stream else device, "fit()")
         n_columns = rows.shape[1]
-        width = self.width or (nearest_power_of_two(n_columns) if self.model == "vae" else n_columns)
-        if self.model == "vae":
-            LightVAEConfig(width=width, latent=self.latent)  # a clear error for a width it cannot take
-        rows = resample_rows(rows, width)
-        scaler = None
-        if self._scaling != "none":
-            scaler = _SCALERS[self._scaling]().fit(rows.reshape(-1))
-            rows = scaler.transform(rows.reshape(-1)).reshape(rows.shape)
-        data = rows.float()
-        if data.shape[0] < MIN_ROWS:
-            raise DevicepipeError(
-                f"fit(): {data.shape[0]} sample(s) (rows) are too few to learn from; give at least {MIN_ROWS}."
-            )
+        data, width, scaler = self._training_rows(rows)
         make = self._make_model(width, device)
         probe = data[: settings.batch_size].to(device)
         threads = choose_threads(make(settings.seed), probe, threads=settings.threads, copies=settings.ensemble)
@@ -372,12 +360,8 @@ class BeatAnomalyDetector:
         # reconstruction error is fair only on the rows that did not steer training
         train_rows = every if self.scorer in DISTANCE_SCORERS else train_rows
         train_scores = details.scores[train_rows]
-        self.device_ = device
-        self.models_ = models
-        self.scaler_ = scaler
-        self.n_features_in_ = n_columns
-        self.width_ = width
-        self.histories_ = histories
+        self.device_, self.models_, self.scaler_, self.histories_ = device, models, scaler, histories
+        self.n_features_in_, self.width_ = n_columns, width
         self.threads_: ThreadChoice = threads
         self.train_scores_ = train_scores.sort().values
         self.threshold_ = self._threshold_of(train_scores)
@@ -389,6 +373,25 @@ class BeatAnomalyDetector:
         self.geometry_: dict[str, Any] = {}
         self.fit_rows_ = {"rows": int(data.shape[0]), "held_out": int(held_out.numel())}
         return self
+
+    def _training_rows(self, rows: torch.Tensor) -> tuple[torch.Tensor, int, Any]:
+        """``rows`` resampled to the model's width and scaled: float32 rows ``(n, width)``, the
+        width, and the fitted scaler (None without scaling)."""
+        n_columns = rows.shape[1]
+        width = self.width or (nearest_power_of_two(n_columns) if self.model == "vae" else n_columns)
+        if self.model == "vae":
+            LightVAEConfig(width=width, latent=self.latent)  # a clear error for a width it cannot take
+        rows = resample_rows(rows, width)
+        scaler = None
+        if self._scaling != "none":
+            scaler = _SCALERS[self._scaling]().fit(rows.reshape(-1))
+            rows = scaler.transform(rows.reshape(-1)).reshape(rows.shape)
+        data = rows.float()
+        if data.shape[0] < MIN_ROWS:
+            raise DevicepipeError(
+                f"fit(): {data.shape[0]} sample(s) (rows) are too few to learn from; give at least {MIN_ROWS}."
+            )
+        return data, width, scaler
 
     def _k(self, n_reference: int) -> int:
         """The nearest-neighbour scorer's k for ``n_reference`` rows."""

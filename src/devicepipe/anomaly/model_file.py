@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
+from torch import nn
 
 from devicepipe.anomaly.estimator import BeatAnomalyDetector
 from devicepipe.anomaly.model_format import (
@@ -42,18 +44,8 @@ def _model_file(path: str | Path) -> Path:
     return p
 
 
-def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAnomalyDetector:
-    """A fitted :class:`BeatAnomalyDetector` from a model file or a run directory holding ``model.pt``.
-
-    Read with ``weights_only=True`` (a file from elsewhere cannot run code) and placed on
-    ``device`` (a model trained on a GPU scores on a CPU and the reverse). The result has
-    ``models_``, ``scaler_``, ``threshold_``, ``train_scores_``, ``get_params()`` (the
-    settings it was trained with), ``geometry_`` (what rows it takes) and ``path_`` (``path``
-    as given). A training
-    checkpoint, a foreign or damaged file, or one of a newer format is refused with one line.
-    """
-    file = _model_file(path)
-    dev = resolve_device(device)
+def _read_state(file: Path) -> tuple[dict[str, Any], str]:
+    """The checked contents of a model file and its kind of model (vae or mlp)."""
     try:
         state = torch.load(file, map_location="cpu", weights_only=True)
     except Exception as exc:
@@ -84,10 +76,11 @@ def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAno
     kind = kinds.get(state.get("model_kind"))
     if kind is None or state.get("estimator") != BeatAnomalyDetector.__name__:
         raise DevicepipeError(f"{file} holds a {state.get('model_kind')} model, which this devicepipe cannot score.")
-    params = dict(state["params"])
-    params["device"] = str(device) if not isinstance(device, torch.device) else str(device)
-    known = set(BeatAnomalyDetector._param_names())
-    det = BeatAnomalyDetector(**{k: v for k, v in params.items() if k in known})
+    return state, kind
+
+
+def _members(state: dict[str, Any], kind: str, dev: torch.device, file: Path) -> tuple[list[nn.Module], Any]:
+    """The members' models and the scaler of a model file's contents, on ``dev``."""
     model_cls, config_cls = _MODELS[kind]
     try:
         models = []
@@ -101,6 +94,27 @@ def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAno
     if state.get("scaler") is not None:
         scaler = _SCALERS["standard" if state["scaler"]["kind"] == "StandardScaler" else "minmax"]()
         scaler.load_state_dict(state["scaler"]).to(dev)
+    return models, scaler
+
+
+def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAnomalyDetector:
+    """A fitted :class:`BeatAnomalyDetector` from a model file or a run directory holding ``model.pt``.
+
+    Read with ``weights_only=True`` (a file from elsewhere cannot run code) and placed on
+    ``device`` (a model trained on a GPU scores on a CPU and the reverse). The result has
+    ``models_``, ``scaler_``, ``threshold_``, ``train_scores_``, ``get_params()`` (the
+    settings it was trained with), ``geometry_`` (what rows it takes) and ``path_`` (``path``
+    as given). A training
+    checkpoint, a foreign or damaged file, or one of a newer format is refused with one line.
+    """
+    file = _model_file(path)
+    dev = resolve_device(device)
+    state, kind = _read_state(file)
+    params = dict(state["params"])
+    params["device"] = str(device) if not isinstance(device, torch.device) else str(device)
+    known = set(BeatAnomalyDetector._param_names())
+    det = BeatAnomalyDetector(**{k: v for k, v in params.items() if k in known})
+    models, scaler = _members(state, kind, dev, file)
     det.device_ = dev
     det.models_ = models
     det.scaler_ = scaler

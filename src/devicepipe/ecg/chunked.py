@@ -134,37 +134,12 @@ def _peaks_chunked(
     halo = -(-r.reach // step) * step
     edge = min(n_samples, _samples(r.edge_s, r.fs))
     means = r.edge_means(_checked(read(0, edge), sampling_rate, 0)[None], read(n_samples - edge, n_samples)[None])
-    stride = r.subsample_stride(n_samples)
     starts = range(0, n_samples, chunk)
     # the same for every chunk (the rate, the samples' dtype and device); made before the first
     # chunk's buffers, as a small tensor kept among them would keep the heap in pieces
     kernel = r.kernel(means[0])
     with Spill() as spill:  # what grows with the recording waits on disk, not in memory
-        # the subsample (every stride-th sample: about SUBSAMPLE values, whatever the length) filled in
-        # place: a small tensor kept from every chunk would lie among the chunks' large buffers and keep
-        # the heap in pieces
-        subsample, counts = means[0].new_empty((1, -(-n_samples // stride))), []
-        magnitude = torch.zeros((), device=means[0].device, dtype=means[0].dtype)  # over the same samples as one call
-        for c0 in starts:
-            c1 = min(n_samples, c0 + chunk)
-            a, b = max(0, c0 - halo), min(n_samples, c1 + halo)
-            x = _checked(read(a, b), sampling_rate, a)[None]
-            feature, negative = r.feature(x, kernel, *means, start=a == 0, end=b == n_samples)
-            core = feature[:, c0 - a : c1 - a]
-            for name, summary in zip(("block_max", "block_mean"), r.summaries(core), strict=True):
-                spill.append(name, summary)  # for the thresholds, which need the whole recording
-            sub, at = core[:, (-c0) % stride :: stride], -(-c0 // stride)  # (at: the multiples of stride before c0)
-            subsample[:, at : at + sub.shape[-1]] = sub
-            taken = x[:, c0 - a : c1 - a][:, (-c0) % stride :: stride]
-            if taken.numel():
-                torch.maximum(magnitude, _abs_max(taken)[0], out=magnitude)
-            found = _packed(r.candidates(x, feature, negative, a, (c0, c1)), r)
-            for name, values in found.items():
-                spill.append(name, values)
-            counts.append(found["cols"].numel())
-            del x, feature, negative, core, found
-            if progress is not None:
-                progress(c1, n_samples)
+        subsample, magnitude, counts = _first_pass(r, read, n_samples, chunk, halo, kernel, means, spill, progress)
         device, dtype = means[0].device, means[0].dtype
         n_blocks = spill.size("block_max")
         reach = _samples(r.envelope_s / r.block_s, 1.0)  # the envelope's window, in blocks
@@ -195,6 +170,51 @@ def _peaks_chunked(
                 spill.append("kept_" + name, values)
         _select_in_parts(r, _Held(spill, "kept_", device, dtype), n_samples, SELECT_BLOCK, out)
     return device
+
+
+def _first_pass(
+    r: _Ricker,
+    read: Callable[[int, int], torch.Tensor],
+    n_samples: int,
+    chunk: int,
+    halo: int,
+    kernel: torch.Tensor,
+    means: tuple[torch.Tensor, ...],
+    spill: Spill,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """Read the recording a chunk at a time (with ``halo`` samples either side), spill each
+    chunk's block summaries and packed candidates; return the subsample of the feature (about
+    SUBSAMPLE values, ``(1, m)``), the largest magnitude over the same samples, and the number
+    of candidates of each chunk."""
+    sampling_rate, stride = r.fs, r.subsample_stride(n_samples)
+    starts = range(0, n_samples, chunk)
+    # the subsample (every stride-th sample: about SUBSAMPLE values, whatever the length) filled in
+    # place: a small tensor kept from every chunk would lie among the chunks' large buffers and keep
+    # the heap in pieces
+    subsample, counts = means[0].new_empty((1, -(-n_samples // stride))), []
+    magnitude = torch.zeros((), device=means[0].device, dtype=means[0].dtype)  # over the same samples as one call
+    for c0 in starts:
+        c1 = min(n_samples, c0 + chunk)
+        a, b = max(0, c0 - halo), min(n_samples, c1 + halo)
+        x = _checked(read(a, b), sampling_rate, a)[None]
+        feature, negative = r.feature(x, kernel, *means, start=a == 0, end=b == n_samples)
+        core = feature[:, c0 - a : c1 - a]
+        for name, summary in zip(("block_max", "block_mean"), r.summaries(core), strict=True):
+            spill.append(name, summary)  # for the thresholds, which need the whole recording
+        sub, at = core[:, (-c0) % stride :: stride], -(-c0 // stride)  # (at: the multiples of stride before c0)
+        subsample[:, at : at + sub.shape[-1]] = sub
+        taken = x[:, c0 - a : c1 - a][:, (-c0) % stride :: stride]
+        if taken.numel():
+            torch.maximum(magnitude, _abs_max(taken)[0], out=magnitude)
+        found = _packed(r.candidates(x, feature, negative, a, (c0, c1)), r)
+        for name, values in found.items():
+            spill.append(name, values)
+        counts.append(found["cols"].numel())
+        del x, feature, negative, core, found
+        if progress is not None:
+            progress(c1, n_samples)
+    return subsample, magnitude, counts
 
 
 #: Candidates per part when chunked detection applies the rules (memory a few times this many).

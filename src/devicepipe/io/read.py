@@ -196,39 +196,12 @@ def read_series(
     -------
     Recording with ``samples`` of shape ``(time,)`` (one channel) or ``(channels, time)``.
     """
-    if channel is not None and column is not None:
-        raise ReadError("read_series(): pass column= or channel=, not both (they mean the same).")
-    column = channel if column is None else column
-    if nan not in NAN_POLICIES:
-        raise ReadError(f"read_series(): nan={nan!r} is not a policy; use 'error', 'drop' or 'interpolate'.")
-    if duplicates not in DUPLICATE_POLICIES:
-        raise ReadError(
-            f"read_series(): duplicates={duplicates!r} is not a policy; use 'keep', 'first', 'mean' or 'error'."
-        )
-    if not dtype.is_floating_point:
-        raise ReadError(f"read_series(): dtype must be a floating type, got {dtype}.")
-    check_rate(sampling_rate, "sampling_rate")  # before any reading
+    column = _check_read(column, channel, nan, duplicates, dtype, sampling_rate)  # before any reading
     target = resolve_device(device)
-
     span = _span(source, column, start, stop, sampling_rate)
-    if isinstance(source, (str, os.PathLike)):
-        raw = _read_path(Path(source), column, time_column, time_format, header, encoding, span)
-    else:
-        raw = _read_object(source, column, time_column)
-        raw = RawSeries(
-            raw.values[:, span.start : span.stop],
-            raw.names,
-            raw.units,
-            raw.sampling_rate,
-            None if raw.times is None else raw.times[span.start : span.stop],
-            raw.source,
-        )
-    if span.start and raw.n_time == 0:
-        raise ReadError(f"read_series(): start={start!r} is at or past the end of {raw.source}.")
-
+    raw = _read_raw(source, column, time_column, time_format, header, encoding, span)
+    _check_not_empty(raw, span, start)
     values, times, report = raw.values, raw.times, None
-    if raw.n_time == 0:
-        raise ReadError(f"read_series(): {raw.source} has no samples; check the file and the column.")
     if times is not None:
         values, times, report = order_by_time(values, times, duplicates, raw.source)
 
@@ -236,10 +209,7 @@ def read_series(
     timestamps = None if times is None else torch.from_numpy(times.view(np.int64)).to(target)
     samples, timestamps, n_nan = apply_nan_policy(samples, timestamps, nan, raw.source)
 
-    rate = sampling_rate if sampling_rate is not None else raw.sampling_rate
-    if rate is None and report is not None and report.step_s > 0:
-        rate = 1.0 / report.step_s
-    check_rate(rate, f"the sampling rate of {raw.source}")
+    rate = _rate(sampling_rate, raw, report)
     if samples.shape[0] == 1 and samples.ndim == 2:
         samples = samples[0]
     return Recording(
@@ -253,6 +223,68 @@ def read_series(
         nan_policy=nan,
         source=raw.source,
         start_sample=span.start,
+    )
+
+
+def _check_not_empty(raw: RawSeries, span: Span, start: Any) -> None:
+    if span.start and raw.n_time == 0:
+        raise ReadError(f"read_series(): start={start!r} is at or past the end of {raw.source}.")
+    if raw.n_time == 0:
+        raise ReadError(f"read_series(): {raw.source} has no samples; check the file and the column.")
+
+
+def _rate(sampling_rate: float | None, raw: RawSeries, report: TimeReport | None) -> float | None:
+    """The rate given, else the source's, else one over the time column's step (Hz); checked."""
+    rate = sampling_rate if sampling_rate is not None else raw.sampling_rate
+    if rate is None and report is not None and report.step_s > 0:
+        rate = 1.0 / report.step_s
+    check_rate(rate, f"the sampling rate of {raw.source}")
+    return rate
+
+
+def _check_read(
+    column: ColumnSpec,
+    channel: ColumnSpec,
+    nan: str,
+    duplicates: str,
+    dtype: torch.dtype,
+    sampling_rate: float | None,
+) -> ColumnSpec:
+    """The column asked for (``column`` or its alias ``channel``), once every option is checked."""
+    if channel is not None and column is not None:
+        raise ReadError("read_series(): pass column= or channel=, not both (they mean the same).")
+    if nan not in NAN_POLICIES:
+        raise ReadError(f"read_series(): nan={nan!r} is not a policy; use 'error', 'drop' or 'interpolate'.")
+    if duplicates not in DUPLICATE_POLICIES:
+        raise ReadError(
+            f"read_series(): duplicates={duplicates!r} is not a policy; use 'keep', 'first', 'mean' or 'error'."
+        )
+    if not dtype.is_floating_point:
+        raise ReadError(f"read_series(): dtype must be a floating type, got {dtype}.")
+    check_rate(sampling_rate, "sampling_rate")
+    return channel if column is None else column
+
+
+def _read_raw(
+    source: Any,
+    column: ColumnSpec,
+    time_column: str | int | None,
+    time_format: str | None,
+    header: bool | None,
+    encoding: str | None,
+    span: Span,
+) -> RawSeries:
+    """The ``span`` of ``source`` (a path or an object in memory) as read, before any policy."""
+    if isinstance(source, (str, os.PathLike)):
+        return _read_path(Path(source), column, time_column, time_format, header, encoding, span)
+    raw = _read_object(source, column, time_column)
+    return RawSeries(
+        raw.values[:, span.start : span.stop],
+        raw.names,
+        raw.units,
+        raw.sampling_rate,
+        None if raw.times is None else raw.times[span.start : span.stop],
+        raw.source,
     )
 
 

@@ -263,14 +263,7 @@ def read_csv_table(
     first, encoding = _first_row(path, delimiter, encoding)
     if header is None:
         header = not _looks_numeric(first, decimal)
-    names = [f.strip() for f in first] if header else [f"f{i}" for i in range(len(first))]
-    if header:
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            raise ReadError(
-                f"read_series(): {source} names more than one column {repeated[0]!r}"
-                f"{' (an empty header cell)' if repeated[0] == '' else ''}; give every column its own name."
-            )
+    names = _header_names(first, source) if header else [f"f{i}" for i in range(len(first))]
     chosen, time_name = pick_columns(names, column, time_column, source)
 
     types: dict[str, pa.DataType] = {n: pa.float32() for n in chosen}
@@ -317,15 +310,28 @@ def read_csv_table(
                 "check time_format=", "check --time-format "
             ),
         ) from None
-    times = None
-    if time_name is not None:
-        col = table.column(time_name)
-        if col.null_count:
-            raise ReadError(
-                f"read_series(): time column {time_name!r} of {source} has {col.null_count} empty value(s)."
-            )
-        times = col.to_numpy().astype("datetime64[ns]")
+    times = None if time_name is None else _times(table, time_name, source)
     return RawSeries(stack_columns(table, chosen), chosen, [None] * len(chosen), None, times, source)
+
+
+def _header_names(first: list[str], source: str) -> list[str]:
+    """The column names of a header line, each named once."""
+    names = [f.strip() for f in first]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ReadError(
+            f"read_series(): {source} names more than one column {repeated[0]!r}"
+            f"{' (an empty header cell)' if repeated[0] == '' else ''}; give every column its own name."
+        )
+    return names
+
+
+def _times(table: pa.Table, time_name: str, source: str) -> np.ndarray:
+    """The time column as ``datetime64[ns]``; a clear error for an empty cell."""
+    col = table.column(time_name)
+    if col.null_count:
+        raise ReadError(f"read_series(): time column {time_name!r} of {source} has {col.null_count} empty value(s).")
+    return col.to_numpy().astype("datetime64[ns]")
 
 
 def _explain_csv_error(
