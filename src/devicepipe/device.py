@@ -84,9 +84,11 @@ def resolve_device(spec: str | torch.device | None = "auto") -> torch.device:
         raise DeviceError(f"unknown device {spec!r}; use {hint} (devices are 'auto', 'cpu', 'cuda' or 'cuda:N').")
     reason = cuda_unavailable_reason()
     if reason is not None:
-        problem = f"device {spec!r} is not available: {reason}"
         raise DeviceError(
-            f"{problem}; use device='cpu' or device='auto'.", cli=f"{problem}; use --device cpu or --device auto."
+            f"device {spec!r} is not available: {reason}",
+            fix="use {device='cpu'} or {device='auto'}.",
+            param="device",
+            value=spec,
         )
     count = torch.cuda.device_count()
     index = int(match.group(1)) if match.group(1) is not None else torch.cuda.current_device()

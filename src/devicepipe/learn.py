@@ -94,7 +94,7 @@ class LearnSettings:
             raise DevicepipeError(f"minimum improvement {self.min_improvement} must be within [0, 1), e.g. 1e-3.")
         if self.epochs is None and self.val_fraction == 0:
             problem = "early stopping watches the validation loss: keep a validation fraction above 0"
-            raise DevicepipeError(f"{problem}, or pass epochs=N.", cli=f"{problem}, or pass --epochs N.")
+            raise DevicepipeError(problem, fix="or pass {epochs=N}.", param="val_fraction", value=self.val_fraction)
         if not 0 < self.lr < 1:
             raise DevicepipeError(f"learning rate {self.lr} is out of range; use e.g. 1e-3.")
         if not 0 <= self.val_fraction < 0.9:
@@ -105,15 +105,17 @@ class LearnSettings:
             check_thread_count(self.threads)
         if self.scorer is not None and self.scorer not in SCORERS:
             raise DevicepipeError(
-                f"scorer {self.scorer!r} is not one of {', '.join(SCORERS)}.",
-                cli=f"--scorer {self.scorer} is not one of {', '.join(SCORERS)}.",
+                f"{{param}} {self.scorer!r} is not one of {', '.join(SCORERS)}.",
+                param="scorer",
+                value=self.scorer,
             )
         if self.neighbours is not None and (isinstance(self.neighbours, bool) or self.neighbours < 1):
             raise DevicepipeError(f"neighbours must be at least 1, got {self.neighbours}.")
         if self.resume and self.ensemble > 1:
             raise DevicepipeError(
-                "resume works for single models; rerun the ensemble with resume=False.",
-                cli="--resume works for single models; rerun the ensemble without --resume.",
+                "{param} works for single models",
+                fix="rerun the ensemble without {resume=True}.",
+                param="resume",
             )
 
     def to_dict(self) -> dict[str, Any]:
@@ -154,12 +156,12 @@ def check_before_start(out: Path, settings: LearnSettings, identity: dict[str, A
     checkpoint = load_checkpoint(out)
     if settings.early_stopping and "early_stopping" not in checkpoint:
         problem = f"the checkpoint in {out} was trained for an exact number of epochs"
-        raise DevicepipeError(f"{problem}; resume it with epochs=N.", cli=f"{problem}; resume it with --epochs N.")
+        raise DevicepipeError(problem, fix="resume it with {epochs=N}.", param="epochs")
     done = int(checkpoint.get("epoch", 0))
     if settings.epochs is not None and settings.epochs < done:
         problem = f"the checkpoint in {out} has trained {done} epochs already, more than {settings.epochs}"
         raise DevicepipeError(
-            f"{problem}; resume to more epochs (epochs > {done}).", cli=f"{problem}; pass --epochs above {done}."
+            problem, fix=f"resume to more epochs: {{epochs={done + 1}}} or more.", param="epochs", value=settings.epochs
         )
     saved = checkpoint.get("identity")
     if identity is not None and saved is not None:

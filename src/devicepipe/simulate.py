@@ -211,8 +211,10 @@ def _check_ecg(duration_s: float, sampling_rate: float, heart_rate_bpm: float, e
     _check_positive("heart_rate_bpm", heart_rate_bpm)
     if duration_s < MIN_ECG_S:
         raise DevicepipeError(
-            f"simulate: an ECG of {duration_s:g} s holds no whole beat; simulate at least {MIN_ECG_S:g} s.",
-            cli=f"an ECG of {duration_s:g} s holds no whole beat; pass --duration of at least {MIN_ECG_S:g}s.",
+            f"an ECG of {duration_s:g} s holds no whole beat",
+            fix=f"simulate at least {{duration_s={MIN_ECG_S:g}s}}.",
+            param="duration_s",
+            value=duration_s,
         )
     if not 20 <= heart_rate_bpm <= 250:
         raise DevicepipeError(f"simulate: heart_rate_bpm must be within 20-250, got {heart_rate_bpm}.")
@@ -369,12 +371,11 @@ def simulation_path(path: str | Path, kind: str) -> Path:
     path = Path(path)
     if kind == "ecg" and path.suffix.lower() not in (".csv", ".parquet", ".npy"):
         raise DevicepipeError(
-            f"cannot write {path.name}: use a .csv, .parquet or .npy file name.",
-            cli=f"cannot write {path.name}: use a .csv, .parquet or .npy file name for --out.",
+            f"cannot write {path.name}", fix="give {out} a .csv, .parquet or .npy file name.", param="out"
         )
     if kind == "load" and path.suffix.lower() not in (".csv", ".parquet"):
-        problem = f"cannot write {path.name}: a load series has timestamps; use a .csv or .parquet file name"
-        raise DevicepipeError(f"{problem}.", cli=f"{problem} for --out.")
+        problem = f"cannot write {path.name}: a load series has timestamps"
+        raise DevicepipeError(problem, fix="give {out} a .csv or .parquet file name.", param="out")
     return path
 
 

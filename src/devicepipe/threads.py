@@ -77,8 +77,9 @@ def step_flops(model: nn.Module, batch: torch.Tensor) -> float:
 def check_thread_count(threads: int) -> int:
     """``threads`` when it is a usable count (>= 1), else a clear error."""
     if threads < 1:
-        problem = f"threads must be at least 1, got {threads}"
-        raise DevicepipeError(f"{problem}; use e.g. threads=1.", cli=f"{problem}; use e.g. --threads 1.")
+        raise DevicepipeError(
+            f"{{param}} must be at least 1, got {threads}", fix="use e.g. {threads=1}.", param="threads", value=threads
+        )
     return threads
 
 

@@ -283,9 +283,7 @@ def diverged(epoch: int, loss: float, member: int | None = None) -> DevicepipeEr
     """The error for a training loss that became NaN or infinite on finite inputs: the step size."""
     who = "" if member is None else f" (ensemble member {member})"
     problem = f"training diverged at epoch {epoch}{who}: the loss became {loss} on finite inputs"
-    return DevicepipeError(
-        f"{problem}; lower the learning rate (lr).", cli=f"{problem}; lower the learning rate (--lr)."
-    )
+    return DevicepipeError(problem, fix="lower the learning rate ({lr}).", param="lr")
 
 
 @full_float32()
@@ -387,8 +385,9 @@ def _check_fit(epochs: int, batch_size: int, bf16: bool, device: torch.device) -
         raise DevicepipeError(f"fit(): epochs and batch_size must be positive, got {epochs} and {batch_size}.")
     if bf16 and device.type != "cuda":
         raise DevicepipeError(
-            "fit(): bf16 autocast is for CUDA devices; use bf16=False on the CPU.",
-            cli="bf16 autocast is for CUDA devices; drop --bf16 on the CPU.",
+            "bfloat16 autocast ({param}) is for CUDA devices",
+            fix="drop {bf16=True} on the CPU.",
+            param="bf16",
         )
 
 
@@ -422,8 +421,8 @@ def _restore(
     if stopper is not None:
         if "early_stopping" not in state:
             raise DevicepipeError(
-                "fit(): this checkpoint was trained for an exact number of epochs; resume it with patience=None.",
-                cli="this checkpoint was trained for an exact number of epochs; resume it with --epochs N.",
+                "fit(): this checkpoint was trained for an exact number of epochs",
+                fix="resume it with patience=None.",
             )
         stopper.load_state_dict(state["early_stopping"])
         best_state = state["best_model"]

@@ -1,6 +1,7 @@
 """Never wrong in silence: non-finite samples, impossible rates, settings the beats contradict,
 training that diverges, strict JSON, and fixes that name options that exist."""
 
+import ast
 import json
 import os
 import re
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 
 from devicepipe.cli import app
 from devicepipe.ecg import ecg_peaks, evaluate_beats
-from devicepipe.errors import DevicepipeError
+from devicepipe.errors import CLI_NAMES, TOKEN, DevicepipeError
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 
 runner = CliRunner()
@@ -148,13 +149,50 @@ def test_every_option_a_message_suggests_exists():
             collect(sub)
 
     collect(group)
-    suggested = set()
+    named = set()  # every setting a library message names: tokens of its fix, its param when the problem says it
     for path in SRC.rglob("*.py"):
-        text = path.read_text(encoding="utf-8")
-        for message in re.findall(r'cli=(?:f?"[^"]*"\s*)+', text):
-            suggested.update(re.findall(r"(--[a-z][a-z0-9-]*)", message))
-    assert suggested, "no command-line fix found in the library's messages"
-    assert suggested <= options, suggested - options
+        for call in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(call, ast.Call) and getattr(call.func, "id", "").endswith("Error")):
+                continue
+            words = {k.arg: _text(k.value) for k in call.keywords}
+            named.update(m.group(1) for m in TOKEN.finditer(words.get("fix") or ""))
+            problem = _text(call.args[0]) if call.args else ""
+            if "{param}" in problem and words.get("param"):
+                named.add(words["param"])
+    assert {"sampling_rate", "out", "workers", "time_format"} <= named, named  # the scan finds them
+    flags = {name: {"--" + n.replace("_", "-") for n in CLI_NAMES.get(name, (name,))} for name in named}
+    missing = {name: f for name, f in flags.items() if not f & options}
+    assert not missing, missing
+
+
+def _text(node: ast.AST) -> str:
+    """The literal text of a string or f-string node (its formatted parts left out)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_text(v) for v in node.values)
+    if isinstance(node, ast.BinOp):
+        return _text(node.left) + _text(node.right)
+    return ""
+
+
+def test_a_message_names_each_setting_as_its_reader_writes_it():
+    from devicepipe.errors import DevicepipeError, render
+
+    error = DevicepipeError(
+        "read_series(): {param} is unknown", fix="pass {sampling_rate=HZ} or {time_format='%d/%m %H'}; {resume=True}",
+        param="sampling_rate", value=None,
+    )  # fmt: skip
+    assert str(error) == (
+        "read_series(): sampling_rate is unknown; pass sampling_rate=HZ or time_format='%d/%m %H'; resume=True"
+    )
+    assert (
+        error.cli_message == "--sampling-rate is unknown; pass --sampling-rate HZ or --time-format '%d/%m %H'; --resume"
+    )
+    # read_series' column is an ECG command's --channel and the series command's --column
+    assert render("{column=}", cli=True, options={"--channel", "--out"}) == "--channel"
+    assert render("{column=}", cli=True, options={"--column", "--channel"}) == "--column"
+    assert DevicepipeError("a {x}.csv").cli_message == "a {x}.csv"  # a problem's own text stays as it is
 
 
 def test_day_and_month_order_is_taken_from_the_data_or_asked_for(tmp_path):
@@ -445,7 +483,7 @@ def test_a_time_format_that_does_not_fit_is_named(tmp_path):
     src = tmp_path / "t.csv"
     src.write_text("Datetime,v\n2020-01-01 00:00,1\n2020-01-01 01:00,2\n")
     result = run("read", src, "--time-column", "Datetime", "--column", "v", "--time-format", "%d/%m/%Y")
-    one_line_error(result, "check --time-format '%d/%m/%Y'")
+    one_line_error(result, "check --time-format %d/%m/%Y (e.g.")
 
 
 def test_a_path_too_long_for_the_file_system_is_one_line(tmp_path):

@@ -298,7 +298,7 @@ def test_dataset_options_on_one_recording_are_refused(tmp_path, args, message):
     [
         ("beats", ["--sampling-rate", "-5"], "--sampling-rate must be a finite, positive number of Hz"),
         ("beats", ["--chunk", "0s"], "duration '0s' must be positive"),
-        ("beats", ["--chunk", "10min", "--method", "seed"], "--chunk is made for --method ricker"),
+        ("beats", ["--chunk", "10min", "--method", "seed"], "--chunk is made for the ricker method, not seed"),
         ("ecg", ["--sampling-rate", "0", "--epochs", "1"], "--sampling-rate must be a finite, positive"),
     ],
 )

@@ -120,7 +120,7 @@ def test_a_csv_is_counted_only_when_its_size_could_exceed_the_budget(tmp_path, m
     [
         (["--chunk", "5min", "--nan", "drop"], "needs the whole recording in memory"),
         (["--chunk", "5"], "has no unit"),
-        (["--chunk", "5min", "--method", "seed"], "--chunk is made for --method ricker"),
+        (["--chunk", "5min", "--method", "seed"], "--chunk is made for the ricker method, not seed; use --method"),
         (["--memory-budget", "lots"], "cannot read size"),
     ],
 )

@@ -61,8 +61,9 @@ def _client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any
         from distributed import Client, LocalCluster
     except ImportError:
         raise DevicepipeError(
-            "Dask distributed is not installed; pip install 'dask[distributed]', or run without it (workers=0).",
-            cli="Dask distributed is not installed; pip install 'dask[distributed]', or pass --workers 0.",
+            "Dask distributed is not installed",
+            fix="pip install 'dask[distributed]', or run without it: {workers=0}.",
+            param="workers",
         ) from None
     if engine.scheduler:
         try:
@@ -89,12 +90,11 @@ def _client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any
         except Exception as exc:  # noqa: BLE001 - Dask's reason (a bad setting in the Dask configuration, ...), as one line
             detail = " ".join(str(exc).split()) or type(exc).__name__
             detail = detail if len(detail) <= 160 else f"{detail[:157]}..."
-            problem = (
-                f"the local Dask cluster did not start ({detail}); "
-                "check the Dask configuration (DASK_* variables, ~/.config/dask)"
-            )
             raise DevicepipeError(
-                f"{problem}, or run without Dask (workers=0).", cli=f"{problem}, or pass --workers 0."
+                f"the local Dask cluster did not start ({detail})",
+                fix="check the Dask configuration (DASK_* variables, ~/.config/dask), or run without Dask: "
+                "{workers=0}.",
+                param="workers",
             ) from None
         with cluster, Client(cluster) as client:
             yield client
@@ -137,17 +137,17 @@ def _n_workers(engine: Engine) -> int:
     if engine.workers is None:
         return max(1, len(engine.devices) if engine.devices != ("auto",) else usable_cores())
     if engine.workers < 0:
-        problem = f"must be 0 or more, got {engine.workers}"
-        raise DevicepipeError(f"workers {problem}.", cli=f"--workers {problem}.")
+        raise DevicepipeError(
+            f"{{param}} must be 0 or more, got {engine.workers}.", param="workers", value=engine.workers
+        )
     cores = usable_cores()
     most = max(WORKERS_PER_CORE * cores, len(engine.devices))
     if engine.scheduler is None and engine.workers > most:
-        problem = (
-            f"{engine.workers} is more local workers than this machine's {cores} core(s) can run "
-            f"(each is a process with its own torch); give at most {most}"
-        )
         raise DevicepipeError(
-            f"workers={problem}, or scheduler= a larger Dask cluster.",
-            cli=f"--workers {problem}, or --scheduler ADDRESS for a larger Dask cluster.",
+            f"{{param}} {engine.workers} is more local workers than this machine's {cores} core(s) can run "
+            "(each is a process with its own torch)",
+            fix=f"give at most {most}, or {{scheduler=ADDRESS}} for a larger Dask cluster.",
+            param="workers",
+            value=engine.workers,
         )
     return engine.workers

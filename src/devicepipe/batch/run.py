@@ -161,11 +161,7 @@ def run_dataset(
         except DevicepipeError as exc:
             if len(engine.devices) == 1:
                 raise
-            problem = str(exc).split(";")[0]
-            raise DevicepipeError(
-                f"{problem}; list devices that exist in devices=.",
-                cli=f"{problem}; list devices that exist in --devices.",
-            ) from None
+            raise DevicepipeError(exc.problem, fix="list devices that exist in {devices=}.", param="devices") from None
     started = time.perf_counter()
     items = [
         _Item(str(p), str(out / name), name, _reference_of(p, reference))

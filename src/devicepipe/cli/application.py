@@ -72,7 +72,7 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
                 **extra,
             )
         except DevicepipeError as exc:
-            _fail(exc.cli_message)
+            _fail(exc.render(cli=True, options=self._options_of(args)))
         except MemoryError as exc:
             _fail(_out_of_memory(exc, self._options_of(args)))
         except OSError as exc:

@@ -189,8 +189,8 @@ WidthOpt = Annotated[int, typer.Option(help="Samples per beat row (a power of tw
 EcgModeOpt = Annotated[
     SegmentMode,
     typer.Option(
-        help="centered (the default of ecg and train): a fixed window around each R peak, 0.25 s before to 0.45 s "
-        "after, so a premature beat is cut like any other; seed (the default of 'beats', the notebook's matrix): "
+        help="centered (the default here): a fixed window around each R peak, 0.25 s before to 0.45 s after, "
+        "so a premature beat is cut like any other; seed (the default of 'beats', the notebook's matrix): "
         "peak to peak, zero-padded."
     ),
 ]

@@ -55,10 +55,10 @@ def _check_input(x: torch.Tensor, sampling_rate: float, where: str, *, leads: bo
         bad = ~torch.isfinite(x)
         first = int(torch.nonzero(bad.reshape(-1, x.shape[-1]).any(0))[0])
         raise DevicepipeError(
-            f"{where}: x holds {int(bad.sum()):,} non-finite value(s) (NaN or inf), the first at sample {first:,}; "
-            "drop or interpolate them first (read_series(..., nan='interpolate')).",
-            cli=f"the recording holds {int(bad.sum()):,} non-finite value(s) (NaN or inf), the first at sample "
-            f"{first:,}; pass --nan drop or --nan interpolate.",
+            f"{where}: the recording holds {int(bad.sum()):,} non-finite value(s) (NaN or inf), the first at "
+            f"sample {first:,}",
+            fix="drop or interpolate them first: read it with {nan='drop'} or {nan='interpolate'}.",
+            param="nan",
         )
     if x.shape[-1] < 2 * sampling_rate:
         raise DevicepipeError(

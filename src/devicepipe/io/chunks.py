@@ -65,8 +65,9 @@ def chunk_reader(
     rate = sampling_rate or header_sampling_rate(Path(source), column)
     if rate is None:
         raise ReadError(
-            f"the sampling rate of {Path(source).name} is unknown; pass sampling_rate=HZ.",
-            cli=f"the sampling rate of {Path(source).name} is unknown; pass --sampling-rate HZ.",
+            f"the sampling rate of {Path(source).name} is unknown",
+            fix="pass {sampling_rate=HZ}.",
+            param="sampling_rate",
         )
     n = recording_length(source, column)
     chosen = 0 if column is None else column

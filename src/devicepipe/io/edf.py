@@ -114,9 +114,9 @@ def read_edf(path: Path, column: ColumnSpec, start: int = 0, stop: int | None = 
     if len(rates) > 1:
         listed = ", ".join(f"{names[i]} at {signals[i].sampling_frequency:g} Hz" for i in idx)
         raise ReadError(
-            f"read_series(): the signals of {path.name} have different rates ({listed}); "
-            "choose the ones that share a rate with column=.",
-            cli=f"the signals of {path.name} have different rates ({listed}); choose one with --channel.",
+            f"the signals of {path.name} have different rates ({listed})",
+            fix="choose the ones that share a rate with {column=}.",
+            param="column",
         )
     rate = rates.pop()
     length = min(int(edf.num_data_records * s.samples_per_data_record) for s in chosen)

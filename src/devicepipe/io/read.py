@@ -337,10 +337,11 @@ def check_rate(rate: Any, what: str = "sampling_rate") -> None:
     if not ok:
         given = what == "sampling_rate"
         raise ReadError(
-            f"read_series(): {what} must be a finite, positive number of Hz, got {rate!r}"
-            + ("." if given else "; pass the rate yourself (sampling_rate=)."),
-            cli=f"{'--sampling-rate' if given else what} must be a finite, positive number of Hz, got {rate!r}"
-            + ("." if given else "; pass --sampling-rate."),
+            f"read_series(): {'{param}' if given else what} must be a finite, positive number of Hz, got {rate!r}"
+            + ("." if given else ""),
+            fix=None if given else "pass the rate yourself ({sampling_rate=}).",
+            param="sampling_rate",
+            value=rate,
         )
 
 

@@ -140,8 +140,9 @@ def _slash_date_format(path: Path, read_opts: pacsv.ReadOptions, delimiter: str,
         "or month first"
     )
     raise ReadError(
-        f"{problem}; say which with time_format='%d/%m/%Y{clock}' or '%m/%d/%Y{clock}'.",
-        cli=f"{problem}; say which with --time-format '%d/%m/%Y{clock}' or '%m/%d/%Y{clock}'.",
+        problem,
+        fix=f"say which with {{time_format='%d/%m/%Y{clock}'}} or {{time_format='%m/%d/%Y{clock}'}}.",
+        param="time_format",
     )
 
 
@@ -170,10 +171,7 @@ def _first_row(path: Path, delimiter: str, encoding: str | None) -> tuple[list[s
     except UnicodeDecodeError as exc:
         if len(probe) - exc.start > 4:  # not merely a character cut at the end of the probe
             problem = f"read_series(): {source} is not UTF-8 text (byte {exc.start:,} is {probe[exc.start]:#04x})"
-            raise ReadError(
-                f"{problem}; pass its encoding, e.g. encoding='latin-1'.",
-                cli=f"{problem}; pass its encoding, e.g. --encoding latin-1.",
-            ) from None
+            raise ReadError(problem, fix="pass its encoding, e.g. {encoding='latin-1'}.", param="encoding") from None
         text = probe[: exc.start].decode("utf-8")
     except LookupError:
         raise ReadError(f"read_series(): unknown text encoding {encoding!r}; e.g. 'utf-8', 'latin-1'.") from None
@@ -301,15 +299,10 @@ def read_csv_table(
                 table.column_names.index(time_name), time_name, table.column(time_name).cast(pa.timestamp("ns"))
             )
     except (pa.ArrowInvalid, pa.ArrowKeyError) as exc:
-        message = _explain_csv_error(path, exc, chosen, time_name, names, header, delimiter, encoding, decimal)
-        if time_format is not None:  # the format given does not fit: say so, not to pass one
-            message = message.replace("pass time_format= (e.g.", f"check time_format={time_format!r} (e.g.")
-        raise ReadError(
-            message,
-            cli=message.replace("pass time_format=", "pass --time-format").replace(
-                "check time_format=", "check --time-format "
-            ),
-        ) from None
+        problem, fix = _explain_csv_error(path, exc, chosen, time_name, names, header, delimiter, encoding, decimal)
+        if fix is not None and time_format is not None:  # the format given does not fit: say so, not to pass one
+            fix = fix.replace("pass {time_format=}", f"check {{time_format={time_format!r}}}")
+        raise ReadError(problem, fix=fix, param=None if fix is None else "time_format") from None
     times = None if time_name is None else _times(table, time_name, source)
     return RawSeries(stack_columns(table, chosen), chosen, [None] * len(chosen), None, times, source)
 
@@ -344,8 +337,9 @@ def _explain_csv_error(
     delimiter: str,
     encoding: str,
     decimal: str = ".",
-) -> str:
-    """Find the first offending value (its line number and text) for a one-line error."""
+) -> tuple[str, str | None]:
+    """Find the first offending value (its line number and text) for a one-line error: the
+    problem and, where a setting would help, the fix (see :class:`~devicepipe.errors.DevicepipeError`)."""
     message = str(exc)
     read_opts = pacsv.ReadOptions(column_names=names, skip_rows=1 if header else 0, encoding=encoding)
     as_text = pacsv.ConvertOptions(
@@ -357,7 +351,7 @@ def _explain_csv_error(
             path, read_options=read_opts, parse_options=pacsv.ParseOptions(delimiter=delimiter), convert_options=as_text
         )
     except pa.ArrowInvalid:
-        return f"read_series(): cannot parse {path.name}: {message}."
+        return f"read_series(): cannot parse {path.name}: {message}.", None
     if time_name is not None:
         times = table.column(time_name)
         if (
@@ -366,7 +360,8 @@ def _explain_csv_error(
         ):
             return (
                 f"read_series(): time column {time_name!r} of {path.name} holds numbers, not times; "
-                "pass the column of timestamps as the time column (e.g. Datetime)."
+                "pass the column of timestamps as the time column (e.g. Datetime).",
+                None,
             )
     for name in chosen:
         col = table.column(name)
@@ -377,14 +372,15 @@ def _explain_csv_error(
             line = bad + 1 + int(header)
             return (
                 f"read_series(): non-numeric value {col[bad].as_py()!r} in column {name!r} of {path.name} "
-                f"at line {line}; fix or remove it, or choose another column."
+                f"at line {line}; fix or remove it, or choose another column.",
+                None,
             )
     if time_name is not None:
         return (
-            f"read_series(): cannot parse time column {time_name!r} of {path.name} ({message}); "
-            "pass time_format= (e.g. '%m/%d/%Y %H:%M')."
+            f"read_series(): cannot parse time column {time_name!r} of {path.name} ({message})",
+            "pass {time_format=} (e.g. {time_format='%m/%d/%Y %H:%M'}).",
         )
-    return f"read_series(): cannot parse {path.name}: {message}."
+    return f"read_series(): cannot parse {path.name}: {message}.", None
 
 
 def _read_rows(
@@ -417,8 +413,10 @@ def stack_columns(table: pa.Table, chosen: list[str]) -> torch.Tensor:
             problem = f"read_series(): column {name!r} holds {col.type}, not numbers"
             if pa.types.is_timestamp(col.type) or pa.types.is_date(col.type):
                 raise ReadError(
-                    f"{problem}; pass it as the time column (time_column={name!r}) or choose a numeric column.",
-                    cli=f"{problem}; pass it as the time column (--time-column {name}) or choose a numeric column.",
+                    problem,
+                    fix=f"pass it as the time column ({{time_column={name!r}}}) or choose a numeric column.",
+                    param="column",
+                    value=name,
                 )
             raise ReadError(f"{problem}; choose a numeric column.")
         if not pa.types.is_floating(col.type):

@@ -175,9 +175,7 @@ def apply_nan_policy(
     if policy == "error":
         first = int(torch.nonzero(any_bad)[0])
         problem = f"read_series(): {source} has {what}, the first at sample {first:,}"
-        raise ReadError(
-            f"{problem}; pass nan='drop' or nan='interpolate'.", cli=f"{problem}; pass --nan drop or --nan interpolate."
-        )
+        raise ReadError(problem, fix="pass {nan='drop'} or {nan='interpolate'}.", param="nan")
     if policy == "drop":
         keep = ~any_bad
         return x[:, keep], None if timestamps is None else timestamps[keep], n_bad

@@ -50,20 +50,17 @@ def check_output_dir(out: str | os.PathLike[str], *, probe: bool = True) -> Path
     directory or (``probe``: by creating and removing a directory there) cannot be written."""
     final = Path(out)
     if final.exists() and not final.is_dir():
-        problem = f"output {final} exists and is not a directory"
-        raise OutputError(f"{problem}; choose another output directory.", cli=f"{problem}; choose another --out.")
+        raise OutputError(f"output {final} exists and is not a directory", fix="choose another {out}.", param="out")
     nearest = final if final.exists() else next((p for p in final.parents if p.exists()), Path("."))
     if not nearest.is_dir():
-        problem = f"cannot create {final}: {nearest} is a file"
-        raise OutputError(f"{problem}; choose another output directory.", cli=f"{problem}; choose another --out.")
+        raise OutputError(f"cannot create {final}: {nearest} is a file", fix="choose another {out}.", param="out")
     if not probe:
         return final
     try:  # can anything be created there? (a probe that leaves nothing behind)
         os.rmdir(tempfile.mkdtemp(prefix=".devicepipe-probe-", dir=nearest))
     except OSError as exc:
-        problem = f"cannot write in {nearest} ({exc.strerror or exc})"
         raise OutputError(
-            f"{problem}; choose another output directory.", cli=f"{problem}; choose another --out."
+            f"cannot write in {nearest} ({exc.strerror or exc})", fix="choose another {out}.", param="out"
         ) from None
     return final
 
@@ -97,15 +94,14 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     final = Path(path)
     if final.is_dir():
-        problem = f"cannot write {final}: it is a directory"
-        raise OutputError(f"{problem}; give a file name.", cli=f"{problem}; give --out a file name.")
+        raise OutputError(f"cannot write {final}: it is a directory", fix="give {out} a file name.", param="out")
     try:
         if not final.parent.is_dir():  # (an existing directory: mkstemp itself says when it cannot write there)
             check_output_dir(final.parent).mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
     except OSError as exc:
         problem = f"cannot write {final} ({exc.strerror or exc})"
-        raise OutputError(f"{problem}; choose another place.", cli=f"{problem}; choose another --out.") from None
+        raise OutputError(problem, fix="choose another {out}.", param="out") from None
     os.close(fd)
     try:
         yield Path(tmp)
@@ -148,9 +144,8 @@ def staged_dir(out: str | os.PathLike[str]) -> Iterator[Path]:
         final.parent.mkdir(parents=True, exist_ok=True)
         stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
     except OSError as exc:
-        problem = f"cannot write in {final.parent} ({exc.strerror or exc})"
         raise OutputError(
-            f"{problem}; choose another output directory.", cli=f"{problem}; choose another --out."
+            f"cannot write in {final.parent} ({exc.strerror or exc})", fix="choose another {out}.", param="out"
         ) from None
     try:
         yield stage

@@ -56,8 +56,10 @@ def check_settings(options: Mapping[str, Any]) -> None:
 def _check_chunk(chunk: int | str, method: str) -> None:
     if method != "ricker":
         raise DevicepipeError(
-            f"detection in chunks is made for method='ricker', not {method!r}.",
-            cli=f"--chunk is made for --method ricker, not {method}.",
+            f"{{param}} is made for the ricker method, not {method}",
+            fix="use {method='ricker'}, or drop {chunk}.",
+            param="chunk",
+            value=method,
         )
     if isinstance(chunk, str):
         parse_duration(chunk)  # (a clear error for a duration that is not one)
@@ -98,8 +100,10 @@ def _run_beats_chunked(
     (memory flat in its length); the beat matrix goes straight to its file."""
     if opts.nan != "error":
         raise DevicepipeError(
-            f"nan={opts.nan!r} needs the whole recording in memory; detect it in one piece (no chunk=).",
-            cli=f"--nan {opts.nan} needs the whole recording in memory; drop --chunk (and --memory-budget).",
+            f"{{param}} {opts.nan} needs the whole recording in memory",
+            fix="detect it in one piece: drop {chunk} (and {memory_budget}).",
+            param="nan",
+            value=opts.nan,
         )
     channel = opts.channel  # (chosen by run_beats where none was named)
     read, n, fs = chunk_reader(

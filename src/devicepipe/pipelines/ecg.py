@@ -202,20 +202,18 @@ def _training_rows(
     usable = None if min_quality is None else quality.in_good_signal(min_quality)
     if usable is not None and matrix.shape[0] and int(usable.sum()) < MIN_BEATS_TO_TRAIN:
         raise DevicepipeError(
-            f"only {int(usable.sum())} of {matrix.shape[0]} beats reach min_quality={min_quality}; "
-            f"at least {MIN_BEATS_TO_TRAIN} are needed to train; lower it.",
-            cli=f"only {int(usable.sum())} of {matrix.shape[0]} beats reach --min-quality {min_quality}; "
-            f"at least {MIN_BEATS_TO_TRAIN} are needed to train; lower --min-quality.",
+            f"only {int(usable.sum())} of {matrix.shape[0]} beats reach {{param}} {min_quality}; "
+            f"at least {MIN_BEATS_TO_TRAIN} are needed to train",
+            fix="lower {min_quality}.",
+            param="min_quality",
+            value=min_quality,
         )
     if matrix.shape[0] < MIN_BEATS_TO_TRAIN:
         problem = (
             f"only {matrix.shape[0]} beats were cut from {rec.source}; "
             f"at least {MIN_BEATS_TO_TRAIN} are needed to train"
         )
-        raise DevicepipeError(
-            f"{problem} (is it an ECG? is the sampling rate right?).",
-            cli=f"{problem} (is it an ECG? is --sampling-rate right?).",
-        )
+        raise DevicepipeError(problem, fix="is it an ECG? is {sampling_rate} right?", param="sampling_rate")
     with run.stage("scale"):
         scaler = StandardScaler().fit((matrix if usable is None else matrix[usable]).reshape(-1))
         data = scaler.transform(matrix.reshape(-1)).reshape(matrix.shape)

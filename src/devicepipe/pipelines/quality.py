@@ -76,8 +76,10 @@ def _quality_columns(quality: BeatQuality, kept: np.ndarray) -> tuple[np.ndarray
 def _check_min_quality(min_quality: float | None) -> None:
     if min_quality is not None and not -1.0 <= min_quality <= 1.0:
         raise DevicepipeError(
-            f"min_quality must be a correlation between -1 and 1, got {min_quality}.",
-            cli=f"--min-quality must be a correlation between -1 and 1 (say 0.5), got {min_quality}.",
+            f"{{param}} must be a correlation between -1 and 1, got {min_quality}",
+            fix="say {min_quality=0.5}.",
+            param="min_quality",
+            value=min_quality,
         )
 
 

@@ -28,8 +28,9 @@ from devicepipe.pipelines.context import _Run
 def _unknown_rate(source: str) -> DevicepipeError:
     problem = f"the sampling rate of {source} is unknown"
     return DevicepipeError(
-        f"{problem}; pass sampling_rate=HZ (e.g. sampling_rate=250).",
-        cli=f"{problem}; pass --sampling-rate HZ (e.g. --sampling-rate 250).",
+        problem,
+        fix="pass {sampling_rate=HZ} (e.g. {sampling_rate=250}).",
+        param="sampling_rate",
     )
 
 
@@ -70,8 +71,9 @@ def _no_beats(rec: Recording, peaks: torch.Tensor) -> DevicepipeError:
     """The error of a recording from which no whole beat was cut (a model needs beats)."""
     problem = f"no whole beat was cut from {rec.source} ({int(peaks.numel())} R peaks found)"
     return DevicepipeError(
-        f"{problem}; is it an ECG, and is the sampling rate right?",
-        cli=f"{problem}; is it an ECG, and is --sampling-rate right?",
+        problem,
+        fix="is it an ECG, and is {sampling_rate} right?",
+        param="sampling_rate",
     )
 
 

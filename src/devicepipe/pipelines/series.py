@@ -61,8 +61,9 @@ def _load_times(source: Any, time_column: str | int | None, need: str) -> tuple[
     if time_column is None and isinstance(source, (str, os.PathLike)):
         where = f"found no column of times in {Path(source).name}"
         raise DevicepipeError(
-            f"{need}: {where}; pass time_column= (e.g. time_column='Datetime').",
-            cli=f"{need}: {where}; pass --time-column (e.g. --time-column Datetime).",
+            f"{need}: {where}",
+            fix="pass {time_column=} (e.g. {time_column='Datetime'}).",
+            param="time_column",
         )
     return time_column, found
 
@@ -95,7 +96,7 @@ def _read_load(
         )
     if rec.samples.ndim != 1:
         problem = f"{rec.source} has {rec.n_channels} value columns"
-        raise DevicepipeError(f"{problem}; choose one with column=.", cli=f"{problem}; choose one with --column.")
+        raise DevicepipeError(problem, fix="choose one with {column=}.", param="column")
     report = rec.time_report
     if report is None:
         raise DevicepipeError(
@@ -201,8 +202,10 @@ def _check_pointwise_scorer(settings: LearnSettings, pointwise: bool) -> None:
     per-sample model scores by its reconstruction error only."""
     if pointwise and settings.scorer not in (None, "reconstruction"):
         raise DevicepipeError(
-            f"scorer {settings.scorer!r} cannot score single samples; pointwise models use scorer='reconstruction'.",
-            cli=f"--scorer {settings.scorer} cannot score single samples; drop it with --pointwise.",
+            f"{{param}} {settings.scorer} cannot score single samples",
+            fix="a {pointwise=True} model takes {scorer='reconstruction'} (the default).",
+            param="scorer",
+            value=settings.scorer,
         )
 
 

@@ -243,8 +243,10 @@ def _recording_rows(run: _Run, src: _Source, cut: _Cut) -> tuple[torch.Tensor, i
         left_out = int((~usable).sum())
         if left_out == usable.numel():
             raise DevicepipeError(
-                f"no beat of {rec.source} reaches min_quality={cut.min_quality:g}; lower it",
-                cli=f"no beat of {rec.source} reaches --min-quality {cut.min_quality:g}; lower --min-quality",
+                f"no beat of {rec.source} reaches {{param}} {cut.min_quality:g}",
+                fix="lower {min_quality}",
+                param="min_quality",
+                value=cut.min_quality,
             )
     with run.stage("scale"):
         rows = beat_rows(beats.matrix, cut.width)
