@@ -161,7 +161,7 @@ def check_before_start(out: Path, settings: LearnSettings, identity: dict[str, A
     if settings.epochs is not None and settings.epochs < done:
         problem = f"the checkpoint in {out} has trained {done} epochs already, more than {settings.epochs}"
         raise DevicepipeError(
-            problem, fix=f"resume to more epochs: {{epochs={done + 1}}} or more.", param="epochs", value=settings.epochs
+            problem, fix=f"resume to more epochs: {{epochs}} above {done}.", param="epochs", value=settings.epochs
         )
     saved = checkpoint.get("identity")
     if identity is not None and saved is not None:

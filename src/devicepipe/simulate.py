@@ -371,11 +371,11 @@ def simulation_path(path: str | Path, kind: str) -> Path:
     path = Path(path)
     if kind == "ecg" and path.suffix.lower() not in (".csv", ".parquet", ".npy"):
         raise DevicepipeError(
-            f"cannot write {path.name}", fix="give {out} a .csv, .parquet or .npy file name.", param="out"
+            f"cannot write {path.name}", fix="use a .csv, .parquet or .npy file name for {out}.", param="out"
         )
     if kind == "load" and path.suffix.lower() not in (".csv", ".parquet"):
         problem = f"cannot write {path.name}: a load series has timestamps"
-        raise DevicepipeError(problem, fix="give {out} a .csv or .parquet file name.", param="out")
+        raise DevicepipeError(problem, fix="use a .csv or .parquet file name for {out}.", param="out")
     return path
 
 

@@ -339,7 +339,7 @@ def check_rate(rate: Any, what: str = "sampling_rate") -> None:
         raise ReadError(
             f"read_series(): {'{param}' if given else what} must be a finite, positive number of Hz, got {rate!r}"
             + ("." if given else ""),
-            fix=None if given else "pass the rate yourself ({sampling_rate=}).",
+            fix=None if given else "pass {sampling_rate=HZ} yourself.",
             param="sampling_rate",
             value=rate,
         )
