@@ -14,32 +14,12 @@ from typing import Any
 import numpy as np
 from markupsafe import Markup
 
+from devicepipe.artifacts import caption
 from devicepipe.units import format_duration
 
 REPORT_NAME = "report.html"
 #: The most flagged rows a page lists.
 MAX_FLAGGED_ROWS = 40
-
-# What each figure answers, in the order a page shows them.
-CAPTIONS = {
-    "extremes.png": "the most and least anomalous rows with the model's reconstructions; a flagged row "
-    "scores above the threshold, and the reconstruction shows what the model expected instead",
-    "days.png": "the flagged days with the highest scores against the typical day",
-    "latent.png": "every row's code; flagged rows ringed in red, reference labels marked where given",
-    "generated.png": "beats the model generates across its latent space, against the typical beat in grey",
-    "training.png": "loss per epoch; the dot marks the epoch whose weights were kept",
-    "heart_rate.png": "heart rate from each RR interval, and the median of each minute",
-    "excerpt.png": "ten seconds of the signal with the detected beats (and reference beats where given)",
-    "intervals.png": "how long the intervals between R peaks are, in seconds and in samples",
-    "quality.png": "how much each beat looks like the recording's typical beat, and each 10-s stretch's median; "
-    "shaded: stretches unusable for analysis (median under the dashed line, or no beat)",
-    "speedup.png": "how many times faster each stage is on one side than on the other (above 1: the first "
-    "named is slower); hatched bars compare different work, as the note under the chart says",
-    "bandwidth.png": "copy bandwidth against the size of one copy: small copies pay a fixed cost",
-    "crossover.png": "time against input size on each device; from the crossover on, the GPU wins",
-    "scores.png": "the share of beats at each score, against the model's training beats; the dashed line is "
-    "the threshold, and a recording like the training beats lies over them",
-}
 
 
 @dataclass(frozen=True)
@@ -107,7 +87,7 @@ def _figures(files: dict[str, Path], names: Sequence[str]) -> list[dict[str, str
         path = files.get(name)
         if path is not None and Path(path).exists():
             data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
-            out.append({"name": name, "caption": CAPTIONS.get(name, ""), "data": data})
+            out.append({"name": name, "caption": caption(name), "data": data})
     return out
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from devicepipe.artifacts import Made, write_artifacts
 from devicepipe.ecg import (
     BeatQuality,
     Beats,
@@ -27,10 +28,8 @@ from devicepipe.io import (
 )
 from devicepipe.io.spill import Stored
 from devicepipe.outputs import (
-    beats_figures,
     heart_rate_summary,
     input_summary,
-    quality_figure,
     write_beat_files,
     write_summary,
 )
@@ -159,9 +158,9 @@ def _write_beats(
     files = write_beat_files(stage, _record_name(rec), peaks, kept, fs, quality=quality_columns)
     if signal is not None:
         every = peaks if isinstance(peaks, np.ndarray) else peaks[:]  # (a figure of every beat)
-        files.update(beats_figures(stage, rec, signal, every, beats, checked.reference))
-        if rated is not None:
-            files["quality.png"] = quality_figure(stage, rated[0], rated[1], rated[2], fs)
+        made = Made("beats", stage, rec=rec, signal=signal, peaks=every, beats=beats, reference=checked.reference,
+                    quality=rated)  # fmt: skip
+        files.update(write_artifacts(made))
     summary = {
         **input_summary(source, rec, run.device),
         "method": opts.method,

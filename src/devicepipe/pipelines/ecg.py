@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.anomaly import MODEL_NAME, BeatAnomalyDetector
+from devicepipe.anomaly import BeatAnomalyDetector
+from devicepipe.artifacts import Made, write_artifacts
 from devicepipe.ecg import (
     BeatQuality,
     Beats,
@@ -27,12 +28,9 @@ from devicepipe.learn import (
 )
 from devicepipe.models import LightVAEConfig
 from devicepipe.outputs import (
-    ecg_figures,
     heart_rate_summary,
     input_summary,
-    quality_figure,
     write_beat_files,
-    write_scores,
 )
 from devicepipe.pipelines.checks import _record_name, _reference_counts
 from devicepipe.pipelines.context import (
@@ -151,13 +149,13 @@ def _write_ecg(
     """Every file of an ECG run but its report and summary: the beat files and scores, the model
     (with the ``geometry`` of its rows), the figures."""
     files, leading = _scored_beat_files(run, rec, host, "truth" in host, quality)
-    files.update(write_scores(run.out, leading, host, learned.histories))
-    files[MODEL_NAME] = learned.detector.save(run.out / MODEL_NAME, geometry=geometry)
-    beat_rate = geometry["width"] / beats.window_s  # Hz of the resampled beat rows
-    args = (host, learned.histories, learned.scores.threshold, beat_rate, learned.warning)
-    files.update(ecg_figures(run.out, rec, signal, *args))
-    files["quality.png"] = quality_figure(run.out, quality, beats.peaks, rec.n_samples, rec.sampling_rate)
-    return files
+    made = Made(
+        "ecg", run.out, host, rec=rec, signal=signal, histories=learned.histories,
+        threshold=learned.scores.threshold, warning=learned.warning, leading=leading,
+        beat_rate=geometry["width"] / beats.window_s,  # Hz of the resampled beat rows
+        quality=(quality, beats.peaks, rec.n_samples), detector=learned.detector, geometry=geometry,
+    )  # fmt: skip
+    return files | write_artifacts(made)
 
 
 def _learn_usable(

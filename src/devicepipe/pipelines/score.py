@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from devicepipe.anomaly import BeatAnomalyDetector
+from devicepipe.artifacts import Made, write_artifacts
 from devicepipe.device import resolve_device
 from devicepipe.ecg import (
     beat_quality,
@@ -20,8 +21,6 @@ from devicepipe.io import (
 from devicepipe.outputs import (
     heart_rate_summary,
     input_summary,
-    score_figures,
-    write_score_table,
     write_summary,
 )
 from devicepipe.pipelines.checks import _reference_counts, rate_warnings
@@ -93,8 +92,11 @@ def run_score(
         label_with_reference(host, ref, rec)
     with run.stage("write"):
         files, leading = _scored_beat_files(run, rec, host, ref is not None, beat_quality(beats))
-        files.update(write_score_table(run.out, leading, host))
-        files.update(score_figures(run.out, rec, signal, host, detector.threshold_, detector.width_ / beats.window_s))
+        made = Made(
+            "score", run.out, host, rec=rec, signal=signal, threshold=detector.threshold_, leading=leading,
+            beat_rate=detector.width_ / beats.window_s,
+        )  # fmt: skip
+        files.update(write_artifacts(made))
     summary = _score_summary(source, rec, run, detector, host, heart_rate)
     if ref is not None:
         summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.anomaly import MODEL_NAME, BeatAnomalyDetector
+from devicepipe.anomaly import BeatAnomalyDetector
+from devicepipe.artifacts import Made, write_artifacts
 from devicepipe.device import resolve_device
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
@@ -27,10 +28,6 @@ from devicepipe.learn import (
 )
 from devicepipe.outputs import (
     input_summary,
-    series_figures,
-    series_score_figures,
-    write_score_table,
-    write_scores,
     write_summary,
 )
 from devicepipe.pipelines.context import (
@@ -165,11 +162,14 @@ def run_series(
         host = scores.to_host() | _to_host({"days": wins.values, "recon": raw_recon})
     flagged = _flagged_order(host)
     with run.stage("write"):
-        files = write_scores(run.out, {"start": wins.starts, "filled_slots": wins.filled}, host, learned.histories)
         geometry = {"input": "load-windows", "window": window, "steps_per_window": per, "pointwise": pointwise}
-        files[MODEL_NAME] = learned.detector.save(run.out / MODEL_NAME, geometry=geometry)
-        args = (host, learned.histories, scores.threshold, rec.channels[0], pointwise, flagged, learned.warning)
-        files.update(series_figures(run.out, wins, *args))
+        made = Made(
+            "series", run.out, host, histories=learned.histories, threshold=scores.threshold,
+            warning=learned.warning, leading={"start": wins.starts, "filled_slots": wins.filled}, wins=wins,
+            unit_name=rec.channels[0], flagged=flagged, pointwise=pointwise, detector=learned.detector,
+            geometry=geometry,
+        )  # fmt: skip
+        files = write_artifacts(made)
     summary = {
         **input_summary(source, rec, run.device, channel_key="column"),
         "time_column": time_column if time_column is not None else "the DataFrame's DatetimeIndex",
@@ -312,8 +312,11 @@ def run_score_series(
         )
     flagged = _flagged_order(host)
     with run.stage("write"):
-        files = write_score_table(run.out, {"start": wins.starts, "filled_slots": wins.filled}, host)
-        files.update(series_score_figures(run.out, wins, host, detector.threshold_, rec.channels[0], flagged))
+        made = Made(
+            "score-series", run.out, host, threshold=detector.threshold_, wins=wins, unit_name=rec.channels[0],
+            leading={"start": wins.starts, "filled_slots": wins.filled}, flagged=flagged,
+        )  # fmt: skip
+        files = write_artifacts(made)
     summary = {
         **input_summary(source, rec, run.device, channel_key="column"),
         "time_column": time_column if time_column is not None else "the DataFrame's DatetimeIndex",

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from devicepipe.anomaly import MODEL_NAME
+from devicepipe.artifacts import Made, write_artifacts
 from devicepipe.device import free_memory
 from devicepipe.ecg import (
     Beats,
@@ -23,7 +23,6 @@ from devicepipe.ecg import (
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
     Recording,
-    write_parquet,
 )
 from devicepipe.io.discover import INDEX_NAME, find_recordings
 from devicepipe.learn import (
@@ -31,10 +30,6 @@ from devicepipe.learn import (
     check_before_start,
 )
 from devicepipe.models import LightVAEConfig
-from devicepipe.outputs import (
-    train_figures,
-    write_scores,
-)
 from devicepipe.pipelines.context import (
     BEAT_WIDTH,
     ECG_MODE,
@@ -312,16 +307,13 @@ def _write_train(
 ) -> dict[str, Path]:
     """The model, ``recordings.parquet``, the scores and the figures of a population's run."""
     used = pop.used
-    files = {MODEL_NAME: learned.detector.save(run.out / MODEL_NAME, geometry=geometry)}
-    columns = ("path", "beats", "poor_left_out", "rate_hz", "flagged", "median_score")
-    files["recordings.parquet"] = write_parquet(
-        {k: [u[k] for u in used] for k in columns}, run.out / "recordings.parquet"
-    )
     counts = np.diff(np.cumsum([0] + [u["beats"] for u in used]))
-    files.update(write_scores(run.out, {"recording": np.repeat(np.arange(len(used)), counts)}, host, learned.histories))
-    threshold = learned.scores.threshold
-    files.update(train_figures(run.out, host, learned.histories, threshold, len(used), learned.warning))
-    return files
+    made = Made(
+        "train", run.out, host, histories=learned.histories, threshold=learned.scores.threshold,
+        warning=learned.warning, leading={"recording": np.repeat(np.arange(len(used)), counts)},
+        n_recordings=len(used), recordings=used, detector=learned.detector, geometry=geometry,
+    )  # fmt: skip
+    return write_artifacts(made)
 
 
 def _train_summary(

@@ -1,0 +1,192 @@
+"""The figures of each kind of run, drawn from what the run made (:class:`Made`); each returns
+a matplotlib figure, or None when the run has nothing to draw."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from devicepipe.artifacts.made import Made
+from devicepipe.ecg import POOR_QUALITY, poor_stretches, stretch_medians
+from devicepipe.plot import (
+    plot_beats_excerpt,
+    plot_days,
+    plot_extremes,
+    plot_generated,
+    plot_heart_rate,
+    plot_intervals,
+    plot_latent,
+    plot_quality,
+    plot_score_distribution,
+    plot_training,
+)
+
+
+def excerpt(m: Made) -> Any:
+    """Ten seconds of the signal (which starts at ``rec.start_sample`` of the recording) with the
+    detected beats, and the reference beats of a ``beats`` run where given."""
+    if m.rec is None or m.signal is None:
+        return None
+    rec = m.rec
+    return plot_beats_excerpt(
+        m.signal,
+        rec.sampling_rate,
+        m.peaks if m.peaks is not None else m.host["all_peaks"],
+        reference=m.reference,
+        unit=rec.units[0],
+        title=f"{rec.source} ({rec.channels[0]}): detected beats",
+        offset=rec.start_sample,
+        start_s=0.0 if rec.start_sample else None,
+    )
+
+
+def heart_rate(m: Made) -> Any:
+    if m.rec is None or m.signal is None:
+        return None
+    return plot_heart_rate(m.peaks if m.peaks is not None else m.host["all_peaks"], m.rec.sampling_rate)
+
+
+def intervals(m: Made) -> Any:
+    if m.rec is None or m.signal is None or m.peaks is None or m.beats is None:
+        return None
+    return plot_intervals(np.diff(m.peaks), m.rec.sampling_rate, keep_range=m.beats.length_range)
+
+
+def quality(m: Made) -> Any:
+    """Each beat's and each stretch's signal quality over the recording, the unusable stretches shaded."""
+    if m.quality is None or m.rec is None or (m.kind == "beats" and m.signal is None):
+        return None
+    rated, kept_peaks, n_samples = m.quality
+    fs = m.rec.sampling_rate
+    medians = stretch_medians(rated, kept_peaks, n_samples, fs).cpu().numpy()
+    poor = poor_stretches(rated, kept_peaks, n_samples, fs).cpu().numpy() / fs
+    times = kept_peaks.cpu().numpy() / fs
+    return plot_quality(times, rated.beat.cpu().numpy(), medians, rated.window_s, poor, threshold=POOR_QUALITY)
+
+
+def training(title: str) -> Any:
+    """The loss curves of a learning run, titled ``title`` (``{n}``: its rows, ``{recordings}``)."""
+
+    def draw(m: Made) -> Any:
+        words = title.format(n=_rows(m), recordings=m.n_recordings, kind=_series_kind(m))
+        return plot_training(m.histories, title=words, warning=m.warning)
+
+    return draw
+
+
+def latent(title: str) -> Any:
+    """The rows' codes coloured by score, flagged rows ringed, reference labels marked; ``title``
+    as :func:`training`'s."""
+
+    def draw(m: Made) -> Any:
+        h = m.host
+        return plot_latent(
+            h["emb"],
+            scores=h["scores"],
+            threshold=m.threshold,
+            flags=h["flags"],
+            truth=h.get("truth"),
+            title=title.format(n=_rows(m), recordings=m.n_recordings),
+            warning=m.warning,
+        )
+
+    return draw
+
+
+def extreme_beats(whose: str) -> Any:
+    """The five highest- and lowest-scoring beats (``host["extreme_idx"]``) with ``whose``
+    reconstructions, each titled by its time and reference label (where ``host`` has ``truth``)."""
+
+    def draw(m: Made) -> Any:
+        h, fs = m.host, m.rec.sampling_rate
+        truth = h.get("truth")
+
+        def name(i: int) -> str:
+            label = "" if truth is None else f", reference {truth[i] or 'none'}"
+            return f"t={h['peaks'][i] / fs:.1f} s{label}"
+
+        return plot_extremes(
+            h["extreme_rows"],
+            h["extreme_recon"],
+            h["scores"][h["extreme_idx"]],
+            sampling_rate=m.beat_rate,
+            names=[name(i) for i in h["extreme_idx"]],
+            title=f"Most and least anomalous beats with {whose} reconstructions",
+            ylabel="standardised amplitude",
+            threshold=m.threshold,
+            warning=m.warning,
+        )
+
+    return draw
+
+
+def generated(m: Made) -> Any:
+    h = m.host
+    return plot_generated(
+        h["generated"],
+        h["grid"],
+        centre=h["centre"],
+        sampling_rate=m.beat_rate,
+        title="Beats generated across the latent space (left to right: the direction in which the beats' codes "
+        "spread most;\ntop to bottom: the next) with the typical beat in grey; panel titles: latent point",
+        warning=m.warning,
+    )
+
+
+def scores(title: str | None = None, what: str = "beats", names: tuple[str, str] | None = None) -> Any:
+    """The rows' scores against the model's training rows', the threshold dashed."""
+
+    def draw(m: Made) -> Any:
+        more: dict[str, Any] = {} if title is None else {"title": title}
+        if names is not None:
+            more["names"] = names
+        if what != "beats":
+            more["what"] = what
+        return plot_score_distribution(m.host["train_scores"], m.host["scores"], m.threshold, **more)
+
+    return draw
+
+
+def window_extremes(m: Made) -> Any:
+    """The most and least anomalous windows of a load series with their reconstructions."""
+    unit = _unit(m.unit_name)
+    return plot_extremes(
+        m.host["days"],
+        m.host["recon"],
+        m.host["scores"],
+        names=_window_names(m),
+        title="Most and least anomalous windows with reconstructions",
+        x=_hours(m),
+        xlabel="hours from the window's start",
+        ylabel=f"load ({unit})" if unit == "MW" else m.unit_name,
+        threshold=m.threshold,
+        warning=m.warning,
+    )
+
+
+def days(m: Made) -> Any:
+    """The flagged windows against a typical one."""
+    unit = _unit(m.unit_name)
+    return plot_days(m.host["days"], m.flagged, _window_names(m), unit=unit, hours=_hours(m), scores=m.host["scores"])
+
+
+def _rows(m: Made) -> str:
+    n = m.wins.values.shape[0] if m.wins is not None else m.host["scores"].size
+    return f"{n:,}"
+
+
+def _series_kind(m: Made) -> str:
+    return "per-sample autoencoder" if m.pointwise else "autoencoder"
+
+
+def _unit(unit_name: str) -> str:
+    return "MW" if "MW" in unit_name.upper() else "value"
+
+
+def _window_names(m: Made) -> list[str]:
+    return [str(s)[:10] for s in m.wins.starts]
+
+
+def _hours(m: Made) -> np.ndarray:
+    return np.arange(m.host["days"].shape[1]) * m.wins.step_s / 3600

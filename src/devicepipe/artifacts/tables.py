@@ -1,0 +1,72 @@
+"""The tables and model files of a learning run, written from what it made (:class:`Made`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from devicepipe.anomaly.model_format import MODEL_NAME
+from devicepipe.artifacts.made import Histories, Made
+from devicepipe.io import write_csv, write_parquet
+
+
+def _rows(m: Made, *extra: str) -> dict[str, Any]:
+    """The ``leading`` columns, latent codes ``z0..``, score, flag, spread and the ``extra`` host columns."""
+    h = m.host
+    table = dict(m.leading or {})
+    for j in range(h["emb"].shape[1]):
+        table[f"z{j}"] = h["emb"][:, j]
+    table.update(score=h["scores"], flag=h["flags"], spread=h["spread"])
+    for name in extra:
+        table[name] = h[name]
+    return table
+
+
+def embeddings(m: Made) -> Path:
+    """One row per row trained on: the leading columns, latent codes, score, flag and spread."""
+    return write_parquet(_rows(m), m.out / "embeddings.parquet")
+
+
+def scores_table(m: Made) -> Path:
+    """One row per row scored: as ``embeddings.parquet``, with each row's tail probability."""
+    table = _rows(m)
+    table["tail_probability"] = m.host["tail"]
+    return write_parquet(table, m.out / "scores.parquet")
+
+
+def history(m: Made) -> Path:
+    return write_history(m.histories, m.out / "history.csv")
+
+
+def write_history(histories: Histories, path: Path) -> Path:
+    """``history.csv``: per epoch, each model's train and validation loss and seconds."""
+    cols: dict[str, Any] = {"epoch": np.arange(1, len(histories[0]["train"]) + 1)}
+    for i, h in enumerate(histories):
+        suffix = "" if len(histories) == 1 else f"_{i}"
+        cols[f"train_loss{suffix}"] = np.asarray(h["train"])
+        cols[f"val_loss{suffix}"] = np.asarray(h["val"])
+        cols[f"seconds{suffix}"] = np.asarray(h["seconds"])
+    return write_csv(cols, path)
+
+
+def model(m: Made) -> Path:
+    """The fitted model, with the geometry of its rows (see :meth:`BeatAnomalyDetector.save`)."""
+    return m.detector.save(m.out / MODEL_NAME, geometry=None if m.geometry is None else dict(m.geometry))
+
+
+def recordings(m: Made) -> Path:
+    """One row per recording a population model was trained on."""
+    columns = ("path", "beats", "poor_left_out", "rate_hz", "flagged", "median_score")
+    return write_parquet({k: [u[k] for u in m.recordings] for k in columns}, m.out / "recordings.parquet")
+
+
+def left_by_training(name: str) -> Any:
+    """The file ``name`` that training left in the run directory (its checkpoint), where there is one."""
+
+    def find(m: Made) -> Path | None:
+        path = m.out / name
+        return path if path.exists() else None
+
+    return find
