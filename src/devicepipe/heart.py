@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -25,7 +26,7 @@ from devicepipe.errors import DevicepipeError
 from devicepipe.io.spill import Spill, Stored
 from devicepipe.signal.blocks import neighbour_median
 
-__all__ = ["HRV", "NN_RANGE_S", "hrv", "hrv_stored", "nn_intervals"]
+__all__ = ["HRV", "NN_RANGE_S", "MinuteRates", "hrv", "hrv_stored", "minute_rates", "nn_intervals"]
 
 #: Plausible NN intervals in seconds (heart rates of 200 down to 30 bpm).
 NN_RANGE_S = (0.3, 2.0)
@@ -289,3 +290,37 @@ def _measures(
     few = n_segments < 3
     nan = torch.full_like(sdann, float("nan"))
     return mean, sdnn, rmssd, pnn50, n.to(torch.int64), torch.where(few, nan, sdann), torch.where(few, nan, sdnni)
+
+
+@dataclass(frozen=True)
+class MinuteRates:
+    """The heart rate of each minute that holds a beat: ``minute`` (0-based, from the recording's
+    start), ``beats`` (RR intervals ending in it), ``median_bpm``, ``min_bpm``, ``max_bpm``; each
+    of shape ``(minutes,)``. A beat's rate is 60 / the RR interval before it (uncleaned)."""
+
+    minute: np.ndarray
+    beats: np.ndarray
+    median_bpm: np.ndarray
+    min_bpm: np.ndarray
+    max_bpm: np.ndarray
+
+
+def minute_rates(peaks: np.ndarray, sampling_rate: float, *, minute_s: float = 60.0) -> MinuteRates:
+    """Per-minute heart rate of R peaks ``peaks`` (sample indices, ``(n,)``, increasing) at
+    ``sampling_rate`` Hz: each beat's rate from the interval before it, grouped by the minute the
+    beat falls in (host arrays, as the heart-rate figure and ``heart_rate.csv`` show them)."""
+    fs = float(sampling_rate)
+    if peaks.size < 2:
+        empty = np.zeros(0)
+        return MinuteRates(empty.astype(np.int64), empty.astype(np.int64), empty, empty, empty)
+    bpm = 60.0 * fs / np.diff(peaks.astype(np.float64))
+    minute = np.floor(peaks[1:] / fs / minute_s).astype(np.int64)
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(minute)) + 1])
+    groups = np.split(bpm, starts[1:])
+    return MinuteRates(
+        minute=minute[starts],
+        beats=np.array([g.size for g in groups], dtype=np.int64),
+        median_bpm=np.array([np.median(g) for g in groups]),
+        min_bpm=np.array([g.min() for g in groups]),
+        max_bpm=np.array([g.max() for g in groups]),
+    )

@@ -122,10 +122,17 @@ def time_axis(total_s: float) -> tuple[float, str]:
     return (60.0, "min") if total_s > 600 else (1.0, "s")
 
 
-def plot_heart_rate(peaks: np.ndarray, sampling_rate: float, *, minute_s: float = 60.0) -> Figure:
-    """Heart rate over the recording: each beat's rate from the RR interval before it (dots) and
-    the median of each minute (line), in beats per minute against time (:func:`time_axis`:
-    minutes, or hours for recordings over 3 hours).
+def plot_heart_rate(
+    peaks: np.ndarray,
+    sampling_rate: float,
+    *,
+    minutes: tuple[np.ndarray, np.ndarray] | None = None,
+    minute_s: float = 60.0,
+) -> Figure:
+    """Heart rate over the recording: each beat's rate from the RR interval before it (dots) and,
+    given ``minutes`` (each minute's index and median rate, as :func:`devicepipe.heart.minute_rates`
+    gives them), the median of each minute (line), in beats per minute against time
+    (:func:`time_axis`: minutes, or hours for recordings over 3 hours).
 
     ``peaks`` are sample indices, shape ``(n_peaks,)``, increasing.
     """
@@ -137,12 +144,9 @@ def plot_heart_rate(peaks: np.ndarray, sampling_rate: float, *, minute_s: float 
     if peaks.size >= 2:
         bpm = 60.0 * fs / np.diff(peaks)
         ax.plot(peaks[1:] / fs / scale, bpm, ".", ms=2, color="0.6", label="each beat (60 / RR)")
-        minute = np.floor(peaks[1:] / fs / minute_s).astype(np.int64)
-        edges = np.flatnonzero(np.diff(minute)) + 1
-        groups = np.split(np.arange(bpm.size), edges)
-        centres = [(minute[g[0]] + 0.5) * minute_s / scale for g in groups]
-        medians = [float(np.median(bpm[g])) for g in groups]
-        ax.plot(centres, medians, "-", color="tab:red", lw=1.5, label="median of each minute")
+        if minutes is not None:
+            centres = (minutes[0] + 0.5) * minute_s / scale
+            ax.plot(centres, minutes[1], "-", color="tab:red", lw=1.5, label="median of each minute")
         lo, hi = np.percentile(bpm, [0.5, 99.5])
         ax.set_ylim(max(0.0, lo - 10), hi + 10)  # a few wild intervals do not flatten the rest
         ax.legend(fontsize=8, loc="upper right")

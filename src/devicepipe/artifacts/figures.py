@@ -9,6 +9,7 @@ import numpy as np
 
 from devicepipe.artifacts.made import Made
 from devicepipe.ecg import POOR_QUALITY, poor_stretches, stretch_medians
+from devicepipe.heart import minute_rates
 from devicepipe.plot import (
     plot_beats_excerpt,
     plot_days,
@@ -42,9 +43,12 @@ def excerpt(m: Made) -> Any:
 
 
 def heart_rate(m: Made) -> Any:
+    """Each beat's heart rate and the median of each minute."""
     if m.rec is None or m.signal is None:
         return None
-    return plot_heart_rate(m.peaks if m.peaks is not None else m.host["all_peaks"], m.rec.sampling_rate)
+    peaks = m.peaks if m.peaks is not None else m.host["all_peaks"]
+    minutes = minute_rates(peaks, m.rec.sampling_rate)
+    return plot_heart_rate(peaks, m.rec.sampling_rate, minutes=(minutes.minute, minutes.median_bpm))
 
 
 def intervals(m: Made) -> Any:
