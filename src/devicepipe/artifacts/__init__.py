@@ -123,6 +123,11 @@ ARTIFACTS: tuple[Artifact, ...] = (
         "one row per row scored: its latent code, score, flag, spread and tail probability",
         {"score": tables.scores_table, "score-series": tables.scores_table},
     ),
+    Artifact(
+        "heart_rate.csv",
+        "the heart rate of each minute: its beats and their median, lowest and highest rate (bpm)",
+        dict.fromkeys(("beats", "ecg", "score"), tables.minute_table),
+    ),
     Artifact("history.csv", "each epoch's training and validation loss", dict.fromkeys(LEARNING, tables.history)),
     Artifact(
         CHECKPOINT_NAME,

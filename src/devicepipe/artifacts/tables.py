@@ -9,6 +9,7 @@ import numpy as np
 
 from devicepipe.anomaly.model_format import MODEL_NAME
 from devicepipe.artifacts.made import Histories, Made
+from devicepipe.heart import minute_rates
 from devicepipe.io import write_csv, write_parquet
 
 
@@ -60,6 +61,24 @@ def recordings(m: Made) -> Path:
     """One row per recording a population model was trained on."""
     columns = ("path", "beats", "poor_left_out", "rate_hz", "flagged", "median_score")
     return write_parquet({k: [u[k] for u in m.recordings] for k in columns}, m.out / "recordings.parquet")
+
+
+def minute_table(m: Made) -> Path | None:
+    """Each minute of the recording that holds a beat: its start (s from the recording's start),
+    its beats, and their median, lowest and highest heart rate (bpm; 60 / the RR interval before
+    each beat, uncleaned)."""
+    peaks = m.peaks if m.peaks is not None else m.host.get("all_peaks")
+    if peaks is None or m.rec is None or peaks.size < 2:
+        return None
+    rates = minute_rates(peaks, m.rec.sampling_rate)
+    columns = {
+        "minute_start_s": rates.minute * 60.0,
+        "beats": rates.beats,
+        "median_bpm": rates.median_bpm,
+        "min_bpm": rates.min_bpm,
+        "max_bpm": rates.max_bpm,
+    }
+    return write_csv(columns, m.out / "heart_rate.csv")
 
 
 def left_by_training(name: str) -> Any:

@@ -156,11 +156,11 @@ def _write_beats(
     fs, peaks = rec.sampling_rate, checked.host_peaks
     run.note(f"found {peaks.size:,} beats, writing {run.out}")
     files = write_beat_files(stage, _record_name(rec), peaks, kept, fs, quality=quality_columns)
-    if signal is not None:
-        every = peaks if isinstance(peaks, np.ndarray) else peaks[:]  # (a figure of every beat)
-        made = Made("beats", stage, rec=rec, signal=signal, peaks=every, beats=beats, reference=checked.reference,
-                    quality=rated)  # fmt: skip
-        files.update(write_artifacts(made))
+    # every R peak in memory for the figures (peaks held on disk stay there without them)
+    every = peaks if isinstance(peaks, np.ndarray) else peaks[:] if signal is not None else None
+    made = Made("beats", stage, rec=rec, signal=signal, peaks=every, beats=beats, reference=checked.reference,
+                quality=rated)  # fmt: skip
+    files.update(write_artifacts(made))
     summary = {
         **input_summary(source, rec, run.device),
         "method": opts.method,
