@@ -9,7 +9,7 @@ files by their declarations in :mod:`devicepipe.artifacts`; ``summary.json`` by
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import torch
 from devicepipe.heart import hrv, hrv_stored
 from devicepipe.io import Recording, write_beat_annotations, write_csv, write_json, write_parquet
 from devicepipe.io.spill import Stored
+from devicepipe.summaries import RunSummary
 
 #: Rows of a beat table built and written at a time.
 TABLE_PART = 16_384
@@ -109,8 +110,10 @@ def heart_rate_summary(peaks: torch.Tensor | Stored, sampling_rate: float) -> di
 SUMMARY_SCHEMA = 1
 
 
-def write_summary(out: Path, summary: dict[str, Any], files: dict[str, Path]) -> Path:
-    """``summary.json``, listing every file of the run, with its :data:`SUMMARY_SCHEMA`; call it last."""
-    summary["schema"] = SUMMARY_SCHEMA
-    summary["files"] = sorted(p.name for p in files.values())
-    return write_json(summary, out / "summary.json")
+def write_summary(out: Path, summary: RunSummary | Mapping[str, Any], files: dict[str, Path]) -> RunSummary:
+    """Write ``summary.json`` (call it last): ``summary`` with its :data:`SUMMARY_SCHEMA` and
+    every file of the run listed; return the summary as written."""
+    typed = summary if isinstance(summary, RunSummary) else RunSummary.from_dict(summary)
+    typed = typed.replace(schema=SUMMARY_SCHEMA, files=sorted(p.name for p in files.values()))
+    write_json(typed.to_dict(), out / "summary.json")
+    return typed

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -24,44 +24,53 @@ from markupsafe import Markup
 from devicepipe import __version__
 from devicepipe.io import atomic_path
 from devicepipe.report_pages import MAX_FLAGGED_ROWS, PAGES, REPORT_NAME, FlaggedRows, _input_facts, _number, _timing
+from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary, read_summary
 
 __all__ = ["MAX_FLAGGED_ROWS", "REPORT_NAME", "FlaggedRows", "dataset_table", "render_report", "write_report"]
 
 
 def render_report(
     kind: str,
-    summary: dict[str, Any],
+    summary: RunSummary | DatasetSummary | Mapping[str, Any] | None,
     files: dict[str, Path],
     *,
     flagged: FlaggedRows | None = None,
     extra_html: Markup | None = None,
+    subtitle: str | None = None,
+    warnings: Sequence[str] | None = None,
 ) -> str:
     """The page of one run as HTML text.
 
     ``kind`` is the command (``beats``, ``ecg``, ``score``, ``train``, ``series``, ``bench``),
-    ``score-series`` (``score`` with a ``series`` model) or ``dataset``; ``summary`` its
-    ``summary.json`` fields; ``files`` the run's files by name (its PNGs are inlined).
+    ``score-series`` (``score`` with a ``series`` model) or ``dataset``; ``summary`` what the run
+    found (typed, or its ``summary.json`` object; none for ``bench``); ``files`` the run's files
+    by name (its PNGs are inlined); ``subtitle`` and ``warnings`` replace the summary's own.
     """
     page = PAGES.get(kind)
     if page is None:
         raise ValueError(f"render_report(): unknown kind {kind!r}; known: {sorted(PAGES)}")
-    source = summary.get("input", "")
-    facts = _input_facts(summary) if kind not in ("bench", "dataset") else []
+    if isinstance(summary, Mapping):
+        summary = read_summary(summary)
+    run = summary if isinstance(summary, RunSummary) else None
+    source = str(summary.input or "") if summary is not None else ""
+    facts = _input_facts(run) if run is not None else []
     facts, sections = page(summary, files, facts, flagged, extra_html)
-    if kind not in ("bench", "dataset"):
-        sections.append(_timing(summary))
+    if run is not None:
+        sections.append(_timing(run))
     command = "score" if kind == "score-series" else kind
-    title = f"devicepipe {command}: {Path(str(source)).name or source}" if source else f"devicepipe {command}"
-    subtitle = summary.get("subtitle") or (
-        f"{source}" + (f", channel {summary['channel']}" if summary.get("channel") is not None else "")
-    )
+    title = f"devicepipe {command}: {Path(source).name or source}" if source else f"devicepipe {command}"
+    if subtitle is None:
+        channel = run.channel if run is not None and run.channel is not None else ABSENT
+        subtitle = source + (f", channel {channel}" if channel is not ABSENT else "")
+    if warnings is None:
+        warnings = (run.warnings or []) if run is not None else []
     return (
         _environment()
         .get_template("report.html.j2")
         .render(
             title=title,
             subtitle=subtitle,
-            warnings=summary.get("warnings", []),
+            warnings=warnings,
             facts=facts,
             sections=sections,
             version=__version__,
@@ -139,15 +148,19 @@ def _template(name: str) -> str:
 def write_report(
     out: str | Path,
     kind: str,
-    summary: dict[str, Any],
+    summary: RunSummary | DatasetSummary | Mapping[str, Any] | None,
     files: dict[str, Path],
     *,
     flagged: FlaggedRows | None = None,
     extra_html: Markup | None = None,
+    subtitle: str | None = None,
+    warnings: Sequence[str] | None = None,
 ) -> Path:
     """Render :func:`render_report` and write it to ``out/report.html`` atomically."""
     path = Path(out) / REPORT_NAME
-    html = render_report(kind, summary, files, flagged=flagged, extra_html=extra_html)
+    html = render_report(
+        kind, summary, files, flagged=flagged, extra_html=extra_html, subtitle=subtitle, warnings=warnings
+    )
     with atomic_path(path) as tmp:
         tmp.write_text(html, encoding="utf-8")
     return path

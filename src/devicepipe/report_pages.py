@@ -15,6 +15,7 @@ import numpy as np
 from markupsafe import Markup
 
 from devicepipe.artifacts import caption
+from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary
 from devicepipe.units import format_duration
 
 REPORT_NAME = "report.html"
@@ -70,7 +71,7 @@ def _sparkline(values: np.ndarray, typical: np.ndarray, width: int = 180, height
 
 
 def _number(value: Any, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+    if value is None or value is ABSENT or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
@@ -91,50 +92,49 @@ def _figures(files: dict[str, Path], names: Sequence[str]) -> list[dict[str, str
     return out
 
 
-def _timing(summary: dict[str, Any]) -> _Section:
-    seconds = summary.get("seconds", {})
+def _timing(summary: RunSummary) -> _Section:
+    seconds = summary.seconds or {}
     rows: list[list[Any]] = [[stage, round(float(s), 3)] for stage, s in seconds.items()]
     rows.append(["total", round(float(sum(seconds.values())), 3)])
-    t = summary.get("transfers") or {}
+    t = summary.transfers
     text = ""
     if t:
         text = (
-            f"Host-to-device copies: {t.get('host_to_device', 0):,} ({t.get('host_to_device_bytes', 0):,} bytes); "
-            f"device-to-host: {t.get('device_to_host', 0):,} ({t.get('device_to_host_bytes', 0):,} bytes); "
-            f"counted in {t.get('counted_in', 'every stage')}."
+            f"Host-to-device copies: {t.host_to_device:,} ({t.host_to_device_bytes:,} bytes); "
+            f"device-to-host: {t.device_to_host:,} ({t.device_to_host_bytes:,} bytes); "
+            f"counted in {t.counted_in or 'every stage'}."
         )
     return _Section("Seconds per stage and host-device transfers", text, {"header": ["stage", "seconds"], "rows": rows})
 
 
-def _heart_rate_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    h = summary.get("heart_rate")
+def _heart_rate_facts(summary: RunSummary) -> list[tuple[str, str]]:
+    h = summary.heart_rate
     if not h:
         return []
     return [
-        ("mean heart rate (bpm)", _number(h["mean_hr_bpm"], 3)),
-        ("SDNN (ms)", _number(h["sdnn_ms"], 3)),
-        ("RMSSD (ms)", _number(h["rmssd_ms"], 3)),
-        ("pNN50 (%)", _number(h["pnn50_pct"], 3)),
-        ("SDANN, 5 min (ms)", _number(h["sdann_ms"], 3)),
-        ("SDNN index, 5 min (ms)", _number(h["sdnn_index_ms"], 3)),
-        ("NN intervals used / excluded", f"{h['n_intervals']:,} / {h['n_implausible'] + h['n_ectopic']:,}"),
+        ("mean heart rate (bpm)", _number(h.mean_hr_bpm, 3)),
+        ("SDNN (ms)", _number(h.sdnn_ms, 3)),
+        ("RMSSD (ms)", _number(h.rmssd_ms, 3)),
+        ("pNN50 (%)", _number(h.pnn50_pct, 3)),
+        ("SDANN, 5 min (ms)", _number(h.sdann_ms, 3)),
+        ("SDNN index, 5 min (ms)", _number(h.sdnn_index_ms, 3)),
+        ("NN intervals used / excluded", f"{h.n_intervals:,} / {h.n_implausible + h.n_ectopic:,}"),
     ]
 
 
-def _quality_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    q = summary.get("quality")
-    if not q or "unusable_share" not in q:
+def _quality_facts(summary: RunSummary) -> list[tuple[str, str]]:
+    q = summary.quality
+    if not q or q.unusable_share is ABSENT:
         return []
     return [
-        ("beats of poor quality", f"{_number(q['beats_poor'])} of {_number(q['beats_rated'])}"),
-        ("recording unusable", f"{100 * q['unusable_share']:.1f} % ({q['unusable_s']:,.0f} s)"),
+        ("beats of poor quality", f"{_number(q.beats_poor)} of {_number(q.beats_rated)}"),
+        ("recording unusable", f"{100 * q.unusable_share:.1f} % ({q.unusable_s:,.0f} s)"),
     ]
 
 
-def _input_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    fs = summary.get("sampling_rate_hz")
-    n = summary.get("n_samples")
-    facts = [("device", str(summary.get("device", "-")))]
+def _input_facts(summary: RunSummary) -> list[tuple[str, str]]:
+    fs, n = summary.sampling_rate_hz, summary.n_samples
+    facts = [("device", str(summary.device or "-"))]
     if fs and n:
         rate = ("sampling rate (Hz)", _number(float(fs))) if fs >= 1 else ("time step", format_duration(1 / fs))
         facts += [rate, ("length", format_duration(n / fs))]
@@ -159,22 +159,20 @@ def _flagged_section(flagged: FlaggedRows, threshold: float) -> _Section:
     return _Section("Flagged", text, {"header": header, "rows": rows})
 
 
-def _reference_sections(summary: dict[str, Any]) -> list[_Section]:
+def _reference_sections(summary: RunSummary) -> list[_Section]:
     """The flagged beats per reference label and per AAMI class, when the run had a reference."""
-    ref = summary.get("reference")
+    ref = summary.reference
     if not ref:
         return []
-    rows = [[name, v["beats"], v["flagged"]] for name, v in ref["labels"].items()]
+    rows = [[name, v.beats, v.flagged] for name, v in ref.labels.items()]
     sections = [
         _Section(
             "Flagged beats by reference label",
-            f"Each beat takes the label of the reference beat within {1000 * ref['tolerance_s']:.0f} ms "
-            f"({ref['source']}).",
+            f"Each beat takes the label of the reference beat within {1000 * ref.tolerance_s:.0f} ms ({ref.source}).",
             {"header": ["label", "beats", "flagged"], "rows": rows},
         )
     ]
-    aami = ref.get("aami") or {}
-    if aami:
+    if ref.aami:
         sections.append(
             _Section(
                 "Flag rate by AAMI class",
@@ -182,45 +180,42 @@ def _reference_sections(summary: dict[str, Any]) -> list[_Section]:
                 "V ventricular ectopic, F fusion, Q paced or unclassifiable.",
                 {
                     "header": ["class", "beats", "flagged", "flag rate"],
-                    "rows": [[k, v["beats"], v["flagged"], f"{100 * v['flag_rate']:.1f} %"] for k, v in aami.items()],
+                    "rows": [[k, v.beats, v.flagged, f"{100 * v.flag_rate:.1f} %"] for k, v in ref.aami.items()],
                 },
             )
         )
     return sections
 
 
-def _scorer_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def _scorer_facts(summary: RunSummary) -> list[tuple[str, str]]:
     """The scorer line of a learning page: its name, and k for the nearest-neighbour ones."""
-    scorer = summary.get("scorer")
+    scorer = summary.scorer
     if not scorer:
         return []
-    k = scorer.get("neighbours")
-    if k is None:
-        return [("scored by", scorer["scorer"])]
-    if scorer["scorer"] == "local":
+    k = scorer.neighbours
+    if not k:
+        return [("scored by", scorer.scorer)]
+    if scorer.scorer == "local":
         past = f" past its {k - 1} nearest" if k > 1 else ""
         return [("scored by", f"local (k = {k}: each row rebuilt from the training rows{past})")]
-    return [("scored by", f"{scorer['scorer']} (k = {k} nearest training rows)")]
+    return [("scored by", f"{scorer.scorer} (k = {k} nearest training rows)")]
 
 
-def _learning_facts(summary: dict[str, Any], what: str) -> list[tuple[str, str]]:
-    e = summary["epochs"]
-    facts = [
-        (
-            f"{what} flagged as anomalous",
-            _number(summary.get("counts", {}).get("flagged", len(summary.get("flagged", [])))),
-        ),
-        ("threshold (score)", _number(summary["threshold"])),
+def _learning_facts(summary: RunSummary, what: str) -> list[tuple[str, str]]:
+    e, counts = summary.epochs, summary.counts
+    flagged = counts.flagged if counts and counts.flagged is not ABSENT else len(summary.flagged or [])
+    return [
+        (f"{what} flagged as anomalous", _number(flagged)),
+        ("threshold (score)", _number(summary.threshold)),
         *_scorer_facts(summary),
-        ("epochs trained", "-".join(str(v) for v in sorted(set(e["run"])))),
-        ("epoch kept", "-".join(str(v) for v in sorted(set(e["kept"])))),
-        ("converged", _number(summary.get("converged"))),
+        ("epochs trained", "-".join(str(v) for v in sorted(set(e.run)))),
+        ("epoch kept", "-".join(str(v) for v in sorted(set(e.kept)))),
+        ("converged", _number(summary.converged)),
     ]
-    return facts
 
 
 def _beats_page(
-    summary: dict[str, Any],
+    summary: RunSummary,
     files: dict[str, Path],
     facts: list[tuple[str, str]],
     flagged: FlaggedRows | None,
@@ -228,36 +223,36 @@ def _beats_page(
 ) -> tuple[list[tuple[str, str]], list[_Section]]:
     """The facts and sections of a ``beats`` run's page (``facts``: what was read, where)."""
     sections: list[_Section] = []
-    c = summary["counts"]
-    facts = [("beats found", _number(c["beats_found"])), ("beats kept", _number(c["beats_kept"]))] + facts
-    acc = summary.get("accuracy")
+    c = summary.counts
+    facts = [("beats found", _number(c.beats_found)), ("beats kept", _number(c.beats_kept))] + facts
+    acc = summary.accuracy
     if acc:
         facts += [
-            ("F1 against the reference", f"{acc['f1']:.4f}"),
-            ("sensitivity / positive predictivity", f"{acc['sensitivity']:.4f} / {acc['ppv']:.4f}"),
+            ("F1 against the reference", f"{acc.f1:.4f}"),
+            ("sensitivity / positive predictivity", f"{acc.sensitivity:.4f} / {acc.ppv:.4f}"),
         ]
     facts += _heart_rate_facts(summary) + _quality_facts(summary)
     names = ["excerpt.png", "heart_rate.png", "intervals.png", "quality.png"]
     sections.append(_Section("Beats", figures=_figures(files, names)))
     if acc:
+        window = acc.scoring_window_s
         sections.append(
             _Section(
                 "Accuracy against the reference",
-                f"Reference {acc['reference']}; beats inside the scoring window "
-                f"{acc['scoring_window_s'][0]:g}-{acc['scoring_window_s'][1]:.1f} s, matched within "
-                f"{1000 * acc['tolerance_s']:.0f} ms.",
+                f"Reference {acc.reference}; beats inside the scoring window {window[0]:g}-{window[1]:.1f} s, "
+                f"matched within {1000 * acc.tolerance_s:.0f} ms.",
                 {
                     "header": ["reference beats", "beats found", "TP", "FP", "FN", "F1"],
                     "rows": [
                         [
-                            acc["reference_beats_in_window"],
-                            acc["beats_found_in_window"],
-                            acc["tp"],
-                            acc["fp"],
-                            acc["fn"],
-                            f"{acc['f1']:.4f}",
+                            acc.reference_beats_in_window,
+                            acc.beats_found_in_window,
+                            acc.tp,
+                            acc.fp,
+                            acc.fn,
+                            f"{acc.f1:.4f}",
                         ]
-                    ],
+                    ],  # fmt: skip
                 },
             )
         )
@@ -265,7 +260,7 @@ def _beats_page(
 
 
 def _ecg_page(
-    summary: dict[str, Any],
+    summary: RunSummary,
     files: dict[str, Path],
     facts: list[tuple[str, str]],
     flagged: FlaggedRows | None,
@@ -273,10 +268,10 @@ def _ecg_page(
 ) -> tuple[list[tuple[str, str]], list[_Section]]:
     """The facts and sections of a ``ecg`` run's page (``facts``: what was read, where)."""
     sections: list[_Section] = []
-    c = summary["counts"]
+    c = summary.counts
     facts = [
-        ("beats found", _number(c["beats_found"])),
-        ("beats kept", _number(c["beats_kept"])),
+        ("beats found", _number(c.beats_found)),
+        ("beats kept", _number(c.beats_kept)),
         *_learning_facts(summary, "beats"),
         *facts,
         *_heart_rate_facts(summary),
@@ -284,7 +279,7 @@ def _ecg_page(
     ]
     sections.extend(_reference_sections(summary))
     if flagged is not None:
-        sections.append(_flagged_section(flagged, summary["threshold"]))
+        sections.append(_flagged_section(flagged, summary.threshold))
     sections.append(_Section("What the model learned", figures=_figures(files, ["extremes.png", "latent.png"])))
     sections.append(_Section("Generated beats", figures=_figures(files, ["generated.png"])))
     sections.append(_Section("Training", figures=_figures(files, ["training.png"])))
@@ -293,8 +288,17 @@ def _ecg_page(
     return facts, sections
 
 
+def _model_facts(summary: RunSummary, rows: int, what: str) -> list[tuple[str, str]]:
+    """Which model scored the rows, and what it was trained on (``rows`` of ``what``)."""
+    m = summary.model
+    return [
+        ("model", "/".join(Path(m.path).parts[-2:]) if m.path else "given in Python"),
+        ("model trained on", f"{_number(rows)} {what}, on {m.trained_on_device or None}"),
+    ]
+
+
 def _score_page(
-    summary: dict[str, Any],
+    summary: RunSummary,
     files: dict[str, Path],
     facts: list[tuple[str, str]],
     flagged: FlaggedRows | None,
@@ -302,22 +306,21 @@ def _score_page(
 ) -> tuple[list[tuple[str, str]], list[_Section]]:
     """The facts and sections of a ``score`` run's page (``facts``: what was read, where)."""
     sections: list[_Section] = []
-    c, m = summary["counts"], summary["model"]
+    c = summary.counts
     facts = [
-        ("beats found", _number(c["beats_found"])),
-        ("beats scored", _number(c["beats_kept"])),
-        ("beats flagged as anomalous", _number(c["flagged"])),
-        ("share flagged", f"{100 * summary['flag_rate']:.2f} %"),
-        ("threshold (score, the model's)", _number(summary["threshold"])),
+        ("beats found", _number(c.beats_found)),
+        ("beats scored", _number(c.beats_kept)),
+        ("beats flagged as anomalous", _number(c.flagged)),
+        ("share flagged", f"{100 * summary.flag_rate:.2f} %"),
+        ("threshold (score, the model's)", _number(summary.threshold)),
         *_scorer_facts(summary),
-        ("model", "/".join(Path(m["path"]).parts[-2:]) if m.get("path") else "given in Python"),
-        ("model trained on", f"{_number(m['training_beats'])} beats, on {m.get('trained_on_device')}"),
+        *_model_facts(summary, summary.model.training_beats, "beats"),
         *facts,
         *_heart_rate_facts(summary),
     ]
     sections.extend(_reference_sections(summary))
     if flagged is not None:
-        sections.append(_flagged_section(flagged, summary["threshold"]))
+        sections.append(_flagged_section(flagged, summary.threshold))
     sections.append(
         _Section(
             "Scores against the model's training beats",
@@ -331,7 +334,7 @@ def _score_page(
 
 
 def _train_page(
-    summary: dict[str, Any],
+    summary: RunSummary,
     files: dict[str, Path],
     facts: list[tuple[str, str]],
     flagged: FlaggedRows | None,
@@ -339,26 +342,22 @@ def _train_page(
 ) -> tuple[list[tuple[str, str]], list[_Section]]:
     """The facts and sections of a ``train`` run's page (``facts``: what was read, where)."""
     sections: list[_Section] = []
-    r, c = summary["recordings"], summary["counts"]
-    dist = summary.get("distributed")
+    r, dist = summary.recordings, summary.distributed
     facts = [
-        ("recordings", _number(r["used"])),
-        ("recordings left out", _number(len(r["skipped"]))),
-        ("training beats", _number(c["beats"])),
-        ("beat window", f"{summary['window_s']:.3g} s, resampled to {summary['settings']['width']} samples"),
+        ("recordings", _number(r.used)),
+        ("recordings left out", _number(len(r.skipped))),
+        ("training beats", _number(summary.counts.beats)),
+        ("beat window", f"{summary.window_s:.3g} s, resampled to {summary.settings['width']} samples"),
         *_learning_facts(summary, "beats"),
-        ("device", str(summary.get("device"))),
-        (
-            "processes",
-            "one" if not dist else f"{dist['world_size']} ({dist['how']}, {dist['backend']})",
-        ),
+        ("device", str(summary.device or None)),
+        ("processes", "one" if not dist else f"{dist.world_size} ({dist.how}, {dist.backend})"),
     ]
-    if r["skipped"]:
+    if r.skipped:
         sections.append(
             _Section(
                 "Recordings left out",
                 "These could not be read or held no whole beat; the model was trained without them.",
-                {"header": ["recording", "why"], "rows": [[x["path"], x["error"]] for x in r["skipped"]]},
+                {"header": ["recording", "why"], "rows": [[x.path, x.error] for x in r.skipped]},
             )
         )
     sections.append(_Section("Training", figures=_figures(files, ["training.png"])))
@@ -367,7 +366,7 @@ def _train_page(
 
 
 def _series_page(
-    summary: dict[str, Any],
+    summary: RunSummary,
     files: dict[str, Path],
     facts: list[tuple[str, str]],
     flagged: FlaggedRows | None,
@@ -375,23 +374,23 @@ def _series_page(
 ) -> tuple[list[tuple[str, str]], list[_Section]]:
     """The facts and sections of a ``series`` run's page (``facts``: what was read, where)."""
     sections: list[_Section] = []
-    w = summary["windows"]
+    w = summary.windows
     facts = [
-        ("windows", _number(w["used"])),
-        ("window", str(summary.get("window", ""))),
+        ("windows", _number(w.used)),
+        ("window", str(summary.window or "")),
         *_learning_facts(summary, "windows"),
-        ("windows with gaps filled", _number(w["windows_with_filled_slots"])),
+        ("windows with gaps filled", _number(w.windows_with_filled_slots)),
         *facts,
     ]
     if flagged is not None:
-        sections.append(_flagged_section(flagged, summary["threshold"]))
+        sections.append(_flagged_section(flagged, summary.threshold))
     sections.append(_Section("Anomalous windows", figures=_figures(files, ["days.png", "extremes.png"])))
     sections.append(_Section("Codes and training", figures=_figures(files, ["latent.png", "training.png"])))
     return facts, sections
 
 
 def _score_series_page(
-    summary: dict[str, Any],
+    summary: RunSummary,
     files: dict[str, Path],
     facts: list[tuple[str, str]],
     flagged: FlaggedRows | None,
@@ -399,21 +398,20 @@ def _score_series_page(
 ) -> tuple[list[tuple[str, str]], list[_Section]]:
     """The facts and sections of a ``score-series`` run's page (``facts``: what was read, where)."""
     sections: list[_Section] = []
-    w, m = summary["windows"], summary["model"]
+    w = summary.windows
     facts = [
-        ("windows scored", _number(w["used"])),
-        ("window", str(summary.get("window", ""))),
-        ("windows flagged as anomalous", _number(len(summary["flagged"]))),
-        ("share flagged", f"{100 * summary['flag_rate']:.2f} %"),
-        ("threshold (score, the model's)", _number(summary["threshold"])),
+        ("windows scored", _number(w.used)),
+        ("window", str(summary.window or "")),
+        ("windows flagged as anomalous", _number(len(summary.flagged))),
+        ("share flagged", f"{100 * summary.flag_rate:.2f} %"),
+        ("threshold (score, the model's)", _number(summary.threshold)),
         *_scorer_facts(summary),
-        ("model", "/".join(Path(m["path"]).parts[-2:]) if m.get("path") else "given in Python"),
-        ("model trained on", f"{_number(m['training_windows'])} windows, on {m.get('trained_on_device')}"),
-        ("windows with gaps filled", _number(w["windows_with_filled_slots"])),
+        *_model_facts(summary, summary.model.training_windows, "windows"),
+        ("windows with gaps filled", _number(w.windows_with_filled_slots)),
         *facts,
     ]
     if flagged is not None:
-        sections.append(_flagged_section(flagged, summary["threshold"]))
+        sections.append(_flagged_section(flagged, summary.threshold))
     sections.append(_Section("Anomalous windows", figures=_figures(files, ["days.png", "extremes.png"])))
     sections.append(
         _Section(
@@ -427,7 +425,7 @@ def _score_series_page(
 
 
 def _dataset_page(
-    summary: dict[str, Any],
+    summary: DatasetSummary,
     files: dict[str, Path],
     facts: list[tuple[str, str]],
     flagged: FlaggedRows | None,
@@ -436,16 +434,16 @@ def _dataset_page(
     """The facts and sections of a ``dataset`` run's page (``facts``: what was read, where)."""
     sections: list[_Section] = []
     facts = _dataset_facts(summary)
-    acc = summary.get("accuracy")
+    acc = summary.accuracy
     if acc:
         sections.append(
             _Section(
                 "Accuracy against the references",
-                f"Each WFDB record against its own .{acc['reference']} file, {acc['records_scored']} record(s); "
+                f"Each WFDB record against its own .{acc.reference} file, {acc.records_scored} record(s); "
                 "the counts of every record added up.",
                 {
                     "header": ["TP", "FP", "FN", "sensitivity", "positive predictivity", "F1"],
-                    "rows": [[acc["tp"], acc["fp"], acc["fn"], acc["sensitivity"], acc["ppv"], acc["f1"]]],
+                    "rows": [[acc.tp, acc.fp, acc.fn, acc.sensitivity, acc.ppv, acc.f1]],
                 },
             )
         )
@@ -460,7 +458,7 @@ def _dataset_page(
 
 
 def _bench_page(
-    summary: dict[str, Any],
+    summary: Any,
     files: dict[str, Path],
     facts: list[tuple[str, str]],
     flagged: FlaggedRows | None,
@@ -487,26 +485,23 @@ PAGES: dict[str, Callable[..., tuple[list[tuple[str, str]], list[_Section]]]] = 
 }
 
 
-def _dataset_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    engine = summary["engine"]
+def _dataset_facts(summary: DatasetSummary) -> list[tuple[str, str]]:
+    engine = summary.engine
     facts = [
-        ("recordings", _number(summary["recordings"])),
-        ("ok", _number(summary["ok"])),
-        ("failed", _number(summary["failed"])),
-        ("from an earlier run", _number(summary["resumed"])),
+        ("recordings", _number(summary.recordings)),
+        ("ok", _number(summary.ok)),
+        ("failed", _number(summary.failed)),
+        ("from an earlier run", _number(summary.resumed)),
     ]
-    if summary.get("beats") is not None:
-        facts.append(("beats found", _number(summary["beats"])))
-    if summary.get("flagged") is not None:
-        facts.append(("beats flagged", _number(summary["flagged"])))
-    if summary.get("accuracy"):
-        facts.append(("F1 against the references", f"{summary['accuracy']['f1']:.4f}"))
+    if summary.beats is not None:
+        facts.append(("beats found", _number(summary.beats)))
+    if summary.flagged is not None:
+        facts.append(("beats flagged", _number(summary.flagged)))
+    if summary.accuracy:
+        facts.append(("F1 against the references", f"{summary.accuracy.f1:.4f}"))
     facts += [
-        ("recorded time", format_duration(summary["duration_s"])),
-        ("wall time", format_duration(summary["seconds"]["wall"])),
-        (
-            "engine",
-            "one process, no Dask" if engine["kind"] == "loop" else f"{engine['kind']}, {engine['workers']} workers",
-        ),
+        ("recorded time", format_duration(summary.duration_s)),
+        ("wall time", format_duration(summary.seconds["wall"])),
+        ("engine", "one process, no Dask" if engine.kind == "loop" else f"{engine.kind}, {engine.workers} workers"),
     ]
     return facts

@@ -98,3 +98,24 @@ def test_every_summary_keeps_its_shape(written):
     for name in pinned:
         assert got.get(name) == pinned[name], f"the shape of {name}'s summary.json changed"
     assert sorted(got) == sorted(pinned)
+
+
+def test_every_summary_is_its_typed_record_written_out(written):
+    # the typed summaries declare every key of the contract (nothing left in `extra`), and
+    # reading and writing one gives back exactly what the pipeline wrote
+    from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary, read_summary
+
+    for name, summary in written.items():
+        if not isinstance(summary, dict):
+            continue
+        typed = read_summary(summary)
+        assert isinstance(typed, DatasetSummary if name == "dataset" else RunSummary), name
+        assert typed.to_dict() == summary, name
+        assert not typed.extra, (name, typed.extra)
+        sections = [getattr(typed, f) for f in typed.__dataclass_fields__ if f != "extra"]
+        assert all(not s.extra for s in sections if hasattr(s, "extra")), name
+    ecg = read_summary(written["ecg"])
+    assert ecg.counts.flagged == written["ecg"]["counts"]["flagged"]
+    assert ecg.reference.aami["V"].beats == written["ecg"]["reference"]["aami"]["V"]["beats"]
+    assert ecg.column is ABSENT and not ecg.column and "column" not in ecg.to_dict()
+    assert read_summary(written["beats"]).accuracy.f1 == written["beats"]["accuracy"]["f1"]

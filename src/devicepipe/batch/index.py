@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ import pyarrow as pa
 from devicepipe.batch.plan import _Item
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.discover import INDEX_NAME, Dataset
+from devicepipe.summaries import Accuracy, Counts, DatasetSummary, RunSummary
+from devicepipe.summaries import held as _held
 
 INDEX_COLUMNS = pa.schema(
     [
@@ -47,14 +50,14 @@ def _error_line(exc: BaseException) -> str:
     return " ".join(message.split()) or type(exc).__name__
 
 
-def _row(item: _Item, worker: str, resumed: bool, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+def _row(item: _Item, worker: str, resumed: bool, summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The index row of a complete run directory, from its ``summary.json`` (``summary``: that
     file as already read)."""
     if summary is None:
         summary = json.loads((Path(item.out) / "summary.json").read_text(encoding="utf-8"))
-    counts = summary.get("counts", {})
-    accuracy = summary.get("accuracy") or {}
-    rate, n = summary.get("sampling_rate_hz"), summary.get("n_samples")
+    s = RunSummary.from_dict(summary)
+    counts, accuracy = s.counts or Counts(), s.accuracy or Accuracy()
+    rate, n = _held(s.sampling_rate_hz), _held(s.n_samples)
     return {
         "path": item.path,
         "run": item.run,
@@ -63,15 +66,15 @@ def _row(item: _Item, worker: str, resumed: bool, summary: dict[str, Any] | None
         "resumed": resumed,
         "sampling_rate_hz": rate,
         "duration_s": None if not rate or n is None else n / rate,
-        "beats": counts.get("beats_found"),
-        "kept": counts.get("beats_kept"),
-        "flagged": counts.get("flagged"),
-        "tp": accuracy.get("tp"),
-        "fp": accuracy.get("fp"),
-        "fn": accuracy.get("fn"),
-        "warnings": "; ".join(summary.get("warnings") or []) or None,
-        "seconds": float(sum(summary.get("seconds", {}).values())),
-        "device": summary.get("device"),
+        "beats": _held(counts.beats_found),
+        "kept": _held(counts.beats_kept),
+        "flagged": _held(counts.flagged),
+        "tp": _held(accuracy.tp),
+        "fp": _held(accuracy.fp),
+        "fn": _held(accuracy.fn),
+        "warnings": "; ".join(s.warnings or []) or None,
+        "seconds": float(sum((s.seconds or {}).values())),
+        "device": _held(s.device),
         "worker": worker,
     }
 
@@ -96,7 +99,7 @@ class DatasetResult:
 
     out: Path
     rows: list[dict[str, Any]]
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: DatasetSummary = field(default_factory=DatasetSummary)
 
     @property
     def n_ok(self) -> int:

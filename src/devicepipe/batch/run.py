@@ -31,6 +31,7 @@ from devicepipe.io import check_output_dir, write_json, write_parquet
 from devicepipe.io.discover import INDEX_NAME, Dataset, find_recordings
 from devicepipe.outputs import SUMMARY_SCHEMA
 from devicepipe.report import REPORT_NAME, dataset_table, write_report
+from devicepipe.summaries import DatasetSummary
 from devicepipe.threads import requested_threads, using_threads
 
 #: Per-recording pipelines that run on a dataset.
@@ -180,16 +181,14 @@ def run_dataset(
     out.mkdir(parents=True, exist_ok=True)
     write_parquet(pa.Table.from_pylist(rows, schema=INDEX_COLUMNS), out / INDEX_NAME)
     result = DatasetResult(out, rows)
-    result.summary = _summary(dataset, kind, options or {}, how, rows, time.perf_counter() - started, reference)
-    result.summary["files"].append(REPORT_NAME)
-    page = {
-        **result.summary,
-        "subtitle": f"devicepipe {kind} on every recording of {dataset.spec}",
-        "warnings": [f"{result.n_failed:,} of {len(rows):,} recordings failed; they are listed first below."]
-        if result.n_failed
-        else [],
-    }
-    write_report(out, "dataset", page, {}, extra_html=dataset_table(rows))
-    result.summary["schema"] = SUMMARY_SCHEMA
-    write_json(result.summary, out / "summary.json")
+    found = _summary(dataset, kind, options or {}, how, rows, time.perf_counter() - started, reference)
+    files = [*found["files"], REPORT_NAME]
+    result.summary = DatasetSummary.from_dict({"schema": SUMMARY_SCHEMA, **found, "files": files})
+    failed = f"{result.n_failed:,} of {len(rows):,} recordings failed; they are listed first below."
+    subtitle = f"devicepipe {kind} on every recording of {dataset.spec}"
+    warnings = [failed] if result.n_failed else []
+    write_report(
+        out, "dataset", result.summary, {}, extra_html=dataset_table(rows), subtitle=subtitle, warnings=warnings
+    )
+    write_json(result.summary.to_dict(), out / "summary.json")
     return result

@@ -34,8 +34,8 @@ def write_report(result: dict[str, Any], out: str | Path) -> dict[str, Path]:
         files[name] = save_figure(fig, out / name)
     # the Markdown summary's tables as HTML (raw HTML in it is not passed through), with the charts
     tables = Markup(MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown(result)))
-    page = {"subtitle": f"{result['machine']['cpu']['model']}, {result['date']}", "warnings": [], "seconds": {}}
-    files[REPORT_NAME] = write_page(out, "bench", page, files, extra_html=tables)
+    subtitle = f"{result['machine']['cpu']['model']}, {result['date']}"
+    files[REPORT_NAME] = write_page(out, "bench", None, files, extra_html=tables, subtitle=subtitle, warnings=[])
     return files
 
 

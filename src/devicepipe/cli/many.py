@@ -23,6 +23,7 @@ from devicepipe.cli.printing import (
 )
 from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
 from devicepipe.errors import DevicepipeError
+from devicepipe.summaries import held
 from devicepipe.units import format_duration
 
 
@@ -115,7 +116,7 @@ def _run_dataset_cli(
             on_cluster=cluster,
         )
     _print_dataset(con, result)
-    if reference is not None and result.n_ok and not result.summary.get("accuracy"):
+    if reference is not None and result.n_ok and not result.summary.accuracy:
         con.print(
             f"[yellow]no record had a .{reference} file beside it (RECORD.{reference} next to RECORD.hea): "
             "none was scored[/yellow]"
@@ -126,18 +127,18 @@ def _run_dataset_cli(
 
 def _print_dataset(con: Console, result: DatasetResult) -> None:
     s = result.summary
-    if s.get("beats") is not None:
-        flagged = "" if s.get("flagged") is None else f", {s['flagged']:,} flagged"
+    if held(s.beats) is not None:
+        flagged = "" if held(s.flagged) is None else f", {s.flagged:,} flagged"
         con.print(
-            f"{s['beats']:,} beats found{flagged} in {format_duration(s['duration_s'])} of recordings; "
-            f"{s['seconds']['wall']:.1f} s wall"
+            f"{s.beats:,} beats found{flagged} in {format_duration(s.duration_s)} of recordings; "
+            f"{s.seconds['wall']:.1f} s wall"
         )
-    acc = s.get("accuracy")
+    acc = s.accuracy
     if acc:
         con.print(
-            f"accuracy against each record's .{acc['reference']}, {acc['records_scored']} record(s) "
+            f"accuracy against each record's .{acc.reference}, {acc.records_scored} record(s) "
             f"(a match within {1000 * MATCH_TOLERANCE_S:.0f} ms, all but the first and last {EDGE_S:g} s): "
-            f"sensitivity {acc['sensitivity']:.4f}, positive predictivity {acc['ppv']:.4f}, F1 {acc['f1']:.4f}"
+            f"sensitivity {acc.sensitivity:.4f}, positive predictivity {acc.ppv:.4f}, F1 {acc.f1:.4f}"
         )
     kept = f" ({result.n_resumed:,} from an earlier run)" if result.n_resumed else ""
     line = f"{result.n_ok:,} ok{kept}, {result.n_failed:,} failed: see {result.out / INDEX_NAME}"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -19,6 +18,7 @@ from rich.progress import (
 from devicepipe.pipelines import (
     LearnResult,
 )
+from devicepipe.summaries import RunSummary
 
 
 def _console() -> Console:
@@ -89,23 +89,23 @@ def _print_outputs(con: Console, result: LearnResult, first: list[str]) -> None:
 ECG_FIGURES = ["extremes.png", "latent.png", "generated.png", "training.png"]
 
 
-def _print_training(con: Console, s: dict[str, Any]) -> None:
+def _print_training(con: Console, s: RunSummary) -> None:
     """How long training ran, whose weights were kept, on how many threads; and, in colour, the
     warning when a model was still learning when training ended."""
-    e, t = s["epochs"], s["threads"]
-    runs, kept = sorted(set(e["run"])), sorted(set(e["kept"]))
+    e, t = s.epochs, s.threads
+    runs, kept = sorted(set(e.run)), sorted(set(e.kept))
     span = "-".join(map(str, runs[:: max(1, len(runs) - 1)]))
-    if s["settings"].get("epochs") is not None:
+    if s.settings.get("epochs") is not None:
         trained = f"trained {span} epochs (as asked)"
-    elif any(e["stopped_early"]):
-        trained = f"trained {span} of at most {e['limit']} epochs (stopped when the validation loss no longer improved)"
+    elif any(e.stopped_early):
+        trained = f"trained {span} of at most {e.limit} epochs (stopped when the validation loss no longer improved)"
     else:
-        trained = f"trained {span} of at most {e['limit']} epochs (ran to the limit)"
+        trained = f"trained {span} of at most {e.limit} epochs (ran to the limit)"
     con.print(
         f"{trained}; kept the weights of epoch {'-'.join(map(str, kept[:: max(1, len(kept) - 1)]))}; "
-        f"{t['threads']} CPU thread{'s' if t['threads'] > 1 else ''} ({t['reason']})"
+        f"{t.threads} CPU thread{'s' if t.threads > 1 else ''} ({t.reason})"
     )
-    for warning in s.get("warnings", []):
+    for warning in s.warnings or []:
         _warn(con, warning)
 
 
@@ -115,19 +115,26 @@ def _warn(con: Console, warning: str) -> None:
     err.print(f"[bold yellow]warning:[/bold yellow] {warning}")
 
 
-def _final_loss(s: dict[str, Any]) -> str:
-    losses = s["final_loss"]["train"]
+def _final_loss(s: RunSummary) -> str:
+    losses = s.final_loss.train
     if len(losses) == 1:
         return f"final loss {losses[0]:.4g}"
     return f"final loss {sum(losses) / len(losses):.4g} (mean of {len(losses)} members)"
 
 
-def _print_aami(con: Console, s: dict[str, Any]) -> None:
-    aami = (s.get("reference") or {}).get("aami") or {}
+def _print_labels(con: Console, s: RunSummary) -> None:
+    """How many beats of each reference label were flagged, when the run had a reference."""
+    if s.reference:
+        con.print(
+            f"flagged by reference label ({s.reference.source}): "
+            + ", ".join(f"{name} {v.flagged:,} of {v.beats:,}" for name, v in s.reference.labels.items())
+        )
+
+
+def _print_aami(con: Console, s: RunSummary) -> None:
+    aami = s.reference.aami if s.reference else {}
     if aami:
         con.print(
             "flag rate by AAMI class: "
-            + ", ".join(
-                f"{k} {100 * v['flag_rate']:.1f} % ({v['flagged']:,} of {v['beats']:,})" for k, v in aami.items()
-            )
+            + ", ".join(f"{k} {100 * v.flag_rate:.1f} % ({v.flagged:,} of {v.beats:,})" for k, v in aami.items())
         )

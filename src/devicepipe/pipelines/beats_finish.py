@@ -39,6 +39,7 @@ from devicepipe.pipelines.quality import _quality_columns, _quality_summary
 from devicepipe.pipelines.reading import _first_lead
 from devicepipe.pipelines.results import BeatsResult
 from devicepipe.report import REPORT_NAME, write_report
+from devicepipe.summaries import RunSummary
 
 
 @dataclass(frozen=True)
@@ -174,8 +175,10 @@ def _write_beats(
         "warnings": checked.warnings,
         **more,
     }
-    files[REPORT_NAME] = write_report(stage, "beats", summary, files)
-    files["summary.json"] = write_summary(stage, summary, files)
+    typed = RunSummary.from_dict(summary)
+    files[REPORT_NAME] = write_report(stage, "beats", typed, files)
+    write_summary(stage, typed, files)
+    files["summary.json"] = stage / "summary.json"
     return files
 
 

@@ -29,6 +29,7 @@ from devicepipe.report import REPORT_NAME, FlaggedRows, write_report
 from devicepipe.scale import StandardScaler
 from devicepipe.score import Scores
 from devicepipe.signal.resample import resample_rows
+from devicepipe.summaries import RunSummary
 from devicepipe.threads import ThreadChoice
 
 
@@ -163,9 +164,11 @@ def _finish(
         transfers=run.timer.transfers(),
         threads=learned.threads.to_dict(),
     )
-    files[REPORT_NAME] = write_report(run.out, kind, summary, files, flagged=flagged)
-    files["summary.json"] = write_summary(run.out, summary, files)
-    return LearnResult(run.out, summary, files)
+    typed = RunSummary.from_dict(summary)
+    files[REPORT_NAME] = write_report(run.out, kind, typed, files, flagged=flagged)
+    typed = write_summary(run.out, typed, files)
+    files["summary.json"] = run.out / "summary.json"
+    return LearnResult(run.out, typed, files)
 
 
 #: What a saved model's ``geometry_["input"]`` says it takes, and the command that trains one.

@@ -14,6 +14,7 @@ from devicepipe.ecg import (
     BeatScore,
 )
 from devicepipe.pipelines.checks import median_heart_rate
+from devicepipe.summaries import RunSummary
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class LearnResult:
     """What a learning pipeline wrote: the run directory, its summary, its files."""
 
     out: Path
-    summary: dict[str, Any]
+    summary: RunSummary  # as written to summary.json (``summary["key"]`` reads a key's JSON form)
     files: dict[str, Path]
 
 

@@ -33,6 +33,7 @@ from devicepipe.pipelines.scored import beat_counts, flagged_beats, label_with_r
 from devicepipe.report import REPORT_NAME, write_report
 from devicepipe.score import reconstruct
 from devicepipe.signal.resample import resample_rows
+from devicepipe.summaries import RunSummary
 
 
 def run_score(
@@ -101,9 +102,11 @@ def run_score(
     if ref is not None:
         summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
     page = _flagged_beats(host, fs, ref is not None)
-    files[REPORT_NAME] = write_report(run.out, "score", summary, files, flagged=page)
-    files["summary.json"] = write_summary(run.out, summary, files)
-    return LearnResult(run.out, summary, files)
+    typed = RunSummary.from_dict(summary)
+    files[REPORT_NAME] = write_report(run.out, "score", typed, files, flagged=page)
+    typed = write_summary(run.out, typed, files)
+    files["summary.json"] = run.out / "summary.json"
+    return LearnResult(run.out, typed, files)
 
 
 def _score_summary(

@@ -44,6 +44,7 @@ from devicepipe.pipelines.learning import _detector, _finish, _fitted_model, _id
 from devicepipe.pipelines.results import LearnResult
 from devicepipe.report import MAX_FLAGGED_ROWS, REPORT_NAME, FlaggedRows, write_report
 from devicepipe.score import group_scores, reconstruct
+from devicepipe.summaries import RunSummary
 from devicepipe.units import format_duration, parse_duration
 from devicepipe.windows import Windows, make_windows
 
@@ -331,9 +332,11 @@ def run_score_series(
         "threads": detector.threads_.to_dict(),
     }
     page = _flagged_windows(wins, host, flagged, rec.channels[0])
-    files[REPORT_NAME] = write_report(run.out, "score-series", summary, files, flagged=page)
-    files["summary.json"] = write_summary(run.out, summary, files)
-    return LearnResult(run.out, summary, files)
+    typed = RunSummary.from_dict(summary)
+    files[REPORT_NAME] = write_report(run.out, "score-series", typed, files, flagged=page)
+    typed = write_summary(run.out, typed, files)
+    files["summary.json"] = run.out / "summary.json"
+    return LearnResult(run.out, typed, files)
 
 
 def _window_model(model: str | Path | BeatAnomalyDetector, device: torch.device) -> BeatAnomalyDetector:

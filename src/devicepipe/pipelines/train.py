@@ -46,6 +46,7 @@ from devicepipe.pipelines.quality import _check_min_quality
 from devicepipe.pipelines.reading import _find_peaks, _first_lead, _no_beats, _read_ecg
 from devicepipe.pipelines.results import LearnResult
 from devicepipe.prestart import is_dataset
+from devicepipe.summaries import RunSummary
 from devicepipe.train import distributed, distributed_summary
 
 
@@ -171,7 +172,7 @@ def run_train(
     about = f"{pop.n_beats:,} beats of {len(pop.used)} recordings"
     learned = _learn(run, detector, pop.data, settings, {"identity": identity}, epoch_progress, about)
     if distributed()[0] != 0:  # rank 0 writes the run; the others only trained their share
-        return LearnResult(run.out, {"rank": distributed()[0]}, {})
+        return LearnResult(run.out, RunSummary(extra={"rank": distributed()[0]}), {})
     with run.stage("transfer"):
         host = learned.scores.to_host() | _to_host({"train_scores": detector.train_scores_})
     bounds = np.cumsum([0] + [u["beats"] for u in pop.used])

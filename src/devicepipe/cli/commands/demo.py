@@ -42,7 +42,7 @@ def demo(
         result = run_demo(out, device=device, epochs=epochs, threads=threads, progress=con.print, epoch_progress=update)
     _print_training(con, result.run.summary)
     con.print(
-        f"{result.run.summary['counts']['flagged']} beats flagged as anomalous; {result.ectopic_flagged} of the "
+        f"{result.run.summary.counts.flagged} beats flagged as anomalous; {result.ectopic_flagged} of the "
         f"{result.n_ectopic} simulated ventricular ectopic beats are among them"
     )
     _print_outputs(con, result.run, ECG_FIGURES)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -59,6 +59,7 @@ from devicepipe.cli.printing import (
     _epoch_bar,
     _final_loss,
     _print_aami,
+    _print_labels,
     _print_outputs,
     _print_training,
 )
@@ -68,29 +69,25 @@ from devicepipe.pipelines import (
     LearnSettings,
     run_ecg,
 )
+from devicepipe.summaries import RunSummary, held
 
 
-def _print_ecg(con: Console, s: dict[str, Any]) -> None:
-    c = s["counts"]
+def _print_ecg(con: Console, s: RunSummary) -> None:
+    c = s.counts
     con.print(
-        f"{c['beats_found']:,} beats found, {c['beats_kept']:,} kept (their window lies inside the recording), "
-        f"{c['flagged']:,} flagged as anomalous (score above {s['threshold']:.4g}); {_final_loss(s)}"
+        f"{c.beats_found:,} beats found, {c.beats_kept:,} kept (their window lies inside the recording), "
+        f"{c.flagged:,} flagged as anomalous (score above {s.threshold:.4g}); {_final_loss(s)}"
     )
-    left = s.get("quality", {}).get("left_out_of_training_and_flags")
+    left = held(s.quality.left_out_of_training_and_flags) if s.quality else None
     if left is not None:
         con.print(
-            f"{left:,} beats of poor signal quality (under {s['quality']['poor_below']:g}) left out of training "
+            f"{left:,} beats of poor signal quality (under {s.quality.poor_below:g}) left out of training "
             "and out of the flags"
         )
-    if "reference" in s:
-        labels = s["reference"]["labels"]
-        con.print(
-            f"flagged by reference label ({s['reference']['source']}): "
-            + ", ".join(f"{name} {v['flagged']:,} of {v['beats']:,}" for name, v in labels.items())
-        )
+    _print_labels(con, s)
     _print_aami(con, s)
     _print_training(con, s)
-    con.print("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in s["seconds"].items()))
+    con.print("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in s.seconds.items()))
 
 
 _ECG_REFERENCE = Annotated[

@@ -39,6 +39,7 @@ from devicepipe.cli.options import (
 from devicepipe.cli.printing import (
     _console,
     _print_aami,
+    _print_labels,
     _print_outputs,
 )
 from devicepipe.errors import DevicepipeError
@@ -126,18 +127,13 @@ def score(
 
 def _print_score(con: Console, result: LearnResult) -> None:
     s = result.summary
-    c = s["counts"]
+    c = s.counts
     con.print(
-        f"{c['beats_found']:,} beats found, {c['beats_kept']:,} scored, {c['flagged']:,} flagged as anomalous "
-        f"({100 * s['flag_rate']:.2f} %; the model's threshold {s['threshold']:.4g}, "
-        f"trained on {s['model']['training_beats']:,} beats)"
+        f"{c.beats_found:,} beats found, {c.beats_kept:,} scored, {c.flagged:,} flagged as anomalous "
+        f"({100 * s.flag_rate:.2f} %; the model's threshold {s.threshold:.4g}, "
+        f"trained on {s.model.training_beats:,} beats)"
     )
-    if "reference" in s:
-        labels = s["reference"]["labels"]
-        con.print(
-            f"flagged by reference label ({s['reference']['source']}): "
-            + ", ".join(f"{name} {v['flagged']:,} of {v['beats']:,}" for name, v in labels.items())
-        )
+    _print_labels(con, s)
     _print_aami(con, s)
     _print_outputs(con, result, ["scores.png", "extremes.png", "latent.png"])
 
@@ -166,11 +162,10 @@ def _score_series(
         time_format=time_format, device=device, nan=nan.value, encoding=encoding, progress=con.print,
     )  # fmt: skip
     s = result.summary
-    w = s["windows"]
     con.print(
-        f"{w['used']:,} windows of {s['window']} scored, {len(s['flagged']):,} flagged as anomalous "
-        f"({100 * s['flag_rate']:.2f} %; the model's threshold {s['threshold']:.4g}, trained on "
-        f"{s['model']['training_windows']:,} windows)"
-        + (": " + ", ".join(f["start"][:10] for f in s["flagged"][:8]) if s["flagged"] else "")
+        f"{s.windows.used:,} windows of {s.window} scored, {len(s.flagged):,} flagged as anomalous "
+        f"({100 * s.flag_rate:.2f} %; the model's threshold {s.threshold:.4g}, trained on "
+        f"{s.model.training_windows:,} windows)"
+        + (": " + ", ".join(f.start[:10] for f in s.flagged[:8]) if s.flagged else "")
     )
     _print_outputs(con, result, ["days.png", "extremes.png", "scores.png", "latent.png"])

@@ -101,15 +101,15 @@ def series(
 
 def _print_series(con: Console, result: LearnResult) -> None:
     s = result.summary
-    w = s["windows"]
+    w = s.windows
     con.print(
-        f"{w['used']:,} windows of {s['window']} ({s['steps_per_window']} steps); {w['windows_with_filled_slots']} "
-        f"had gaps filled ({w['filled_slots']} slots), {len(w['dropped'])} dropped; duplicates averaged: "
-        f"{s['time']['n_duplicates']}"
+        f"{w.used:,} windows of {s.window} ({s.steps_per_window} steps); {w.windows_with_filled_slots} "
+        f"had gaps filled ({w.filled_slots} slots), {len(w.dropped)} dropped; duplicates averaged: "
+        f"{s.time['n_duplicates']}"
     )
     con.print(
-        f"{len(s['flagged'])} windows flagged (score above {s['threshold']:.4g}); the top ones: "
-        + ", ".join(f["start"][:10] for f in s["flagged"][:8])
+        f"{len(s.flagged)} windows flagged (score above {s.threshold:.4g}); the top ones: "
+        + ", ".join(f.start[:10] for f in s.flagged[:8])
     )
     _print_training(con, s)
     _print_outputs(con, result, ["days.png", "extremes.png", "latent.png", "training.png"])
