@@ -496,3 +496,17 @@ def test_the_pyramid_scorers_equal_their_definition_in_numpy(scorer):
     assert det.decision_function(new)[-5:].min() > det.threshold_  # the anomalous rows are flagged
     assert ("at 64, 32, 16, 8 samples" if scorer == "local" else "at 64, 32, 16 samples") in det.score_meaning()
     assert ("its 14 nearest past the 2 nearest of 200 training rows" in det.score_meaning()) == (scorer == "local")
+
+
+def test_each_kind_of_model_is_found_by_its_name_and_its_module_s():
+    from devicepipe.models.kinds import MODEL_KINDS, Sizes, kind_of_module
+
+    for name, kind in MODEL_KINDS.items():
+        assert kind_of_module(kind.module.__name__) is kind and kind.name == name
+        width = kind.width(140)
+        model = kind.build(Sizes(width=width, latent=3, hidden=16, minmax=kind.scaling == "minmax"))
+        assert isinstance(model, kind.module) and model.row_width == width
+    assert MODEL_KINDS["vae"].width(140) == 128 and MODEL_KINDS["mlp"].width(140) == 140
+    assert kind_of_module("ResNet") is None
+    with pytest.raises(DevicepipeError):  # a size a model cannot take: refused by its config
+        MODEL_KINDS["vae"].configure(Sizes(width=100, latent=2, hidden=1, minmax=False))

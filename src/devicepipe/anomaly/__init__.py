@@ -60,12 +60,12 @@ from devicepipe.anomaly.neighbours import (
     knn_distance,
     local_neighbours,
     local_residual,
-    nearest_power_of_two,
     neighbours_for,
     row_pyramid,
     smallest,
 )
 from devicepipe.learn import SCORERS
+from devicepipe.models.kinds import nearest_power_of_two
 
 __all__ = [
     "MODEL_FORMAT",

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from devicepipe.anomaly.describe import score_meaning, scorer_summary
-from devicepipe.anomaly.model_format import _MODELS, _SCALERS, write_model
+from devicepipe.anomaly.model_format import _SCALERS, write_model
 from devicepipe.anomaly.neighbours import (
     AUTO_K,
     KNN_SHARE,
@@ -28,7 +28,6 @@ from devicepipe.anomaly.neighbours import (
     knn_distance,
     local_neighbours,
     local_residual,
-    nearest_power_of_two,
     neighbours_for,
     row_pyramid,
 )
@@ -43,7 +42,7 @@ from devicepipe.learn import (
     LearnSettings,
     train_models,
 )
-from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
+from devicepipe.models.kinds import MODEL_KINDS, Sizes
 from devicepipe.score import Scores, reconstruction_error
 from devicepipe.signal.resample import resample_rows
 from devicepipe.threads import ThreadChoice, choose_threads, using_threads
@@ -184,8 +183,8 @@ class BeatAnomalyDetector:
     # ------------------------------------------------------------------ settings
 
     def _settings(self) -> LearnSettings:
-        if self.model not in _MODELS:
-            raise DevicepipeError(f"BeatAnomalyDetector: model={self.model!r} is not one of {sorted(_MODELS)}.")
+        if self.model not in MODEL_KINDS:
+            raise DevicepipeError(f"BeatAnomalyDetector: model={self.model!r} is not one of {sorted(MODEL_KINDS)}.")
         if self.scorer not in SCORERS:
             raise DevicepipeError(f"BeatAnomalyDetector: scorer={self.scorer!r} is not one of {list(SCORERS)}.")
         auto = self.neighbours == "auto"
@@ -234,17 +233,15 @@ class BeatAnomalyDetector:
     def _scaling(self) -> str:
         if self.scaling != "auto":
             return self.scaling
-        return "standard" if self.model == "vae" else "minmax"
+        return MODEL_KINDS[self.model].scaling
 
     def _make_model(self, width: int, device: torch.device) -> Callable[[int], nn.Module]:
+        sizes = Sizes(width=width, latent=self.latent, hidden=self.hidden, minmax=self._scaling == "minmax")
+        kind = MODEL_KINDS[self.model]
+
         def make(seed: int) -> nn.Module:
             torch.manual_seed(seed)
-            if self.model == "vae":
-                return LightVAE(LightVAEConfig(width=width, latent=self.latent)).to(device)
-            config = MLPAutoencoderConfig(
-                input=width, hidden=self.hidden, latent=self.latent, sigmoid_output=self._scaling == "minmax"
-            )
-            return MLPAutoencoder(config).to(device)
+            return kind.build(sizes).to(device)
 
         return make
 
@@ -378,9 +375,11 @@ class BeatAnomalyDetector:
         """``rows`` resampled to the model's width and scaled: float32 rows ``(n, width)``, the
         width, and the fitted scaler (None without scaling)."""
         n_columns = rows.shape[1]
-        width = self.width or (nearest_power_of_two(n_columns) if self.model == "vae" else n_columns)
-        if self.model == "vae":
-            LightVAEConfig(width=width, latent=self.latent)  # a clear error for a width it cannot take
+        kind = MODEL_KINDS[self.model]
+        width = self.width or kind.width(n_columns)
+        kind.configure(
+            Sizes(width, self.latent, self.hidden, self._scaling == "minmax")
+        )  # refuses a width it cannot take
         rows = resample_rows(rows, width)
         scaler = None
         if self._scaling != "none":

@@ -10,7 +10,6 @@ from torch import nn
 
 from devicepipe.anomaly.estimator import BeatAnomalyDetector
 from devicepipe.anomaly.model_format import (
-    _MODELS,
     _SCALERS,
     LOCAL_FROM,
     MODEL_FORMAT,
@@ -22,6 +21,7 @@ from devicepipe.errors import DevicepipeError
 from devicepipe.learn import (
     ENSEMBLE_NAME,
 )
+from devicepipe.models.kinds import ModelKind, kind_of_module
 from devicepipe.threads import choose_threads
 from devicepipe.train import CHECKPOINT_NAME
 
@@ -44,8 +44,8 @@ def _model_file(path: str | Path) -> Path:
     return p
 
 
-def _read_state(file: Path) -> tuple[dict[str, Any], str]:
-    """The checked contents of a model file and its kind of model (vae or mlp)."""
+def _read_state(file: Path) -> tuple[dict[str, Any], ModelKind]:
+    """The checked contents of a model file and its kind of model (see :data:`devicepipe.models.kinds.MODEL_KINDS`)."""
     try:
         state = torch.load(file, map_location="cpu", weights_only=True)
     except Exception as exc:
@@ -72,16 +72,15 @@ def _read_state(file: Path) -> tuple[dict[str, Any], str]:
             f"{file} is a model of the local scorer written by devicepipe {state.get('devicepipe')}, whose rule "
             "has changed since: train it again (devicepipe train, or the run that wrote it)."
         )
-    kinds = {"LightVAE": "vae", "MLPAutoencoder": "mlp"}
-    kind = kinds.get(state.get("model_kind"))
+    kind = kind_of_module(str(state.get("model_kind")))
     if kind is None or state.get("estimator") != BeatAnomalyDetector.__name__:
         raise DevicepipeError(f"{file} holds a {state.get('model_kind')} model, which this devicepipe cannot score.")
     return state, kind
 
 
-def _members(state: dict[str, Any], kind: str, dev: torch.device, file: Path) -> tuple[list[nn.Module], Any]:
+def _members(state: dict[str, Any], kind: ModelKind, dev: torch.device, file: Path) -> tuple[list[nn.Module], Any]:
     """The members' models and the scaler of a model file's contents, on ``dev``."""
-    model_cls, config_cls = _MODELS[kind]
+    model_cls, config_cls = kind.module, kind.config
     try:
         models = []
         for weights in state["members"]:

@@ -9,7 +9,6 @@ import torch
 
 import devicepipe
 from devicepipe.io.write import write_torch
-from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
 from devicepipe.scale import MinMaxScaler, StandardScaler
 
 #: File name of the model a run writes (what ``devicepipe score --model RUN_DIR`` reads).
@@ -23,7 +22,6 @@ MODEL_FORMAT_VERSION = 2
 LOCAL_FROM = 2
 
 
-_MODELS = {"vae": (LightVAE, LightVAEConfig), "mlp": (MLPAutoencoder, MLPAutoencoderConfig)}
 _SCALERS = {"standard": StandardScaler, "minmax": MinMaxScaler}
 
 

@@ -35,13 +35,6 @@ LOCAL_MOST = 32
 SMALL_SET = 300
 
 
-def nearest_power_of_two(n: int) -> int:
-    """The power of two nearest to ``n`` on a log scale (at least 8): 140 -> 128, 256 -> 256, 200 -> 256."""
-    if n < 1:
-        raise DevicepipeError(f"nearest_power_of_two(): n must be positive, got {n}.")
-    return max(8, 2 ** round(math.log2(n)))
-
-
 def auto_threshold(train_scores: torch.Tensor, k: float = AUTO_K, *, log: bool = True) -> float:
     """The robust threshold of ``contamination="auto"``: ``exp(median(log s) + k * 1.4826 * MAD(log s))``
     (with ``log=False``, for scores already on a z scale: ``median(s) + k * 1.4826 * MAD(s)``).
