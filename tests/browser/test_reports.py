@@ -180,6 +180,7 @@ def test_series_report_opens_cleanly(tmp_path, shots):
     _check_page(seen, numbers, images=4)
 
 
+@pytest.mark.slow  # runs the benchmarks for their report; CI runs it
 def test_bench_report_shows_the_tables_and_charts(tmp_path, shots):
     out = tmp_path / "bench"
     args = ["bench", "--quick", "--only", "stages,baselines", "--device", "cpu", "--out", str(out)]

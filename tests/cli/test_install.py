@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 # (pandas and SciPy are not here: wfdb, a dependency, needs them)
 OPTIONAL = ["polars", "sklearn", "numba", "jax", "neurokit2", "sleepecg", "hypothesis", "cupy", "cudf"]
@@ -24,6 +26,7 @@ def test_the_readme_names_two_commands_and_ci_runs_the_second():
     assert tests in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
 
 
+@pytest.mark.slow  # the whole demo in a process of its own; CI runs it
 def test_the_demo_needs_no_optional_library(tmp_path):
     # every optional library replaced by a package that refuses to import, as in an install without extras
     stubs = tmp_path / "stubs"

@@ -142,6 +142,7 @@ def test_bad_models_are_one_line_and_write_nothing(population, tmp_path):
     assert len(lines) == 1 and "no whole beat was cut from noise.npy" in lines[0] and "--sampling-rate" in lines[0]
 
 
+@pytest.mark.slow  # starts two torch.distributed processes; CI runs it
 def test_two_gloo_processes_train_the_weights_of_one(population, tmp_path):
     common = [str(population / "pop"), "--epochs", "3", "--device", "cpu", "--batch-size", "64"]
     one = run("train", *common, "--out", str(tmp_path / "one"))
@@ -154,6 +155,7 @@ def test_two_gloo_processes_train_the_weights_of_one(population, tmp_path):
     assert json.loads((tmp_path / "one" / "summary.json").read_text())["distributed"] is None
 
 
+@pytest.mark.slow  # starts two torch.distributed processes; CI runs it
 def test_an_ensemble_divided_over_two_ranks_equals_the_whole(population, tmp_path):
     common = [str(population / "pop"), "--epochs", "3", "--device", "cpu", "--ensemble", "3"]
     one = run("train", *common, "--out", str(tmp_path / "one"))
@@ -164,6 +166,7 @@ def test_an_ensemble_divided_over_two_ranks_equals_the_whole(population, tmp_pat
     assert_same_weights(tmp_path / "one" / "model.pt", tmp_path / "two" / "model.pt")
 
 
+@pytest.mark.slow  # starts two torch.distributed processes; CI runs it
 def test_resume_under_two_ranks(population, tmp_path):
     common = [str(population / "pop"), "--device", "cpu", "--batch-size", "64"]
     whole = run("train", *common, "--epochs", "4", "--out", str(tmp_path / "whole"))

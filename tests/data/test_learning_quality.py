@@ -21,12 +21,14 @@ from devicepipe.cli import app
 from devicepipe.score import roc_auc
 
 
+@pytest.mark.slow  # trains on ECG5000 to a quality floor (10-30 s each); CI runs it
 def test_ecg5000_one_vae_floor():
     result = ecg5000_auc(require_data("ecg5000"), members=1, epochs=300, latent=4, seed=0)
     assert result.n_train == 292 and result.n_test == 4499
     assert result.auc >= 0.97, result
 
 
+@pytest.mark.slow  # trains on ECG5000 to a quality floor (10-30 s each); CI runs it
 def test_ecg5000_one_vae_with_early_stopping():
     for seed in (0, 1, 2):
         result = ecg5000_auc(require_data("ecg5000"), members=1, epochs=None, latent=4, seed=seed)
@@ -34,6 +36,7 @@ def test_ecg5000_one_vae_with_early_stopping():
         assert result.auc >= 0.98, (seed, result)
 
 
+@pytest.mark.slow  # trains on ECG5000 to a quality floor (10-30 s each); CI runs it
 def test_ecg5000_ensemble_floor():
     assert ecg5000_auc(require_data("ecg5000"), members=5, epochs=300, latent=4, seed=0).auc >= 0.98
 
@@ -65,6 +68,7 @@ def test_series_command_on_aep(tmp_path):
     assert "2008-10-20" in flagged
 
 
+@pytest.mark.slow  # trains on ECG5000 to a quality floor (10-30 s each); CI runs it
 def test_ecg5000_through_the_estimator_and_a_reloaded_model(tmp_path):
     """The estimator at the harness's recipe gives the harness's AUC (an independent path: fit, score,
     roc_auc of benchmarks/evaluation.py), and its model file scores identically in a new process."""

@@ -117,6 +117,7 @@ def test_bench_devices_and_sections():
         check_only(["detect", "warp"])
 
 
+@pytest.mark.slow  # every benchmark end to end (about a minute); CI runs it
 def test_every_benchmark_runs_in_quick_mode(tmp_path):
     result = CliRunner().invoke(app, ["bench", "--quick", "--device", "cpu", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
