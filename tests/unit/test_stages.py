@@ -46,3 +46,35 @@ def test_counts_and_flagged_beats_as_the_summary_lists_them():
     with_tail = flagged_beats(host | {"truth": np.array(["N", "V", "N"])}, 250.0, tail=True)
     assert [list(b) for b in with_tail] == [["peak", "time_s", "score", "tail_probability", "reference"]] * 2
     assert [(b["tail_probability"], b["reference"]) for b in with_tail] == [(0.001, "V"), (0.01, "N")]
+
+
+def test_every_pipeline_has_its_page_its_figures_and_the_folder_ones_their_group_run():
+    from devicepipe.artifacts import ARTIFACTS
+    from devicepipe.pipelines import DATASET_PIPELINES, PIPELINES
+    from devicepipe.report_pages import PAGES
+
+    declared = {a.name for a in ARTIFACTS}
+    for name, pipeline in PIPELINES.items():
+        assert pipeline.name == name and pipeline.page in PAGES, name
+        assert set(pipeline.open_first) <= declared, name
+    assert set(DATASET_PIPELINES) == {"beats", "ecg", "score"}
+
+
+def test_what_the_command_line_says_of_training_by_hand():
+    from devicepipe.pipelines.says import final_loss, label_lines, training_line
+    from devicepipe.summaries import Epochs, FinalLoss, LabelCount, Reference, RunSummary, Threads
+
+    s = RunSummary(
+        epochs=Epochs(run=[12, 14], kept=[9, 14], stopped_early=[True, False], limit=200),
+        threads=Threads(threads=1, reason="a small model"),
+        settings={"epochs": None},
+        final_loss=FinalLoss(train=[1.0, 2.0], val=[1.5, 2.5]),
+        reference=Reference(source="a.atr", labels={"V": LabelCount(beats=4, flagged=3)}, aami={}),
+    )
+    assert training_line(s) == (
+        "trained 12-14 of at most 200 epochs (stopped when the validation loss no longer improved); "
+        "kept the weights of epoch 9-14; 1 CPU thread (a small model)"
+    )
+    assert final_loss(s) == "final loss 1.5 (mean of 2 members)"
+    assert label_lines(s) == ["flagged by reference label (a.atr): V 3 of 4"]
+    assert label_lines(RunSummary()) == []

@@ -15,10 +15,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from devicepipe.pipelines import (
-    LearnResult,
-)
-from devicepipe.summaries import RunSummary
+from devicepipe.pipelines import PIPELINES, BeatsResult, LearnResult
 
 
 def _console() -> Console:
@@ -86,55 +83,25 @@ def _print_outputs(con: Console, result: LearnResult, first: list[str]) -> None:
     con.print("open first: " + ", ".join(str(result.out / f) for f in ["report.html", *first] if f in files))
 
 
-ECG_FIGURES = ["extremes.png", "latent.png", "generated.png", "training.png"]
-
-
-def _print_training(con: Console, s: RunSummary) -> None:
-    """How long training ran, whose weights were kept, on how many threads; and, in colour, the
-    warning when a model was still learning when training ended."""
-    e, t = s.epochs, s.threads
-    runs, kept = sorted(set(e.run)), sorted(set(e.kept))
-    span = "-".join(map(str, runs[:: max(1, len(runs) - 1)]))
-    if s.settings.get("epochs") is not None:
-        trained = f"trained {span} epochs (as asked)"
-    elif any(e.stopped_early):
-        trained = f"trained {span} of at most {e.limit} epochs (stopped when the validation loss no longer improved)"
-    else:
-        trained = f"trained {span} of at most {e.limit} epochs (ran to the limit)"
-    con.print(
-        f"{trained}; kept the weights of epoch {'-'.join(map(str, kept[:: max(1, len(kept) - 1)]))}; "
-        f"{t.threads} CPU thread{'s' if t.threads > 1 else ''} ({t.reason})"
-    )
-    for warning in s.warnings or []:
+def _print_run(con: Console, kind: str, result: LearnResult | BeatsResult) -> None:
+    """What the command line says of a finished run of the pipeline ``kind`` (its lines in
+    :data:`~devicepipe.pipelines.PIPELINES`), its warnings (on stderr), and where its files are."""
+    pipeline = PIPELINES[kind]
+    for line in pipeline.says(result):
+        con.print(line, markup=False)
+    if isinstance(result, BeatsResult):
+        con.print(f"wrote {', '.join(str(p) for p in result.files.values())}", markup=False)
+        for warning in result.warnings:
+            _warn(con, warning)
+        if "report.html" in result.files:
+            con.print(f"open first: {result.files['report.html']}", markup=False)
+        return
+    for warning in result.summary.warnings or []:
         _warn(con, warning)
+    _print_outputs(con, result, list(pipeline.open_first))
 
 
 def _warn(con: Console, warning: str) -> None:
     """A warning on stderr (so that it shows even when the output is piped), in colour on a terminal."""
     err = Console(stderr=True, highlight=False, soft_wrap=not con.is_terminal)
     err.print(f"[bold yellow]warning:[/bold yellow] {warning}")
-
-
-def _final_loss(s: RunSummary) -> str:
-    losses = s.final_loss.train
-    if len(losses) == 1:
-        return f"final loss {losses[0]:.4g}"
-    return f"final loss {sum(losses) / len(losses):.4g} (mean of {len(losses)} members)"
-
-
-def _print_labels(con: Console, s: RunSummary) -> None:
-    """How many beats of each reference label were flagged, when the run had a reference."""
-    if s.reference:
-        con.print(
-            f"flagged by reference label ({s.reference.source}): "
-            + ", ".join(f"{name} {v.flagged:,} of {v.beats:,}" for name, v in s.reference.labels.items())
-        )
-
-
-def _print_aami(con: Console, s: RunSummary) -> None:
-    aami = s.reference.aami if s.reference else {}
-    if aami:
-        con.print(
-            "flag rate by AAMI class: "
-            + ", ".join(f"{k} {100 * v.flag_rate:.1f} % ({v.flagged:,} of {v.beats:,})" for k, v in aami.items())
-        )

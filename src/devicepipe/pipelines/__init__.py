@@ -26,7 +26,7 @@ from devicepipe.pipelines.context import BEAT_WIDTH, BEATS_MODE, ECG_MODE, SERIE
 from devicepipe.pipelines.demo import run_demo
 from devicepipe.pipelines.ecg import run_ecg
 from devicepipe.pipelines.learning import MODEL_INPUTS, beat_rows, model_input
-from devicepipe.pipelines.many import DATASET_PIPELINES
+from devicepipe.pipelines.registry import DATASET_PIPELINES, PIPELINES, Pipeline
 from devicepipe.pipelines.results import BeatsResult, DemoResult, LearnResult
 from devicepipe.pipelines.score import run_score
 from devicepipe.pipelines.series import run_score_series, run_series
@@ -35,6 +35,8 @@ from devicepipe.timing import StageTimer
 
 __all__ = [
     "DATASET_PIPELINES",
+    "PIPELINES",
+    "Pipeline",
     "BeatsOptions",
     "BeatsResult",
     "DemoResult",

@@ -205,4 +205,5 @@ def _beats_result(
         transfers=run.timer.transfers(),
         warnings=tuple(checked.warnings),
         median_bpm=checked.median_bpm,
+        reference=None if checked.accuracy is None else checked.accuracy["reference"],
     )

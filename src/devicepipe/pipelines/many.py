@@ -1,10 +1,10 @@
-"""The pipelines that run on every recording of a dataset, by name: :data:`DATASET_PIPELINES`.
+"""How a pipeline runs a group of recordings of a dataset (:data:`RunGroup`), for
+:data:`devicepipe.pipelines.registry.DATASET_PIPELINES`.
 
-Each entry runs a group of recordings (``paths[i]`` written to ``outs[i]``, scored against
+Each one runs a group of recordings (``paths[i]`` written to ``outs[i]``, scored against
 ``references[i]`` where there is one) with the pipeline's keyword ``options`` on ``device``, and
 says per recording None (done) or the exception that stopped it: a bad recording never stops the
-others. A pipeline that takes folders is one entry here; :func:`devicepipe.batch.run_dataset`
-looks it up by name.
+others.
 """
 
 from __future__ import annotations
@@ -15,10 +15,8 @@ from typing import Any
 
 from devicepipe.pipelines.beats import run_beats_many
 from devicepipe.pipelines.beats_finish import BeatsOptions
-from devicepipe.pipelines.ecg import run_ecg
-from devicepipe.pipelines.score import run_score
 
-__all__ = ["DATASET_PIPELINES", "RunGroup"]
+__all__ = ["RunGroup"]
 
 #: A pipeline run on a group of recordings: (paths, outs, references, options, device) -> outcomes.
 RunGroup = Callable[
@@ -54,11 +52,3 @@ def _one_at_a_time(run: Callable[..., Any]) -> RunGroup:
         return outcomes
 
     return group
-
-
-#: The pipelines a dataset command runs, by name.
-DATASET_PIPELINES: dict[str, RunGroup] = {
-    "beats": _beats_group,
-    "ecg": _one_at_a_time(run_ecg),
-    "score": _one_at_a_time(run_score),
-}

@@ -34,6 +34,7 @@ class BeatsResult:
     transfers: dict[str, Any] | None = None  # host-device copies counted (None when not counted)
     warnings: tuple[str, ...] = ()  # what looks wrong with the settings (see rate_warnings)
     median_bpm: float | None = None  # found with the beats (else from the peaks when asked)
+    reference: str | None = None  # the reference the beats were scored against (``score``)
 
     @property
     def mean_heart_rate_bpm(self) -> float | None:

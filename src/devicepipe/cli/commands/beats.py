@@ -8,7 +8,6 @@ from typing import Annotated
 
 import torch
 import typer
-from rich.console import Console
 
 from devicepipe.batch import is_dataset
 from devicepipe.cli.application import (
@@ -38,16 +37,14 @@ from devicepipe.cli.options import (
 )
 from devicepipe.cli.printing import (
     _console,
-    _warn,
+    _print_run,
 )
-from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
 from devicepipe.pipelines import (
     BEATS_MODE,
     BeatsOptions,
-    BeatsResult,
     run_beats,
 )
-from devicepipe.units import format_duration, parse_bytes
+from devicepipe.units import parse_bytes
 
 _OUT = Annotated[
     Path,
@@ -154,31 +151,4 @@ def beats(
             progress=lambda msg: status.update(msg),
             **dataclasses.asdict(options),
         )
-    _print_beats(con, result, reference)
-
-
-def _print_beats(con: Console, result: BeatsResult, reference: Path | None) -> None:
-    hr = result.mean_heart_rate_bpm
-    con.print(
-        f"[bold]{result.source}[/bold] ({result.channel}, {result.sampling_rate:g} Hz, "
-        f"{format_duration(result.n_samples / result.sampling_rate)}) on {result.device}"
-    )
-    kept = int(torch.count_nonzero(result.beats.kept))  # (a count: no copy of the mask, as a sum would make)
-    con.print(
-        f"beats found: {result.peaks.size:,}; median heart rate: {'-' if hr is None else f'{hr:.0f} bpm'}; "
-        f"kept by segmentation: {kept:,} ({100 * result.beats.share_kept:.1f} %), "
-        f"matrix {tuple(result.beats.matrix.shape)}"
-    )
-    con.print("seconds: " + ", ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()))
-    if result.score is not None:
-        s = result.score
-        con.print(
-            f"accuracy against {reference}, inside the scoring window (all but the first and last {EDGE_S:g} s; "
-            f"{s.tp + s.fn:,} reference beats and {s.tp + s.fp:,} found beats in it; a match within "
-            f"{1000 * MATCH_TOLERANCE_S:.0f} ms): {s}"
-        )
-    con.print(f"wrote {', '.join(str(p) for p in result.files.values())}")
-    for warning in result.warnings:
-        _warn(con, warning)
-    if "report.html" in result.files:
-        con.print(f"open first: {result.files['report.html']}")
+    _print_run(con, "beats", result)

@@ -18,15 +18,15 @@ from devicepipe.cli.options import (
     ThreadsOpt,
 )
 from devicepipe.cli.printing import (
-    ECG_FIGURES,
     _console,
     _epoch_bar,
     _print_outputs,
-    _print_training,
 )
 from devicepipe.pipelines import (
+    PIPELINES,
     run_demo,
 )
+from devicepipe.pipelines.says import training_line
 
 
 @app.command(cls=_Command)
@@ -40,9 +40,9 @@ def demo(
     con = _console()
     with _epoch_bar(con, epochs or ECG.max_epochs, "training the VAE", exact=epochs is not None) as update:
         result = run_demo(out, device=device, epochs=epochs, threads=threads, progress=con.print, epoch_progress=update)
-    _print_training(con, result.run.summary)
+    con.print(training_line(result.run.summary), markup=False)
     con.print(
         f"{result.run.summary.counts.flagged} beats flagged as anomalous; {result.ectopic_flagged} of the "
         f"{result.n_ectopic} simulated ventricular ectopic beats are among them"
     )
-    _print_outputs(con, result.run, ECG_FIGURES)
+    _print_outputs(con, result.run, list(PIPELINES["ecg"].open_first))

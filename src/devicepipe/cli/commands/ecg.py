@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from devicepipe.batch import is_dataset
 from devicepipe.cli.application import (
@@ -54,14 +53,9 @@ from devicepipe.cli.options import (
     learn_settings,
 )
 from devicepipe.cli.printing import (
-    ECG_FIGURES,
     _console,
     _epoch_bar,
-    _final_loss,
-    _print_aami,
-    _print_labels,
-    _print_outputs,
-    _print_training,
+    _print_run,
 )
 from devicepipe.pipelines import (
     BEAT_WIDTH,
@@ -69,26 +63,6 @@ from devicepipe.pipelines import (
     LearnSettings,
     run_ecg,
 )
-from devicepipe.summaries import RunSummary, held
-
-
-def _print_ecg(con: Console, s: RunSummary) -> None:
-    c = s.counts
-    con.print(
-        f"{c.beats_found:,} beats found, {c.beats_kept:,} kept (their window lies inside the recording), "
-        f"{c.flagged:,} flagged as anomalous (score above {s.threshold:.4g}); {_final_loss(s)}"
-    )
-    left = held(s.quality.left_out_of_training_and_flags) if s.quality else None
-    if left is not None:
-        con.print(
-            f"{left:,} beats of poor signal quality (under {s.quality.poor_below:g}) left out of training "
-            "and out of the flags"
-        )
-    _print_labels(con, s)
-    _print_aami(con, s)
-    _print_training(con, s)
-    con.print("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in s.seconds.items()))
-
 
 _ECG_REFERENCE = Annotated[
     Path | None,
@@ -159,5 +133,4 @@ def ecg(
             input, out, settings=settings, device=device, reference=reference, progress=con.print,
             epoch_progress=update, **cut,
         )  # fmt: skip
-    _print_ecg(con, result.summary)
-    _print_outputs(con, result, ECG_FIGURES)
+    _print_run(con, "ecg", result)

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from devicepipe.anomaly import BeatAnomalyDetector, load_model
 from devicepipe.batch import is_dataset
@@ -38,13 +37,10 @@ from devicepipe.cli.options import (
 )
 from devicepipe.cli.printing import (
     _console,
-    _print_aami,
-    _print_labels,
-    _print_outputs,
+    _print_run,
 )
 from devicepipe.errors import DevicepipeError
 from devicepipe.pipelines import (
-    LearnResult,
     model_input,
     run_score,
     run_score_series,
@@ -122,20 +118,7 @@ def score(
         raise DevicepipeError("--resume is for many recordings; scoring one recording starts afresh.")
     con = _console()
     result = run_score(input, out, model=fitted, device=device, reference=reference, progress=con.print, **options)
-    _print_score(con, result)
-
-
-def _print_score(con: Console, result: LearnResult) -> None:
-    s = result.summary
-    c = s.counts
-    con.print(
-        f"{c.beats_found:,} beats found, {c.beats_kept:,} scored, {c.flagged:,} flagged as anomalous "
-        f"({100 * s.flag_rate:.2f} %; the model's threshold {s.threshold:.4g}, "
-        f"trained on {s.model.training_beats:,} beats)"
-    )
-    _print_labels(con, s)
-    _print_aami(con, s)
-    _print_outputs(con, result, ["scores.png", "extremes.png", "latent.png"])
+    _print_run(con, "score", result)
 
 
 def _score_series(
@@ -161,11 +144,4 @@ def _score_series(
         input, out, model=model, column=_maybe_int(column), time_column=_maybe_int(time_column),
         time_format=time_format, device=device, nan=nan.value, encoding=encoding, progress=con.print,
     )  # fmt: skip
-    s = result.summary
-    con.print(
-        f"{s.windows.used:,} windows of {s.window} scored, {len(s.flagged):,} flagged as anomalous "
-        f"({100 * s.flag_rate:.2f} %; the model's threshold {s.threshold:.4g}, trained on "
-        f"{s.model.training_windows:,} windows)"
-        + (": " + ", ".join(f.start[:10] for f in s.flagged[:8]) if s.flagged else "")
-    )
-    _print_outputs(con, result, ["days.png", "extremes.png", "scores.png", "latent.png"])
+    _print_run(con, "score-series", result)

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from devicepipe.cli.application import (
     _Command,
@@ -38,13 +37,11 @@ from devicepipe.cli.options import (
 from devicepipe.cli.printing import (
     _console,
     _epoch_bar,
-    _print_outputs,
-    _print_training,
+    _print_run,
 )
 from devicepipe.pipelines import (
     SERIES_HIDDEN,
     SERIES_WINDOW,
-    LearnResult,
     SeriesLearnSettings,
     run_series,
 )
@@ -96,20 +93,4 @@ def series(
             window=window, pointwise=pointwise, settings=settings, hidden=hidden, device=device, nan=nan.value,
             encoding=encoding, progress=con.print, epoch_progress=update,
         )  # fmt: skip
-    _print_series(con, result)
-
-
-def _print_series(con: Console, result: LearnResult) -> None:
-    s = result.summary
-    w = s.windows
-    con.print(
-        f"{w.used:,} windows of {s.window} ({s.steps_per_window} steps); {w.windows_with_filled_slots} "
-        f"had gaps filled ({w.filled_slots} slots), {len(w.dropped)} dropped; duplicates averaged: "
-        f"{s.time['n_duplicates']}"
-    )
-    con.print(
-        f"{len(s.flagged)} windows flagged (score above {s.threshold:.4g}); the top ones: "
-        + ", ".join(f.start[:10] for f in s.flagged[:8])
-    )
-    _print_training(con, s)
-    _print_outputs(con, result, ["days.png", "extremes.png", "latent.png", "training.png"])
+    _print_run(con, "series", result)

@@ -45,8 +45,7 @@ from devicepipe.cli.options import (
 from devicepipe.cli.printing import (
     _console,
     _epoch_bar,
-    _print_outputs,
-    _print_training,
+    _print_run,
 )
 from devicepipe.pipelines import (
     BEAT_WIDTH,
@@ -129,15 +128,5 @@ def train(
 
 
 def _print_train(con: Console, result: LearnResult) -> None:
-    s = result.summary
-    r = s.recordings
-    con.print(
-        f"{s.counts.beats:,} beats of {r.used:,} recordings trained one model"
-        + (f"; {len(r.skipped)} left out, the first: {r.skipped[0].path}: {r.skipped[0].error}" if r.skipped else "")
-    )
-    if s.quality:
-        q = s.quality
-        con.print(f"{q.left_out_of_training:,} beats under --min-quality {q.min_quality:g} left out of training")
-    _print_training(con, s)
-    _print_outputs(con, result, ["training.png", "scores.png", "latent.png"])
-    con.print(f"score a recording with it: devicepipe score RECORDING --model {result.out} --out DIR")
+    _print_run(con, "train", result)
+    con.print(f"score a recording with it: devicepipe score RECORDING --model {result.out} --out DIR", markup=False)

@@ -1,0 +1,138 @@
+"""What the command line says of a finished run, as lines of text (the CLI prints them; warnings
+are the run's own, printed apart): one function per kind of run, looked up in
+:data:`devicepipe.pipelines.registry.PIPELINES`."""
+
+from __future__ import annotations
+
+from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
+from devicepipe.pipelines.results import BeatsResult, LearnResult
+from devicepipe.summaries import RunSummary, held
+from devicepipe.units import format_duration
+
+
+def beats_lines(result: BeatsResult) -> list[str]:
+    """The recording, its beats and heart rate, the seconds, the accuracy against a reference."""
+    hr = result.mean_heart_rate_bpm
+    kept = int(result.beats.kept.count_nonzero())  # (a count: no copy of the mask, as a sum would make)
+    lines = [
+        f"{result.source} ({result.channel}, {result.sampling_rate:g} Hz, "
+        f"{format_duration(result.n_samples / result.sampling_rate)}) on {result.device}",
+        f"beats found: {result.peaks.size:,}; median heart rate: {'-' if hr is None else f'{hr:.0f} bpm'}; "
+        f"kept by segmentation: {kept:,} ({100 * result.beats.share_kept:.1f} %), "
+        f"matrix {tuple(result.beats.matrix.shape)}",
+        "seconds: " + ", ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()),
+    ]
+    if result.score is not None:
+        s = result.score
+        lines.append(
+            f"accuracy against {result.reference}, inside the scoring window (all but the first and last "
+            f"{EDGE_S:g} s; {s.tp + s.fn:,} reference beats and {s.tp + s.fp:,} found beats in it; a match within "
+            f"{1000 * MATCH_TOLERANCE_S:.0f} ms): {s}"
+        )
+    return lines
+
+
+def ecg_lines(result: LearnResult) -> list[str]:
+    s = result.summary
+    c = s.counts
+    lines = [
+        f"{c.beats_found:,} beats found, {c.beats_kept:,} kept (their window lies inside the recording), "
+        f"{c.flagged:,} flagged as anomalous (score above {s.threshold:.4g}); {final_loss(s)}"
+    ]
+    left = held(s.quality.left_out_of_training_and_flags) if s.quality else None
+    if left is not None:
+        lines.append(
+            f"{left:,} beats of poor signal quality (under {s.quality.poor_below:g}) left out of training "
+            "and out of the flags"
+        )
+    lines += label_lines(s) + [training_line(s), "seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in s.seconds.items())]
+    return lines
+
+
+def score_lines(result: LearnResult) -> list[str]:
+    s = result.summary
+    c = s.counts
+    return [
+        f"{c.beats_found:,} beats found, {c.beats_kept:,} scored, {c.flagged:,} flagged as anomalous "
+        f"({100 * s.flag_rate:.2f} %; the model's threshold {s.threshold:.4g}, "
+        f"trained on {s.model.training_beats:,} beats)",
+        *label_lines(s),
+    ]
+
+
+def score_series_lines(result: LearnResult) -> list[str]:
+    s = result.summary
+    return [
+        f"{s.windows.used:,} windows of {s.window} scored, {len(s.flagged):,} flagged as anomalous "
+        f"({100 * s.flag_rate:.2f} %; the model's threshold {s.threshold:.4g}, trained on "
+        f"{s.model.training_windows:,} windows)"
+        + (": " + ", ".join(f.start[:10] for f in s.flagged[:8]) if s.flagged else "")
+    ]
+
+
+def series_lines(result: LearnResult) -> list[str]:
+    s = result.summary
+    w = s.windows
+    return [
+        f"{w.used:,} windows of {s.window} ({s.steps_per_window} steps); {w.windows_with_filled_slots} "
+        f"had gaps filled ({w.filled_slots} slots), {len(w.dropped)} dropped; duplicates averaged: "
+        f"{s.time['n_duplicates']}",
+        f"{len(s.flagged)} windows flagged (score above {s.threshold:.4g}); the top ones: "
+        + ", ".join(f.start[:10] for f in s.flagged[:8]),
+        training_line(s),
+    ]
+
+
+def train_lines(result: LearnResult) -> list[str]:
+    s = result.summary
+    r = s.recordings
+    lines = [
+        f"{s.counts.beats:,} beats of {r.used:,} recordings trained one model"
+        + (f"; {len(r.skipped)} left out, the first: {r.skipped[0].path}: {r.skipped[0].error}" if r.skipped else "")
+    ]
+    if s.quality:
+        q = s.quality
+        lines.append(f"{q.left_out_of_training:,} beats under --min-quality {q.min_quality:g} left out of training")
+    return [*lines, training_line(s)]
+
+
+def training_line(s: RunSummary) -> str:
+    """How long training ran, whose weights were kept, on how many threads."""
+    e, t = s.epochs, s.threads
+    runs, kept = sorted(set(e.run)), sorted(set(e.kept))
+    span = "-".join(map(str, runs[:: max(1, len(runs) - 1)]))
+    if s.settings.get("epochs") is not None:
+        trained = f"trained {span} epochs (as asked)"
+    elif any(e.stopped_early):
+        trained = f"trained {span} of at most {e.limit} epochs (stopped when the validation loss no longer improved)"
+    else:
+        trained = f"trained {span} of at most {e.limit} epochs (ran to the limit)"
+    return (
+        f"{trained}; kept the weights of epoch {'-'.join(map(str, kept[:: max(1, len(kept) - 1)]))}; "
+        f"{t.threads} CPU thread{'s' if t.threads > 1 else ''} ({t.reason})"
+    )
+
+
+def final_loss(s: RunSummary) -> str:
+    losses = s.final_loss.train
+    if len(losses) == 1:
+        return f"final loss {losses[0]:.4g}"
+    return f"final loss {sum(losses) / len(losses):.4g} (mean of {len(losses)} members)"
+
+
+def label_lines(s: RunSummary) -> list[str]:
+    """How many beats of each reference label and AAMI class were flagged, when the run had a reference."""
+    if not s.reference:
+        return []
+    lines = [
+        f"flagged by reference label ({s.reference.source}): "
+        + ", ".join(f"{name} {v.flagged:,} of {v.beats:,}" for name, v in s.reference.labels.items())
+    ]
+    if s.reference.aami:
+        lines.append(
+            "flag rate by AAMI class: "
+            + ", ".join(
+                f"{k} {100 * v.flag_rate:.1f} % ({v.flagged:,} of {v.beats:,})" for k, v in s.reference.aami.items()
+            )
+        )
+    return lines
