@@ -22,6 +22,7 @@ _EXPORTS = {
     "Recording": "devicepipe.io",
     "TimeReport": "devicepipe.io",
     "read_series": "devicepipe.io",
+    "OverrideRate": "devicepipe.io",
     "write_parquet": "devicepipe.io",
     "write_csv": "devicepipe.io",
     "write_npy": "devicepipe.io",

@@ -42,6 +42,7 @@ def input_summary(source: Any, rec: Recording, device: torch.device, *, channel_
         "sampling_rate_hz": rec.sampling_rate,
         "n_samples": rec.n_samples,
         "non_finite_values": {"count": rec.n_nan, "policy": rec.nan_policy},
+        **({} if rec.stated_rate is None else {"stated_sampling_rate_hz": rec.stated_rate}),
     }
 
 

@@ -331,6 +331,7 @@ class RunSummary(Record):
     column: str
     device: str
     sampling_rate_hz: float | None
+    stated_sampling_rate_hz: float  # the recording's own rate, where another was given (--override-rate)
     n_samples: int
     non_finite_values: NonFinite
     method: str

@@ -12,7 +12,8 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from devicepipe.ecg import ECG_PEAK_METHODS, SEGMENT_MODES
-from devicepipe.io import DUPLICATE_POLICIES, NAN_POLICIES
+from devicepipe.errors import DevicepipeError
+from devicepipe.io import DUPLICATE_POLICIES, NAN_POLICIES, OverrideRate
 from devicepipe.learn import SCORERS
 from devicepipe.pipelines import (
     LearnSettings,
@@ -183,7 +184,27 @@ def _split(text: str | None) -> list[str] | None:
 
 
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Run directory for every output.")]
-RateOpt = Annotated[float | None, typer.Option(help="Sampling rate in Hz, when the file does not say (CSV, NPY).")]
+OverrideRateOpt = Annotated[
+    bool,
+    typer.Option(
+        "--override-rate",
+        help="Read the recording at --sampling-rate even where it states another rate (summary.json records both); "
+        "without it, a rate that contradicts the recording's own is refused.",
+    ),
+]
+
+
+def _rate(sampling_rate: float | None, override_rate: bool) -> float | None:
+    """The --sampling-rate to read at: as given, or (``--override-rate``) over the recording's own."""
+    if override_rate and sampling_rate is None:
+        raise DevicepipeError("--override-rate says to read at --sampling-rate; give it, e.g. --sampling-rate 250.")
+    return OverrideRate(sampling_rate) if override_rate else sampling_rate
+
+
+RateOpt = Annotated[
+    float | None,
+    typer.Option(help="Sampling rate in Hz, for a file that does not say (CSV, NPY); see --override-rate."),
+]
 LatentOpt = Annotated[int, typer.Option(help="Latent dimensions of the VAE.", min=1, max=64)]
 WidthOpt = Annotated[int, typer.Option(help="Samples per beat row (a power of two).", min=8)]
 EcgModeOpt = Annotated[

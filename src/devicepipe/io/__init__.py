@@ -14,7 +14,7 @@ One module a concern:
 - :mod:`~devicepipe.io.write`: atomic files (and checkpoints), staged run directories, output checks.
 """
 
-from devicepipe.io.read import Recording, read_series
+from devicepipe.io.read import OverrideRate, Recording, read_series
 from devicepipe.io.reference import ReferenceBeats, read_reference
 from devicepipe.io.tables import SAMPLING_RATE_KEY
 from devicepipe.io.timeline import DUPLICATE_POLICIES, NAN_POLICIES, TimeReport
@@ -48,6 +48,7 @@ __all__ = [  # by name, whatever the case
     "read_reference",
     "write_beat_annotations",
     "read_series",
+    "OverrideRate",
     "Recording",
     "ReferenceBeats",
     "SAMPLING_RATE_KEY",

@@ -21,7 +21,7 @@ from devicepipe.errors import ReadError
 from devicepipe.io.formats import format_of
 from devicepipe.io.formats.npy import npy_header
 from devicepipe.io.raw import ColumnSpec
-from devicepipe.io.read import header_sampling_rate, read_series
+from devicepipe.io.read import OverrideRate, chosen_rate, header_sampling_rate, read_series
 
 __all__ = ["Chunk", "chunk_reader", "iter_chunks", "npy_rows", "recording_length", "samples_at_most"]
 
@@ -58,11 +58,12 @@ def chunk_reader(
     device: str | torch.device = "cpu",
     dtype: torch.dtype = torch.float32,
     encoding: str | None = None,
+    override_rate: bool = False,
 ) -> tuple[Callable[[int, int], torch.Tensor], int, float]:
     """``read(start, stop)`` (samples ``[start, stop)`` of one channel as a ``(time,)`` tensor on
     ``device``), the recording's length and its rate (Hz): what
     :func:`devicepipe.ecg.ecg_peaks_chunked` takes."""
-    rate = sampling_rate or header_sampling_rate(Path(source), column)
+    rate = chosen_rate(sampling_rate, header_sampling_rate(Path(source), column), Path(source).name, override_rate)
     if rate is None:
         raise ReadError(
             f"the sampling rate of {Path(source).name} is unknown",
@@ -73,16 +74,18 @@ def chunk_reader(
     chosen = 0 if column is None else column
     fmt = format_of(Path(source))
     fast = None if fmt is None else fmt.chunk_reader(Path(source), chosen, device, dtype)
+    rate = rate if isinstance(rate, OverrideRate) else float(rate)  # (an override stays one, for what reads on)
     if fast is not None:
-        return fast, n, float(rate)
+        return fast, n, rate
 
     def read(start: int, stop: int) -> torch.Tensor:
         rec = read_series(
-            source, chosen, start=start, stop=stop, sampling_rate=rate, device=device, dtype=dtype, encoding=encoding
-        )
+            source, chosen, start=start, stop=stop, sampling_rate=rate, device=device, dtype=dtype,
+            encoding=encoding, override_rate=override_rate,
+        )  # fmt: skip
         return rec.samples
 
-    return read, n, float(rate)
+    return read, n, rate
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,8 @@ def iter_chunks(
     recording exactly. ``read_options`` go to :func:`~devicepipe.io.read_series`."""
     if not chunk_s > 0 or not halo_s >= 0:
         raise ReadError(f"iter_chunks(): chunk_s must be positive and halo_s not negative, got {chunk_s}, {halo_s}.")
-    rate = sampling_rate or header_sampling_rate(Path(source), column)
+    override = bool(read_options.get("override_rate", False))
+    rate = chosen_rate(sampling_rate, header_sampling_rate(Path(source), column), Path(source).name, override)
     if rate is None:
         raise ReadError(f"iter_chunks(): the sampling rate of {Path(source).name} is unknown; pass sampling_rate=.")
     n = recording_length(source, column)

@@ -87,6 +87,7 @@ class Recording:
     nan_policy: str = "error"
     source: str = ""
     start_sample: int = 0  # where these samples begin in the source (read_series(start=...))
+    stated_rate: float | None = None  # the source's own rate (Hz), where another was used (override_rate=True)
 
     @property
     def device(self) -> torch.device:
@@ -161,6 +162,7 @@ def read_series(
     duplicates: DuplicatePolicy = "keep",
     start: int | str | None = None,
     stop: int | str | None = None,
+    override_rate: bool = False,
 ) -> Recording:
     """Read a recording onto ``device``.
 
@@ -174,29 +176,28 @@ def read_series(
         or position; None takes every column except the time column.
     device : ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a torch.device.
     dtype : floating dtype of the samples on the device.
-    sampling_rate : Hz; overrides (or supplies) the source's rate.
+    sampling_rate : Hz, for a source that does not state its rate. A rate that contradicts the
+        one the source states is refused with one line, unless ``override_rate=True`` (or the rate
+        is an :class:`OverrideRate`): then the samples are taken at ``sampling_rate`` and
+        :attr:`Recording.stated_rate` keeps the source's.
     time_column : a column of timestamps; the rows are sorted by it and irregularities
         (duplicates, gaps) reported in :attr:`Recording.time_report`.
-    time_format : strptime format of the time column when it is not ISO 8601 or one of the
-        common formats tried by default.
+    time_format : strptime format of the time column when it is not ISO 8601 or the common forms.
     channel : WFDB channel(s) by name or index (an alias of ``column``).
     header : whether a CSV's first line holds column names; None detects it.
-    encoding : a CSV's text encoding (e.g. ``"latin-1"``); None: UTF-16 when the file starts
-        with its byte-order mark, else UTF-8.
+    encoding : a CSV's text encoding (e.g. ``"latin-1"``); None: UTF-16 by its byte-order mark, else UTF-8.
     nan : ``"error"`` (default: fail with the count and the first position), ``"drop"`` (drop
         the time points that have a NaN) or ``"interpolate"`` (linear, on the device).
-    duplicates : with a time column, what to do with rows sharing a timestamp: ``"keep"``
-        (report only), ``"first"``, ``"mean"`` or ``"error"``.
-    start, stop : read only samples ``[start, stop)``: sample indices (int), or durations from
-        the beginning (``"2h"``, ``"10min"``; the rate must be known before reading: WFDB, EDF,
-        devicepipe's Parquet, or ``sampling_rate=``). Only that part is read where the format
-        allows (WFDB, EDF, NPY by memory map, Parquet by row group, CSV by streaming).
+    duplicates : rows sharing a timestamp: ``"keep"`` (report only), ``"first"``, ``"mean"`` or ``"error"``.
+    start, stop : samples ``[start, stop)`` only: indices, or durations (``"2h"``: the rate known before
+        reading); only that part is read (a CSV's rows before ``start`` are skipped unparsed).
 
     Returns
     -------
     Recording with ``samples`` of shape ``(time,)`` (one channel) or ``(channels, time)``.
     """
     column = _check_read(column, channel, nan, duplicates, dtype, sampling_rate)  # before any reading
+    _check_stated_rate(source, column, sampling_rate, override_rate)
     target = resolve_device(device)
     span = _span(source, column, start, stop, sampling_rate)
     raw = _read_raw(source, column, time_column, time_format, header, encoding, span)
@@ -209,7 +210,7 @@ def read_series(
     timestamps = None if times is None else torch.from_numpy(times.view(np.int64)).to(target)
     samples, timestamps, n_nan = apply_nan_policy(samples, timestamps, nan, raw.source)
 
-    rate = _rate(sampling_rate, raw, report)
+    rate = _rate(sampling_rate, raw, report, override_rate)
     if samples.shape[0] == 1 and samples.ndim == 2:
         samples = samples[0]
     return Recording(
@@ -223,6 +224,7 @@ def read_series(
         nan_policy=nan,
         source=raw.source,
         start_sample=span.start,
+        stated_rate=raw.sampling_rate if rate != raw.sampling_rate and raw.sampling_rate is not None else None,
     )
 
 
@@ -233,9 +235,44 @@ def _check_not_empty(raw: RawSeries, span: Span, start: Any) -> None:
         raise ReadError(f"read_series(): {raw.source} has no samples; check the file and the column.")
 
 
-def _rate(sampling_rate: float | None, raw: RawSeries, report: TimeReport | None) -> float | None:
+#: Rates closer than this share are one rate (a header's rounding of it).
+SAME_RATE = 1e-6
+
+
+class OverrideRate(float):
+    """A sampling rate in Hz to read a source at even where the source states another (as
+    ``override_rate=True`` says it): ``sampling_rate=OverrideRate(250)`` carries the choice
+    through a pipeline, and the run's ``summary.json`` records both rates."""
+
+
+def chosen_rate(given: float | None, stated: float | None, source: str, override: bool = False) -> float | None:
+    """The rate to read ``source`` at (Hz): the one ``given``, else the one it ``stated``. A given
+    rate that contradicts a stated one is a mistake (the help says the option is for sources
+    that state none) and is refused with one line, unless ``override``."""
+    if given is None:
+        return stated
+    override = override or isinstance(given, OverrideRate)
+    if stated is not None and not override and abs(float(given) - float(stated)) > SAME_RATE * float(stated):
+        raise ReadError(
+            f"{source} states its sampling rate, {float(stated):g} Hz, and {{param}} {float(given):g} was given",
+            fix="drop {sampling_rate}, or pass {override_rate=True} to read it at the rate given.",
+            param="sampling_rate",
+            value=given,
+        )
+    return given
+
+
+def _check_stated_rate(source: Any, column: ColumnSpec, sampling_rate: float | None, override: bool) -> None:
+    """Refuse a rate given against the one a file's header states, before its samples are read."""
+    if isinstance(source, (str, os.PathLike)) and sampling_rate is not None:
+        chosen_rate(sampling_rate, header_sampling_rate(Path(source), column), Path(source).name, override)
+
+
+def _rate(
+    sampling_rate: float | None, raw: RawSeries, report: TimeReport | None, override: bool = False
+) -> float | None:
     """The rate given, else the source's, else one over the time column's step (Hz); checked."""
-    rate = sampling_rate if sampling_rate is not None else raw.sampling_rate
+    rate = chosen_rate(sampling_rate, raw.sampling_rate, raw.source, override)
     if rate is None and report is not None and report.step_s > 0:
         rate = 1.0 / report.step_s
     check_rate(rate, f"the sampling rate of {raw.source}")

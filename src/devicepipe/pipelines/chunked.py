@@ -26,7 +26,7 @@ from devicepipe.io import (
     staged_dir,
 )
 from devicepipe.io.chunks import chunk_reader, recording_length, samples_at_most
-from devicepipe.io.read import check_rate, header_sampling_rate
+from devicepipe.io.read import check_rate, chosen_rate, header_sampling_rate
 from devicepipe.io.spill import Spill, Stored
 from devicepipe.pipelines import context
 from devicepipe.pipelines.beats_finish import BeatsOptions, _beats_result, _check_beats, _write_beats
@@ -76,7 +76,7 @@ def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | 
             raise DevicepipeError("chunk= needs a recording file (chunks are read from it), not an in-memory array.")
         _check_chunk(opts.chunk, opts.method)
         if isinstance(opts.chunk, str):
-            rate = opts.sampling_rate or header_sampling_rate(Path(source), opts.channel)
+            rate = chosen_rate(opts.sampling_rate, header_sampling_rate(Path(source), opts.channel), Path(source).name)
             if rate is None:
                 raise _unknown_rate(Path(source).name)
             return max(1, int(round(parse_duration(opts.chunk) * rate)))

@@ -28,12 +28,14 @@ from devicepipe.cli.options import (
     EncodingOpt,
     NanOpt,
     NanPolicy,
+    OverrideRateOpt,
     PeakMethod,
     RateOpt,
     SchedulerOpt,
     SegmentMode,
     WorkersOpt,
     _maybe_int,
+    _rate,
 )
 from devicepipe.cli.printing import (
     _console,
@@ -102,6 +104,7 @@ def beats(
     out: _OUT,
     channel: EcgChannelOpt = None,
     sampling_rate: RateOpt = None,
+    override_rate: OverrideRateOpt = False,
     method: _METHOD = PeakMethod["ricker"],
     mode: _MODE = SegmentMode[BEATS_MODE],
     reference: _REFERENCE = None,
@@ -124,7 +127,7 @@ def beats(
     """
     options = BeatsOptions(
         channel=_maybe_int(channel),
-        sampling_rate=sampling_rate,
+        sampling_rate=_rate(sampling_rate, override_rate),
         method=method.value,
         mode=mode.value,
         nan=nan.value,

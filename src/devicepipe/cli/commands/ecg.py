@@ -38,6 +38,7 @@ from devicepipe.cli.options import (
     NanPolicy,
     NeighboursOpt,
     OutOpt,
+    OverrideRateOpt,
     PercentileOpt,
     RateOpt,
     ResumeOpt,
@@ -50,6 +51,7 @@ from devicepipe.cli.options import (
     WidthOpt,
     WorkersOpt,
     _maybe_int,
+    _rate,
     learn_settings,
 )
 from devicepipe.cli.printing import (
@@ -81,6 +83,7 @@ def ecg(
     device: DeviceOpt = "auto",
     channel: EcgChannelOpt = None,
     sampling_rate: RateOpt = None,
+    override_rate: OverrideRateOpt = False,
     epochs: EpochsOpt = ECG.epochs,
     max_epochs: MaxEpochsOpt = ECG.max_epochs,
     batch_size: BatchOpt = ECG.batch_size,
@@ -114,7 +117,7 @@ def ecg(
     settings = learn_settings(LearnSettings, locals())
     cut = {
         "channel": _maybe_int(channel),
-        "sampling_rate": sampling_rate,
+        "sampling_rate": _rate(sampling_rate, override_rate),
         "mode": mode.value,
         "width": width,
         "nan": nan.value,

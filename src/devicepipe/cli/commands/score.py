@@ -29,11 +29,13 @@ from devicepipe.cli.options import (
     NanOpt,
     NanPolicy,
     OutOpt,
+    OverrideRateOpt,
     RateOpt,
     SchedulerOpt,
     TimeFormatOpt,
     WorkersOpt,
     _maybe_int,
+    _rate,
 )
 from devicepipe.cli.printing import (
     _console,
@@ -77,6 +79,7 @@ def score(
     time_column: _TIME_COLUMN = None,
     time_format: TimeFormatOpt = None,
     sampling_rate: RateOpt = None,
+    override_rate: OverrideRateOpt = False,
     reference: _REFERENCE = None,
     nan: NanOpt = NanPolicy["error"],
     encoding: EncodingOpt = None,
@@ -105,7 +108,7 @@ def score(
         raise DevicepipeError("--time-column and --time-format are for a model from 'devicepipe series'.")
     options = {
         "channel": _maybe_int(channel),
-        "sampling_rate": sampling_rate,
+        "sampling_rate": _rate(sampling_rate, override_rate),
         "nan": nan.value,
         "encoding": encoding,
     }

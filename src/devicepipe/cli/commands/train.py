@@ -31,6 +31,7 @@ from devicepipe.cli.options import (
     NanOpt,
     NanPolicy,
     NeighboursOpt,
+    OverrideRateOpt,
     PercentileOpt,
     RateOpt,
     ResumeOpt,
@@ -40,6 +41,7 @@ from devicepipe.cli.options import (
     ThreadsOpt,
     WidthOpt,
     _maybe_int,
+    _rate,
     learn_settings,
 )
 from devicepipe.cli.printing import (
@@ -79,6 +81,7 @@ def train(
     device: DeviceOpt = "auto",
     channel: EcgChannelOpt = None,
     sampling_rate: RateOpt = None,
+    override_rate: OverrideRateOpt = False,
     epochs: EpochsOpt = ECG.epochs,
     max_epochs: MaxEpochsOpt = ECG.max_epochs,
     batch_size: BatchOpt = ECG.batch_size,
@@ -115,8 +118,9 @@ def train(
     try:
         with _epoch_bar(con, settings.epoch_limit, bar, exact=epochs is not None) as update:
             result = run_train(
-                input, out, settings=settings, channel=_maybe_int(channel), sampling_rate=sampling_rate,
-                device=joined or device, mode=mode.value, width=width, nan=nan.value, encoding=encoding,
+                input, out, settings=settings, channel=_maybe_int(channel),
+                sampling_rate=_rate(sampling_rate, override_rate), device=joined or device, mode=mode.value,
+                width=width, nan=nan.value, encoding=encoding,
                 min_quality=min_quality, progress=con.print, epoch_progress=update,
                 memory_budget=None if memory_budget is None else parse_bytes(memory_budget),
             )  # fmt: skip
