@@ -9,7 +9,8 @@ files by their declarations in :mod:`devicepipe.artifacts`; ``summary.json`` by
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import json
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,10 +112,41 @@ def heart_rate_summary(peaks: torch.Tensor | Stored, sampling_rate: float) -> di
 SUMMARY_SCHEMA = 1
 
 
-def write_summary(out: Path, summary: RunSummary | Mapping[str, Any], files: dict[str, Path]) -> RunSummary:
+def write_summary(
+    out: Path, summary: RunSummary | Mapping[str, Any], files: dict[str, Path], *, replaces: Sequence[str] = ()
+) -> RunSummary:
     """Write ``summary.json`` (call it last): ``summary`` with its :data:`SUMMARY_SCHEMA` and
-    every file of the run listed; return the summary as written."""
+    every file of the run listed; then remove the files of the run it ``replaces`` (see
+    :func:`remove_stale`) that this one did not write. Return the summary as written."""
     typed = summary if isinstance(summary, RunSummary) else RunSummary.from_dict(summary)
     typed = typed.replace(schema=SUMMARY_SCHEMA, files=sorted(p.name for p in files.values()))
     write_json(typed.to_dict(), out / "summary.json")
+    remove_stale(out, replaces, typed.files)
     return typed
+
+
+#: Files of an earlier run that a new run in its directory never removes: what cost training.
+KEPT_FILES = frozenset({"model.pt", "checkpoint.pt", "ensemble.pt"})
+
+
+def earlier_files(out: Path) -> tuple[str, ...]:
+    """The files the run in ``out`` listed in its ``summary.json`` (none where there is none, or
+    it does not read as one): what a new run there replaces."""
+    try:
+        listed = json.loads((Path(out) / "summary.json").read_text(encoding="utf-8")).get("files", [])
+    except (OSError, ValueError, AttributeError):
+        return ()
+    return tuple(name for name in listed if isinstance(name, str))
+
+
+def remove_stale(out: Path, earlier: Sequence[str], now: Sequence[str]) -> list[str]:
+    """Remove from ``out`` the files an ``earlier`` run listed that the run now there did not
+    write (``now``), so that a directory holds one run: never a file it did not list, a path
+    outside ``out``, or one of :data:`KEPT_FILES`. The names removed."""
+    removed = []
+    for name in sorted(set(earlier) - set(now) - KEPT_FILES):
+        path = Path(out) / name
+        if Path(name).name == name and name not in ("", ".", "..") and path.is_file() and not path.is_symlink():
+            path.unlink()
+            removed.append(name)
+    return removed

@@ -30,6 +30,7 @@ from devicepipe.io.spill import Stored
 from devicepipe.outputs import (
     heart_rate_summary,
     input_summary,
+    remove_stale,
     write_beat_files,
     write_summary,
 )
@@ -93,6 +94,7 @@ def _finish_beats(
                 **leads,
             )  # fmt: skip
         )
+    remove_stale(run.out, run.earlier, list(files))  # (a directory holds one run)
     return _beats_result(run, rec, rec.n_samples, host["peaks"], beats, files, checked)
 
 
@@ -149,14 +151,16 @@ def _write_beats(
     rated: tuple[BeatQuality, torch.Tensor, int] | None = None,
     **more: Any,
 ) -> dict[str, Path]:
-    """Every file of a beats run but the matrix, ``summary.json`` last (``quality_columns``: the
+    """Every file of a beats run but the matrix (written into ``stage`` before: listed with the
+    rest), ``summary.json`` last (``quality_columns``: the
     beat table's quality columns; ``rated``: the beats' quality, their R peaks and the
     recording's length, for ``quality.png``; ``more``: the summary's extra fields). The R peaks,
     ``kept`` and the columns may be held on disk (:class:`Stored`): the files are written from
     parts of them, and only the figures read them whole."""
     fs, peaks = rec.sampling_rate, checked.host_peaks
     run.note(f"found {peaks.size:,} beats, writing {run.out}")
-    files = write_beat_files(stage, _record_name(rec), peaks, kept, fs, quality=quality_columns)
+    files = {"beat_matrix.npy": stage / "beat_matrix.npy"}
+    files.update(write_beat_files(stage, _record_name(rec), peaks, kept, fs, quality=quality_columns))
     # every R peak in memory for the figures (peaks held on disk stay there without them)
     every = peaks if isinstance(peaks, np.ndarray) else peaks[:] if signal is not None else None
     made = Made("beats", stage, rec=rec, signal=signal, peaks=every, beats=beats, reference=checked.reference,

@@ -28,6 +28,7 @@ from devicepipe.io import (
 from devicepipe.io.chunks import chunk_reader, recording_length, samples_at_most
 from devicepipe.io.read import check_rate, chosen_rate, header_sampling_rate
 from devicepipe.io.spill import Spill, Stored
+from devicepipe.outputs import remove_stale
 from devicepipe.pipelines import context
 from devicepipe.pipelines.beats_finish import BeatsOptions, _beats_result, _check_beats, _write_beats
 from devicepipe.pipelines.context import PEAK_METHOD, _Run
@@ -147,6 +148,7 @@ def _run_beats_chunked(
             summary = {"quality": _quality_summary_stored(held, n, fs), "n_samples": n, "chunked": chunking}
             files.update(_write_beats(stage, run, source, rec, signal, kept, cut, checked, opts, columns, rated=rated,
                                       **summary))  # fmt: skip
+        remove_stale(run.out, run.earlier, list(files))  # (a directory holds one run)
         # what the caller is given (9 bytes a beat), mapped from disk: in memory only where it is used
         host_peaks, host_kept = held.mapped("peaks"), held.mapped("kept")
         checked = replace(checked, host_peaks=host_peaks)

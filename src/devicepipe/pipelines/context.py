@@ -17,6 +17,7 @@ from devicepipe.io import (
     check_output_dir,
     sweep_leftovers,
 )
+from devicepipe.outputs import earlier_files
 from devicepipe.timing import StageTimer
 
 Progress = Callable[[str], None]
@@ -42,6 +43,7 @@ class _Run:
     device: torch.device
     timer: StageTimer
     note: Progress
+    earlier: tuple[str, ...] = ()  # the files of the run this one replaces (see outputs.remove_stale)
 
     def stage(self, name: str, *, count: bool = True) -> Any:
         return self.timer.stage(name, count=count)
@@ -55,7 +57,7 @@ def _start(out: str | Path, device: str | torch.device, count_transfers: bool, p
     if removed:
         note(f"removed {len(removed)} file(s) an interrupted run left in {out}")
     ledger = TransferLedger() if count_transfers else None
-    return _Run(out, dev, StageTimer(dev, ledger), note)
+    return _Run(out, dev, StageTimer(dev, ledger), note, earlier_files(out))
 
 
 def _to_host(tensors: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:

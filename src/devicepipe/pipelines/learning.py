@@ -166,7 +166,7 @@ def _finish(
     )
     typed = RunSummary.from_dict(summary)
     files[REPORT_NAME] = write_report(run.out, kind, typed, files, flagged=flagged)
-    typed = write_summary(run.out, typed, files)
+    typed = write_summary(run.out, typed, files, replaces=run.earlier)
     files["summary.json"] = run.out / "summary.json"
     return LearnResult(run.out, typed, files)
 

@@ -104,7 +104,7 @@ def run_score(
     page = _flagged_beats(host, fs, ref is not None)
     typed = RunSummary.from_dict(summary)
     files[REPORT_NAME] = write_report(run.out, "score", typed, files, flagged=page)
-    typed = write_summary(run.out, typed, files)
+    typed = write_summary(run.out, typed, files, replaces=run.earlier)
     files["summary.json"] = run.out / "summary.json"
     return LearnResult(run.out, typed, files)
 

@@ -334,7 +334,7 @@ def run_score_series(
     page = _flagged_windows(wins, host, flagged, rec.channels[0])
     typed = RunSummary.from_dict(summary)
     files[REPORT_NAME] = write_report(run.out, "score-series", typed, files, flagged=page)
-    typed = write_summary(run.out, typed, files)
+    typed = write_summary(run.out, typed, files, replaces=run.earlier)
     files["summary.json"] = run.out / "summary.json"
     return LearnResult(run.out, typed, files)
 
