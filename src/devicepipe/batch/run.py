@@ -29,6 +29,7 @@ from devicepipe.device import resolve_device, usable_cores
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import check_output_dir, write_json, write_parquet
 from devicepipe.io.discover import INDEX_NAME, Dataset, find_recordings
+from devicepipe.io.write import holds_output
 from devicepipe.outputs import SUMMARY_SCHEMA
 from devicepipe.report import REPORT_NAME, dataset_table, write_report
 from devicepipe.summaries import DatasetSummary
@@ -123,6 +124,7 @@ def _finished(out: Path) -> dict[str, Any] | None:
     return summary if isinstance(summary, dict) else None
 
 
+@holds_output
 def run_dataset(
     spec: str | os.PathLike[str] | Dataset,
     out: str | os.PathLike[str],

@@ -9,7 +9,10 @@ work starts (:class:`OutputError`).
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import functools
 import glob
+import hashlib
 import json
 import math
 import os
@@ -17,7 +20,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -291,3 +294,58 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, (Path, np.datetime64, torch.device, torch.dtype)):
         return str(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+#: Where the locks on run directories are kept (one small file per directory being written).
+LOCK_DIR = "devicepipe-locks"
+
+
+def lock_path(out: str | os.PathLike[str]) -> Path:
+    """The lock file of the run directory ``out`` (see :func:`output_lock`)."""
+    target = Path(out).expanduser().resolve()
+    return Path(tempfile.gettempdir()) / LOCK_DIR / (hashlib.sha1(str(target).encode()).hexdigest()[:24] + ".lock")
+
+
+@contextlib.contextmanager
+def output_lock(out: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the lock on the run directory ``out`` while the block runs: a second run into the
+    same directory (another process, or another call in this one) is refused with one line
+    instead of the two replacing each other's files. The lock is a file in the machine's temporary
+    directory, named by ``out``'s absolute path, released (and removed) when the block ends,
+    however it ends, and by the system if the process dies."""
+    target, path = Path(out).expanduser().resolve(), lock_path(out)
+    path.parent.mkdir(exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise OutputError(
+            f"another devicepipe run is writing to {target}", fix="wait for it to end, or choose another {out}.",
+            param="out",
+        ) from None  # fmt: skip
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {target}\n".encode())
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        os.close(fd)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def holds_output(run: F) -> F:
+    """``run(source, out, ...)`` holding :func:`output_lock` on ``out`` (under ``torchrun``, on
+    rank 0 only: every rank of one run writes to one directory)."""
+
+    @functools.wraps(run)
+    def locked(source: Any, out: str | os.PathLike[str], *args: Any, **kwargs: Any) -> Any:
+        if int(os.environ.get("RANK", "0") or 0) != 0:
+            return run(source, out, *args, **kwargs)
+        with output_lock(out):
+            return run(source, out, *args, **kwargs)
+
+    return locked  # type: ignore[return-value]

@@ -19,6 +19,7 @@ from devicepipe.io import (
     ReferenceBeats,
     read_reference,
 )
+from devicepipe.io.write import holds_output
 from devicepipe.pipelines.beats_finish import BeatsOptions, _finish_beats
 from devicepipe.pipelines.chunked import _chunk_size, _run_beats_chunked
 from devicepipe.pipelines.context import BEATS_MODE, PEAK_METHOD, Progress, _Run, _start
@@ -26,6 +27,7 @@ from devicepipe.pipelines.reading import ALL_LEADS, _check_ecg_input, _find_peak
 from devicepipe.pipelines.results import BeatsResult
 
 
+@holds_output
 def run_beats(
     source: Any,
     out: str | Path,

@@ -89,8 +89,8 @@ def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | 
         if samples_at_most(source, opts.channel) * BYTES_PER_SAMPLE <= budget:
             return None  # it fits (a CSV plainly small enough is not counted first)
         n = recording_length(source, opts.channel)
-    except DevicepipeError:
-        return None  # read in one piece, which says what is wrong with it
+    except (DevicepipeError, OSError):
+        return None  # read in one piece, which says what is wrong with it (a missing file, ...)
     return AUTO_CHUNK_SAMPLES if n * BYTES_PER_SAMPLE > budget else None
 
 

@@ -22,6 +22,7 @@ from devicepipe.io import (
     ReferenceBeats,
     read_reference,
 )
+from devicepipe.io.write import holds_output
 from devicepipe.learn import (
     LearnSettings,
     check_before_start,
@@ -55,6 +56,7 @@ from devicepipe.score import latent_grid, reconstruct
 from devicepipe.signal.resample import resample_rows
 
 
+@holds_output
 def run_ecg(
     source: Any,
     out: str | Path,

@@ -50,7 +50,7 @@ def _read_ecg(
     if channel is None:
         channel, time_column = _signal_choice(run, source, None)
     times = sampling_rate is None and declares_sampling_rate(source) is False
-    if times and time_column is None:
+    if times and time_column is None and Path(source).exists():  # (a missing file: read_series says so)
         raise _unknown_rate(Path(source).name)  # said before a long read, not after
     with run.stage("read"):
         rec = read_series(

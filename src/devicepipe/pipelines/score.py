@@ -18,6 +18,7 @@ from devicepipe.io import (
     Recording,
     read_reference,
 )
+from devicepipe.io.write import holds_output
 from devicepipe.outputs import (
     heart_rate_summary,
     input_summary,
@@ -36,6 +37,7 @@ from devicepipe.signal.resample import resample_rows
 from devicepipe.summaries import RunSummary
 
 
+@holds_output
 def run_score(
     source: Any,
     out: str | Path,

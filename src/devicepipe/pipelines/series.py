@@ -20,6 +20,7 @@ from devicepipe.io import (
     read_series,
 )
 from devicepipe.io.channels import time_column_of
+from devicepipe.io.write import holds_output
 from devicepipe.learn import (
     DEFAULT_SCORER,
     LearnSettings,
@@ -105,6 +106,7 @@ def _read_load(
     return rec, report
 
 
+@holds_output
 def run_series(
     source: Any,
     out: str | Path,
@@ -266,6 +268,7 @@ def _flagged_windows(wins: Windows, host: dict[str, np.ndarray], flagged: np.nda
     )
 
 
+@holds_output
 def run_score_series(
     source: Any,
     out: str | Path,

@@ -25,6 +25,7 @@ from devicepipe.io import (
     Recording,
 )
 from devicepipe.io.discover import INDEX_NAME, find_recordings
+from devicepipe.io.write import holds_output
 from devicepipe.learn import (
     LearnSettings,
     check_before_start,
@@ -110,6 +111,7 @@ POPULATION_SCORER_WHY = (
 )
 
 
+@holds_output
 def run_train(
     source: str | Path,
     out: str | Path,

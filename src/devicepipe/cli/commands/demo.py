@@ -21,6 +21,7 @@ from devicepipe.cli.printing import (
     _console,
     _epoch_bar,
     _print_outputs,
+    _warn,
 )
 from devicepipe.pipelines import (
     PIPELINES,
@@ -41,6 +42,8 @@ def demo(
     with _epoch_bar(con, epochs or ECG.max_epochs, "training the VAE", exact=epochs is not None) as update:
         result = run_demo(out, device=device, epochs=epochs, threads=threads, progress=con.print, epoch_progress=update)
     con.print(training_line(result.run.summary), markup=False)
+    for warning in result.run.summary.warnings or []:
+        _warn(con, warning)
     con.print(
         f"{result.run.summary.counts.flagged} beats flagged as anomalous; {result.ectopic_flagged} of the "
         f"{result.n_ectopic} simulated ventricular ectopic beats are among them"
