@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from one_line import one_line_error
 from typer.main import get_command
 from typer.testing import CliRunner
 
@@ -24,14 +25,6 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "devicepipe"
 
 def run(*args):
     return runner.invoke(app, [str(a) for a in args])
-
-
-def one_line_error(result, *patterns):
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("devicepipe: error: "), result.stderr
-    for pattern in patterns:
-        assert pattern in lines[0], lines[0]
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 import wfdb
+from one_line import one_line_error
 from typer.testing import CliRunner
 
 from devicepipe.cli import app
@@ -29,14 +30,6 @@ def record(tmp_path):
     wfdb.wrsamp("r", fs=360, units=["mV"], sig_name=["MLII"], p_signal=signal, fmt=["16"], write_dir=str(tmp_path))
     write_simulated_ecg(sim, tmp_path / "r.csv")
     return tmp_path / "r.hea", sim
-
-
-def one_line_error(result, *patterns):
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("devicepipe: error: "), result.stderr
-    for pattern in patterns:
-        assert pattern in lines[0], lines[0]
 
 
 @pytest.mark.parametrize("extra", [[], ["--chunk", "20s"], ["--strict"]])
