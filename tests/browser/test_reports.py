@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+from html import unescape as html_unescape
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,7 @@ from devicepipe.pipelines import (
     run_series,
     run_train,
 )
+from devicepipe.report import _script_hash
 from devicepipe.simulate import simulate_ecg, simulate_load, write_simulated_ecg, write_simulated_load
 
 pytestmark = pytest.mark.browser
@@ -53,7 +55,8 @@ window.addEventListener("load", () => {
   const out = document.createElement("pre");
   out.id = "probe";
   out.style.display = "none";
-  out.textContent = JSON.stringify({problems: window.__problems, images: images, text: document.body.innerText});
+  const seen = {problems: window.__problems, images: images, text: document.body.innerText, title: document.title};
+  out.textContent = JSON.stringify(seen);
   document.body.appendChild(out);
 });
 </script>"""
@@ -70,13 +73,25 @@ def chromium() -> str:
     pytest.skip(message)
 
 
-def open_in_browser(report: Path, shots: Path) -> dict:
-    """Load ``report`` in headless Chromium; return what the probe saw, and save a screenshot."""
+def _allowing(html: str, *scripts: str) -> str:
+    """``html`` with the test's own inline ``scripts`` allowed by the page's Content-Security-Policy."""
+    hashes = " ".join(_script_hash(s[s.index(">") + 1 : s.rindex("</script>")]) for s in scripts)
+    assert html.count("script-src ") == 1
+    return html.replace("script-src ", f"script-src {hashes} ", 1)
+
+
+def open_in_browser(report: Path, shots: Path, *, extra: str = "", untrusted: str = "") -> dict:
+    """Load ``report`` in headless Chromium; return what the probe saw, and save a screenshot.
+
+    The probe (and ``extra``, a test's own script) are allowed by the page's Content-Security-
+    Policy; ``untrusted`` is added as it is, as a script smuggled into the page would be."""
     browser = chromium()
     html = report.read_text(encoding="utf-8")
     assert html.count("<head>") == 1 and html.count("</body>") == 1
     probed = report.with_name("probed-" + report.name)
-    probed.write_text(html.replace("<head>", "<head>" + PROBE_HEAD).replace("</body>", PROBE_END + "</body>"))
+    html = _allowing(html, PROBE_HEAD, PROBE_END, *([extra] if extra else []))
+    html = html.replace("<head>", "<head>" + PROBE_HEAD).replace("</body>", untrusted + extra + PROBE_END + "</body>")
+    probed.write_text(html)
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--virtual-time-budget=10000"]
     # the probed copy: an alert() would otherwise block the browser; the probe itself is hidden
     dom = subprocess.run(
@@ -203,7 +218,7 @@ def test_dataset_report_lists_failures_first_links_each_run_and_sorts(tmp_path, 
     page = tmp_path / "set" / "report.html"
     html = page.read_text(encoding="utf-8")
     links = re.findall(r'href="([^"]+)"', html)
-    assert sorted(links) == [f"r{i}/report.html" for i in range(3)]
+    assert sorted(links) == [f"./r{i}/report.html" for i in range(3)]
     assert all((page.parent / link).is_file() for link in links)
     # click "beats" twice (ascending, then descending) before the probe reads the page
     click = (
@@ -211,8 +226,7 @@ def test_dataset_report_lists_failures_first_links_each_run_and_sorts(tmp_path, 
         'Array.from(document.querySelectorAll("th")).find(t => t.textContent === "beats"); th.click(); th.click(); });'
         "</script>"
     )
-    page.write_text(html.replace("</body>", click + "</body>"), encoding="utf-8")
-    seen = open_in_browser(page, shots)
+    seen = open_in_browser(page, shots, extra=click)
     beats = [f"{r['beats']:,}" for r in result.rows if r["beats"] is not None]
     _check_page(seen, ["1 of 4 recordings failed", "broken", *beats], images=0)
     text = seen["text"]
@@ -223,3 +237,26 @@ def test_dataset_report_lists_failures_first_links_each_run_and_sorts(tmp_path, 
     assert by_beats != [0, 1, 2]  # the order sorting must change
     assert sorted(order) == [order[i] for i in by_beats]  # rows now in descending beats
     assert table.index("broken") > max(order)  # the failure (no beats) after them
+
+
+def test_hostile_recording_names_are_plain_relative_links_and_no_script_runs(tmp_path, shots):
+    # names that would be a script, a scheme, markup or another host if a page took them as they are
+    folder = tmp_path / "in"
+    names = ["javascript:document.title='x';0", 'q"uote<b>&amp', "ünï cödé", "#frag?q=1", "r0"]
+    for i, name in enumerate(names):
+        write_simulated_ecg(simulate_ecg(20, 250, seed=30 + i), folder / f"{name}.parquet")
+    result = run_dataset(folder, tmp_path / "set", options={"figures": False}, engine=Engine(workers=0))
+    assert result.n_ok == len(names)
+    page = tmp_path / "set" / "report.html"
+    html = page.read_text(encoding="utf-8")
+    links = re.findall(r'href="([^"]+)"', html)
+    assert len(links) == len(names) and all(link.startswith("./") and ":" not in link for link in links), links
+    from urllib.parse import unquote
+
+    assert all((page.parent / unquote(html_unescape(link))).is_file() for link in links)  # each its own report
+    assert '<meta http-equiv="Content-Security-Policy"' in html and "script-src 'sha256-" in html_unescape(html)
+    # a script smuggled into the page does not run; the page's own (sorting) and the probe do
+    smuggled = "<script>document.title = 'pwned'; window.__problems.push('smuggled script ran');</script>"
+    seen = open_in_browser(page, shots, untrusted=smuggled)
+    assert seen["title"] != "pwned" and "smuggled script ran" not in seen["problems"]
+    _check_page({**seen, "problems": [p for p in seen["problems"] if "Content Security Policy" not in p]}, [], 0)
