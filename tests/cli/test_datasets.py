@@ -417,3 +417,16 @@ def test_the_thread_count_asked_for_is_each_workers(tmp_path, monkeypatch):
     cores = batch_run.usable_cores()
     assert set(seen) == {cores} and result.summary["engine"]["threads_per_worker"] == cores
     assert len(paths) == 2
+
+
+def test_an_earlier_run_inside_the_input_folder_is_not_taken_for_recordings(tmp_path):
+    # a beats run written into the folder it read (its tables are .csv and .parquet files too)
+    folder = tmp_path / "in"
+    write_simulated_ecg(simulate_ecg(30, 250, seed=1), folder / "a.parquet")
+    first = runner.invoke(app, ["beats", str(folder / "a.parquet"), "--out", str(folder / "run"), "--no-figures"])
+    assert first.exit_code == 0, first.output
+    assert {"beats.csv", "beats.parquet", "heart_rate.csv"} <= {p.name for p in (folder / "run").iterdir()}
+    assert [p.name for p in find_recordings(folder).paths] == ["a.parquet"]
+    assert [p.name for p in find_recordings(str(folder / "**" / "*.parquet")).paths] == ["a.parquet"]
+    (tmp_path / "summary.json").write_text("{}")  # a run directory above the folder searched does not count
+    assert [p.name for p in find_recordings(folder).paths] == ["a.parquet"]

@@ -61,6 +61,25 @@ def _is_recording(path: Path) -> bool:
     )
 
 
+def _in_a_run(folder: Path, top: Path, seen: dict[Path, bool]) -> bool:
+    """Whether ``folder`` or a folder above it up to ``top`` (the folder searched) is a run
+    directory (``seen``: the answers so far)."""
+    levels = [folder, *folder.parents]
+    for level in levels[: levels.index(top) + 1] if top in levels else [folder]:
+        if level not in seen:
+            seen[level] = (level / "summary.json").is_file() or (level / INDEX_NAME).is_file()
+        if seen[level]:
+            return True
+    return False
+
+
+def _fixed_part(pattern: str) -> Path:
+    """The folder a glob pattern searches under: its parts before the first one with a wildcard."""
+    parts = Path(pattern).parts
+    fixed = parts[: next((i for i, p in enumerate(parts) if glob.has_magic(p)), len(parts))]
+    return Path(*fixed) if fixed else Path(".")
+
+
 def _wfdb_header(path: Path) -> Path:
     """A WFDB record's ``.dat`` named in a glob stands for its ``.hea`` (one record, one entry)."""
     if path.suffix.lower() == ".dat" and path.with_suffix(".hea").is_file():
@@ -79,18 +98,21 @@ def find_recordings(spec: str | os.PathLike[str], *, exclude: str | os.PathLike[
       blank lines ignored; every path is kept (a missing one fails on its own row).
 
     ``exclude``: a folder whose contents are never taken (the output directory, when it lies
-    inside the input folder). A clear :class:`DevicepipeError` when nothing is found.
+    inside the input folder). A folder or glob never takes the files of a run directory (one
+    holding a devicepipe ``summary.json`` or ``index.parquet``: its tables are outputs, not
+    recordings). A clear :class:`DevicepipeError` when nothing is found.
     """
     text = str(spec)
     path = Path(spec)
     skip = None if exclude is None else Path(exclude).resolve()
+    runs: dict[Path, bool] = {}
 
-    def outside(p: Path) -> bool:
-        return skip is None or not p.resolve().is_relative_to(skip)
+    def outside(p: Path, top: Path) -> bool:
+        return (skip is None or not p.resolve().is_relative_to(skip)) and not _in_a_run(p.parent, top, runs)
 
     if path.is_dir():
         root = path
-        paths = sorted(p for p in path.rglob("*") if _is_recording(p) and outside(p))
+        paths = sorted(p for p in path.rglob("*") if _is_recording(p) and outside(p, path))
         where = f"folder {path}"
     elif path.is_file() and path.suffix.lower() in LIST_SUFFIXES:
         root = path.parent
@@ -104,7 +126,8 @@ def find_recordings(spec: str | os.PathLike[str], *, exclude: str | os.PathLike[
         where = f"list {path}"
     elif glob.has_magic(text):
         found = {_wfdb_header(Path(p)) for p in glob.glob(text, recursive=True)}
-        paths = sorted(p for p in found if _is_recording(p) and outside(p))
+        fixed = _fixed_part(text)
+        paths = sorted(p for p in found if _is_recording(p) and outside(p, fixed))
         root = Path(os.path.commonpath([p.parent for p in paths])) if paths else Path(".")
         where = f"pattern {text!r}"
     else:
