@@ -84,3 +84,21 @@ def test_the_library_refuses_it_and_takes_an_override_as_said(record):
     rec = read_series(hea, sampling_rate=250, override_rate=True)
     assert rec.sampling_rate == 250 and rec.stated_rate == 360
     assert read_series(hea).stated_rate is None
+
+
+@pytest.mark.parametrize(("rate", "holds"), [("-360", False), ("abc", False), ("0", False), ("360", 360.0),
+                                              ("360/1000(0)", 360.0), ("360.5", 360.5)])  # fmt: skip
+def test_a_header_rate_that_is_no_rate_is_not_read_as_wfdb_s_default(record, tmp_path, rate, holds):
+    hea, _ = record
+    fields = hea.read_text().splitlines()
+    head = fields[0].split()
+    head[2] = rate
+    hea.write_text("\n".join([" ".join(head), *fields[1:]]) + "\n")
+    result = run("beats", hea, "--out", tmp_path / "out", "--no-figures")
+    if holds:
+        assert result.exit_code == 0, result.output
+        assert json.loads((tmp_path / "out" / "summary.json").read_text())["sampling_rate_hz"] == holds
+        return
+    one_line_error(result, "the sampling rate of r is unknown", "--sampling-rate")  # not 250 Hz in silence
+    given = run("beats", hea, "--out", tmp_path / "given", "--sampling-rate", 360, "--no-figures")
+    assert given.exit_code == 0, given.output

@@ -9,6 +9,7 @@ see :mod:`devicepipe.preload`).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,9 +61,10 @@ def wfdb_sampling_rate(path: Path) -> float | None:
     import wfdb
 
     try:
-        return float(wfdb.rdheader(str(record_base(path))).fs)
+        fs = float(wfdb.rdheader(str(record_base(path))).fs)
     except Exception:  # noqa: BLE001 - read_wfdb says what is wrong with it
         return None
+    return fs if header_rate_holds(record_base(path)) else None
 
 
 def wfdb_signal_names(path: Path) -> list[str]:
@@ -118,7 +120,25 @@ def _raw(rec: wfdb.Record, base: Path) -> RawSeries:
     values = to_torch(np.ascontiguousarray(rec.p_signal.T))
     n = values.shape[0]
     units = list(rec.units or [None] * n)
-    return RawSeries(values, list(rec.sig_name[:n]), units, float(rec.fs), None, base.name)
+    fs = float(rec.fs) if header_rate_holds(base) else None
+    return RawSeries(values, list(rec.sig_name[:n]), units, fs, None, base.name)
+
+
+def header_rate_holds(base: Path) -> bool:
+    """Whether the rate in a WFDB header's record line (``NAME NSIG [FS[/COUNTER[(BASE)]] ...]``)
+    is a positive number of Hz, or left out (WFDB's default of 250 Hz then holds). wfdb reads a
+    rate it cannot parse (``-360``, ``abc``) as left out: such a header states no rate, and the
+    rate must be given."""
+    try:
+        with open(base.with_name(base.name + ".hea"), encoding="latin-1") as fh:
+            line = next(ln for ln in fh if ln.strip() and not ln.lstrip().startswith("#"))
+    except (OSError, StopIteration):
+        return True  # (read_wfdb says what is wrong with the header)
+    fields = line.split()
+    if len(fields) < 3:
+        return True
+    number = re.match(r"\d*\.?\d+(?:[eE][-+]?\d+)?", fields[2])
+    return number is not None and float(number.group()) > 0
 
 
 @dataclass(frozen=True)

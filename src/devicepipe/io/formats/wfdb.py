@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
+from devicepipe.errors import ReadError
 from devicepipe.io.formats.base import FileFormat, ReadRequest
 from devicepipe.io.raw import ColumnSpec, RawSeries
 from devicepipe.io.wfdb import is_wfdb_record, read_wfdb, record_base, wfdb_sampling_rate
@@ -30,7 +31,10 @@ class WfdbFormat(FileFormat):
     def length(self, path: Path, column: ColumnSpec = None) -> int:
         import wfdb  # (imported where it is needed: see devicepipe.io.wfdb)
 
-        return int(wfdb.rdheader(str(record_base(path))).sig_len)
+        length = wfdb.rdheader(str(record_base(path))).sig_len
+        if length is None:  # (a record line wfdb could not parse: read_wfdb says more)
+            raise ReadError(f"the header of {record_base(path).name} does not say how many samples it holds.")
+        return int(length)
 
     def files(self, path: Path) -> list[Path]:
         base = record_base(path)
