@@ -102,3 +102,10 @@ def test_a_header_rate_that_is_no_rate_is_not_read_as_wfdb_s_default(record, tmp
     one_line_error(result, "the sampling rate of r is unknown", "--sampling-rate")  # not 250 Hz in silence
     given = run("beats", hea, "--out", tmp_path / "given", "--sampling-rate", 360, "--no-figures")
     assert given.exit_code == 0, given.output
+
+
+@pytest.mark.parametrize("command", [["ecg", "--epochs", "1"], ["beats", "--mode", "centered"]])
+def test_a_rate_too_low_for_a_beat_is_one_line(record, tmp_path, command):
+    hea, _ = record
+    args = [command[0], hea.with_suffix(".csv"), "--out", tmp_path / "out", "--sampling-rate", 1, *command[1:]]
+    one_line_error(run(*args), "at 1 Hz a beat's window", "holds 0 sample(s)", "--sampling-rate")

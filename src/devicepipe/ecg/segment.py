@@ -104,6 +104,14 @@ def ecg_segment(
         kept, lengths = _kept(peaks, n, fs, mode, **geometry)
     if mode == "centered":
         before, after = _samples(before_s, fs, 0), _samples(after_s, fs, 0)
+        if before + after < MIN_ROW:
+            raise DevicepipeError(
+                f"at {fs:g} Hz a beat's window ({before_s:g} s before its R peak to {after_s:g} s after) holds "
+                f"{before + after} sample(s), too few to be a beat",
+                fix="is {sampling_rate} right? ECGs are sampled at 100 Hz or more.",
+                param="sampling_rate",
+                value=fs,
+            )
         chosen = peaks[kept]
         matrix, _ = segment(x, chosen, before=before, after=after)
         if width is not None:
@@ -118,6 +126,10 @@ def ecg_segment(
         matrix, _ = segment_between(x, starts[kept], lengths[kept], width=width)
         return Beats(matrix, lengths[kept], peaks[kept], starts[kept], kept, fs, mode, lead, (lower, upper))
     raise DevicepipeError(f"ecg_segment(): unknown mode {mode!r}; use one of {list(SEGMENT_MODES)}.")
+
+
+#: The fewest samples a beat's row may hold (a window shorter than this is a wrong sampling rate).
+MIN_ROW = 8
 
 
 def _kept(
