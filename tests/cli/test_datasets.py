@@ -430,3 +430,23 @@ def test_an_earlier_run_inside_the_input_folder_is_not_taken_for_recordings(tmp_
     assert [p.name for p in find_recordings(str(folder / "**" / "*.parquet")).paths] == ["a.parquet"]
     (tmp_path / "summary.json").write_text("{}")  # a run directory above the folder searched does not count
     assert [p.name for p in find_recordings(folder).paths] == ["a.parquet"]
+
+
+def test_resume_keeps_only_runs_of_the_same_settings_whose_files_are_all_there(tmp_path):
+    folder = tmp_path / "in"
+    for i in range(3):
+        write_simulated_ecg(simulate_ecg(30, 250, seed=40 + i), folder / f"r{i}.parquet")
+    out = tmp_path / "set"
+    args = ["beats", str(folder), "--out", str(out), "--workers", "0", "--no-figures"]
+    assert runner.invoke(app, args).exit_code == 0
+    other = runner.invoke(app, [*args, "--resume", "--mode", "centered"])
+    assert other.exit_code == 2, other.output
+    line = other.stderr.strip().splitlines()
+    assert len(line) == 1 and "made with mode 'seed', not 'centered'" in line[0] and "--resume" in line[0]
+    (out / "r1" / "beats.csv").unlink()  # a run with a file missing is not complete
+    again = run_dataset(folder, out, options={"figures": False}, engine=Engine(workers=0), resume=True)
+    assert again.n_resumed == 2 and again.n_ok == 3 and (out / "r1" / "beats.csv").is_file()
+    # what does not change the outputs may differ
+    same = run_dataset(folder, out, options={"figures": False, "count_transfers": True}, engine=Engine(workers=0),
+                       resume=True)  # fmt: skip
+    assert same.n_resumed == 3

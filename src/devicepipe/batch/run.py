@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -115,13 +117,84 @@ def run_recordings(
 
 
 def _finished(out: Path) -> dict[str, Any] | None:
-    """The ``summary.json`` of a finished run in ``out`` (written last), or None: none there, or
-    one that does not read as a JSON object (cut short, edited), whose run is done again."""
+    """The ``summary.json`` of a finished run in ``out`` (written last), or None: none there, one
+    that does not read as a JSON object (cut short, edited), or one listing a file that is not
+    there; such a run is done again."""
     try:
         summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
-    return summary if isinstance(summary, dict) else None
+    if not isinstance(summary, dict):
+        return None
+    files = summary.get("files", [])
+    if not isinstance(files, list) or not all(isinstance(f, str) and (out / f).is_file() for f in files):
+        return None
+    return summary
+
+
+#: What a dataset directory says it was asked to do, written when its run starts.
+SETTINGS_NAME = "settings.json"
+#: Options that do not change what a run writes: a resumed run may differ in these.
+NOT_COMPARED = frozenset({"count_transfers", "resume", "tensorboard", "threads"})
+
+
+def _settings_of(kind: str, options: dict[str, Any], reference: str | None) -> dict[str, Any]:
+    """The settings a run on many recordings was asked for, as JSON holds them."""
+
+    def plain(value: Any) -> Any:
+        if hasattr(value, "__dataclass_fields__"):
+            value = asdict(value)
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items() if k not in NOT_COMPARED}
+        return json.loads(json.dumps(value, default=str))
+
+    return {"kind": kind, "reference": reference, **plain(_with_defaults(kind, options))}
+
+
+def _with_defaults(kind: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with the pipeline's defaults for those not given (so that a setting left out
+    and the same one given as its default compare equal)."""
+    if kind == "beats":
+        return asdict(pipelines.BeatsOptions(**options))
+    run = {"ecg": pipelines.run_ecg, "score": pipelines.run_score}.get(kind)
+    if run is None:
+        return dict(options)
+    per_run = ("device", "reference", "progress", "epoch_progress")
+    defaults = {
+        name: p.default
+        for name, p in inspect.signature(run).parameters.items()
+        if p.kind is p.KEYWORD_ONLY and p.default is not p.empty and name not in per_run
+    }
+    return {**defaults, **options}
+
+
+def _check_same_settings(out: Path, asked: dict[str, Any]) -> None:
+    """Refuse to resume the runs in ``out`` with settings other than theirs (one line naming the first)."""
+    try:
+        before = json.loads((out / SETTINGS_NAME).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return  # (a directory of an older run, or none: each run's own summary is all there is)
+    flat_before, flat_now = _flat(before), _flat(asked)
+    for key in sorted(set(flat_before) | set(flat_now)):
+        if flat_before.get(key) != flat_now.get(key):
+            raise DevicepipeError(
+                f"the runs in {out} were made with {key} {flat_before.get(key)!r}, not {flat_now.get(key)!r}",
+                fix="resume them with the same settings, or run again without {resume=True}, or choose another {out}.",
+                param="resume",
+            )
+
+
+def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in settings.items():
+        name = f"{prefix}{key}"
+        out.update(_flat(value, f"{name}.") if isinstance(value, dict) else {name: value})
+    return out
+
+
+def _write_settings(out: Path, asked: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(asked, out / SETTINGS_NAME)
 
 
 @holds_output
@@ -170,17 +243,29 @@ def run_dataset(
         _Item(str(p), str(out / name), name, _reference_of(p, reference))
         for p, name in zip(dataset.paths, dataset.run_names(), strict=True)
     ]
+    asked = _settings_of(kind, options or {}, reference)
+    if resume:
+        _check_same_settings(out, asked)
+    reported, said = on_rows, []
+
+    def on_rows(rows: list[dict[str, Any]]) -> None:  # the first rows: a run stopped part-way says what it was asked
+        if not said:
+            _write_settings(out, asked)
+            said.append(True)
+        if reported:
+            reported(rows)
+
     finished = [_finished(Path(item.out)) if resume else None for item in items]
     todo = [item for item, summary in zip(items, finished, strict=True) if summary is None]
     if on_start:
         on_start(len(items), len(todo))
     rows = [_row(item, "", True, summary) for item, summary in zip(items, finished, strict=True) if summary is not None]
-    if rows and on_rows:
+    if rows:
         on_rows(rows)
     fresh, how = run_recordings(kind, todo, options or {}, engine, on_rows=on_rows, on_cluster=on_cluster)
     order = {item.path: i for i, item in enumerate(items)}
     rows = sorted(rows + fresh, key=lambda r: order[r["path"]])
-    out.mkdir(parents=True, exist_ok=True)
+    _write_settings(out, asked)
     write_parquet(pa.Table.from_pylist(rows, schema=INDEX_COLUMNS), out / INDEX_NAME)
     result = DatasetResult(out, rows)
     found = _summary(dataset, kind, options or {}, how, rows, time.perf_counter() - started, reference)
