@@ -9,7 +9,6 @@ work starts (:class:`OutputError`).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import glob
 import hashlib
@@ -312,7 +311,13 @@ def output_lock(out: str | os.PathLike[str]) -> Iterator[None]:
     same directory (another process, or another call in this one) is refused with one line
     instead of the two replacing each other's files. The lock is a file in the machine's temporary
     directory, named by ``out``'s absolute path, released (and removed) when the block ends,
-    however it ends, and by the system if the process dies."""
+    however it ends, and by the system if the process dies. (On a system without ``fcntl``,
+    Windows, runs are not locked.)"""
+    try:
+        import fcntl  # noqa: PLC0415 - POSIX only: elsewhere runs are not locked
+    except ImportError:
+        yield
+        return
     target, path = Path(out).expanduser().resolve(), lock_path(out)
     path.parent.mkdir(exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
