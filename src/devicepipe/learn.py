@@ -22,12 +22,12 @@ from torch import nn
 from devicepipe.ensemble import Ensemble, fit_ensemble, save_ensemble
 from devicepipe.errors import DevicepipeError
 from devicepipe.score import Scores, score
+from devicepipe.scorers import DEFAULT_SCORER, SCORERS
 from devicepipe.threads import check_thread_count, requested_threads
 from devicepipe.train import CHECKPOINT_NAME, History, distributed, fit, load_checkpoint, split_indices
 
 __all__ = [
     "DEFAULT_SCORER",
-    "DISTANCE_SCORERS",
     "ENSEMBLE_NAME",
     "LearnSettings",
     "SCORERS",
@@ -41,15 +41,6 @@ __all__ = [
 
 #: File name of a saved ensemble in a run directory (a single model's is ``checkpoint.pt``).
 ENSEMBLE_NAME = "ensemble.pt"
-
-#: What a row's score can be (see :class:`devicepipe.anomaly.BeatAnomalyDetector`).
-SCORERS = ("local", "multiscale", "knn", "reconstruction", "combined")
-#: The scorer of the estimator and of the ecg and series pipelines when none is named.
-DEFAULT_SCORER = SCORERS[0]
-#: The scorers that are distances to the training rows alone (each row leaves itself out).
-DISTANCE_SCORERS = ("local", "multiscale", "knn")
-#: The scorers that score a row at several resolutions (see :func:`devicepipe.anomaly.row_pyramid`).
-PYRAMID_SCORERS = ("local", "multiscale")
 
 EpochCallback = Callable[[int, float, float], None]
 

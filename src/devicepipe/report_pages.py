@@ -15,6 +15,7 @@ import numpy as np
 from markupsafe import Markup
 
 from devicepipe.artifacts import caption
+from devicepipe.scorers import SCORER_KINDS
 from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary
 from devicepipe.units import format_duration
 
@@ -192,13 +193,9 @@ def _scorer_facts(summary: RunSummary) -> list[tuple[str, str]]:
     scorer = summary.scorer
     if not scorer:
         return []
-    k = scorer.neighbours
-    if not k:
-        return [("scored by", scorer.scorer)]
-    if scorer.scorer == "local":
-        past = f" past its {k - 1} nearest" if k > 1 else ""
-        return [("scored by", f"local (k = {k}: each row rebuilt from the training rows{past})")]
-    return [("scored by", f"{scorer.scorer} (k = {k} nearest training rows)")]
+    kind = SCORER_KINDS.get(scorer.scorer)
+    label = scorer.scorer if kind is None else kind.label(scorer.neighbours or None)
+    return [("scored by", label)]
 
 
 def _learning_facts(summary: RunSummary, what: str) -> list[tuple[str, str]]:

@@ -218,7 +218,7 @@ class Reference(Record):
 
 @_section
 class Scorer(Record):
-    """How rows were scored (see :data:`devicepipe.learn.SCORERS`) and why."""
+    """How rows were scored (see :data:`devicepipe.scorers.SCORER_KINDS`) and why."""
 
     scorer: str
     why: list[str]

@@ -44,9 +44,10 @@ much less so), which does not assume a share of anomalies.
 threshold, the sorted training scores, settings, versions, the input geometry);
 :func:`load_model` reads it back with ``torch.load(weights_only=True)``, onto any device.
 
-Where each part lives: the estimator in :mod:`.estimator`; the nearest-neighbour kernels in
-:mod:`.neighbours`; a score and a scorer in words in :mod:`.describe`; the model file's format
-and writer in :mod:`.model_format`, and reading it back (:func:`load_model`) in :mod:`.model_file`.
+Where each part lives: the estimator in :mod:`.estimator`; the scorers and their
+nearest-neighbour kernels in :mod:`devicepipe.scorers`; a score and a scorer in words in
+:mod:`.describe`; the model file's format and writer in :mod:`.model_format`, and reading it back
+(:func:`load_model`) in :mod:`.model_file`.
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ from __future__ import annotations
 from devicepipe.anomaly.estimator import BeatAnomalyDetector
 from devicepipe.anomaly.model_file import load_model
 from devicepipe.anomaly.model_format import MODEL_FORMAT, MODEL_FORMAT_VERSION, MODEL_NAME
-from devicepipe.anomaly.neighbours import (
+from devicepipe.models.kinds import nearest_power_of_two
+from devicepipe.scorers import SCORERS
+from devicepipe.scorers.neighbours import (
     auto_threshold,
     knn_and_local,
     knn_distance,
@@ -64,8 +67,6 @@ from devicepipe.anomaly.neighbours import (
     row_pyramid,
     smallest,
 )
-from devicepipe.learn import SCORERS
-from devicepipe.models.kinds import nearest_power_of_two
 
 __all__ = [
     "MODEL_FORMAT",

@@ -15,35 +15,21 @@ from torch import nn
 
 from devicepipe.anomaly.describe import score_meaning, scorer_summary
 from devicepipe.anomaly.model_format import _SCALERS, write_model
-from devicepipe.anomaly.neighbours import (
-    AUTO_K,
-    KNN_SHARE,
-    LOCAL_FLOOR,
-    MIN_ROWS,
-    MULTISCALE_FLOOR,
-    _quantile,
-    _robust_log_scale,
-    _robust_z,
-    auto_threshold,
-    knn_distance,
-    local_neighbours,
-    local_residual,
-    neighbours_for,
-    row_pyramid,
-)
 from devicepipe.anomaly.rows import _Details, _details, _host_kind, _table_rows
 from devicepipe.device import resolve_device
 from devicepipe.errors import DevicepipeError
-from devicepipe.learn import (
-    DEFAULT_SCORER,
-    DISTANCE_SCORERS,
-    PYRAMID_SCORERS,
-    SCORERS,
-    LearnSettings,
-    train_models,
-)
+from devicepipe.learn import LearnSettings, train_models
 from devicepipe.models.kinds import MODEL_KINDS, Sizes
 from devicepipe.score import Scores, reconstruction_error
+from devicepipe.scorers import DEFAULT_SCORER, SCORER_KINDS, Fitting, Reference, Scorer
+from devicepipe.scorers.neighbours import (
+    AUTO_K,
+    KNN_SHARE,
+    MIN_ROWS,
+    _quantile,
+    auto_threshold,
+    neighbours_for,
+)
 from devicepipe.signal.resample import resample_rows
 from devicepipe.threads import ThreadChoice, choose_threads, using_threads
 from devicepipe.train import split_indices
@@ -185,8 +171,8 @@ class BeatAnomalyDetector:
     def _settings(self) -> LearnSettings:
         if self.model not in MODEL_KINDS:
             raise DevicepipeError(f"BeatAnomalyDetector: model={self.model!r} is not one of {sorted(MODEL_KINDS)}.")
-        if self.scorer not in SCORERS:
-            raise DevicepipeError(f"BeatAnomalyDetector: scorer={self.scorer!r} is not one of {list(SCORERS)}.")
+        if self.scorer not in SCORER_KINDS:
+            raise DevicepipeError(f"BeatAnomalyDetector: scorer={self.scorer!r} is not one of {list(SCORER_KINDS)}.")
         auto = self.neighbours == "auto"
         whole = isinstance(self.neighbours, int) and not isinstance(self.neighbours, bool)
         if not (auto or (whole and self.neighbours >= 1)) or self.reference_rows < 2:
@@ -347,15 +333,15 @@ class BeatAnomalyDetector:
         train_rows, held_out = split_indices(data.shape[0], settings.val_fraction, settings.seed, device)
         self.reference_, self.calibration_, self.neighbours_ = None, {}, None
         every = torch.arange(data.shape[0], device=device)  # validation rows are normal rows too
-        if self.scorer != "reconstruction":
+        if self._kind.uses_reference:
             self.reference_, positions = self._reference(data, every)
             self.neighbours_ = self._k(self.reference_.shape[0])
             with using_threads(threads.threads):
-                scores = self._nn_scores(details.scores, data, exclude=positions, train_rows=train_rows)
+                scores = self._nn_scores(details.scores, data, Fitting(positions, train_rows))
             details = _Details(details.embeddings, scores, details.spread)
         # a row's distance leaves itself out, so every row's is a fair training score; the
         # reconstruction error is fair only on the rows that did not steer training
-        train_rows = every if self.scorer in DISTANCE_SCORERS else train_rows
+        train_rows = every if self._kind.leaves_self_out else train_rows
         train_scores = details.scores[train_rows]
         self.device_, self.models_, self.scaler_, self.histories_ = device, models, scaler, histories
         self.n_features_in_, self.width_ = n_columns, width
@@ -416,75 +402,30 @@ class BeatAnomalyDetector:
         reference = data[kept.to(data.device)].to(train_rows.device)
         return reference, positions
 
-    def _nn_scores(
-        self,
-        recon: torch.Tensor,
-        data: torch.Tensor,
-        *,
-        exclude: torch.Tensor | None = None,
-        train_rows: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """The scores ``(n,)`` of the scorers that use the nearest training rows, for the scaled
-        rows ``data`` whose reconstruction errors are ``recon``. In ``fit`` (``exclude``: each row's
-        own reference row), the calibrations are fitted first: on every row for ``multiscale``,
-        on ``train_rows`` for ``combined``."""
-        if self.scorer in PYRAMID_SCORERS:
-            z = []
-            levels = zip(row_pyramid(data, self._floor), row_pyramid(self.reference_, self._floor), strict=True)
-            for rows, reference in levels:
-                for name, d in self._distances(rows, reference, exclude).items():
-                    if exclude is not None:
-                        self.calibration_[name] = _robust_log_scale(d)
-                    z.append(_robust_z(d, *self.calibration_[name]))
-            return torch.stack(z).amax(0)
-        neighbours = knn_distance(data, self.reference_, self.neighbours_, exclude=exclude, skip_equal=exclude is None)
-        return self._combined(recon, neighbours, train_rows if exclude is not None else None)
-
-    def _distances(
-        self, rows: torch.Tensor, reference: torch.Tensor, exclude: torch.Tensor | None
-    ) -> dict[str, torch.Tensor]:
-        """The distances ``(n,)`` of the pyramid scorers at one resolution, by calibration name
-        (``exclude``: in ``fit``, each row's own reference row)."""
-        width = reference.shape[1]
-        if self.scorer == "local":
-            local = local_residual(
-                rows,
-                reference,
-                local_neighbours(self.reference_.shape[0]),
-                skip=self.neighbours_ - 1,
-                exclude=exclude,
-                skip_equal=exclude is None,
-            )
-            return {f"local{width}": local}
-        return {
-            f"knn{width}": knn_distance(rows, reference, self.neighbours_, exclude=exclude, skip_equal=exclude is None)
-        }
+    @property
+    def _kind(self) -> Scorer:
+        """The detector's scorer, from the registry."""
+        return SCORER_KINDS[self.scorer]
 
     @property
-    def _floor(self) -> int:
-        """The coarsest resolution of the pyramid scorer, in samples per row."""
-        return LOCAL_FLOOR if self.scorer == "local" else MULTISCALE_FLOOR
+    def _against(self) -> Reference:
+        """What the fitted detector's scorer measures against."""
+        return Reference(self.reference_, self.neighbours_, self.calibration_)
 
-    def _combined(
-        self, recon: torch.Tensor, neighbours: torch.Tensor, train_rows: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        """The scorer's score from the reconstruction errors and nearest-neighbour distances ``(n,)``;
-        with ``train_rows``, the calibration is fitted on those rows first."""
-        if self.scorer == "knn":
-            return neighbours
-        if train_rows is not None:
-            self.calibration_ = {
-                name: _robust_log_scale(values[train_rows]) for name, values in (("recon", recon), ("knn", neighbours))
-            }
-        z = [_robust_z(values, *self.calibration_[name]) for name, values in (("recon", recon), ("knn", neighbours))]
-        return (z[0] + z[1]) / 2
+    def _nn_scores(self, recon: torch.Tensor, data: torch.Tensor, fitting: Fitting | None = None) -> torch.Tensor:
+        """The scorer's scores ``(n,)`` for the scaled rows ``data`` whose reconstruction errors are
+        ``recon``; in ``fit`` (``fitting``), its calibration is fitted first and kept."""
+        scores, calibration = self._kind.scores(recon, data, self._against, fitting)
+        if fitting is not None:
+            self.calibration_ = calibration
+        return scores
 
     def _threshold_of(self, train_scores: torch.Tensor) -> float:
         """The threshold by the detector's rule, from the training split's scores ``(n,)``."""
         if self.threshold is not None:
             return float(self.threshold)
         if self.contamination == "auto":
-            return auto_threshold(train_scores, log=self.scorer not in ("combined", *PYRAMID_SCORERS))
+            return auto_threshold(train_scores, log=not self._kind.z_scores)
         return _quantile(train_scores.double(), 1.0 - float(self.contamination))
 
     @property
@@ -508,7 +449,7 @@ class BeatAnomalyDetector:
         data = self._prepare(X, "score_details()")
         with using_threads(self.threads_.threads):
             d = _details(self.models_, data)
-            scores = d.scores if self.scorer == "reconstruction" else self._nn_scores(d.scores, data)
+            scores = self._nn_scores(d.scores, data)
         return Scores(d.embeddings, scores, d.spread, self.threshold_, scores > self.threshold_)
 
     def score_meaning(self, rows: str = "a row", units: str = "scaled values") -> str:
@@ -526,7 +467,7 @@ class BeatAnomalyDetector:
         data = self._prepare(X, caller)
         with using_threads(self.threads_.threads):
             recon = torch.stack([reconstruction_error(m, data) for m in self.models_]).mean(0)
-            return recon if self.scorer == "reconstruction" else self._nn_scores(recon, data)
+            return self._nn_scores(recon, data)
 
     def _out(self, X: Any, values: torch.Tensor) -> Any:
         return values.detach().cpu().numpy() if _host_kind(X) else values

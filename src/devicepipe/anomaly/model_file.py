@@ -132,7 +132,7 @@ def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAno
         det.neighbours_ = det._k(det.reference_.shape[0]) if neighbours in (None, "auto") else int(neighbours)
     rows = int(det.train_scores_.numel())
     det.fit_rows_ = dict(state.get("fit_rows") or {"rows": rows, "held_out": 0})
-    if det.scorer != "reconstruction" and det.reference_ is None:
+    if det._kind.uses_reference and det.reference_ is None:
         raise DevicepipeError(f"{file}: its scorer {det.scorer!r} needs the training rows, which the file lacks.")
     det.threshold_ = float(state["threshold"])
     det.geometry_ = dict(state.get("geometry") or {})

@@ -14,11 +14,11 @@ import typer
 from devicepipe.ecg import ECG_PEAK_METHODS, SEGMENT_MODES
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import DUPLICATE_POLICIES, NAN_POLICIES, OverrideRate
-from devicepipe.learn import SCORERS
 from devicepipe.pipelines import (
     LearnSettings,
     SeriesLearnSettings,
 )
+from devicepipe.scorers import SCORERS
 
 
 def _choices(name: str, values: Any) -> type[StrEnum]:
