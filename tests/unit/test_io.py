@@ -472,3 +472,42 @@ def test_the_beat_table_written_in_parts_holds_each_beat_once(tmp_path, monkeypa
         np.testing.assert_allclose(table["quality"].to_numpy(), quality[0], rtol=1e-6)
     assert pq.read_schema(tmp_path / "beats.parquet").metadata[b"devicepipe.sampling_rate"] == b"250.0"
     assert (tmp_path / "beats.csv").read_text().count("\n") == peaks.size + 1  # one header
+
+
+def test_random_bytes_are_not_taken_for_wfdb_annotations(tmp_path):
+    import wfdb
+
+    rng = np.random.default_rng(50)  # bytes that wfdb.rdann decodes as 1,240 "beats" without a word
+    garbage = tmp_path / "garbage.atr"
+    garbage.write_bytes(rng.bytes(int(rng.integers(100, 20_000))))
+    with pytest.raises(
+        ReadError, match=r"garbage.atr is not a WFDB annotation file: it does not end with the end mark"
+    ):
+        read_reference(garbage)
+    samples = np.array([100, 460, 820], dtype=np.int64)
+    wfdb.wrann("rec", "atr", samples, symbol=["N", "V", "N"], write_dir=str(tmp_path), fs=360)
+    whole = tmp_path / "rec.atr"
+    ref = read_reference(whole)  # what wfdb writes is read
+    assert ref.samples.tolist() == samples.tolist() and ref.symbols.tolist() == ["N", "V", "N"]
+    cut = tmp_path / "cut.atr"
+    cut.write_bytes(whole.read_bytes()[:-2])  # the same file cut short
+    with pytest.raises(ReadError, match="cut.atr is not a WFDB annotation file"):
+        read_reference(cut)
+
+
+@pytest.mark.parametrize("span", [None, (100, 700)])
+def test_a_parquet_page_that_contradicts_the_file_s_statistics_is_refused(tmp_path, span):
+    x = np.sin(np.arange(1000) / 10).astype(np.float32)
+    path = tmp_path / "ecg.parquet"
+    pq.write_table(pa.table({"ecg": x}), path, compression="none", use_dictionary=False, row_group_size=400)
+    assert np.array_equal(read_series(path, sampling_rate=100).samples.numpy(), x)  # untouched: read as written
+    raw = bytearray(path.read_bytes())
+    at = raw.find(x[500].tobytes())  # a value of the second row group, changed after the file was written
+    raw[at : at + 4] = np.float32(1e6).tobytes()
+    path.write_bytes(bytes(raw))
+    assert pq.read_table(path).column("ecg").to_numpy().max() == 1e6  # Parquet itself reads it as data
+    kwargs = {} if span is None else {"start": span[0], "stop": span[1]}
+    with pytest.raises(
+        ReadError, match=r"ecg.parquet is damaged: column 'ecg' of row group 1 holds values .* to 1e\+06"
+    ):
+        read_series(path, sampling_rate=100, **kwargs)

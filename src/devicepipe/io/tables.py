@@ -445,10 +445,7 @@ def read_parquet_table(
     chosen, time_name = pick_columns(names, column, time_column, path.name)
     try:  # pages written with checksums (as devicepipe writes them) are verified
         columns = [*chosen, *([time_name] if time_name else [])]
-        if start or stop is not None:
-            table = _row_range(path, columns, start, stop)
-        else:
-            table = pq.read_table(path, columns=columns, page_checksum_verification=True)
+        table = _row_range(path, columns, start, stop)
     except (pa.ArrowException, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ReadError(f"read_series(): {path.name} is damaged or not a readable Parquet file ({first}).") from None
@@ -460,7 +457,8 @@ def read_parquet_table(
 
 
 def _row_range(path: Path, columns: list[str], start: int, stop: int | None) -> pa.Table:
-    """Rows ``[start, stop)`` of some columns, reading only the row groups that hold them."""
+    """Rows ``[start, stop)`` of some columns, reading only the row groups that hold them, each
+    checked against the statistics the file keeps of it (:func:`_check_statistics`)."""
     with pq.ParquetFile(path, page_checksum_verification=True) as f:
         meta = f.metadata
         ends = np.cumsum([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
@@ -469,7 +467,33 @@ def _row_range(path: Path, columns: list[str], start: int, stop: int | None) -> 
         if not groups:
             return pa.table({c: pa.array([], f.schema_arrow.field(c).type) for c in columns})
         first = int(ends[groups[0]] - meta.row_group(groups[0]).num_rows)
-        return f.read_row_groups(groups, columns=columns).slice(start - first, stop - start)
+        table = f.read_row_groups(groups, columns=columns)
+        _check_statistics(table, meta, groups, path.name)
+        return table.slice(start - first, stop - start)
+
+
+def _check_statistics(table: pa.Table, meta: pq.FileMetaData, groups: list[int], name: str) -> None:
+    """Refuse numbers outside the minimum and maximum the file records for their row group: a page
+    changed after it was written (Parquet checksums its pages only when asked to)."""
+    offset = 0
+    for group in groups:
+        rows = meta.row_group(group)
+        for i in range(rows.num_columns):
+            chunk, stats = rows.column(i), rows.column(i).statistics
+            column = chunk.path_in_schema
+            if column not in table.column_names or stats is None or not stats.has_min_max:
+                continue
+            values = table.column(column).slice(offset, rows.num_rows)
+            if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)):
+                continue
+            low, high = pc.min_max(values).values()
+            if low.is_valid and (low.as_py() < stats.min or high.as_py() > stats.max):
+                raise ReadError(
+                    f"read_series(): {name} is damaged: column {column!r} of row group {group} holds values from "
+                    f"{low.as_py():g} to {high.as_py():g}, outside the {stats.min:g} to {stats.max:g} the file "
+                    "records for them. Write the file again from its source."
+                )
+        offset += rows.num_rows
 
 
 def _rate_of(schema: pa.Schema) -> float | None:

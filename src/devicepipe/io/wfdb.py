@@ -157,6 +157,17 @@ class BeatAnnotations:
     sampling_rate: float | None
 
 
+def _ends_as_annotations(file: Path) -> bool:
+    """Whether ``file`` is whole 16-bit words ending with the zero word that closes every WFDB
+    annotation file (the WFDB library, wfdb-python and this project's writer all write it)."""
+    size = file.stat().st_size
+    if size < 2 or size % 2:
+        return False
+    with file.open("rb") as f:
+        f.seek(-2, os.SEEK_END)
+        return f.read(2) == b"\0\0"
+
+
 def read_beat_annotations(path: str | os.PathLike[str], extension: str | None = None) -> BeatAnnotations:
     """Read the beat annotations of a WFDB record (non-beat annotations are left out).
 
@@ -172,6 +183,11 @@ def read_beat_annotations(path: str | os.PathLike[str], extension: str | None = 
     file = base.with_name(f"{base.name}.{extension}")
     if not file.exists():
         raise ReadError(f"read_beat_annotations(): annotation file not found: {file}.")
+    if not _ends_as_annotations(file):
+        raise ReadError(
+            f"read_beat_annotations(): {file} is not a WFDB annotation file: it does not end with the end mark "
+            "WFDB writes (a zero 16-bit word). Is it cut short, or another kind of file?"
+        )
     try:
         ann = wfdb.rdann(str(base), extension)
     except Exception as exc:
