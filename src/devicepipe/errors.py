@@ -23,6 +23,8 @@ On the command line a message also leaves out the function it names for a Python
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 import shlex
 from collections.abc import Collection
@@ -103,3 +105,13 @@ class ReadError(DevicepipeError):
 
 class OutputError(DevicepipeError):
     """An output location that cannot be written as asked (a file where a directory should be, ...)."""
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk (or the user's quota on it) is full (NumPy's words too, and a
+    devicepipe error that carries the system's)."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(exc).lower()
+    short_write = re.search(r"\d+ requested and \d+ written", text)  # NumPy's words when a write stops short
+    return bool(short_write) or "not enough free space" in text or os.strerror(errno.ENOSPC).lower() in text

@@ -314,11 +314,12 @@ def test_out_of_memory_on_a_gpu_names_the_fixes_each_command_has(monkeypatch, tm
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("where", ["output", "temporary files"])
+@pytest.mark.parametrize("where", ["output", "temporary files", "model", "beside an earlier run"])
 def test_a_full_disk_is_one_line_and_leaves_nothing(monkeypatch, tmp_path, where):
+    import contextlib
     import errno
 
-    from devicepipe.io import spill
+    from devicepipe.io import spill, write
 
     sim = simulate_ecg(180, 250, seed=2)
     src, _ = write_simulated_ecg(sim, tmp_path / "e.npy")
@@ -330,10 +331,30 @@ def test_a_full_disk_is_one_line_and_leaves_nothing(monkeypatch, tmp_path, where
         monkeypatch.setattr("devicepipe.pipelines.beats_finish.write_npy", full)
         result = run("beats", src, "--sampling-rate", "250", "--out", tmp_path / "out", "--no-figures")
         one_line_error(result, "the disk is full: No space left on device", "free space or choose an --out")
-    else:  # a chunked run's beats, waiting in TMPDIR
+    elif where == "temporary files":  # a chunked run's beats, waiting in TMPDIR
         monkeypatch.setattr(spill.Spill, "_new_file", lambda self, name: open("/dev/full", "r+b", buffering=0))  # noqa: SIM115
         result = run("beats", src, "--sampling-rate", "250", "--out", tmp_path / "out", "--chunk", "1min")
         one_line_error(result, "cannot write temporary files in ", "No space left on device", "set TMPDIR")
+    else:  # the model, after the beat files and figures were written: torch's own writer fails otherwise
+        atomic = write.atomic_path
+
+        @contextlib.contextmanager
+        def full_for_models(path):
+            if str(path).endswith(".pt"):
+                yield Path("/dev/full")  # every write there fails with ENOSPC
+            else:
+                with atomic(path) as tmp:
+                    yield tmp
+
+        monkeypatch.setattr(write, "atomic_path", full_for_models)
+        if where == "beside an earlier run":
+            (tmp_path / "out").mkdir()
+            (tmp_path / "out" / "notes.txt").write_text("mine")
+        result = run("ecg", src, "--sampling-rate", "250", "--out", tmp_path / "out", "--epochs", "1")
+        one_line_error(result, "the disk is full: No space left on device", "free space or choose an --out")
+        if where == "beside an earlier run":  # what was there stays, what the run added goes
+            assert [p.name for p in (tmp_path / "out").iterdir()] == ["notes.txt"]
+            return
     assert not (tmp_path / "out").exists()
 
 

@@ -12,7 +12,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from devicepipe import __version__
-from devicepipe.errors import DevicepipeError
+from devicepipe.errors import DevicepipeError, is_disk_full
 
 
 class _PlainHelp:
@@ -78,7 +78,7 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
         except OSError as exc:
             if exc.errno == errno.ENAMETOOLONG:
                 _fail(f"a path is too long for the file system{_file_of(exc, 80)}; give a shorter one.")
-            if not _is_disk_full(exc):
+            if not is_disk_full(exc):
                 raise
             where = " or choose an --out on a disk with room" if "--out" in self._options_of(args) else ""
             _fail(f"the disk is full: {exc.strerror or exc}{_file_of(exc)}; free space{where}.")
@@ -97,11 +97,6 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)
-
-
-def _is_disk_full(exc: OSError) -> bool:
-    """An OSError that says the disk (or the user's quota on it) is full (NumPy's own words too)."""
-    return exc.errno in (errno.ENOSPC, errno.EDQUOT) or "not enough free space" in str(exc).lower()
 
 
 def _file_of(exc: OSError, width: int | None = None) -> str:

@@ -12,6 +12,7 @@ import contextlib
 import functools
 import glob
 import hashlib
+import io
 import json
 import math
 import os
@@ -27,7 +28,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import torch
 
-from devicepipe.errors import OutputError
+from devicepipe.errors import OutputError, is_disk_full
 from devicepipe.io.tables import SAMPLING_RATE_KEY
 
 __all__ = [
@@ -278,8 +279,10 @@ def _finite(value: Any) -> Any:
 
 def write_torch(obj: Any, path: str | os.PathLike[str]) -> Path:
     """Write a ``torch.save`` file (a checkpoint), atomically."""
+    buffer = io.BytesIO()  # serialised first: torch.save's own writer fails on a full disk with a RuntimeError
+    torch.save(obj, buffer)
     with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
+        Path(tmp).write_bytes(buffer.getbuffer())
     return Path(path)
 
 
@@ -350,7 +353,27 @@ def holds_output(run: F) -> F:
     def locked(source: Any, out: str | os.PathLike[str], *args: Any, **kwargs: Any) -> Any:
         if int(os.environ.get("RANK", "0") or 0) != 0:
             return run(source, out, *args, **kwargs)
-        with output_lock(out):
+        with output_lock(out), nothing_partial_on_full_disk(out):
             return run(source, out, *args, **kwargs)
 
     return locked  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def nothing_partial_on_full_disk(out: str | os.PathLike[str]) -> Iterator[None]:
+    """Run the block; if it fails because the disk is full, remove what it added to ``out`` (the
+    whole directory, if the block made it), so no run directory is left half-written. Files that
+    were there before are left as they are (each was replaced whole, or not at all)."""
+    target = Path(out).expanduser()
+    before = {p.name for p in target.iterdir()} if target.is_dir() else None
+    try:
+        yield
+    except BaseException as exc:
+        if is_disk_full(exc) and target.is_dir():
+            if before is None:
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                for path in target.iterdir():
+                    if path.name not in before:
+                        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+        raise
