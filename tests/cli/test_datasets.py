@@ -357,12 +357,37 @@ def test_a_running_cluster_by_its_address(tmp_path):
 @pytest.mark.parametrize(
     ("address", "why"),
     [
-        ("tcp://127.0.0.1:1", "Timed out"),  # nothing listens there
+        ("tcp://127.0.0.1:1", "nothing listens there"),
         ("localhost", "missing port"),  # not an address
         ("http://127.0.0.1:8786", "unknown address scheme"),
+        ("http-server", "a server is there, but no Dask answer came within 1 s"),  # it waits for a request
+        ("chatter", "what answers there is not a Dask scheduler"),  # bytes Dask would read as exabytes
     ],
 )
-def test_an_unreachable_scheduler_is_one_line(tmp_path, address, why):
+def test_an_unreachable_scheduler_is_one_line(tmp_path, monkeypatch, address, why):
+    import socket
+    import threading
+
+    from devicepipe.batch import scheduler
+
+    monkeypatch.setattr(scheduler, "SCHEDULER_TIMEOUT_S", 1.0)
+    if address in ("http-server", "chatter"):
+        server = socket.create_server(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+        talks = why.startswith("what")
+
+        def serve():
+            with server:
+                while True:
+                    try:
+                        conn, _ = server.accept()
+                    except OSError:
+                        return
+                    if talks:
+                        conn.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n" * 50)
+                        conn.close()
+
+        threading.Thread(target=serve, daemon=True).start()
     make_folder(tmp_path / "in", 1)
     result = runner.invoke(app, ["beats", str(tmp_path / "in"), "--out", str(tmp_path / "o"), "--scheduler", address])
     assert result.exit_code == 2, result.output

@@ -21,6 +21,13 @@ ENV = {**os.environ, "DEVICEPIPE_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
+    """The command, in this process (as a finished process's result: its status, stdout and stderr)."""
+    r = CliRunner().invoke(app, list(args), env={"DEVICEPIPE_THREADS": "1", "OMP_NUM_THREADS": "1"})
+    return subprocess.CompletedProcess(args, r.exit_code, r.stdout, r.stderr)
+
+
+def run_process(*args: str) -> subprocess.CompletedProcess:
+    """The command in a process of its own (beside ``torchrun``'s, to compare with them)."""
     return subprocess.run([sys.executable, "-m", "devicepipe", *args], capture_output=True, text=True, env=ENV)
 
 
@@ -145,7 +152,7 @@ def test_bad_models_are_one_line_and_write_nothing(population, tmp_path):
 @pytest.mark.slow  # starts two torch.distributed processes; CI runs it
 def test_two_gloo_processes_train_the_weights_of_one(population, tmp_path):
     common = [str(population / "pop"), "--epochs", "3", "--device", "cpu", "--batch-size", "64"]
-    one = run("train", *common, "--out", str(tmp_path / "one"))
+    one = run_process("train", *common, "--out", str(tmp_path / "one"))
     assert one.returncode == 0, one.stderr
     two = torchrun("train", *common, "--out", str(tmp_path / "two"))
     assert two.returncode == 0, two.stderr
@@ -158,7 +165,7 @@ def test_two_gloo_processes_train_the_weights_of_one(population, tmp_path):
 @pytest.mark.slow  # starts two torch.distributed processes; CI runs it
 def test_an_ensemble_divided_over_two_ranks_equals_the_whole(population, tmp_path):
     common = [str(population / "pop"), "--epochs", "3", "--device", "cpu", "--ensemble", "3"]
-    one = run("train", *common, "--out", str(tmp_path / "one"))
+    one = run_process("train", *common, "--out", str(tmp_path / "one"))
     assert one.returncode == 0, one.stderr
     two = torchrun("train", *common, "--out", str(tmp_path / "two"))
     assert two.returncode == 0, two.stderr
@@ -169,7 +176,7 @@ def test_an_ensemble_divided_over_two_ranks_equals_the_whole(population, tmp_pat
 @pytest.mark.slow  # starts two torch.distributed processes; CI runs it
 def test_resume_under_two_ranks(population, tmp_path):
     common = [str(population / "pop"), "--device", "cpu", "--batch-size", "64"]
-    whole = run("train", *common, "--epochs", "4", "--out", str(tmp_path / "whole"))
+    whole = run_process("train", *common, "--epochs", "4", "--out", str(tmp_path / "whole"))
     assert whole.returncode == 0, whole.stderr
     first = torchrun("train", *common, "--epochs", "2", "--out", str(tmp_path / "parts"))
     assert first.returncode == 0, first.stderr

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from devicepipe.batch.scheduler import SCHEDULER_TIMEOUT_S, check_scheduler
 from devicepipe.device import usable_cores
 from devicepipe.errors import DevicepipeError
 from devicepipe.prestart import WORKER_PRELOAD
@@ -66,8 +67,9 @@ def _client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any
             param="workers",
         ) from None
     if engine.scheduler:
+        check_scheduler(engine.scheduler)
         try:
-            client = Client(engine.scheduler, timeout="10s")
+            client = Client(engine.scheduler, timeout=f"{SCHEDULER_TIMEOUT_S:g}s")
         except (OSError, TimeoutError, ValueError) as exc:  # ValueError: not an address ('host' with no port)
             raise DevicepipeError(
                 f"cannot reach the Dask scheduler at {engine.scheduler} ({exc}); check the address and that it runs."
