@@ -1,0 +1,290 @@
+"""The learning commands end to end on small inputs: ecg, series, demo, their options and models."""
+
+import csv
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from devicepipe.cli import app
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def assert_user_error(result, pattern):
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("devicepipe: error: ")
+    assert pattern in lines[0]
+    assert "Traceback" not in result.output
+
+
+def _png_ok(path):
+    data = path.read_bytes()
+    return data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_ecg_end_to_end_small(tmp_path):
+    src = tmp_path / "e.parquet"
+    assert run("simulate", "ecg", "--duration", "4min", "--ectopic-rate", 0.03, "--out", src).exit_code == 0
+    out = tmp_path / "run"
+    result = run("ecg", src, "--out", out, "--epochs", 3, "--device", "cpu", "--latent", 3)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    emb = pq.read_table(out / "embeddings.parquet")
+    beats = pq.read_table(out / "beats.parquet")
+    assert emb.column_names == ["peak", "time_s", "z0", "z1", "z2", "score", "flag", "spread"]
+    assert emb.num_rows == summary["counts"]["beats_kept"] <= beats.num_rows == summary["counts"]["beats_found"]
+    assert 250 < beats.num_rows < 310  # four minutes at about 70 bpm
+    assert summary["counts"]["flagged"] == int(np.sum(emb.column("flag").to_numpy()))
+    history = (out / "history.csv").read_text().splitlines()
+    assert history[0].startswith('"epoch"') or history[0].startswith("epoch")
+    assert len(history) == 4
+    for name in ("training.png", "latent.png", "generated.png", "extremes.png", "excerpt.png"):
+        assert _png_ok(out / name), name
+    assert (out / "generated.pdf").read_bytes()[:4] == b"%PDF"
+    assert (out / "checkpoint.pt").exists() and set(summary["seconds"]) >= {"read", "detect", "train", "score"}
+    # resume continues to more epochs from the checkpoint (the scorer is not part of training: it may change)
+    more = run("ecg", src, "--out", out, "--epochs", 5, "--device", "cpu", "--latent", 3, "--resume",
+               "--scorer", "reconstruction")  # fmt: skip
+    assert more.exit_code == 0, more.output
+    assert len((out / "history.csv").read_text().splitlines()) == 6
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["scorer"]["scorer"] == "reconstruction" and "neighbours" not in summary["scorer"]
+    assert "squared standard deviations" in summary["threshold_means"]
+
+
+def test_ecg_reference_labels_every_beat_and_counts_the_flags_per_label(tmp_path):
+    src = tmp_path / "e.csv"
+    assert run("simulate", "ecg", "--duration", "4min", "--ectopic-rate", 0.05, "--out", src).exit_code == 0
+    truth = tmp_path / "e.truth.csv"
+    out = tmp_path / "run"
+    args = ["ecg", src, "--sampling-rate", 250, "--out", out, "--epochs", 3, "--device", "cpu", "--reference", truth]
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    emb = pq.read_table(out / "embeddings.parquet").to_pydict()
+    with open(truth, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    by_sample = {int(r["sample"]): r["symbol"] for r in rows}
+    # each beat's label is that of the true beat within 150 ms (37 samples at 250 Hz), found here by hand
+    for peak, label in zip(emb["peak"], emb["reference"], strict=True):
+        near = [sym for s, sym in by_sample.items() if abs(s - peak) <= 37]
+        assert label == (near[0] if near else "")
+    summary = json.loads((out / "summary.json").read_text())
+    labels = summary["reference"]["labels"]
+    assert sum(v["beats"] for v in labels.values()) == summary["counts"]["beats_kept"]
+    flags = np.array(emb["flag"])
+    for name, v in labels.items():
+        sel = np.array(emb["reference"]) == ("" if name == "none" else name)
+        assert v == {"beats": int(sel.sum()), "flagged": int(flags[sel].sum())}
+    assert f"V {labels['V']['flagged']} of {labels['V']['beats']}" in result.stdout
+    # a reference without labels is refused before the recording is read
+    (tmp_path / "peaks.csv").write_text("sample\n100\n")
+    refused = run("ecg", src, "--sampling-rate", 250, "--out", tmp_path / "r2", "--reference", tmp_path / "peaks.csv")
+    assert_user_error(refused, "has no beat labels")
+    assert not (tmp_path / "r2").exists()
+
+
+def test_ecg_ensemble_small(tmp_path):
+    src = tmp_path / "e.parquet"
+    run("simulate", "ecg", "--duration", "3min", "--out", src)
+    result = run("ecg", src, "--out", tmp_path / "r", "--epochs", 2, "--ensemble", 3, "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "r" / "ensemble.pt").exists() and not (tmp_path / "r" / "checkpoint.pt").exists()
+    header = (tmp_path / "r" / "history.csv").read_text().splitlines()[0]
+    assert "train_loss_2" in header
+
+
+def test_series_end_to_end_small(tmp_path):
+    src = tmp_path / "load.csv"
+    assert run("simulate", "load", "--days", 60, "--anomalies", 3, "--out", src).exit_code == 0
+    out = tmp_path / "run"
+    result = run("series", src, "--out", out, "--column", "load_MW", "--epochs", 60, "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    emb = pq.read_table(out / "embeddings.parquet")
+    assert emb.num_rows == 60 and {"start", "score", "flag", "z0"} <= set(emb.column_names)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps_per_window"] == 24 and summary["windows"]["used"] == 60
+    for name in ("training.png", "latent.png", "extremes.png", "days.png"):
+        assert _png_ok(out / name), name
+    assert summary["scorer"]["scorer"] == "local" and "robust standard deviations" in summary["threshold_means"]
+    pointwise = run(
+        "series", src, "--out", tmp_path / "pw", "-c", "load_MW", "--pointwise", "--epochs", 2, "--device", "cpu"
+    )
+    assert pointwise.exit_code == 0, pointwise.output
+    summary = json.loads((tmp_path / "pw" / "summary.json").read_text())
+    assert summary["pointwise"] is True and summary["scorer"]["scorer"] == "reconstruction"
+    assert "squared fractions of that range" in summary["threshold_means"]
+
+
+def test_demo_end_to_end(tmp_path):
+    result = run("demo", "--out", tmp_path / "d", "--device", "cpu", "--epochs", 3)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "d" / "summary.json").exists() and "open first" in result.stdout
+    # the reported count, checked from the files: simulated V beats with a flagged beat within 5 samples
+    with open(tmp_path / "d" / "input" / "ecg.truth.csv", newline="") as fh:
+        ectopic = np.array([int(r["sample"]) for r in csv.DictReader(fh) if r["symbol"] == "V"])
+    table = pq.read_table(tmp_path / "d" / "embeddings.parquet", columns=["peak", "flag"])
+    flagged = table.column("peak").to_numpy()[table.column("flag").to_numpy()]
+    found = sum(bool(flagged.size) and int(np.abs(flagged - v).min()) <= 5 for v in ectopic)
+    assert f"{found} of the {ectopic.size} simulated ventricular ectopic beats" in " ".join(result.stdout.split())
+    # what was printed as the result is in summary.json too, with the flagged beats and the threshold's meaning
+    summary = json.loads((tmp_path / "d" / "summary.json").read_text())
+    assert summary["reference"]["labels"]["V"] == {"beats": ectopic.size, "flagged": found}
+    assert sorted(f["peak"] for f in summary["flagged"]) == sorted(flagged.tolist())
+    assert all(f["score"] > summary["threshold"] for f in summary["flagged"])
+    # the default scorer: each beat rebuilt from the training beats past its k - 1 nearest, k = floor(1 % of
+    # them) + 1, at 256, 128, 64, 32, 16 and 8 samples, as robust z-scores
+    k = table.num_rows // 100 + 1
+    assert "at 256, 128, 64, 32, 16, 8 samples" in summary["threshold_means"]
+    assert f"past the {k - 1} nearest of {table.num_rows:,} training rows" in summary["threshold_means"]
+    assert "robust standard deviations" in summary["threshold_means"]
+    assert summary["scorer"]["scorer"] == "local" and summary["scorer"]["training_rows"] == table.num_rows
+    assert summary["scorer"]["neighbours"] == k
+    # three epochs have not converged: the summary and the terminal say so
+    assert summary["converged"] is False and "not converged" in summary["warnings"][0]
+    assert "warning: not converged" in " ".join(result.stderr.split())  # on stderr, seen even when piped
+
+
+@pytest.mark.parametrize(
+    ("args", "pattern"),
+    [
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--width", "100"], "power of two"),
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--lr", "5"], "--lr"),
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--resume"], "nothing to resume"),
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--ensemble", "2", "--resume"], "single models"),
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--bf16", "--device", "cpu"], "bf16"),
+        (["ecg", "{tmp}/missing.parquet", "--out", "{tmp}/r"], "file not found"),
+        (["series", "{tmp}/e.parquet", "--out", "{tmp}/r", "--time-column", "when"], "column 'when' not found"),
+        (["series", "{tmp}/e.parquet", "--out", "{tmp}/r", "--window", "1x"], "cannot read duration"),
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--max-epochs", "0"], "--max-epochs"),
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--threads", "0"], "--threads"),
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--scorer", "nearest"], "--scorer"),
+        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--neighbours", "0"], "--neighbours"),
+        (["series", "{tmp}/e.parquet", "--out", "{tmp}/r", "--pointwise", "--scorer", "knn"], "single samples"),
+    ],
+)
+def test_learning_bad_options_leave_no_complete_run(tmp_path, args, pattern):
+    run("simulate", "ecg", "--duration", "1min", "--out", tmp_path / "e.parquet")
+    result = run(*[a.format(tmp=tmp_path) for a in args])
+    assert_user_error(result, pattern)
+    assert not (tmp_path / "r" / "summary.json").exists()
+
+
+def test_ecg_min_quality_keeps_poor_beats_out_of_training_and_flags(tmp_path):
+    from devicepipe.io import write_parquet
+    from devicepipe.simulate import simulate_ecg
+
+    fs = 250
+    sim = simulate_ecg(240, fs, seed=4, ectopic_rate=0.02)
+    x = sim.signal.clone()
+    x[100 * fs : 120 * fs] += 1.5 * torch.randn(20 * fs, generator=torch.Generator().manual_seed(0))  # 20 s of noise
+    src = write_parquet({"ecg": x}, tmp_path / "e.parquet", sampling_rate=fs)
+    out = tmp_path / "run"
+    result = run("ecg", src, "--out", out, "--epochs", 2, "--device", "cpu", "--min-quality", 0.5)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    beats = pq.read_table(out / "beats.parquet").to_pandas()
+    kept = beats[beats["kept"]]
+    poor = kept["stretch_quality"] < 0.5  # beats in a stretch of poor signal
+    in_noise = (kept["peak"] >= 100 * fs) & (kept["peak"] < 120 * fs)
+    assert poor[in_noise].all() and poor.sum() >= in_noise.sum() > 0
+    assert summary["quality"]["left_out_of_training_and_flags"] == int(poor.sum())
+    assert not beats["flagged"][beats["kept"]][poor.to_numpy()].any()  # a poor beat is never flagged
+    # an ectopic beat is unlike the typical beat too, but in good signal it stays, and can be flagged
+    ectopic = sim.r_peaks.numpy()[np.asarray(sim.symbols) == "V"]
+    clean = [p for p in ectopic if not 95 * fs <= p < 125 * fs]
+    near = kept["peak"].to_numpy()[:, None]
+    is_ectopic = (np.abs(near - np.asarray(clean)[None]) <= 0.05 * fs).any(1)
+    assert is_ectopic.sum() > 0 and not poor.to_numpy()[is_ectopic].any()
+    assert (kept["quality"].to_numpy()[is_ectopic] < 0.5).any()  # the beat's own quality would have left it out
+    assert "left out of training and out of the flags" in " ".join(result.stdout.split())
+    bad = run("ecg", src, "--out", tmp_path / "b", "--min-quality", 2)
+    assert_user_error(bad, "--min-quality must be a correlation between -1 and 1")
+    assert not (tmp_path / "b").exists()
+
+
+def test_series_finds_a_time_column_of_any_name(tmp_path):
+    days = 14
+    stamps = pd.date_range("2023-03-01", periods=24 * days, freq="h")
+    load = 100 + 10 * np.sin(2 * np.pi * np.arange(stamps.size) / 24)
+    src = tmp_path / "meter.csv"
+    pd.DataFrame({"kW": load, "reading time": stamps.strftime("%d.%m.%Y %H:%M")}).to_csv(src, index=False)
+    out = tmp_path / "run"
+    result = run("series", src, "--out", out, "--epochs", 2, "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    assert "times from column 'reading time'" in result.output
+    assert json.loads((out / "summary.json").read_text())["time_column"] == "reading time"
+    starts = pq.read_table(out / "embeddings.parquet").column("start").to_pylist()
+    assert len(starts) == days and str(starts[0]).startswith("2023-03-01") and str(starts[-1]).startswith("2023-03-14")
+    bare = tmp_path / "bare.csv"
+    pd.DataFrame({"kW": load}).to_csv(bare, index=False)
+    assert_user_error(run("series", bare, "--out", tmp_path / "r2"), "found no column of times in bare.csv")
+    assert not (tmp_path / "r2").exists()
+
+
+def test_a_series_model_scores_a_new_period(tmp_path):
+    src = tmp_path / "load.csv"
+    assert run("simulate", "load", "--days", 120, "--anomalies", 6, "--seed", 3, "--out", src).exit_code == 0
+    table = pd.read_csv(src)
+    truth = pd.read_csv(tmp_path / "load.truth.csv")["day"].tolist()
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    table.iloc[: 24 * 60].to_csv(first, index=False)
+    table.iloc[24 * 60 :].to_csv(second, index=False)
+    assert run("series", first, "--out", tmp_path / "m", "--device", "cpu").exit_code == 0
+
+    # the training period scored again: the training run's own scores and flags, by another path
+    again = run("score", first, "--model", tmp_path / "m", "--out", tmp_path / "again", "--device", "cpu")
+    assert again.exit_code == 0, again.output
+    trained = pq.read_table(tmp_path / "m" / "embeddings.parquet").to_pandas()
+    scored = pq.read_table(tmp_path / "again" / "scores.parquet").to_pandas()
+    assert list(scored["start"]) == list(trained["start"])
+    np.testing.assert_allclose(scored["score"], trained["score"], rtol=1e-4, atol=1e-4)
+    assert list(scored["flag"]) == list(trained["flag"])
+
+    # the new period: its anomalous days (the simulator's truth) rank high; any day flagged is one of them
+    result = run("score", second, "--model", tmp_path / "m", "--out", tmp_path / "new", "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    new = pq.read_table(tmp_path / "new" / "scores.parquet").to_pandas()
+    days = new["start"].astype(str).str[:10]
+    odd = days.isin(truth)
+    assert 0 < odd.sum() < len(new)
+    higher = (new.loc[odd, "score"].to_numpy()[:, None] > new.loc[~odd, "score"].to_numpy()[None, :]).mean()
+    assert higher >= 0.9  # ROC AUC of anomalous against normal days
+    summary = json.loads((tmp_path / "new" / "summary.json").read_text())
+    flagged = {f["start"][:10] for f in summary["flagged"]}
+    assert flagged <= set(truth) and summary["windows"]["used"] == len(new)
+    assert days[new["score"].idxmax()] in truth
+    assert summary["model"]["geometry"]["input"] == "load-windows" and 0 <= new["tail_probability"].min()
+    for name in ("days.png", "extremes.png", "scores.png", "latent.png"):
+        assert _png_ok(tmp_path / "new" / name), name
+    assert "devicepipe score: second.csv" in (tmp_path / "new" / "report.html").read_text()
+
+
+def test_a_series_model_refuses_what_it_cannot_score(tmp_path):
+    src = tmp_path / "load.csv"
+    assert run("simulate", "load", "--days", 30, "--out", src).exit_code == 0
+    assert run("series", src, "--out", tmp_path / "m", "--epochs", 2, "--device", "cpu").exit_code == 0
+    assert run("series", src, "--out", tmp_path / "pw", "--pointwise", "--epochs", 1, "--device", "cpu").exit_code == 0
+    quarter = tmp_path / "quarter.csv"
+    table = pd.read_csv(src)
+    stamps = pd.date_range("2021-01-01", periods=len(table), freq="15min")
+    pd.DataFrame({"Datetime": stamps, "load_MW": table["load_MW"]}).to_csv(quarter, index=False)
+    cases = [
+        (["score", quarter, "--model", tmp_path / "m"], "has a step of 15.0 min (96 to a window)"),
+        (["score", src, "--model", tmp_path / "pw"], "per-sample autoencoder"),
+        (["score", src, "--model", tmp_path / "m", "--reference", src], "--reference is not for a load-series model"),
+        (["score", tmp_path, "--model", tmp_path / "m"], "scores one series at a time"),
+    ]
+    for args, pattern in cases:
+        assert_user_error(run(*args, "--out", tmp_path / "out"), pattern)
+        assert not (tmp_path / "out").exists()
