@@ -268,6 +268,15 @@ def test_a_series_model_scores_a_new_period(tmp_path):
     for name in ("days.png", "extremes.png", "scores.png", "latent.png"):
         assert _png_ok(tmp_path / "new" / name), name
     assert "devicepipe score: second.csv" in (tmp_path / "new" / "report.html").read_text()
+    assert summary["warnings"] == [] and "warning" not in result.stderr  # the same kind of load: nothing to say
+
+    # the same period in kW for a model trained in MW: flagged throughout, and said why
+    table.iloc[24 * 60 :].assign(load_MW=lambda t: t["load_MW"] * 1000).to_csv(tmp_path / "kw.csv", index=False)
+    kw = run("score", tmp_path / "kw.csv", "--model", tmp_path / "m", "--out", tmp_path / "kw", "--device", "cpu")
+    assert kw.exit_code == 0, kw.output
+    said = json.loads((tmp_path / "kw" / "summary.json").read_text())["warnings"]
+    assert len(said) == 2 and "times those the model was trained on" in said[0] and "windows were flagged" in said[1]
+    assert all(f"warning: {w}" in " ".join(kw.stderr.split()) for w in said)
 
 
 def test_a_series_model_refuses_what_it_cannot_score(tmp_path):

@@ -11,7 +11,7 @@ from sklearn.base import clone
 from sklearn.metrics import average_precision_score, f1_score, roc_auc_score
 
 import devicepipe as dp
-from devicepipe.anomaly import MODEL_FORMAT_VERSION, auto_threshold, nearest_power_of_two, smallest
+from devicepipe.anomaly import MODEL_FORMAT_VERSION, auto_threshold, load_model, nearest_power_of_two, smallest
 from devicepipe.errors import DevicepipeError
 
 
@@ -510,3 +510,24 @@ def test_each_kind_of_model_is_found_by_its_name_and_its_module_s():
     assert kind_of_module("ResNet") is None
     with pytest.raises(DevicepipeError):  # a size a model cannot take: refused by its config
         MODEL_KINDS["vae"].configure(Sizes(width=100, latent=2, hidden=1, minmax=False))
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"threshold": float("nan")}, "its threshold is nan"),
+        ({"train_scores": torch.tensor([])}, "training scores are missing or not finite"),
+        ({"neighbours": 10**9}, "neighbours are not within its"),
+        ({"calibration": {}}, "fail to score a row (KeyError"),
+        ({"width": 999}, "999"),
+        ({"n_features_in": -3}, "rows of -3 columns"),
+    ],
+)
+def test_a_model_changed_after_it_was_written_is_one_line(fitted, tmp_path, change, says):
+    fitted.save(tmp_path / "m.pt")
+    state = torch.load(tmp_path / "m.pt", weights_only=True)
+    torch.save({**state, **change}, tmp_path / "changed.pt")
+    with pytest.raises(DevicepipeError, match="the model's parts do not fit together") as info:
+        load_model(tmp_path / "changed.pt", device="cpu")
+    assert says in str(info.value) and len(str(info.value).splitlines()) == 1
+    assert load_model(tmp_path / "m.pt", device="cpu").threshold_ == fitted.threshold_  # as written: read

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from devicepipe.learn import (
     ENSEMBLE_NAME,
 )
 from devicepipe.models.kinds import ModelKind, kind_of_module
+from devicepipe.scorers import SCORER_KINDS
 from devicepipe.threads import choose_threads
 from devicepipe.train import CHECKPOINT_NAME
 
@@ -113,6 +115,8 @@ def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAno
     params["device"] = str(device) if not isinstance(device, torch.device) else str(device)
     known = set(BeatAnomalyDetector._param_names())
     det = BeatAnomalyDetector(**{k: v for k, v in params.items() if k in known})
+    if det.scorer not in SCORER_KINDS:
+        raise DevicepipeError(f"{file}: its scorer {det.scorer!r} is not one of {', '.join(SCORER_KINDS)}.")
     models, scaler = _members(state, kind, dev, file)
     det.device_ = dev
     det.models_ = models
@@ -121,7 +125,14 @@ def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAno
     det.width_ = int(state["width"])
     det.histories_ = state.get("histories", [])
     probe = torch.zeros(det.batch_size, det.width_, device=dev)
-    det.threads_ = choose_threads(models[0], probe, threads=det.threads, copies=len(models))
+    try:
+        det.threads_ = choose_threads(models[0], probe, threads=det.threads, copies=len(models))
+    except RuntimeError as exc:
+        raise DevicepipeError(
+            f"{file}: the model's parts do not fit together: its models do not take rows of its width "
+            f"{det.width_} ({str(exc).splitlines()[0][:100]}). It was changed after devicepipe wrote it; use the file "
+            "as written, or train the model again."
+        ) from None
     det.train_scores_ = state["train_scores"].to(dev)
     det.reference_ = None if state.get("reference") is None else state["reference"].to(dev)
     det.calibration_ = {k: tuple(v) for k, v in (state.get("calibration") or {}).items()}
@@ -139,4 +150,31 @@ def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAno
     det.versions_ = {"devicepipe": state.get("devicepipe"), "torch": state.get("torch")}
     det.trained_on_ = state.get("trained_on")
     det.path_ = str(path)  # where it was read from, as named: a run directory or the file
+    _check_parts(det, file)
     return det
+
+
+def _check_parts(det: BeatAnomalyDetector, file: Path) -> None:
+    """Refuse, with one line, a model whose parts do not fit together (a file changed after it was
+    written): a threshold or training scores that are not finite numbers, a width or neighbour
+    count out of range, or parts that fail to score a row."""
+    scores = det.train_scores_
+    problems = []
+    if not math.isfinite(det.threshold_):
+        problems.append(f"its threshold is {det.threshold_}")
+    if scores.ndim != 1 or scores.numel() == 0 or not bool(torch.isfinite(scores).all()):
+        problems.append("its training scores are missing or not finite")
+    if det.n_features_in_ < 1 or det.width_ < 1:
+        problems.append(f"it takes rows of {det.n_features_in_} columns at width {det.width_}")
+    if det.reference_ is not None and not (1 <= (det.neighbours_ or 0) <= det.reference_.shape[0]):
+        problems.append(f"its {det.neighbours_} neighbours are not within its {det.reference_.shape[0]} training rows")
+    if not problems:
+        try:  # the parts together: a row of zeros through the scaler, the models and the scorer
+            det.decision_function(torch.zeros(1, det.n_features_in_, device=det.device_))
+        except (RuntimeError, KeyError, ValueError, IndexError, TypeError, DevicepipeError) as exc:
+            problems.append(f"its parts fail to score a row ({type(exc).__name__}: {str(exc).splitlines()[0][:100]})")
+    if problems:
+        raise DevicepipeError(
+            f"{file}: the model's parts do not fit together: {'; '.join(problems)}. It was changed after devicepipe "
+            "wrote it; use the file as written, or train the model again."
+        )

@@ -28,6 +28,7 @@ from devicepipe.pipelines.checks import _reference_counts, rate_warnings
 from devicepipe.pipelines.context import Progress, _Run, _start, _to_host
 from devicepipe.pipelines.ecg import _flagged_beats, _scored_beat_files
 from devicepipe.pipelines.learning import _fitted_model, _model_summary, beat_rows
+from devicepipe.pipelines.model_fit import flag_share_warnings, rate_fit_warnings
 from devicepipe.pipelines.reading import _no_beats, _read_and_cut
 from devicepipe.pipelines.results import LearnResult
 from devicepipe.pipelines.scored import beat_counts, flagged_beats, label_with_reference, score_views
@@ -136,5 +137,7 @@ def _score_summary(
         "seconds": run.timer.seconds,
         "transfers": run.timer.transfers(),
         "threads": detector.threads_.to_dict(),
-        "warnings": rate_warnings(host["all_peaks"], rec.sampling_rate, rec.n_samples),
+        "warnings": rate_warnings(host["all_peaks"], rec.sampling_rate, rec.n_samples)
+        + rate_fit_warnings(detector.geometry_, rec.sampling_rate)
+        + flag_share_warnings(detector, host["flags"]),
     }

@@ -42,6 +42,7 @@ from devicepipe.pipelines.context import (
     _to_host,
 )
 from devicepipe.pipelines.learning import _detector, _finish, _fitted_model, _identity, _learn, _model_summary
+from devicepipe.pipelines.model_fit import flag_share_warnings, scale_fit_warnings
 from devicepipe.pipelines.results import LearnResult
 from devicepipe.report import MAX_FLAGGED_ROWS, REPORT_NAME, FlaggedRows, write_report
 from devicepipe.score import group_scores, reconstruct
@@ -333,6 +334,8 @@ def run_score_series(
         "seconds": run.timer.seconds,
         "transfers": run.timer.transfers(),
         "threads": detector.threads_.to_dict(),
+        "warnings": scale_fit_warnings(detector, host["days"], rec.channels[0])
+        + flag_share_warnings(detector, host["flags"], "windows", "another place, period or unit"),
     }
     page = _flagged_windows(wins, host, flagged, rec.channels[0])
     typed = RunSummary.from_dict(summary)
