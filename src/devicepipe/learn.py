@@ -34,6 +34,7 @@ __all__ = [
     "SeriesLearnSettings",
     "check_before_start",
     "convergence_warning",
+    "learning_failed",
     "recent_fall",
     "score_rows",
     "train_models",
@@ -303,3 +304,58 @@ def convergence_warning(histories: list[dict[str, Any]]) -> str | None:
         f"not converged: training ended at epoch {n} while the model was still learning ({how}), "
         "so its scores and flags are not yet reliable; train longer, or let training stop by itself"
     )
+
+
+#: Losses whose relative spread over a run's last epochs is under this did not change at all:
+#: with shuffled batches a model that still updates moves its training loss by far more.
+STUCK = 1e-6
+#: A latent dimension whose spread over the rows is under this share of the widest one's is constant.
+CONSTANT_DIMENSION = 1e-4
+
+
+def stuck_loss(losses: list[float], *, share: float = 0.2, least: int = 3) -> bool:
+    """Whether the loss did not change at all over the last ``max(least, share * n)`` epochs (and
+    there were more epochs than that): the model's weights stopped moving."""
+    values = np.asarray(losses, dtype=np.float64)
+    w = max(least, int(share * values.size))
+    if values.size <= w or not np.all(np.isfinite(values[-w:])):
+        return False
+    last = values[-w:]
+    return float(last.max() - last.min()) <= STUCK * max(abs(float(np.median(last))), 1e-12)
+
+
+def learning_failed(histories: list[dict[str, Any]], embeddings: torch.Tensor | None = None) -> str | None:
+    """A sentence when training produced a dead model: a loss that stopped changing entirely (its
+    units saturated or died), or a latent space most of whose dimensions are constant over the
+    ``embeddings`` ``(n, latent)``; None otherwise. Such a model is not "converged", whatever its
+    loss curve's slope."""
+    said = []
+    stuck = [i for i, h in enumerate(histories) if stuck_loss(h["train"])]
+    if stuck:
+        h = histories[stuck[0]]
+        said.append(
+            f"the training loss has not changed at all since epoch {_stuck_since(h['train'])} "
+            f"(it stays at {h['train'][-1]:.6g}), so the model stopped learning"
+        )
+    if embeddings is not None and embeddings.ndim == 2 and embeddings.shape[0] > 1 and embeddings.shape[1] > 1:
+        spread = embeddings.detach().float().std(0).cpu()
+        constant = int((spread <= CONSTANT_DIMENSION * float(spread.max())).sum())
+        if constant * 2 > embeddings.shape[1] or float(spread.max()) == 0.0:
+            said.append(f"{constant} of its {embeddings.shape[1]} latent dimensions are constant over the rows")
+    if not said:
+        return None
+    return (
+        f"the model did not learn: {'; '.join(said)}. Its scores and flags mean little; its units saturated or "
+        "died, most often from a learning rate too high: lower --lr and train again"
+    )
+
+
+def _stuck_since(losses: list[float]) -> int:
+    """The epoch (from 1) from which ``losses`` stayed at their last value."""
+    values = np.asarray(losses, dtype=np.float64)
+    last = values[-1]
+    same = np.abs(values - last) <= STUCK * max(abs(last), 1e-12)
+    k = values.size
+    while k > 1 and same[k - 2]:
+        k -= 1
+    return k

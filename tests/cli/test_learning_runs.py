@@ -297,3 +297,15 @@ def test_a_series_model_refuses_what_it_cannot_score(tmp_path):
     for args, pattern in cases:
         assert_user_error(run(*args, "--out", tmp_path / "out"), pattern)
         assert not (tmp_path / "out").exists()
+
+
+def test_a_series_trained_at_a_learning_rate_that_kills_it_is_not_converged(tmp_path):
+    assert run("simulate", "load", "--days", "40", "--out", tmp_path / "l.csv").exit_code == 0
+    result = run("series", tmp_path / "l.csv", "--out", tmp_path / "r", "--lr", "0.99", "--epochs", "12", "-d", "cpu")
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    history = pd.read_csv(tmp_path / "r" / "history.csv")
+    last = history.iloc[-4:]
+    assert last["val_loss"].nunique() == 1 and np.ptp(last["train_loss"]) < 1e-6  # the weights stopped moving
+    assert summary["converged"] is False and "the model did not learn" in summary["warnings"][0]
+    assert "the model did not learn" in " ".join(result.stderr.split())

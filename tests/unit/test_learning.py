@@ -282,3 +282,21 @@ def test_run_series_takes_a_dataframe_with_a_datetime_index(tmp_path):
     with pytest.raises(DevicepipeError, match="has no times: give a DataFrame with a DatetimeIndex"):
         run_series(frame.reset_index(drop=True), tmp_path / "none", settings=SeriesLearnSettings(epochs=2))
     assert not (tmp_path / "none" / "summary.json").exists()
+
+
+def test_a_loss_that_stopped_changing_is_a_dead_model_not_a_converged_one():
+    from devicepipe.learn import convergence_warning, learning_failed, stuck_loss
+
+    flat = {"train": [0.03, 0.1535, 0.1535, 0.1535, 0.1535, 0.1535], "val": [0.147] * 6}
+    assert stuck_loss(flat["train"]) and not stuck_loss([0.5, 0.4, 0.3, 0.29, 0.2899, 0.28985])
+    assert not stuck_loss([0.2, 0.2, 0.2])  # too few epochs to say
+    said = learning_failed([flat])
+    assert said is not None and "has not changed at all since epoch 2 (it stays at 0.1535)" in said
+    assert convergence_warning([flat]) is None  # the slope alone calls it converged
+    rng = torch.Generator().manual_seed(0)
+    alive = torch.randn(200, 4, generator=rng)
+    assert learning_failed([{"train": [1.0, 0.5, 0.4, 0.35, 0.34, 0.33]}], alive) is None
+    dead = alive.clone()
+    dead[:, 1:] = 0.7  # three of four latent dimensions constant
+    said = learning_failed([{"train": [1.0, 0.5, 0.4, 0.35, 0.34, 0.33]}], dead)
+    assert said is not None and "3 of its 4 latent dimensions are constant" in said

@@ -19,6 +19,7 @@ from devicepipe.learn import (
     DEFAULT_SCORER,
     LearnSettings,
     convergence_warning,
+    learning_failed,
 )
 from devicepipe.outputs import (
     write_summary,
@@ -112,7 +113,8 @@ def _learn(
             on_start=started,
             stream=stream,
         )
-    warning = convergence_warning(detector.histories_)
+    warning = learning_failed(detector.histories_, detector.details_.embeddings)
+    warning = warning or convergence_warning(detector.histories_)
     return _Learned(detector, detector.details_, settings.epoch_limit, warning)
 
 
