@@ -33,6 +33,7 @@ __all__ = [
     "KINDS",
     "Conversion",
     "CopyRefusedError",
+    "ReadOnlyMemoryWarning",
     "TransferLedger",
     "convert",
     "count_transfers",
@@ -64,6 +65,11 @@ class CopyRefusedError(DevicepipeError):
     """A conversion would need a copy and the caller passed ``allow_copy=False``."""
 
 
+class ReadOnlyMemoryWarning(UserWarning):
+    """:func:`to_torch` shares memory its owner keeps read-only (pandas under copy-on-write, Arrow,
+    Polars, a read-only NumPy array or memory map): the tensor must not be written in place."""
+
+
 @dataclass(frozen=True)
 class Conversion:
     """The result of :func:`convert`: the tensor, and whether (and why) it is a copy."""
@@ -71,6 +77,8 @@ class Conversion:
     tensor: torch.Tensor
     copied: bool
     reason: str | None = None
+    #: Whether the tensor shares memory its owner keeps read-only (see :class:`ReadOnlyMemoryWarning`).
+    read_only: bool = False
 
 
 class _Copy:
@@ -78,6 +86,7 @@ class _Copy:
 
     def __init__(self, allow: bool, where: str) -> None:
         self.allow, self.where, self.reason = allow, where, None
+        self.read_only = False  # the shared NumPy view is not writeable
 
     def need(self, reason: str) -> None:
         if not self.allow:
@@ -111,8 +120,9 @@ def _from_numpy(arr: np.ndarray, copy: _Copy) -> torch.Tensor:
     if any(s < 0 for s in arr.strides):  # torch cannot express negative strides
         copy.need("the NumPy array has negative strides")
         arr = np.ascontiguousarray(arr)
+    copy.read_only = not arr.flags.writeable
     with warnings.catch_warnings():
-        # read-only arrays (memory maps, Arrow-backed buffers) are shared, not written to
+        # read-only arrays (memory maps, Arrow-backed buffers) are shared: to_torch says so in its own words
         warnings.filterwarnings("ignore", message=".*not writable.*", category=UserWarning)
         return torch.from_numpy(arr)
 
@@ -190,7 +200,7 @@ def convert(obj: Any, *, device: torch.device | str | None = None, allow_copy: b
         tensor = obj
     elif lib == "numpy":
         tensor = _from_numpy(obj, copy)
-    elif lib == "pyarrow":
+    elif lib == "pyarrow" and kind not in ("Table", "RecordBatch"):
         tensor = _from_arrow(obj, copy)
     elif lib == "pandas" and kind == "Series":
         tensor = _from_pandas(obj, copy)
@@ -198,7 +208,7 @@ def convert(obj: Any, *, device: torch.device | str | None = None, allow_copy: b
         tensor = _from_polars(obj, copy)
     elif lib == "cudf" and kind == "Series":
         tensor = _from_cudf(obj, copy)
-    elif lib in ("pandas", "polars", "cudf") or (lib == "pyarrow" and kind == "Table"):
+    elif lib in ("pandas", "polars", "cudf", "pyarrow"):
         raise DevicepipeError(f"to_torch(): pick one column of the {lib} {kind} (a Series), e.g. df['ecg'].")
     elif hasattr(obj, "__dlpack__"):
         tensor = torch.from_dlpack(obj)  # JAX, CuPy, NumPy-likes: shared memory, either device
@@ -221,12 +231,29 @@ def convert(obj: Any, *, device: torch.device | str | None = None, allow_copy: b
     if device is not None and tensor.device != device:
         copy.need(f"the data is on {tensor.device}, not {device}")
         tensor = tensor.to(device)
-    return Conversion(tensor, copy.reason is not None, copy.reason)
+        copy.read_only = False
+    # a copy made on the way is the caller's alone, whatever its flags: only memory still shared is read-only
+    return Conversion(tensor, copy.reason is not None, copy.reason, copy.read_only and copy.reason is None)
 
 
 def to_torch(obj: Any, *, device: torch.device | str | None = None, allow_copy: bool = True) -> torch.Tensor:
-    """:func:`convert`, returning only the tensor (same shape; dtype follows the source)."""
-    return convert(obj, device=device, allow_copy=allow_copy).tensor
+    """:func:`convert`, returning only the tensor (same shape; dtype follows the source).
+
+    A tensor that shares memory its owner keeps read-only (pandas 3's copy-on-write columns,
+    Arrow and Polars buffers, read-only NumPy arrays) comes with a :class:`ReadOnlyMemoryWarning`,
+    as ``torch.from_numpy`` warns of read-only arrays: writing it in place would change data its
+    owner promises does not change (a ``df.copy(deep=False)``, another table sharing the buffer).
+    ``.clone()`` it to write; :func:`convert` says ``read_only`` without a warning.
+    """
+    c = convert(obj, device=device, allow_copy=allow_copy)
+    if c.read_only:
+        warnings.warn(
+            f"to_torch(): the tensor shares the read-only memory of a {library_of(obj)} {type(obj).__name__}; "
+            "do not write to it in place (its owner promises that memory does not change): .clone() it first.",
+            ReadOnlyMemoryWarning,
+            stacklevel=2,
+        )
+    return c.tensor
 
 
 def _require(module: str) -> Any:

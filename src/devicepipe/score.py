@@ -15,7 +15,7 @@ from torch import nn
 
 from devicepipe.device import full_float32
 from devicepipe.errors import DevicepipeError
-from devicepipe.interop import to_torch
+from devicepipe.interop import convert
 from devicepipe.models import model_rows
 from devicepipe.train import check_finite_rows
 
@@ -233,8 +233,8 @@ def evaluate_anomalies(labels: Any, scores: Any) -> AnomalyEvaluation:
     ``(n,)``: tensors (computed on their device) or anything :func:`devicepipe.to_torch` takes.
     Rows with equal scores fall on the same side of every threshold.
     """
-    y = labels if isinstance(labels, torch.Tensor) else to_torch(np.asarray(labels))
-    s = scores if isinstance(scores, torch.Tensor) else to_torch(np.asarray(scores))
+    y = labels if isinstance(labels, torch.Tensor) else convert(np.asarray(labels)).tensor
+    s = scores if isinstance(scores, torch.Tensor) else convert(np.asarray(scores)).tensor
     y = y.to(s.device).reshape(-1)
     s = s.reshape(-1).double()
     if y.shape != s.shape:

@@ -11,6 +11,7 @@ import torch
 from devicepipe.errors import DevicepipeError
 from devicepipe.interop import (
     CopyRefusedError,
+    ReadOnlyMemoryWarning,
     convert,
     count_transfers,
     from_torch,
@@ -232,3 +233,48 @@ def test_counting_transfers_does_not_load_the_compiler():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("make", "owner"),
+    [
+        (lambda: pa.array(np.arange(50, dtype=np.float64)), "pyarrow DoubleArray"),
+        (lambda: pl.Series(np.arange(50, dtype=np.float64)), "polars Series"),
+        (lambda: np.frombuffer(np.arange(50, dtype=np.float64).tobytes()), "numpy ndarray"),  # read-only
+    ],
+)
+def test_memory_its_owner_keeps_read_only_is_shared_with_a_warning(make, owner):
+    src = make()
+    with pytest.warns(ReadOnlyMemoryWarning, match=f"read-only memory of a {owner}; do not write to it in place"):
+        t = to_torch(src, allow_copy=False)
+    assert convert(src).read_only and shares_memory(src, t)  # shared, as promised: not copied to be safe
+
+
+def test_pandas_copy_on_write_columns_are_read_only_where_pandas_says_so():
+    column = pd.Series(np.arange(50, dtype=np.float64))
+    read_only = not column.to_numpy().flags.writeable  # pandas' own answer: True from pandas 3 on
+    assert convert(column).read_only == read_only
+    if read_only:
+        shallow = column.copy(deep=False)  # pandas promises this is independent of a later write to column
+        with pytest.warns(ReadOnlyMemoryWarning):
+            t = to_torch(column)
+        t[0] = -1.0  # what the warning warns of: a write in place reaches the shallow copy too
+        assert shallow.iloc[0] == -1.0
+
+
+def test_writable_arrays_and_copies_come_without_a_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ReadOnlyMemoryWarning)
+        to_torch(np.arange(10.0))
+        to_torch(pa.array([1.0, None, 3.0]))  # nulls: a copy, which is the caller's to write
+        to_torch(pa.chunked_array([[1.0], [2.0]]))
+
+
+def test_a_table_is_refused_by_name_everywhere():
+    table = pa.table({"a": [1.0, 2.0]})
+    with pytest.raises(DevicepipeError, match=r"pick one column of the pyarrow Table"):
+        shares_memory(table, torch.zeros(3))
+    with pytest.raises(DevicepipeError, match=r"pick one column of the pyarrow RecordBatch"):
+        to_torch(table.to_batches()[0])

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from devicepipe.errors import DevicepipeError
-from devicepipe.interop import to_torch
+from devicepipe.interop import convert
 from devicepipe.score import embed, reconstruction_error
 
 
@@ -33,7 +33,7 @@ def _table_rows(X: Any, caller: str) -> torch.Tensor:
         except (TypeError, ValueError):
             raise DevicepipeError(f"{caller}: X must hold numbers, got values of dtype {X.dtype}.") from None
     try:
-        return to_torch(X)
+        return convert(X).tensor  # read, never written in place
     except DevicepipeError:
         raise
     except Exception as exc:  # noqa: BLE001 - anything that is not an array of rows

@@ -77,7 +77,9 @@ def _client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any
         with client:
             yield client
         return
-    dashboard = ":0" if importlib.util.find_spec("bokeh") is not None else None  # the dashboard needs bokeh
+    # any free port: the scheduler's HTTP server (its dashboard with bokeh, its health routes without)
+    # starts either way, and on Dask's default 8787 it warns when another cluster holds that port
+    dashboard = ":0"
     env = {"OMP_NUM_THREADS": str(threads or 1), "MKL_NUM_THREADS": str(threads or 1)}
     with dask.config.set({"distributed.worker.multiprocessing-method": _start_method(), **_local_cluster_config()}):
         try:
@@ -100,6 +102,11 @@ def _client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any
             ) from None
         with cluster, Client(cluster) as client:
             yield client
+
+
+def dashboard_of(client: Any) -> str | None:
+    """The address of the cluster's dashboard, or None where bokeh (which draws it) is not installed."""
+    return (client.dashboard_link or None) if importlib.util.find_spec("bokeh") is not None else None
 
 
 def _local_cluster_config() -> dict[str, Any]:

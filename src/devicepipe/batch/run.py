@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from devicepipe import pipelines
-from devicepipe.batch.engine import Engine, _client, _n_workers
+from devicepipe.batch.engine import Engine, _client, _n_workers, dashboard_of
 from devicepipe.batch.index import (
     INDEX_COLUMNS,
     DatasetResult,
@@ -96,7 +96,7 @@ def run_recordings(
         return rows, how
     with _client(engine, n_workers, threads) as client:
         info = client.scheduler_info()
-        how = engine.describe(len(info.get("workers", {})) or n_workers, threads, client.dashboard_link or None)
+        how = engine.describe(len(info.get("workers", {})) or n_workers, threads, dashboard_of(client))
         if on_cluster:
             on_cluster(how)
         from distributed import as_completed
@@ -198,6 +198,17 @@ def _write_settings(out: Path, asked: dict[str, Any]) -> None:
 
 
 @holds_output
+def _check_devices(engine: Engine) -> None:
+    """A device of ``engine`` that is not there: said now, not once per recording."""
+    for device in engine.devices:
+        try:
+            resolve_device(device)
+        except DevicepipeError as exc:
+            if len(engine.devices) == 1:
+                raise
+            raise DevicepipeError(exc.problem, fix="list devices that exist in {devices=}.", param="devices") from None
+
+
 def run_dataset(
     spec: str | os.PathLike[str] | Dataset,
     out: str | os.PathLike[str],
@@ -231,13 +242,7 @@ def run_dataset(
     pipelines.check_settings(options or {})  # once, not as each recording's failure (or not at all, in a batch)
     dataset = spec if isinstance(spec, Dataset) else find_recordings(spec, exclude=out)
     engine = engine or Engine()
-    for device in engine.devices:  # a device that is not there: said now, not once per recording
-        try:
-            resolve_device(device)
-        except DevicepipeError as exc:
-            if len(engine.devices) == 1:
-                raise
-            raise DevicepipeError(exc.problem, fix="list devices that exist in {devices=}.", param="devices") from None
+    _check_devices(engine)
     started = time.perf_counter()
     items = [
         _Item(str(p), str(out / name), name, _reference_of(p, reference))

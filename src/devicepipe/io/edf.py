@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from devicepipe.errors import ReadError
-from devicepipe.interop import to_torch
+from devicepipe.interop import convert
 from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names
 
 __all__ = ["EDF_SUFFIXES", "edf_header", "read_edf", "read_edf_annotations"]
@@ -128,7 +128,7 @@ def read_edf(path: Path, column: ColumnSpec, start: int = 0, stop: int | None = 
         raise ReadError(f"read_series(): cannot read the samples of {path.name} ({exc}).") from None
     values = np.stack(parts) if parts else np.zeros((len(chosen), 0))
     units = [s.physical_dimension.strip() or None for s in chosen]
-    return RawSeries(to_torch(values), [names[i] for i in idx], units, rate, None, path.name)
+    return RawSeries(convert(values).tensor, [names[i] for i in idx], units, rate, None, path.name)
 
 
 def read_edf_annotations(path: str | Path) -> tuple[np.ndarray, np.ndarray]:

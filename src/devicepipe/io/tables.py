@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import torch
 
 from devicepipe.errors import ReadError
-from devicepipe.interop import to_torch
+from devicepipe.interop import convert
 from devicepipe.io.raw import ColumnSpec, RawSeries, pick_columns
 
 __all__ = [
@@ -423,7 +423,7 @@ def stack_columns(table: pa.Table, chosen: list[str]) -> torch.Tensor:
             col = col.cast(pa.float64())
         if col.null_count:
             col = col.fill_null(float("nan"))
-        rows.append(to_torch(col))
+        rows.append(convert(col).tensor)
     if len(rows) == 1:
         return rows[0].unsqueeze(0)
     dtype = rows[0].dtype

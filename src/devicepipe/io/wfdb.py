@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from devicepipe.errors import ReadError
-from devicepipe.interop import to_torch
+from devicepipe.interop import convert
 from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names
 from devicepipe.io.write import atomic_path
 
@@ -117,7 +117,7 @@ def read_wfdb(path: Path, column: ColumnSpec, start: int = 0, stop: int | None =
 
 
 def _raw(rec: wfdb.Record, base: Path) -> RawSeries:
-    values = to_torch(np.ascontiguousarray(rec.p_signal.T))
+    values = convert(np.ascontiguousarray(rec.p_signal.T)).tensor
     n = values.shape[0]
     units = list(rec.units or [None] * n)
     fs = float(rec.fs) if header_rate_holds(base) else None

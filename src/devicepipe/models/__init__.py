@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 
 from devicepipe.errors import DevicepipeError
-from devicepipe.interop import to_torch
+from devicepipe.interop import convert
 from devicepipe.models.autoencoder import MLPAutoencoder, MLPAutoencoderConfig
 from devicepipe.models.vae import LightVAE, LightVAEConfig, Swish
 
@@ -60,7 +60,7 @@ def model_rows(model: torch.nn.Module, data: Any, caller: str, *, host: bool = F
     rows = getattr(data, "matrix", data)
     device = next(model.parameters()).device
     if not isinstance(rows, torch.Tensor):
-        rows = to_torch(rows, device="cpu" if host else device)
+        rows = convert(rows, device="cpu" if host else device).tensor
     elif rows.device != device and not (host and rows.device.type == "cpu"):
         raise DevicepipeError(
             f"{caller}: the rows are on {rows.device} but the model is on {device}; "

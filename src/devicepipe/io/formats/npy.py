@@ -11,7 +11,7 @@ import torch
 
 from devicepipe.device import resolve_device
 from devicepipe.errors import ReadError
-from devicepipe.interop import to_torch
+from devicepipe.interop import convert
 from devicepipe.io.formats.base import WHOLE, FileFormat, ReadRequest, Span
 from devicepipe.io.raw import ColumnSpec, RawSeries, channel_names, column_list, resolve_names
 
@@ -51,7 +51,7 @@ def _read_npy(path: Path, column: ColumnSpec, span: Span = WHOLE) -> RawSeries:
 
 def from_array(arr: Any, column: ColumnSpec, source: str) -> RawSeries:
     """An array in devicepipe's layout, ``(time,)`` or ``(channels, time)``, shared where possible."""
-    tensor = to_torch(arr)
+    tensor = convert(arr).tensor
     if tensor.ndim not in (1, 2):
         raise ReadError(
             f"read_series(): {source} has shape {tuple(tensor.shape)}; expected (time,) or (channels, time)."
