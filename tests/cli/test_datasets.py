@@ -130,9 +130,18 @@ def test_a_listed_path_too_long_for_the_file_system_fails_on_its_own_row(tmp_pat
 
 
 def test_a_local_cluster_of_two_processes_equals_the_plain_loop(tmp_path):
+    import contextlib
+    import socket
+    import warnings
+
     make_folder(tmp_path / "in", 8)
     run_dataset(tmp_path / "in", tmp_path / "loop", options={"figures": False}, engine=Engine(workers=0))
-    dask = run_dataset(tmp_path / "in", tmp_path / "dask", options={"figures": False}, engine=Engine(workers=2))
+    with contextlib.ExitStack() as stack, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with contextlib.suppress(OSError):  # Dask's default port taken, as by another cluster on the machine
+            stack.enter_context(socket.create_server(("", 8787)))
+        dask = run_dataset(tmp_path / "in", tmp_path / "dask", options={"figures": False}, engine=Engine(workers=2))
+    assert not [str(w.message) for w in caught if "8787" in str(w.message)]
     assert dask.summary["engine"]["kind"] == "dask (local cluster)" and dask.summary["engine"]["workers"] == 2
     a, b = index(tmp_path / "loop"), index(tmp_path / "dask")
     assert set(b.worker) == {"0", "1"}  # both worker processes ran recordings

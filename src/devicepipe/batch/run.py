@@ -197,7 +197,6 @@ def _write_settings(out: Path, asked: dict[str, Any]) -> None:
     write_json(asked, out / SETTINGS_NAME)
 
 
-@holds_output
 def _check_devices(engine: Engine) -> None:
     """A device of ``engine`` that is not there: said now, not once per recording."""
     for device in engine.devices:
@@ -209,6 +208,7 @@ def _check_devices(engine: Engine) -> None:
             raise DevicepipeError(exc.problem, fix="list devices that exist in {devices=}.", param="devices") from None
 
 
+@holds_output
 def run_dataset(
     spec: str | os.PathLike[str] | Dataset,
     out: str | os.PathLike[str],
