@@ -206,3 +206,22 @@ def test_chunks_of_an_npy_file_equal_read_series_ranges(tmp_path, array, column)
         torch.testing.assert_close(got, expected.samples, rtol=0, atol=0)
     with pytest.raises(DevicepipeError, match="ch7"):
         chunk_reader(path, "ch7", sampling_rate=100.0)[0](0, 10)  # (read_series's path: at the first read)
+
+
+def test_an_edf_signal_without_a_physical_range_is_one_warning_of_our_own(tmp_path):
+    from devicepipe.simulate import simulate_ecg
+
+    sim = simulate_ecg(60, 250, seed=3)
+    path = write_edf(tmp_path / "flat.edf", [sim.signal.numpy()], 250, physical=(-5.0, 5.0))
+    raw = bytearray(path.read_bytes())
+    n = int(raw[252:256].decode())  # signals in the file (the annotations' signal included)
+    at = 256 + n * (16 + 80 + 8)  # the physical minima, 8 bytes a signal, then the maxima
+    raw[at + n * 8 : at + n * 8 + 8] = raw[at : at + 8]  # the first signal's maximum := its minimum
+    path.write_bytes(bytes(raw))
+    result = runner.invoke(app, ["beats", str(path), "--out", str(tmp_path / "o"), "--no-figures"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines == [
+        "warning: signal 'ECG0' of flat.edf has no physical range (its minimum equals its maximum): its values are "
+        "the file's digital units, not calibrated ones; beats are found, but amplitudes mean nothing"
+    ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import re
 import sys
+import warnings
 from typing import Annotated, Any
 
 import torch
@@ -64,13 +65,15 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
         **extra: Any,
     ) -> Any:
         try:
-            rv = super().main(
-                args=args,
-                prog_name=prog_name or "devicepipe",
-                complete_var=complete_var,
-                standalone_mode=False,
-                **extra,
-            )
+            with warnings.catch_warnings():
+                warnings.showwarning = _one_line_warning
+                rv = super().main(
+                    args=args,
+                    prog_name=prog_name or "devicepipe",
+                    complete_var=complete_var,
+                    standalone_mode=False,
+                    **extra,
+                )
         except DevicepipeError as exc:
             _fail(exc.render(cli=True, options=self._options_of(args)))
         except MemoryError as exc:
@@ -97,6 +100,13 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    """Show a warning raised while a command runs (the project's or a library's) as the command's
+    own warnings look: one line on stderr, without the file, line and source that Python adds."""
+    text = " ".join(str(message).split())
+    print(f"warning: {text}", file=sys.stderr)
 
 
 def _file_of(exc: OSError, width: int | None = None) -> str:

@@ -99,6 +99,10 @@ def edf_header(path: str | Path) -> dict[str, Any]:
     }
 
 
+class UncalibratedWarning(UserWarning):
+    """An EDF signal whose header gives no physical range: read in digital units."""
+
+
 def read_edf(path: Path, column: ColumnSpec, start: int = 0, stop: int | None = None) -> RawSeries:
     """The chosen signals (default: all) of an EDF/EDF+/BDF file as ``(channels, time)``
     physical values, samples ``[start, stop)``; the chosen signals must share one rate."""
@@ -123,9 +127,20 @@ def read_edf(path: Path, column: ColumnSpec, start: int = 0, stop: int | None = 
     end = length if stop is None else min(stop, length)
     count = max(0, end - start)
     try:  # only the data records that hold [start, end) are read
-        parts = [s.get_data_slice(start / rate, end / rate) for s in chosen] if count else []
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*returning uncalibrated signal", category=UserWarning)
+            parts = [s.get_data_slice(start / rate, end / rate) for s in chosen] if count else []
     except (OSError, ValueError) as exc:
         raise ReadError(f"read_series(): cannot read the samples of {path.name} ({exc}).") from None
+    for s in chosen:  # (edfio's own warning names neither the file nor what it means)
+        if s.physical_min == s.physical_max or s.digital_min == s.digital_max:
+            warnings.warn(
+                f"signal {s.label.strip()!r} of {path.name} has no physical range (its minimum equals its "
+                "maximum): its values are the file's digital units, not calibrated ones; beats are found, but "
+                "amplitudes mean nothing",
+                UncalibratedWarning,
+                stacklevel=2,
+            )
     values = np.stack(parts) if parts else np.zeros((len(chosen), 0))
     units = [s.physical_dimension.strip() or None for s in chosen]
     return RawSeries(convert(values).tensor, [names[i] for i in idx], units, rate, None, path.name)
