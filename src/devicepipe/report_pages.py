@@ -222,38 +222,39 @@ def _beats_page(
     sections: list[_Section] = []
     c = summary.counts
     facts = [("beats found", _number(c.beats_found)), ("beats kept", _number(c.beats_kept))] + facts
-    acc = summary.accuracy
-    if acc:
-        facts += [
-            ("F1 against the reference", f"{acc.f1:.4f}"),
-            ("sensitivity / positive predictivity", f"{acc.sensitivity:.4f} / {acc.ppv:.4f}"),
-        ]
-    facts += _heart_rate_facts(summary) + _quality_facts(summary)
+    facts += _accuracy_facts(summary) + _heart_rate_facts(summary) + _quality_facts(summary)
     names = ["excerpt.png", "heart_rate.png", "intervals.png", "quality.png"]
     sections.append(_Section("Beats", figures=_figures(files, names)))
-    if acc:
-        window = acc.scoring_window_s
-        sections.append(
-            _Section(
-                "Accuracy against the reference",
-                f"Reference {acc.reference}; beats inside the scoring window {window[0]:g}-{window[1]:.1f} s, "
-                f"matched within {1000 * acc.tolerance_s:.0f} ms.",
-                {
-                    "header": ["reference beats", "beats found", "TP", "FP", "FN", "F1"],
-                    "rows": [
-                        [
-                            acc.reference_beats_in_window,
-                            acc.beats_found_in_window,
-                            acc.tp,
-                            acc.fp,
-                            acc.fn,
-                            f"{acc.f1:.4f}",
-                        ]
-                    ],  # fmt: skip
-                },
-            )
-        )
+    sections.extend(_accuracy_sections(summary))
     return facts, sections
+
+
+def _accuracy_facts(summary: RunSummary) -> list[tuple[str, str]]:
+    """F1, sensitivity and positive predictivity of the R peaks found, against the reference."""
+    acc = summary.accuracy
+    if not acc:
+        return []
+    return [
+        ("F1 against the reference", f"{acc.f1:.4f}"),
+        ("sensitivity / positive predictivity", f"{acc.sensitivity:.4f} / {acc.ppv:.4f}"),
+    ]
+
+
+def _accuracy_sections(summary: RunSummary) -> list[_Section]:
+    """The beats found against the reference's, inside the scoring window (none without a reference)."""
+    acc = summary.accuracy
+    if not acc:
+        return []
+    window = acc.scoring_window_s
+    row = [acc.reference_beats_in_window, acc.beats_found_in_window, acc.tp, acc.fp, acc.fn, f"{acc.f1:.4f}"]
+    return [
+        _Section(
+            "Accuracy against the reference",
+            f"Reference {acc.reference}; beats inside the scoring window {window[0]:g}-{window[1]:.1f} s, "
+            f"matched within {1000 * acc.tolerance_s:.0f} ms.",
+            {"header": ["reference beats", "beats found", "TP", "FP", "FN", "F1"], "rows": [row]},
+        )
+    ]
 
 
 def _ecg_page(
@@ -271,10 +272,11 @@ def _ecg_page(
         ("beats kept", _number(c.beats_kept)),
         *_learning_facts(summary, "beats"),
         *facts,
+        *_accuracy_facts(summary),
         *_heart_rate_facts(summary),
         *_quality_facts(summary),
     ]
-    sections.extend(_reference_sections(summary))
+    sections.extend(_reference_sections(summary) + _accuracy_sections(summary))
     if flagged is not None:
         sections.append(_flagged_section(flagged, summary.threshold))
     sections.append(_Section("What the model learned", figures=_figures(files, ["extremes.png", "latent.png"])))
@@ -313,9 +315,10 @@ def _score_page(
         *_scorer_facts(summary),
         *_model_facts(summary, summary.model.training_beats, "beats"),
         *facts,
+        *_accuracy_facts(summary),
         *_heart_rate_facts(summary),
     ]
-    sections.extend(_reference_sections(summary))
+    sections.extend(_reference_sections(summary) + _accuracy_sections(summary))
     if flagged is not None:
         sections.append(_flagged_section(flagged, summary.threshold))
     sections.append(

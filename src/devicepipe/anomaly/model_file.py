@@ -115,8 +115,10 @@ def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAno
     params["device"] = str(device) if not isinstance(device, torch.device) else str(device)
     known = set(BeatAnomalyDetector._param_names())
     det = BeatAnomalyDetector(**{k: v for k, v in params.items() if k in known})
-    if det.scorer not in SCORER_KINDS:
-        raise DevicepipeError(f"{file}: its scorer {det.scorer!r} is not one of {', '.join(SCORER_KINDS)}.")
+    try:
+        det._kind  # noqa: B018 - the estimator's registry knows the scorer
+    except KeyError:
+        raise DevicepipeError(f"{file}: its scorer {det.scorer!r} is not one of {', '.join(SCORER_KINDS)}.") from None
     models, scaler = _members(state, kind, dev, file)
     det.device_ = dev
     det.models_ = models

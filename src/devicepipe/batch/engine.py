@@ -88,7 +88,7 @@ def _client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any
                 threads_per_worker=1,
                 processes=True,
                 dashboard_address=dashboard,
-                silence_logs=logging.ERROR,
+                silence_logs=logging.CRITICAL,  # a failed recording is its row; Dask's own logs are not the user's
                 env=env,
             )
         except Exception as exc:  # noqa: BLE001 - Dask's reason (a bad setting in the Dask configuration, ...), as one line

@@ -74,6 +74,8 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
                     standalone_mode=False,
                     **extra,
                 )
+        except KeyboardInterrupt:
+            _stopped(self._options_of(args))
         except DevicepipeError as exc:
             _fail(exc.render(cli=True, options=self._options_of(args)))
         except MemoryError as exc:
@@ -86,6 +88,8 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
             where = " or choose an --out on a disk with room" if "--out" in self._options_of(args) else ""
             _fail(f"the disk is full: {exc.strerror or exc}{_file_of(exc)}; free space{where}.")
         except Exception as exc:
+            if isinstance(exc.__context__, KeyboardInterrupt):  # click's Abort: Ctrl-C
+                _stopped(self._options_of(args))
             if _is_out_of_memory(exc):
                 _fail(_out_of_memory(exc, self._options_of(args)))
             # click's UsageError/BadParameter (vendored by typer, so matched by shape)
@@ -97,9 +101,23 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
             if type(exc).__name__ == "Abort":
                 sys.exit(1)
             raise
+        if rv == CTRL_C:  # typer's Exit(130), returned: the command was stopped with Ctrl-C
+            _stopped(self._options_of(args))
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+#: The exit status of a command stopped with Ctrl-C (128 + SIGINT, as a shell gives; typer's too).
+CTRL_C = 130
+
+
+def _stopped(options: set[str]) -> None:
+    """End a command the user stopped with Ctrl-C: one line (how to go on, where the command can
+    resume), exit status 130 as a shell gives."""
+    again = "run the same command with --resume to go on from there" if "--resume" in options else "run it again"
+    print(f"stopped (Ctrl-C): what was finished is kept; {again}.", file=sys.stderr)
+    sys.exit(CTRL_C)
 
 
 def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:

@@ -17,6 +17,7 @@ from devicepipe.ecg import (
     MATCH_TOLERANCE_S,
     BeatScore,
     aami_class,
+    evaluate_beats,
 )
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
@@ -101,6 +102,13 @@ def _accuracy(score: BeatScore, source: str, fs: float, n_samples: int) -> dict[
         "beats_found_in_window": score.tp + score.fp,
         **score.to_dict(),
     }
+
+
+def detection_accuracy(ref: ReferenceBeats, rec: Recording, peaks: np.ndarray) -> dict[str, Any]:
+    """``summary.json``'s accuracy of the R peaks ``peaks`` (samples, ``(n,)``) found in the whole
+    recording ``rec`` against the reference, as the ``beats`` pipeline gives it."""
+    fs, n = rec.sampling_rate, rec.n_samples
+    return _accuracy(evaluate_beats(_reference_in(ref, rec), peaks, fs, n_samples=n), ref.source, fs, n)
 
 
 def _reference_counts(source: str, truth: np.ndarray, flags: np.ndarray) -> dict[str, Any]:

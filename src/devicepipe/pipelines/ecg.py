@@ -33,7 +33,7 @@ from devicepipe.outputs import (
     input_summary,
     write_beat_files,
 )
-from devicepipe.pipelines.checks import _record_name, _reference_counts
+from devicepipe.pipelines.checks import _record_name, _reference_counts, detection_accuracy
 from devicepipe.pipelines.context import (
     BEAT_WIDTH,
     ECG_MODE,
@@ -135,6 +135,7 @@ def run_ecg(
         summary["quality"]["left_out_of_training_and_flags"] = int((~usable).sum())
     if ref is not None:
         summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
+        summary["accuracy"] = detection_accuracy(ref, rec, host["all_peaks"])
     return _finish(run, summary, learned, files, "ecg", _flagged_beats(host, rec.sampling_rate, ref is not None))
 
 

@@ -9,12 +9,15 @@ others.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from devicepipe.learn import LearnSettings
 from devicepipe.pipelines.beats import run_beats_many
 from devicepipe.pipelines.beats_finish import BeatsOptions
+from devicepipe.train import CHECKPOINT_NAME
 
 __all__ = ["RunGroup"]
 
@@ -32,6 +35,16 @@ def _beats_group(
     return [r if isinstance(r, BaseException) else None for r in results]
 
 
+def _resumable(options: dict[str, Any], out: Path) -> dict[str, Any]:
+    """``options`` for the recording written to ``out``: a dataset's ``--resume`` continues the
+    training a stopped run checkpointed there, and trains afresh where none began (stopped before
+    this recording started, or before its first epoch ended)."""
+    settings = options.get("settings")
+    if isinstance(settings, LearnSettings) and settings.resume and not (out / CHECKPOINT_NAME).exists():
+        return {**options, "settings": dataclasses.replace(settings, resume=False)}
+    return options
+
+
 def _one_at_a_time(run: Callable[..., Any]) -> RunGroup:
     """A pipeline of one recording, run on each of a group in turn."""
 
@@ -45,7 +58,7 @@ def _one_at_a_time(run: Callable[..., Any]) -> RunGroup:
         outcomes: list[BaseException | None] = []
         for path, out, reference in zip(paths, outs, references, strict=True):
             try:
-                run(path, out, device=device, reference=reference, **options)
+                run(path, out, device=device, reference=reference, **_resumable(options, Path(out)))
                 outcomes.append(None)
             except Exception as exc:  # noqa: BLE001 - a bad recording never stops the batch
                 outcomes.append(exc)

@@ -24,7 +24,7 @@ from devicepipe.outputs import (
     input_summary,
     write_summary,
 )
-from devicepipe.pipelines.checks import _reference_counts, rate_warnings
+from devicepipe.pipelines.checks import _reference_counts, detection_accuracy, rate_warnings
 from devicepipe.pipelines.context import Progress, _Run, _start, _to_host
 from devicepipe.pipelines.ecg import _flagged_beats, _scored_beat_files
 from devicepipe.pipelines.learning import _fitted_model, _model_summary, beat_rows
@@ -104,6 +104,7 @@ def run_score(
     summary = _score_summary(source, rec, run, detector, host, heart_rate)
     if ref is not None:
         summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
+        summary["accuracy"] = detection_accuracy(ref, rec, host["all_peaks"])
     page = _flagged_beats(host, fs, ref is not None)
     typed = RunSummary.from_dict(summary)
     files[REPORT_NAME] = write_report(run.out, "score", typed, files, flagged=page)
