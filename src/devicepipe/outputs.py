@@ -108,8 +108,10 @@ def heart_rate_summary(peaks: torch.Tensor | Stored, sampling_rate: float) -> di
 
 
 #: The version of ``summary.json``'s layout (its ``schema`` key), raised when a key that a reader may
-#: rely on is renamed, removed or changes type (tests/contract pins the layout of every pipeline's).
-SUMMARY_SCHEMA = 1
+#: rely on is renamed, removed or changes type or meaning (tests/contract pins the layout of every
+#: pipeline's). 2: ``quality.beats_poor`` counts the beats in stretches of poor signal only (1: also
+#: every beat unlike the typical one, ectopic beats included); ``beats_unlike_typical`` counts those.
+SUMMARY_SCHEMA = 2
 
 
 def write_summary(

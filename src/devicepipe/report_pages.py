@@ -128,7 +128,12 @@ def _quality_facts(summary: RunSummary) -> list[tuple[str, str]]:
     if not q or q.unusable_share is ABSENT:
         return []
     return [
-        ("beats of poor quality", f"{_number(q.beats_poor)} of {_number(q.beats_rated)}"),
+        ("beats in poor signal", f"{_number(q.beats_poor)} of {_number(q.beats_rated)}"),
+        *(
+            []
+            if q.beats_unlike_typical is ABSENT
+            else [("beats unlike the typical one", _number(q.beats_unlike_typical))]
+        ),
         ("recording unusable", f"{100 * q.unusable_share:.1f} % ({q.unusable_s:,.0f} s)"),
     ]
 

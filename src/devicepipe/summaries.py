@@ -165,13 +165,15 @@ class NonFinite(Record):
 
 @_section
 class Quality(Record):
-    """Signal quality: beats rated and poor, the unusable stretches (``[start_s, end_s]`` each)."""
+    """Signal quality: beats rated, those in stretches of poor signal, those in good signal unlike
+    the typical beat, the unusable stretches (``[start_s, end_s]`` each)."""
 
     measure: str
     window_s: float
     poor_below: float
     beats_rated: int
     beats_poor: int
+    beats_unlike_typical: int
     median: float | None
     unusable_s: float
     unusable_share: float

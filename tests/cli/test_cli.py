@@ -400,7 +400,7 @@ def test_beats_marks_the_unusable_stretches(tmp_path):
     from devicepipe.simulate import simulate_ecg
 
     fs = 250
-    sim = simulate_ecg(120, fs, seed=7)
+    sim = simulate_ecg(120, fs, seed=7, ectopic_rate=0.08)
     x = sim.signal.clone()
     x[40 * fs : 60 * fs] += 1.5 * torch.randn(20 * fs, generator=torch.Generator().manual_seed(2))  # 40-60 s: noise
     src = write_parquet({"ecg": x}, tmp_path / "e.parquet", sampling_rate=fs)
@@ -410,5 +410,13 @@ def test_beats_marks_the_unusable_stretches(tmp_path):
     q = json.loads((out / "summary.json").read_text())["quality"]
     assert q["unusable_stretches_s"] == [[40.0, 60.0]], q  # the noise, and nothing else
     assert q["unusable_s"] == 20.0 and q["unusable_share"] == pytest.approx(20 / 120)
+    # ectopic beats are not poor signal: counted apart, as unlike the typical beat
+    peaks = pq.read_table(out / "beats.parquet").column("peak").to_numpy()
+    in_noise = (peaks >= 40 * fs) & (peaks < 60 * fs)
+    ectopic = sim.r_peaks.numpy()[sim.symbols == "V"]
+    clean_ectopic = int(((ectopic < 40 * fs) | (ectopic >= 60 * fs)).sum())
+    # (and the one normal beat whose window reaches into the noise from before it)
+    assert clean_ectopic >= 5 and clean_ectopic <= q["beats_unlike_typical"] <= clean_ectopic + 1
+    assert q["beats_poor"] == int(in_noise.sum())  # the beats in the noise, and no other
     assert (out / "quality.png").stat().st_size > 10_000
     assert "quality.png" in (out / "report.html").read_text()

@@ -90,33 +90,41 @@ LISTED_STRETCHES = 1000
 def _quality_summary(
     quality: BeatQuality, kept_peaks: torch.Tensor, n_samples: int, fs: float, min_quality: float | None = None
 ) -> dict[str, Any]:
-    """``summary.json``'s signal quality: how many cut beats (alone, or by their stretch) are poor,
-    and the unusable stretches of the recording (``kept_peaks``: the R peaks of the rated beats)."""
+    """``summary.json``'s signal quality: how many cut beats lie in stretches of poor signal
+    (``beats_poor``), how many in good signal are unlike the typical beat (``beats_unlike_typical``:
+    ectopic beats among them, which are not noise), and the unusable stretches of the recording
+    (``kept_peaks``: the R peaks of the rated beats)."""
     mark = POOR_QUALITY if min_quality is None else min_quality
     rated = int(quality.beat.numel())
     poor = poor_stretches(quality, kept_peaks, n_samples, fs, mark).cpu().numpy()
-    poor_beats = int((~quality.usable(mark)).sum()) if rated else 0
+    good = quality.in_good_signal(mark)
+    poor_beats = int((~good).sum()) if rated else 0
+    unlike = int((good & (quality.beat < mark)).sum()) if rated else 0
     median = float(quality.beat.median()) if rated else None
-    return _quality_fields(quality.window_s, mark, rated, poor_beats, median, poor, n_samples, fs)
+    return _quality_fields(quality.window_s, mark, rated, (poor_beats, unlike), median, poor, n_samples, fs)
 
 
 def _quality_summary_stored(held: Spill, n_samples: int, fs: float) -> dict[str, Any]:
     """:func:`_quality_summary` of the quality held on disk by :func:`_quality_stored`."""
     rated = held.size("quality")
-    poor_beats = 0
+    poor_beats = unlike = 0
     for s in range(0, rated, context.BEAT_PART):
-        part = (held.read(name, s, s + context.BEAT_PART) for name in ("quality", "stretch"))
-        poor_beats += int(torch.count_nonzero(~BeatQuality(*part, QUALITY_WINDOW_S).usable(POOR_QUALITY)))
+        part = BeatQuality(
+            *(held.read(name, s, s + context.BEAT_PART) for name in ("quality", "stretch")), QUALITY_WINDOW_S
+        )
+        good = part.in_good_signal(POOR_QUALITY)
+        poor_beats += int(torch.count_nonzero(~good))
+        unlike += int(torch.count_nonzero(good & (part.beat < POOR_QUALITY)))
     median = float(lower_median_of_parts(lambda: held.parts("quality", context.BEAT_PART))) if rated else None
     poor = poor_stretches_stored(Stored(held, "stretch"), Stored(held, "kept_peaks"), n_samples, fs).numpy()
-    return _quality_fields(QUALITY_WINDOW_S, POOR_QUALITY, rated, poor_beats, median, poor, n_samples, fs)
+    return _quality_fields(QUALITY_WINDOW_S, POOR_QUALITY, rated, (poor_beats, unlike), median, poor, n_samples, fs)
 
 
 def _quality_fields(
     window_s: float,
     mark: float,
     rated: int,
-    poor_beats: int,
+    counts: tuple[int, int],
     median: float | None,
     poor: np.ndarray,
     n_samples: int,
@@ -127,7 +135,8 @@ def _quality_fields(
         "window_s": window_s,
         "poor_below": mark,
         "beats_rated": rated,
-        "beats_poor": poor_beats,
+        "beats_poor": counts[0],
+        "beats_unlike_typical": counts[1],
         "median": median,
         "unusable_s": float((poor[:, 1] - poor[:, 0]).sum() / fs),
         "unusable_share": float((poor[:, 1] - poor[:, 0]).sum() / max(1, n_samples)),
