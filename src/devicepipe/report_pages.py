@@ -30,7 +30,8 @@ class FlaggedRows:
 
     ``names``: a label per row (time or date); ``scores``: ``(n,)``; ``rows``: ``(n, width)``
     host values as the model saw them; ``typical``: ``(width,)``; ``labels``: reference labels
-    per row or None; ``unit``: what the rows' values are in.
+    per row or None; ``unit``: what the rows' values are in; ``one``/``many``: what a row is
+    (``"beat"``/``"beats"``).
     """
 
     names: Sequence[str]
@@ -40,6 +41,8 @@ class FlaggedRows:
     labels: Sequence[str] | None = None
     unit: str = ""
     total: int = 0
+    one: str = "row"
+    many: str = "rows"
 
 
 @dataclass
@@ -148,7 +151,8 @@ def _input_facts(summary: RunSummary) -> list[tuple[str, str]]:
 
 
 def _flagged_section(flagged: FlaggedRows, threshold: float) -> _Section:
-    header = ["#", "where", "score"] + (["reference"] if flagged.labels is not None else []) + ["row (red) and typical"]
+    header = ["#", "where", "score"] + (["reference"] if flagged.labels is not None else [])
+    header.append(f"{flagged.one} (red) and the typical {flagged.one}")
     rows = []
     for i in range(len(flagged.names)):
         row: list[Any] = [i + 1, flagged.names[i], round(float(flagged.scores[i]), 5)]
@@ -158,9 +162,10 @@ def _flagged_section(flagged: FlaggedRows, threshold: float) -> _Section:
         rows.append(row)
     shown = len(flagged.names)
     text = (
-        f"{flagged.total:,} rows flagged (score above {threshold:.4g}); "
+        f"{flagged.total:,} {flagged.one if flagged.total == 1 else flagged.many} flagged (score above "
+        f"{threshold:.4g}); "
         + (f"the {shown} highest scores are shown" if shown < flagged.total else "all are shown")
-        + (f"; rows in {flagged.unit}." if flagged.unit else ".")
+        + (f"; values in {flagged.unit}." if flagged.unit else ".")
     )
     return _Section("Flagged", text, {"header": header, "rows": rows})
 
@@ -355,7 +360,7 @@ def _train_page(
         ("beat window", f"{summary.window_s:.3g} s, resampled to {summary.settings['width']} samples"),
         *_learning_facts(summary, "beats"),
         ("device", str(summary.device or None)),
-        ("processes", "one" if not dist else f"{dist.world_size} ({dist.how}, {dist.backend})"),
+        ("processes", "1" if not dist else f"{dist.world_size} ({dist.how}, {dist.backend})"),
     ]
     if r.skipped:
         sections.append(
@@ -507,6 +512,11 @@ def _dataset_facts(summary: DatasetSummary) -> list[tuple[str, str]]:
     facts += [
         ("recorded time", format_duration(summary.duration_s)),
         ("wall time", format_duration(summary.seconds["wall"])),
-        ("engine", "one process, no Dask" if engine.kind == "loop" else f"{engine.kind}, {engine.workers} workers"),
+        (
+            "engine",
+            "one process, no Dask"
+            if engine.kind == "loop"
+            else f"{engine.kind}, {engine.workers} worker{'s' if engine.workers != 1 else ''}",
+        ),
     ]
     return facts

@@ -155,8 +155,9 @@ def test_ecg_report_lists_the_flagged_beats(tmp_path, shots):
     flagged = len(s["flagged"])
     warnings = [f"Warning: {w[:60]}" for w in s["warnings"]]
     k = s["counts"]["beats_kept"] // 100 + 1  # the default scorer's k: 1 % of the beats, plus one
-    scorer = f"local (k = {k}: each row rebuilt from the training rows past its {k - 1} nearest)"
-    _check_page(seen, [f"{s['counts']['beats_found']:,}", f"{flagged} rows flagged", scorer, *warnings], images=6)
+    scorer = f"local, k = {k}"
+    beats = f"{flagged} beat{'s' if flagged != 1 else ''} flagged"
+    _check_page(seen, [f"{s['counts']['beats_found']:,}", beats, scorer, *warnings], images=6)
     assert seen["text"].count("\nV\n") + seen["text"].count("\tV\t") > 0  # reference labels of flagged beats
 
 

@@ -520,3 +520,16 @@ def test_a_path_too_long_for_the_file_system_is_one_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "devicepipe", *args], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr[-2000:]
     assert "too long for the file system" in proc.stderr and not (tmp_path / "r").exists()
+
+
+def test_a_pattern_the_shell_expanded_is_one_line_saying_to_quote_it(tmp_path):
+    paths = []
+    for i in range(4):
+        src, _ = write_simulated_ecg(simulate_ecg(20, 250, seed=i), tmp_path / f"r{i}.parquet")
+        paths.append(str(src))
+    result = run("beats", *paths, "--out", tmp_path / "o")  # what `beats DIR/*.parquet` becomes unquoted
+    one_line_error(
+        result, "4 inputs where one goes", "quote it", f"'{tmp_path}/*.parquet'", f"give the folder ({tmp_path})"
+    )
+    assert str(paths[2]) not in result.stderr and not (tmp_path / "o").exists()
+    one_line_error(run("beats", paths[0], "stray", "--out", tmp_path / "o"), "unexpected extra argument")  # not paths

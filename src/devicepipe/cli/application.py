@@ -6,6 +6,7 @@ import errno
 import re
 import sys
 import warnings
+from pathlib import Path
 from typing import Annotated, Any
 
 import torch
@@ -96,7 +97,7 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
             if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
                 ctx = getattr(exc, "ctx", None)
                 where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-                message = " ".join(exc.format_message().split())
+                message = _expanded_pattern(exc.format_message()) or " ".join(exc.format_message().split())
                 _fail(f"{message}{where}", int(exc.exit_code))
             if type(exc).__name__ == "Abort":
                 sys.exit(1)
@@ -110,6 +111,23 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
 
 #: The exit status of a command stopped with Ctrl-C (128 + SIGINT, as a shell gives; typer's too).
 CTRL_C = 130
+
+
+def _expanded_pattern(message: str) -> str | None:
+    """Click's "unexpected extra argument(s)" when they are paths that exist: the shell expanded an
+    unquoted pattern (``data/*.hea``) into many inputs where a command takes one. Said so, with the
+    fix, instead of the list of paths; None for any other message."""
+    found = re.match(r"Got unexpected extra argument(?:s|\(s\))? \((.*)\)\s*$", " ".join(message.split()))
+    if not found:
+        return None
+    extra = found.group(1).split(" ")
+    if not all(Path(word).exists() for word in extra):
+        return None
+    folder = Path(extra[0]).parent
+    return (
+        f"{len(extra) + 1} inputs where one goes: the shell expanded an unquoted pattern into paths "
+        f"({extra[0]}, ...); quote it ('{folder}/*{Path(extra[0]).suffix}') or give the folder ({folder})"
+    )
 
 
 def _stopped(options: set[str]) -> None:

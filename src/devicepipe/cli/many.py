@@ -91,7 +91,8 @@ def _run_dataset_cli(
             return
         where = f"the Dask scheduler at {how['scheduler']}" if how["scheduler"] else "a local Dask cluster"
         threads = f", {how['threads_per_worker']} torch thread(s) each" if how["threads_per_worker"] else ""
-        con.print(f"running on {where}: {how['workers']} worker(s){threads}")
+        n = how["workers"]
+        con.print(f"running on {where}: {n} worker{'s' if n != 1 else ''}{threads}")
         if how["dashboard"]:
             con.print(f"dashboard: {how['dashboard']}")
 

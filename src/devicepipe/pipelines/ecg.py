@@ -286,4 +286,6 @@ def _flagged_beats(host: dict[str, np.ndarray], fs: float, labelled: bool) -> Fl
         labels=[str(host["truth"][i]) for i in top] if labelled else None,
         unit="standard deviations of the recording",
         total=int(host["flags"].sum()),
+        one="beat",
+        many="beats",
     )

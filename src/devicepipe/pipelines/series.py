@@ -266,6 +266,8 @@ def _flagged_windows(wins: Windows, host: dict[str, np.ndarray], flagged: np.nda
         typical=np.median(host["days"], axis=0),
         unit=unit,
         total=int(flagged.size),
+        one="window",
+        many="windows",
     )
 
 

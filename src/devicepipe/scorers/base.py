@@ -93,8 +93,8 @@ class Scorer(ABC):
         return {}
 
     def label(self, k: int | None) -> str:
-        """The scorer in a few words, for a report's facts."""
-        return self.name if not k else f"{self.name} (k = {k} nearest training rows)"
+        """The scorer in a few words, for a report's facts (a tile: what k means is in the summary)."""
+        return self.name if not k else f"{self.name}, k = {k}"
 
 
 DISTANCE_WHY = (

@@ -56,9 +56,3 @@ class LocalScorer(PyramidScorer):
     def facts(self, ref: Reference) -> dict[str, Any]:
         assert ref.k is not None
         return {"local_neighbours": local_neighbours(ref.size), "local_past_nearest": ref.k - 1}
-
-    def label(self, k: int | None) -> str:
-        if not k:
-            return self.name
-        past = f" past its {k - 1} nearest" if k > 1 else ""
-        return f"local (k = {k}: each row rebuilt from the training rows{past})"
