@@ -366,30 +366,37 @@ def plot_generated(
     title: str = "Beats generated from a grid of latent points",
     warning: str | None = None,
 ) -> Figure:
-    """A grid of decoded samples (the notebook's 5 x 5 "fake heartbeats"), each titled by its latent point.
+    """A grid of decoded samples (the notebook's 5 x 5 "fake heartbeats"), each labelled by its
+    latent point, drawn in one panel (25 panels took most of an ECG run's figure time).
 
-    ``centre`` (the decoding of the embeddings' mean) is drawn in grey in every panel, so that how
-    each generated beat differs from the typical one shows even where the differences are small.
+    ``decoded`` ``(k, width)``; ``latents`` ``(k, latent)``, in the grid's row-major order;
+    ``centre`` (the decoding of the embeddings' mean, ``(width,)``) is drawn in grey in every cell,
+    so that how each generated beat differs from the typical one shows even where the differences
+    are small. Every cell shares one amplitude scale; ``sampling_rate`` gives the cells' length.
     """
     n = int(np.ceil(np.sqrt(len(decoded))))
-    fig = new_figure(figsize=(2.3 * n, 1.9 * n + 0.4))
-    axes = fig.subplots(n, n, sharex=True, sharey=True, squeeze=False)
-    t = np.arange(decoded.shape[1]) / sampling_rate if sampling_rate else np.arange(decoded.shape[1])
-    for k, ax in enumerate(axes.flat):
-        if k >= len(decoded):
-            ax.axis("off")
-            continue
+    fig = new_figure(figsize=(2.3 * n, 1.9 * n + 0.6))
+    ax = fig.add_subplot()
+    values = decoded if centre is None else np.concatenate([decoded, centre[None]])
+    low, high = float(np.min(values)), float(np.max(values))
+    height = (high - low) * 1.25 or 1.0
+    t = np.linspace(0.0, 0.9, decoded.shape[1])
+    for k in range(len(decoded)):
+        row, col = divmod(k, n)
+        y0 = -row * height - high
         if centre is not None:
-            ax.plot(t, centre, lw=1.6, color="0.75", label="typical (the codes' mean)")
-        ax.plot(t, decoded[k], lw=1, color="tab:blue", label="generated")
-        ax.set_title("(" + ", ".join(f"{v:.2g}" for v in latents[k][:2]) + ")", fontsize=8)
-        ax.tick_params(labelsize=7)
-    for ax in axes[-1]:
-        ax.set_xlabel("time (s)" if sampling_rate else "sample", fontsize=8)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("standardised", fontsize=8)
+            ax.plot(col + t, y0 + centre, lw=1.6, color="0.75", label="typical (the codes' mean)" if k == 0 else None)
+        ax.plot(col + t, y0 + decoded[k], lw=1, color="tab:blue", label="generated" if k == 0 else None)
+        point = "(" + ", ".join(f"{v:.2g}" for v in latents[k][:2]) + ")"
+        ax.text(col + 0.45, y0 + high + 0.05 * height, point, ha="center", va="bottom", fontsize=7, color="0.3")
+    ax.set_xlim(-0.05, n)
+    ax.set_ylim(-(n - 1) * height - high + low - 0.05 * height, 0.2 * height)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    length = f"{decoded.shape[1] / sampling_rate:.2g} s" if sampling_rate else f"{decoded.shape[1]} samples"
+    ax.set_xlabel(f"each cell: one generated beat ({length}); cells share one amplitude scale", fontsize=8)
     if centre is not None:
-        axes[0, 0].legend(fontsize=6, loc="upper left")
+        ax.legend(fontsize=7, loc="upper right", bbox_to_anchor=(1.0, 1.0 + 0.35 / n))
     if len(decoded) == n * n and n > 1:
         grid = decoded.reshape(n, n, -1)
         across = np.abs(grid[:, -1] - grid[:, 0]).mean()  # left to right

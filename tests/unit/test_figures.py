@@ -62,7 +62,13 @@ def test_generated_grid_draws_the_typical_beat_and_says_when_rows_do_not_differ(
     base = np.sin(2 * np.pi * t)
     decoded = np.stack([base * (1 + 0.5 * c) for _ in range(3) for c in range(3)])  # columns differ, rows do not
     fig = plot_generated(decoded, np.zeros((9, 2)), centre=base)
-    assert all(len(ax.get_lines()) == 2 for ax in fig.axes)  # typical + generated in every panel
+    lines = fig.axes[0].get_lines()  # one panel: per cell the typical beat (grey), then the generated one
+    assert len(lines) == 18 and [line.get_color() for line in lines[::2]] == ["0.75"] * 9
+    height = 1.25 * (decoded.max() - decoded.min())
+    for k, line in enumerate(lines[1::2]):  # each cell's beat as decoded, shifted down by its row only
+        row, col = divmod(k, 3)
+        np.testing.assert_allclose(line.get_ydata(), decoded[k] - row * height - decoded.max())
+        assert line.get_xdata()[0] == pytest.approx(col)
     assert "rows hardly differ" in fig._suptitle.get_text()
     varied = np.stack([base * (1 + 0.5 * r + 0.5 * c) for r in range(3) for c in range(3)])
     assert "rows hardly differ" not in plot_generated(varied, np.zeros((9, 2)))._suptitle.get_text()

@@ -133,7 +133,7 @@ def generated(m: Made) -> Any:
         centre=h["centre"],
         sampling_rate=m.beat_rate,
         title="Beats generated across the latent space (left to right: the direction in which the beats' codes "
-        "spread most;\ntop to bottom: the next) with the typical beat in grey; panel titles: latent point",
+        "spread most;\ntop to bottom: the next) with the typical beat in grey; above each: its latent point",
         warning=m.warning,
     )
 
