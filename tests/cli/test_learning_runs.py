@@ -8,24 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import torch
-from typer.testing import CliRunner
-
-from devicepipe.cli import app
-
-runner = CliRunner()
-
-
-def run(*args):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def assert_user_error(result, pattern):
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("devicepipe: error: ")
-    assert pattern in lines[0]
-    assert "Traceback" not in result.output
+from test_cli import assert_user_error, run  # the same helpers as the other commands' tests
 
 
 def _png_ok(path):
