@@ -2,8 +2,8 @@
 
 The shell lines of "Commands" run one after another in a scratch directory that holds what the
 README says the reader has (``mitdb/100`` and ``AEP_hourly.csv``, from the shared data); the
-Python blocks then run there in order, in one namespace, as a reader pasting them into one
-session would. Left out, each for the reason given: the set-up commands (they create
+Python blocks run each alone in test_readme_snippets.py, part of the README's test command.
+Left out, each for the reason given: the set-up commands (they create
 ``.venv``; CI runs them from a fresh clone), a line that needs a GPU when there is none, and
 the PhysioNet download (the tests run offline on the shared copy of that record).
 """
@@ -17,7 +17,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
@@ -126,32 +125,3 @@ def test_every_readme_command_runs_as_written(commands_run):
     assert all(needs_gpu(line) or run_elsewhere(line) for line in skipped)
     bench = (ROOT / "tests" / "unit" / "test_bench.py").read_text(encoding="utf-8")
     assert '["bench", "--quick"' in bench  # (the command run there is the README's, on the CPU)
-
-
-def test_every_readme_python_block_runs_as_written(commands_run, reader_dir, monkeypatch):
-    assert (reader_dir / "ecg.csv").exists(), "the Commands block makes ecg.csv"
-    monkeypatch.chdir(reader_dir)
-    namespace: dict[str, object] = {"__name__": "__readme__"}
-    ran = 0
-    for language, code in readme_blocks():
-        if language != "python" or why_not_run(language, code):
-            continue
-        try:
-            exec(compile(code, "README.md", "exec"), namespace)
-        except Exception as exc:
-            pytest.fail(f"README block failed with {type(exc).__name__}: {exc}\n{code}")
-        ran += 1
-    assert ran >= 4
-    # the numbers the snippets' comments state, checked independently of the printing
-    assert namespace["accuracy"].f1 == 1.0  # MIT-BIH 100 against its reference annotations
-    assert tuple(namespace["beats"].matrix.shape)[1] == 256
-    assert namespace["sim"].signal.shape[-1] == 3600 * 360
-    det, scores, tail = namespace["det"], namespace["scores"], namespace["tail"]
-    assert 0 < int(det.labels_.sum()) < 0.05 * det.labels_.size  # contamination 0.01: about 1 % flagged
-    assert det.histories_[0]["stopped_early"]  # it stopped by itself
-    # the reloaded model on the CPU gives the scores of the fitted one (computed where it was fitted)
-    np.testing.assert_allclose(scores, det.decision_scores_, rtol=1e-5, atol=1e-7)
-    assert 0 < tail.min() and tail.max() <= 1
-    assert 70 < float(namespace["h"].mean_hr_bpm) < 80  # MIT-BIH 100 beats at about 75 per minute
-    assert (reader_dir / "beats-model.pt").exists()
-    assert namespace["ledger"].host_to_device == (1 if torch.cuda.is_available() else 0)

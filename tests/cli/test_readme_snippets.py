@@ -1,12 +1,14 @@
 """Every Python snippet of the README runs as written, alone (a fresh namespace each), in a
-directory holding what the README says it holds. (test_readme.py, a slow test, runs every command
-and checks the numbers the snippets state.)"""
+directory holding what the README says it holds, and gives the numbers its comments state.
+(test_readme.py, a slow test, runs every command.)"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 from test_readme import readme_blocks, why_not_run
 
 from conftest import require_data
@@ -35,3 +37,24 @@ def test_each_readme_snippet_runs_alone(code, workdir, monkeypatch):
     monkeypatch.chdir(workdir)
     namespace: dict[str, object] = {"__name__": "__readme__"}
     exec(compile(code, "README.md", "exec"), namespace)  # a NameError here: the snippet leans on another
+    _check_stated_numbers(namespace, workdir)
+
+
+def _check_stated_numbers(ns: dict[str, object], workdir: Path) -> None:
+    """The numbers a snippet's comments state, checked apart from what it prints."""
+    if "accuracy" in ns:
+        assert ns["accuracy"].f1 == 1.0  # MIT-BIH 100 against its reference annotations
+        assert tuple(ns["beats"].matrix.shape)[1] == 256
+        assert 70 < float(ns["h"].mean_hr_bpm) < 80  # MIT-BIH 100 beats at about 75 per minute
+    if "sim" in ns:
+        assert ns["sim"].signal.shape[-1] == 3600 * 360
+    if "det" in ns:
+        det, scores, tail = ns["det"], ns["scores"], ns["tail"]
+        assert 0 < int(det.labels_.sum()) < 0.05 * det.labels_.size  # contamination 0.01: about 1 % flagged
+        assert det.histories_[0]["stopped_early"]  # it stopped by itself
+        # the reloaded model on the CPU gives the scores of the fitted one (computed where it was fitted)
+        np.testing.assert_allclose(scores, det.decision_scores_, rtol=1e-5, atol=1e-7)
+        assert 0 < tail.min() and tail.max() <= 1
+        assert (workdir / "beats-model.pt").exists()
+    if "ledger" in ns:
+        assert ns["ledger"].host_to_device == (1 if torch.cuda.is_available() else 0)
