@@ -21,9 +21,15 @@ from devicepipe.cli import app
 from devicepipe.score import roc_auc
 
 
+@pytest.fixture(scope="module")
+def one_vae():
+    """One VAE trained 300 epochs on ECG5000 (seed 0), trained once for the tests that read it."""
+    return ecg5000_auc(require_data("ecg5000"), members=1, epochs=300, latent=4, seed=0)
+
+
 @pytest.mark.slow  # trains on ECG5000 to a quality floor (10-30 s each); CI runs it
-def test_ecg5000_one_vae_floor():
-    result = ecg5000_auc(require_data("ecg5000"), members=1, epochs=300, latent=4, seed=0)
+def test_ecg5000_one_vae_floor(one_vae):
+    result = one_vae
     assert result.n_train == 292 and result.n_test == 4499
     assert result.auc >= 0.97, result
 
@@ -69,7 +75,7 @@ def test_series_command_on_aep(tmp_path):
 
 
 @pytest.mark.slow  # trains on ECG5000 to a quality floor (10-30 s each); CI runs it
-def test_ecg5000_through_the_estimator_and_a_reloaded_model(tmp_path):
+def test_ecg5000_through_the_estimator_and_a_reloaded_model(tmp_path, one_vae):
     """The estimator at the harness's recipe gives the harness's AUC (an independent path: fit, score,
     roc_auc of benchmarks/evaluation.py), and its model file scores identically in a new process."""
     x_train, y_train, x_test, y_test = load_ecg5000(require_data("ecg5000"))
@@ -81,7 +87,7 @@ def test_ecg5000_through_the_estimator_and_a_reloaded_model(tmp_path):
     result = dp.evaluate_anomalies(y_test != 1, scores)
     assert result.roc_auc >= 0.98, result
     assert result.roc_auc == pytest.approx(roc_auc(y_test != 1, scores), abs=1e-12)
-    assert result.roc_auc == pytest.approx(ecg5000_auc(require_data("ecg5000"), epochs=300, latent=4).auc, abs=1e-9)
+    assert result.roc_auc == pytest.approx(one_vae.auc, abs=1e-9)
     np.save(tmp_path / "x.npy", x_test)
     code = (
         "import numpy as np, devicepipe as dp;"
