@@ -264,8 +264,9 @@ def _project_2d(embeddings: np.ndarray) -> tuple[np.ndarray, tuple[str, str]]:
 
 
 def plot_training(histories: list[dict[str, Any]], *, title: str = "Training", warning: str | None = None) -> Figure:
-    """Train and validation loss per epoch (one pair of lines per ensemble member), and, where
-    training stopped by itself, the epoch whose weights were kept (a dot on the validation line).
+    """Train and validation loss per epoch (one pair of lines per ensemble member), and the epoch
+    whose weights were kept (a dot on the validation line, or the training line without one): the
+    best one where training stopped by itself, the last of a run of exact epochs.
     ``warning`` (e.g. not converged) is written under the plot."""
     fig = new_figure(figsize=(7, 4))
     ax = fig.add_subplot()
@@ -278,10 +279,11 @@ def plot_training(histories: list[dict[str, Any]], *, title: str = "Training", w
             ax.plot(
                 epochs, h["val"], color="tab:orange", alpha=0.8, ls="--", label="validation" + each if i < 1 else None
             )
-        best = h.get("best_epoch")
-        if best:
-            kept = f"kept: epoch {best}" if members == 1 else "kept: each member's best epoch"
-            ax.plot([best], [h["val"][best - 1]], "o", color="tab:red", label=None if i else kept)
+        best = h.get("best_epoch") or len(h["train"])  # a run of exact epochs keeps its last
+        line = h["val"] if h.get("val") and np.isfinite(h["val"][best - 1]) else h["train"]
+        if best and len(line) >= best:
+            kept = f"kept: epoch {best}" if members == 1 else "kept: each member's kept epoch"
+            ax.plot([best], [line[best - 1]], "o", color="tab:red", label=None if i else kept)
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -324,8 +326,10 @@ def plot_latent(
         order = np.argsort(color)  # most anomalous drawn last, on top
         vmax = np.percentile(color, 99.5) if color.size else 1
         points = ax.scatter(xy[order, 0], xy[order, 1], c=color[order], s=6, cmap="viridis", vmax=vmax)
-        bar = fig.colorbar(points, ax=ax)
-        bar.set_label("anomaly score" + (f" (threshold {threshold:.3g})" if threshold is not None else ""))
+        above = color.size and float(color.max()) > vmax  # the few highest share the top colour: say how high
+        bar = fig.colorbar(points, ax=ax, extend="max" if above else "neither")
+        label = "anomaly score" + (f" (threshold {threshold:.3g})" if threshold is not None else "")
+        bar.set_label(label + (f"; the arrow: {vmax:.3g} to {float(color.max()):.3g}" if above else ""))
     if flags is not None and flags.any():
         ax.scatter(
             xy[flags, 0],

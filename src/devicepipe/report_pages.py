@@ -239,6 +239,15 @@ def _beats_page(
     return facts, sections
 
 
+def _wall_time(summary: DatasetSummary) -> tuple[str, str]:
+    """The dataset run's wall time, said as this run's alone where it kept earlier runs' recordings."""
+    wall = format_duration(summary.seconds["wall"])
+    kept = summary.resumed or 0
+    if not kept:
+        return ("wall time", wall)
+    return (f"wall time of this run ({kept:,} recording{'s' if kept != 1 else ''} kept from an earlier one)", wall)
+
+
 def _accuracy_facts(summary: RunSummary) -> list[tuple[str, str]]:
     """F1, sensitivity and positive predictivity of the R peaks found, against the reference."""
     acc = summary.accuracy
@@ -511,7 +520,7 @@ def _dataset_facts(summary: DatasetSummary) -> list[tuple[str, str]]:
         facts.append(("F1 against the references", f"{summary.accuracy.f1:.4f}"))
     facts += [
         ("recorded time", format_duration(summary.duration_s)),
-        ("wall time", format_duration(summary.seconds["wall"])),
+        _wall_time(summary),
         (
             "engine",
             "one process, no Dask"

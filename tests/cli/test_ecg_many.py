@@ -83,6 +83,8 @@ def test_a_folder_run_stopped_at_any_stage_resumes_to_the_whole_run(folder, whol
     result = _run(folder, tmp_path / "out", resume=True)
     assert result.n_ok == 3 and result.n_failed == 0, [r["error"] for r in result.rows]
     assert result.n_resumed >= 1
+    kept = f"wall time of this run ({result.n_resumed} recording{'s' if result.n_resumed != 1 else ''} kept from"
+    assert kept in (tmp_path / "out" / "report.html").read_text()  # not a wall time for all three
     for run in ("r0", "r1", "r2"):
         a = pd.read_parquet(whole / run / "embeddings.parquet")
         b = pd.read_parquet(tmp_path / "out" / run / "embeddings.parquet")

@@ -46,7 +46,11 @@ def test_ecg_end_to_end_small(tmp_path):
     assert "squared standard deviations" in summary["threshold_means"]
 
 
-def test_ecg_reference_labels_every_beat_and_counts_the_flags_per_label(tmp_path):
+def test_ecg_reference_labels_every_beat_and_counts_the_flags_per_label(tmp_path, monkeypatch):
+    from devicepipe.artifacts import figures
+
+    drawn, plot = {}, figures.plot_beats_excerpt
+    monkeypatch.setattr(figures, "plot_beats_excerpt", lambda *a, **k: drawn.update(k) or plot(*a, **k))
     src = tmp_path / "e.csv"
     assert run("simulate", "ecg", "--duration", "4min", "--ectopic-rate", 0.05, "--out", src).exit_code == 0
     truth = tmp_path / "e.truth.csv"
@@ -58,6 +62,7 @@ def test_ecg_reference_labels_every_beat_and_counts_the_flags_per_label(tmp_path
     with open(truth, newline="") as fh:
         rows = list(csv.DictReader(fh))
     by_sample = {int(r["sample"]): r["symbol"] for r in rows}
+    assert list(drawn["reference"]) == sorted(by_sample)  # the excerpt draws the reference beats its caption names
     # each beat's label is that of the true beat within 150 ms (37 samples at 250 Hz), found here by hand
     for peak, label in zip(emb["peak"], emb["reference"], strict=True):
         near = [sym for s, sym in by_sample.items() if abs(s - peak) <= 37]

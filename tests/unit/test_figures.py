@@ -196,3 +196,17 @@ def test_runs_without_figures_do_not_load_matplotlib(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"], out.stderr
+
+
+def test_scores_above_the_colour_bar_s_range_are_said():
+    rng = np.random.default_rng(0)
+    emb = rng.normal(size=(400, 2))
+    scores = rng.random(400)
+    scores[:3] = [7.25, 6.0, 5.5]  # a few far above the rest: past the 99.5th percentile
+    fig = plot_latent(emb, scores=scores, threshold=0.9)
+    bar = fig.axes[1]  # the colour bar's axes
+    label = bar.get_ylabel()
+    top = np.percentile(scores, 99.5)
+    assert f"the arrow: {top:.3g} to 7.25" in label
+    plain = plot_latent(emb, scores=rng.random(400) * 0 + 1.0).axes[1].get_ylabel()  # nothing above: nothing said
+    assert "arrow" not in plain

@@ -263,9 +263,15 @@ def test_training_figure_marks_the_kept_epochs():
     ax = plot_training([one]).axes[0]
     assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == "kept: epoch 3"
     ax = plot_training([one, two]).axes[0]
-    assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == "kept: each member's best epoch"
+    assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == "kept: each member's kept epoch"
     dots = [line for line in ax.get_lines() if line.get_marker() == "o"]
     assert [(int(d.get_xdata()[0]), float(d.get_ydata()[0])) for d in dots] == [(3, 1.2), (4, 1.4)]
+    # exact epochs keep the last: its dot is there too (on the training line without validation)
+    exact = {"train": [3.0, 2.0, 1.5], "val": [float("nan")] * 3, "seconds": [0.0] * 3, "best_epoch": None}
+    ax = plot_training([exact]).axes[0]
+    dots = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    assert [(int(d.get_xdata()[0]), float(d.get_ydata()[0])) for d in dots] == [(3, 1.5)]
+    assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == "kept: epoch 3"
 
 
 def test_run_series_takes_a_dataframe_with_a_datetime_index(tmp_path):

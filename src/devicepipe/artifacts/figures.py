@@ -26,7 +26,7 @@ from devicepipe.plot import (
 
 def excerpt(m: Made) -> Any:
     """Ten seconds of the signal (which starts at ``rec.start_sample`` of the recording) with the
-    detected beats, and the reference beats of a ``beats`` run where given."""
+    detected beats, and the reference beats where the run was given them."""
     if m.rec is None or m.signal is None:
         return None
     rec = m.rec

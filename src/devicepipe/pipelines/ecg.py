@@ -157,6 +157,7 @@ def _write_ecg(
         threshold=learned.scores.threshold, warning=learned.warning, leading=leading,
         beat_rate=geometry["width"] / beats.window_s,  # Hz of the resampled beat rows
         quality=(quality, beats.peaks, rec.n_samples), detector=learned.detector, geometry=geometry,
+        reference=host.get("reference_peaks"),
     )  # fmt: skip
     return files | write_artifacts(made)
 

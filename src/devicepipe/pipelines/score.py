@@ -98,7 +98,7 @@ def run_score(
         files, leading = _scored_beat_files(run, rec, host, ref is not None, beat_quality(beats))
         made = Made(
             "score", run.out, host, rec=rec, signal=signal, threshold=detector.threshold_, leading=leading,
-            beat_rate=detector.width_ / beats.window_s,
+            beat_rate=detector.width_ / beats.window_s, reference=host.get("reference_peaks"),
         )  # fmt: skip
         files.update(write_artifacts(made))
     summary = _score_summary(source, rec, run, detector, host, heart_rate)

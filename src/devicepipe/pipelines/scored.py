@@ -36,8 +36,9 @@ def score_views(scores: Scores, data: torch.Tensor) -> dict[str, torch.Tensor]:
 
 def label_with_reference(host: dict[str, np.ndarray], ref: ReferenceBeats, rec: Recording) -> None:
     """Give each kept beat (``host["peaks"]``) the label of its nearest reference beat within
-    150 ms, as ``host["truth"]``."""
-    host["truth"] = label_beats(_reference_in(ref, rec), ref.symbols, host["peaks"], rec.sampling_rate)
+    150 ms, as ``host["truth"]``; the reference beats (samples) are ``host["reference_peaks"]``."""
+    host["reference_peaks"] = _reference_in(ref, rec)
+    host["truth"] = label_beats(host["reference_peaks"], ref.symbols, host["peaks"], rec.sampling_rate)
 
 
 def beat_counts(host: dict[str, np.ndarray]) -> dict[str, int]:
