@@ -1,6 +1,7 @@
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -145,6 +146,16 @@ def test_help_shows_flags_without_a_value_and_arguments_in_capitals(command):
     usage = next(line for line in text.splitlines() if "Usage:" in line)
     if command and command[0] in {"beats", "ecg", "series", "read"}:
         assert usage.rstrip().endswith("INPUT"), usage
+    if command:  # every option the help names is one this command has
+        from typer.main import get_command
+
+        group = get_command(app)
+        for name in command:
+            group = group.commands[name]
+        options = {o for p in group.params for o in [*getattr(p, "opts", []), *getattr(p, "secondary_opts", [])]}
+        named = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9]", " ".join(text.replace("│", " ").split())))
+        options.add("--help")
+        assert named <= options, named - options
 
 
 def test_mode_help_says_why_the_defaults_differ():

@@ -124,6 +124,15 @@ EpochsOpt = Annotated[
     ),
 ]
 MaxEpochsOpt = Annotated[int, typer.Option(help="The most epochs training may run when it stops by itself.", min=1)]
+#: The demo's --epochs: it has no --max-epochs to point to.
+DemoEpochsOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="Train exactly N epochs. Default: until the validation loss stops improving, keeping the best "
+        "epoch's weights.",
+        min=1,
+    ),
+]
 BatchOpt = Annotated[int, typer.Option(help="Rows per training batch.", min=1)]
 LrOpt = Annotated[float, typer.Option(help="Adam learning rate.", min=1e-7, max=0.99)]
 EnsembleOpt = Annotated[int, typer.Option(help="Train N models at once with torch.func.vmap (N > 1).", min=1, max=64)]
@@ -142,7 +151,7 @@ ScorerOpt = Annotated[
         "how far it lies from the nearest weighted mean of its nearest training rows past the k - 1 nearest, as "
         "a robust z-score, the largest; multiscale: the distance to the k nearest training rows at halves down to "
         "16 samples; knn: that distance at its own resolution; reconstruction: the model's reconstruction error; "
-        "combined: knn and reconstruction as robust z-scores. --pointwise takes reconstruction.",
+        "combined: knn and reconstruction as robust z-scores. (A series scored point by point takes reconstruction.)",
         show_default=False,
     ),
 ]

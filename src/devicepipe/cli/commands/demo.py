@@ -13,8 +13,8 @@ from devicepipe.cli.application import (
 )
 from devicepipe.cli.options import (
     ECG,
+    DemoEpochsOpt,
     DeviceOpt,
-    EpochsOpt,
     ThreadsOpt,
 )
 from devicepipe.cli.printing import (
@@ -34,7 +34,7 @@ from devicepipe.pipelines.says import training_line
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the demo's files.")] = Path("demo-run"),
     device: DeviceOpt = "auto",
-    epochs: EpochsOpt = ECG.epochs,
+    epochs: DemoEpochsOpt = ECG.epochs,
     threads: ThreadsOpt = None,
 ) -> None:
     """Simulate a 30-minute ECG with a few ectopic beats and run the whole ecg pipeline on it."""
