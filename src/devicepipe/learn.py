@@ -31,6 +31,7 @@ __all__ = [
     "ENSEMBLE_NAME",
     "LearnSettings",
     "SCORERS",
+    "SCORES_AT_STAKE",
     "SeriesLearnSettings",
     "check_before_start",
     "convergence_warning",
@@ -281,11 +282,16 @@ def recent_fall(losses: list[float], *, share: float = 0.2, least: int = 3) -> f
     return (before - after) / abs(before) if before else 0.0
 
 
-def convergence_warning(histories: list[dict[str, Any]]) -> str | None:
+#: What an unsettled model makes unreliable when the scores depend on it.
+SCORES_AT_STAKE = "its scores and flags"
+
+
+def convergence_warning(histories: list[dict[str, Any]], at_stake: str = SCORES_AT_STAKE) -> str | None:
     """A sentence for the summary, the terminal and the figures when a model was still learning
     when training ended (its validation loss, or the training loss without one, fell by more than
     1 % over its last epochs, by :func:`recent_fall`); None when every model stopped by itself
-    or had levelled off."""
+    or had levelled off. ``at_stake``: what of the run is not yet reliable (its scores and flags,
+    or only its figures of the model where the scores do not use it)."""
     worst: tuple[float, int, int] | None = None
     for h in histories:
         if h.get("stopped_early"):
@@ -302,7 +308,7 @@ def convergence_warning(histories: list[dict[str, Any]]) -> str | None:
     how = "after one epoch" if n < 2 else f"its loss still fell by {100 * fall:.0f} % over the last {window} epochs"
     return (
         f"not converged: training ended at epoch {n} while the model was still learning ({how}), "
-        "so its scores and flags are not yet reliable; train longer, or let training stop by itself"
+        f"so {at_stake} are not yet reliable; train longer, or let training stop by itself"
     )
 
 
@@ -324,11 +330,13 @@ def stuck_loss(losses: list[float], *, share: float = 0.2, least: int = 3) -> bo
     return float(last.max() - last.min()) <= STUCK * max(abs(float(np.median(last))), 1e-12)
 
 
-def learning_failed(histories: list[dict[str, Any]], embeddings: torch.Tensor | None = None) -> str | None:
+def learning_failed(
+    histories: list[dict[str, Any]], embeddings: torch.Tensor | None = None, at_stake: str = SCORES_AT_STAKE
+) -> str | None:
     """A sentence when training produced a dead model: a loss that stopped changing entirely (its
     units saturated or died), or a latent space most of whose dimensions are constant over the
     ``embeddings`` ``(n, latent)``; None otherwise. Such a model is not "converged", whatever its
-    loss curve's slope."""
+    loss curve's slope. ``at_stake`` as :func:`convergence_warning`'s."""
     said = []
     stuck = [i for i, h in enumerate(histories) if stuck_loss(h["train"])]
     if stuck:
@@ -345,8 +353,8 @@ def learning_failed(histories: list[dict[str, Any]], embeddings: torch.Tensor | 
     if not said:
         return None
     return (
-        f"the model did not learn: {'; '.join(said)}. Its scores and flags mean little; its units saturated or "
-        "died, most often from a learning rate too high: lower --lr and train again"
+        f"the model did not learn: {'; '.join(said)}. {at_stake[0].upper()}{at_stake[1:]} mean little; its units "
+        "saturated or died, most often from a learning rate too high: lower --lr and train again"
     )
 
 

@@ -30,8 +30,8 @@ class FlaggedRows:
 
     ``names``: a label per row (time or date); ``scores``: ``(n,)``; ``rows``: ``(n, width)``
     host values as the model saw them; ``typical``: ``(width,)``; ``labels``: reference labels
-    per row or None; ``unit``: what the rows' values are in; ``one``/``many``: what a row is
-    (``"beat"``/``"beats"``).
+    per row or None; ``reasons``: why each row differs, in words, or None; ``unit``: what the
+    rows' values are in; ``one``/``many``: what a row is (``"beat"``/``"beats"``).
     """
 
     names: Sequence[str]
@@ -39,6 +39,7 @@ class FlaggedRows:
     rows: np.ndarray
     typical: np.ndarray
     labels: Sequence[str] | None = None
+    reasons: Sequence[str] | None = None
     unit: str = ""
     total: int = 0
     one: str = "row"
@@ -152,12 +153,15 @@ def _input_facts(summary: RunSummary) -> list[tuple[str, str]]:
 
 def _flagged_section(flagged: FlaggedRows, threshold: float) -> _Section:
     header = ["#", "where", "score"] + (["reference"] if flagged.labels is not None else [])
+    header += ["what differs"] if flagged.reasons is not None else []
     header.append(f"{flagged.one} (red) and the typical {flagged.one}")
     rows = []
     for i in range(len(flagged.names)):
         row: list[Any] = [i + 1, flagged.names[i], round(float(flagged.scores[i]), 5)]
         if flagged.labels is not None:
             row.append(flagged.labels[i] or "none")
+        if flagged.reasons is not None:
+            row.append(flagged.reasons[i])
         row.append(_sparkline(flagged.rows[i], flagged.typical))
         rows.append(row)
     shown = len(flagged.names)
@@ -208,6 +212,26 @@ def _scorer_facts(summary: RunSummary) -> list[tuple[str, str]]:
     return [("scored by", label)]
 
 
+def _uses_model(summary: RunSummary) -> bool:
+    """Whether the run's scores depend on its trained model (unknown scorers: assumed so)."""
+    kind = SCORER_KINDS.get(summary.scorer.scorer) if summary.scorer else None
+    return kind is None or kind.uses_model
+
+
+def _model_use(summary: RunSummary, what: str) -> str:
+    """What the trained model gives the run, in words: whether the scores (and so the flags) of
+    ``what`` use it, and what an unsettled model leaves unreliable."""
+    name = summary.scorer.scorer if summary.scorer else "?"
+    if _uses_model(summary):
+        text = f"The scores and flags use the model's reconstruction errors (scorer {name})."
+        return text + ("" if summary.converged else " The model had not settled, so read them with care.")
+    text = (
+        f"The scores and flags come from the {what} themselves (scorer {name}), not from the model: the "
+        f"model gives the map of codes, the reconstructions and each row's code in embeddings.parquet."
+    )
+    return text + ("" if summary.converged else " It had not settled: those figures may still change; the flags stand.")
+
+
 def _learning_facts(summary: RunSummary, what: str) -> list[tuple[str, str]]:
     e, counts = summary.epochs, summary.counts
     flagged = counts.flagged if counts and counts.flagged is not ABSENT else len(summary.flagged or [])
@@ -217,7 +241,7 @@ def _learning_facts(summary: RunSummary, what: str) -> list[tuple[str, str]]:
         *_scorer_facts(summary),
         ("epochs trained", "-".join(str(v) for v in sorted(set(e.run)))),
         ("epoch kept", "-".join(str(v) for v in sorted(set(e.kept)))),
-        ("converged", _number(summary.converged)),
+        ("converged", _number(summary.converged) + ("" if _uses_model(summary) else " (flags do not use it)")),
     ]
 
 
@@ -298,7 +322,8 @@ def _ecg_page(
     sections.extend(_reference_sections(summary) + _accuracy_sections(summary))
     if flagged is not None:
         sections.append(_flagged_section(flagged, summary.threshold))
-    sections.append(_Section("What the model learned", figures=_figures(files, ["extremes.png", "latent.png"])))
+    learned = _figures(files, ["extremes.png", "latent.png"])
+    sections.append(_Section("What the model learned", _model_use(summary, "beats"), figures=learned))
     sections.append(_Section("Generated beats", figures=_figures(files, ["generated.png"])))
     sections.append(_Section("Training", figures=_figures(files, ["training.png"])))
     names = ["heart_rate.png", "excerpt.png", "quality.png"]
@@ -404,7 +429,8 @@ def _series_page(
     if flagged is not None:
         sections.append(_flagged_section(flagged, summary.threshold))
     sections.append(_Section("Anomalous windows", figures=_figures(files, ["days.png", "extremes.png"])))
-    sections.append(_Section("Codes and training", figures=_figures(files, ["latent.png", "training.png"])))
+    codes = _figures(files, ["latent.png", "training.png"])
+    sections.append(_Section("Codes and training", _model_use(summary, "windows"), figures=codes))
     return facts, sections
 
 

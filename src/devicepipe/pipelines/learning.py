@@ -17,6 +17,7 @@ from devicepipe.errors import DevicepipeError
 from devicepipe.io.read import input_fingerprint
 from devicepipe.learn import (
     DEFAULT_SCORER,
+    SCORES_AT_STAKE,
     LearnSettings,
     convergence_warning,
     learning_failed,
@@ -29,6 +30,7 @@ from devicepipe.pipelines.results import LearnResult
 from devicepipe.report import REPORT_NAME, FlaggedRows, write_report
 from devicepipe.scale import StandardScaler
 from devicepipe.score import Scores
+from devicepipe.scorers import SCORER_KINDS
 from devicepipe.signal.resample import resample_rows
 from devicepipe.summaries import RunSummary
 from devicepipe.threads import ThreadChoice
@@ -41,7 +43,15 @@ class _Learned:
     detector: BeatAnomalyDetector
     scores: Scores
     epoch_limit: int
-    warning: str | None  # set when a model was still learning when training ended
+    #: Set when a model was still learning when training ended, or did not learn: for the figures
+    #: of the model (its latent map, generated beats, reconstructions) in every case.
+    unsettled: str | None
+
+    @property
+    def warning(self) -> str | None:
+        """``unsettled`` where it changes the result, for the terminal and the summary's warnings:
+        only when the scorer uses the model (the default ``local`` scores the rows themselves)."""
+        return self.unsettled if SCORER_KINDS[self.detector.scorer].uses_model else None
 
     @property
     def models(self) -> list[torch.nn.Module]:
@@ -113,9 +123,16 @@ def _learn(
             on_start=started,
             stream=stream,
         )
-    warning = learning_failed(detector.histories_, detector.details_.embeddings)
-    warning = warning or convergence_warning(detector.histories_)
-    return _Learned(detector, detector.details_, settings.epoch_limit, warning)
+    at_stake = SCORES_AT_STAKE if SCORER_KINDS[detector.scorer].uses_model else FIGURES_AT_STAKE
+    unsettled = learning_failed(detector.histories_, detector.details_.embeddings, at_stake)
+    unsettled = unsettled or convergence_warning(detector.histories_, at_stake)
+    return _Learned(detector, detector.details_, settings.epoch_limit, unsettled)
+
+
+#: What an unsettled model makes unreliable where the scores do not use it.
+FIGURES_AT_STAKE = (
+    "its latent map and what it generates and reconstructs (the scores and flags do not use the model, so they stand)"
+)
 
 
 #: What a beat model's geometry says about scaling: each recording's beats by their own mean and deviation.
@@ -160,7 +177,7 @@ def _finish(
             "stopped_early": [h["stopped_early"] for h in histories],
         },
         final_loss={"train": [h["train"][-1] for h in histories], "val": [h["val"][-1] for h in histories]},
-        converged=learned.warning is None,
+        converged=learned.unsettled is None,
         warnings=([] if learned.warning is None else [learned.warning]) + summary.get("warnings", []),
         seconds=run.timer.seconds,
         transfers=run.timer.transfers(),

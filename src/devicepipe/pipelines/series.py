@@ -169,7 +169,7 @@ def run_series(
         geometry = {"input": "load-windows", "window": window, "steps_per_window": per, "pointwise": pointwise}
         made = Made(
             "series", run.out, host, histories=learned.histories, threshold=scores.threshold,
-            warning=learned.warning, leading={"start": wins.starts, "filled_slots": wins.filled}, wins=wins,
+            warning=learned.unsettled, leading={"start": wins.starts, "filled_slots": wins.filled}, wins=wins,
             unit_name=rec.channels[0], flagged=flagged, pointwise=pointwise, detector=learned.detector,
             geometry=geometry,
         )  # fmt: skip

@@ -313,7 +313,7 @@ def _write_train(
     counts = np.diff(np.cumsum([0] + [u["beats"] for u in used]))
     made = Made(
         "train", run.out, host, histories=learned.histories, threshold=learned.scores.threshold,
-        warning=learned.warning, leading={"recording": np.repeat(np.arange(len(used)), counts)},
+        warning=learned.unsettled, leading={"recording": np.repeat(np.arange(len(used)), counts)},
         n_recordings=len(used), recordings=used, detector=learned.detector, geometry=geometry,
     )  # fmt: skip
     return write_artifacts(made)

@@ -72,6 +72,9 @@ class Scorer(ABC):
     #: Whether its scores are robust z-scores already (the ``"auto"`` threshold then works on them,
     #: not on their logs).
     z_scores: ClassVar[bool] = False
+    #: Whether its scores depend on the trained model (its reconstruction errors): only then does
+    #: how well the model learned change the scores and flags.
+    uses_model: ClassVar[bool] = False
 
     @abstractmethod
     def scores(

@@ -16,6 +16,7 @@ class CombinedScorer(Scorer):
 
     name = "combined"
     leaves_self_out = False
+    uses_model = True
     z_scores = True
 
     def scores(

@@ -13,6 +13,7 @@ class ReconstructionScorer(Scorer):
     name = "reconstruction"
     uses_reference = False
     leaves_self_out = False
+    uses_model = True
 
     def scores(
         self, recon: torch.Tensor, data: torch.Tensor, ref: Reference, fitting: Fitting | None = None
