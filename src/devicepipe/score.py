@@ -160,22 +160,31 @@ def latent_axes(embeddings: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return mean.to(embeddings.dtype), (axes * sign).to(embeddings.dtype)
 
 
+#: The share of codes left outside the generated grid at each end of a direction: small enough
+#: that a family of 1 % of the beats (ectopic beats on one side) lies inside, large enough that a
+#: few stray codes do not stretch the grid.
+GRID_TAIL = 0.002
+
+
 def latent_grid(embeddings: torch.Tensor, n: int) -> torch.Tensor:
     """``n * n`` latent points on a grid along the two directions in which the embeddings spread most.
 
     ``embeddings`` has shape ``(rows, latent)``; returns ``(n * n, latent)`` on its device,
-    centred on their mean and spanning the 2-98 % range of their projections on the first
-    principal direction (across a row) and the second (down the columns, top row highest), the
-    other directions held at the mean. Where a model leaves a latent dimension unused, the grid
-    still shows how the beats vary. With one latent dimension, ``n * n`` evenly spaced points.
+    centred on their mean and spanning the range of their projections on the first principal
+    direction (across a row) and the second (down the columns, top row highest) between the
+    :data:`GRID_TAIL` and ``1 - GRID_TAIL`` quantiles, the other directions held at the mean.
+    Where a model leaves a latent dimension unused, the grid still shows how the beats vary, and
+    a family of beats as rare as 1 % (ectopic beats) is inside it. With one latent dimension,
+    ``n * n`` evenly spaced points.
     """
     latent = embeddings.shape[1]
+    tails = torch.tensor([GRID_TAIL, 1 - GRID_TAIL], device=embeddings.device)
     if latent == 1:
-        lo, hi = torch.quantile(embeddings[:, 0].float(), torch.tensor([0.02, 0.98], device=embeddings.device))
+        lo, hi = torch.quantile(embeddings[:, 0].float(), tails)
         return torch.linspace(float(lo), float(hi), n * n, device=embeddings.device)[:, None]
     mean, axes = latent_axes(embeddings)
     proj = ((embeddings - mean) @ axes.T).float()  # (rows, 2)
-    lo, hi = torch.quantile(proj, 0.02, dim=0), torch.quantile(proj, 0.98, dim=0)
+    lo, hi = torch.quantile(proj, tails[0], dim=0), torch.quantile(proj, tails[1], dim=0)
     across = torch.linspace(float(lo[0]), float(hi[0]), n, device=embeddings.device)
     down = torch.linspace(float(lo[1]), float(hi[1]), n, device=embeddings.device).flip(0)
     gy, gx = torch.meshgrid(down, across, indexing="ij")

@@ -277,6 +277,7 @@ class Flagged(Record):
     score: float
     reference: str | None
     tail_probability: float
+    why: str
 
 
 @_section

@@ -600,3 +600,21 @@ def test_a_batch_detected_in_groups_of_rows_gives_each_row_its_own_peaks(monkeyp
     for got, one, together, sim in zip(grouped, alone, whole, sims, strict=True):
         assert torch.equal(got, one) and torch.equal(got, together)
         assert got.numel() == sim.r_peaks.numel()  # (each row's own rhythm: a shifted row would not match)
+
+
+def test_neighbours_in_rows_finds_the_beat_whose_qrs_reaches_into_a_row():
+    from devicepipe.ecg import neighbours_in_rows
+
+    fs = 100.0  # rows from 25 samples before the peak to 45 after; a QRS starts 6 samples before its R
+    peaks = torch.tensor([100, 200, 250, 400, 420, 600], dtype=torch.int64)
+    beats = ecg_segment(torch.zeros(800), peaks, fs, mode="centered")
+    got = neighbours_in_rows(beats, peaks).numpy()
+    # by hand: 100 -> next at 200 (100 samples on: 200 - 6 >= 145, outside); 200 -> next at 250 (50 on:
+    # 250 - 6 = 244 < 245, inside); 250 -> previous at 200 is 50 back (200 + 6 < 225, outside), next 400
+    # far; 400 -> next at 420 (+0.2 s) nearer than nothing before; 420 -> previous at 400 (-0.2 s,
+    # 406 >= 395, inside); 600 alone
+    expected = np.array([np.nan, 0.5, np.nan, 0.2, -0.2, np.nan])
+    np.testing.assert_allclose(got, expected, equal_nan=True)
+    # the seed mode's rows run from beat to beat: no neighbour is a surprise there
+    seed = ecg_segment(torch.zeros(800), peaks, fs, mode="seed")
+    assert np.isnan(neighbours_in_rows(seed, peaks).numpy()).all()

@@ -52,9 +52,16 @@ def test_latent_grid_follows_the_directions_the_codes_spread_along():
     across, down = grid[:, -1] - grid[:, 0], grid[-1] - grid[0]
     assert np.allclose(np.abs(across[0]) / np.linalg.norm(across[0]), [0.7071, 0.7071], atol=0.01)
     assert np.linalg.norm(across[0]) > 5 * np.linalg.norm(down[0])  # the grid is as long as the spread
-    # spanning the 2-98 % range of the projections on the first direction
+    # spanning the 0.2-99.8 % range of the projections on the first direction
     proj = (codes.numpy() - mean.numpy()) @ axes.numpy()[0]
-    assert np.linalg.norm(across[0]) == pytest.approx(np.quantile(proj, 0.98) - np.quantile(proj, 0.02), rel=1e-3)
+    assert np.linalg.norm(across[0]) == pytest.approx(np.quantile(proj, 0.998) - np.quantile(proj, 0.002), rel=1e-3)
+    # a family of 1 % of the codes off to one side of the second direction is inside the grid's range
+    family = torch.tensor([3.0, -2.0]) + 2.0 * axes[1]
+    with_family = torch.cat([codes, family + 0.01 * torch.randn(20, 2)])
+    grid = latent_grid(with_family, 5).numpy().reshape(5, 5, 2)
+    mean2, axes2 = latent_axes(with_family)
+    reach = np.abs((grid[:, 2] - mean2.numpy()) @ axes2.numpy()[1]).max()
+    assert reach > 1.5  # the grid reaches the family (the 2-98 % range stopped at about 0.2)
 
 
 def test_generated_grid_draws_the_typical_beat_and_says_when_rows_do_not_differ():

@@ -67,6 +67,7 @@ from devicepipe.ecg.segment import (
     Beats,
     ecg_segment,
     ecg_segment_chunked,
+    neighbours_in_rows,
     segment_kept,
     segment_kept_parts,
 )
@@ -103,6 +104,7 @@ __all__ = [
     "aami_class",
     "evaluate_beats",
     "label_beats",
+    "neighbours_in_rows",
     "segment_kept",
     "seed_gates",
 ]

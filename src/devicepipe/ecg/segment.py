@@ -243,3 +243,37 @@ def ecg_segment_chunked(
             beats.length_range,
         )
         yield first + torch.nonzero(core.cpu()).squeeze(1), chunk_beats
+
+
+#: How long before its R peak a QRS complex starts, in seconds (half a normal QRS and a margin):
+#: a neighbouring R peak this close past the end of a beat's row puts part of its QRS in the row.
+QRS_LEAD_S = 0.06
+
+
+def neighbours_in_rows(beats: Beats, all_peaks: torch.Tensor) -> torch.Tensor:
+    """For each row of ``beats``, the offset in seconds from its R peak to the nearest other R
+    peak of ``all_peaks`` (sorted, int64, every peak found) whose QRS complex reaches into the row,
+    NaN where none does: shape ``(n_kept,)``, float64, on the rows' device.
+
+    A row centred on its R peak (0.25 s before, 0.45 s after) holds the start of the next beat's
+    QRS when that beat comes within about 0.5 s (a premature beat): the row then differs from a
+    typical one because of its neighbour, not its own shape. Rows of the ``"seed"`` mode run from
+    beat to beat by construction, so every offset is NaN for them.
+    """
+    n = beats.peaks.numel()
+    out = torch.full((n,), float("nan"), dtype=torch.float64, device=beats.peaks.device)
+    if beats.mode != "centered" or n == 0 or all_peaks.numel() < 2:
+        return out
+    peaks = all_peaks.to(beats.peaks.device)
+    lead = QRS_LEAD_S * beats.sampling_rate
+    after = torch.searchsorted(peaks, beats.peaks, right=True)
+    before = torch.searchsorted(peaks, beats.peaks, right=False) - 1
+    ends = (beats.starts + beats.lengths).double()
+    nxt = peaks[after.clamp(max=peaks.numel() - 1)].double()
+    has_next = (after < peaks.numel()) & (nxt - lead < ends)
+    prev = peaks[before.clamp(min=0)].double()
+    has_prev = (before >= 0) & (prev + lead >= beats.starts.double())
+    r = beats.peaks.double()
+    out = torch.where(has_prev, (prev - r) / beats.sampling_rate, out)
+    closer_next = has_next & (~has_prev | (nxt - r < r - prev))
+    return torch.where(closer_next, (nxt - r) / beats.sampling_rate, out)

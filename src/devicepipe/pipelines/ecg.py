@@ -15,6 +15,7 @@ from devicepipe.ecg import (
     BeatQuality,
     Beats,
     beat_quality,
+    neighbours_in_rows,
 )
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
@@ -49,7 +50,7 @@ from devicepipe.pipelines.learning import _beat_geometry, _detector, _finish, _i
 from devicepipe.pipelines.quality import _check_min_quality, _quality_columns, _quality_summary
 from devicepipe.pipelines.reading import _read_and_cut
 from devicepipe.pipelines.results import LearnResult
-from devicepipe.pipelines.scored import beat_counts, flagged_beats, label_with_reference, score_views
+from devicepipe.pipelines.scored import beat_counts, flag_reason, flagged_beats, label_with_reference, score_views
 from devicepipe.report import FlaggedRows
 from devicepipe.scale import StandardScaler
 from devicepipe.score import latent_grid, reconstruct
@@ -116,7 +117,13 @@ def run_ecg(
         views = _model_views(learned, data)
     with run.stage("transfer"):
         host = learned.scores.to_host() | _to_host(
-            {"all_peaks": peaks, "peaks": beats.peaks, "kept": beats.kept} | views
+            {
+                "all_peaks": peaks,
+                "peaks": beats.peaks,
+                "kept": beats.kept,
+                "neighbour_s": neighbours_in_rows(beats, peaks),
+            }
+            | views
         )
         signal = rec.samples.cpu().numpy()
     with run.stage("hrv"):
@@ -154,7 +161,7 @@ def _write_ecg(
     files, leading = _scored_beat_files(run, rec, host, "truth" in host, quality)
     made = Made(
         "ecg", run.out, host, rec=rec, signal=signal, histories=learned.histories,
-        threshold=learned.scores.threshold, warning=learned.warning, leading=leading,
+        threshold=learned.scores.threshold, warning=learned.unsettled, leading=leading,
         beat_rate=geometry["width"] / beats.window_s,  # Hz of the resampled beat rows
         quality=(quality, beats.peaks, rec.n_samples), detector=learned.detector, geometry=geometry,
         reference=host.get("reference_peaks"),
@@ -285,6 +292,7 @@ def _flagged_beats(host: dict[str, np.ndarray], fs: float, labelled: bool) -> Fl
         rows=host["flagged_rows"],
         typical=host["typical"],
         labels=[str(host["truth"][i]) for i in top] if labelled else None,
+        reasons=[flag_reason(float(host["neighbour_s"][i])) for i in top] if "neighbour_s" in host else None,
         unit="standard deviations of the recording",
         total=int(host["flags"].sum()),
         one="beat",

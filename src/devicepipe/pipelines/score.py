@@ -13,6 +13,7 @@ from devicepipe.artifacts import Made, write_artifacts
 from devicepipe.device import resolve_device
 from devicepipe.ecg import (
     beat_quality,
+    neighbours_in_rows,
 )
 from devicepipe.io import (
     Recording,
@@ -87,7 +88,8 @@ def run_score(
         views |= {"extreme_rows": prepared, "extreme_recon": reconstruct(detector.models_[0], prepared)}
         views |= {"tail": detector.tail_of(scores.scores), "train_scores": detector.train_scores_}
     with run.stage("transfer"):
-        host = scores.to_host() | _to_host({"all_peaks": peaks, "peaks": beats.peaks, "kept": beats.kept} | views)
+        kept = {"all_peaks": peaks, "peaks": beats.peaks, "kept": beats.kept}
+        host = scores.to_host() | _to_host(kept | {"neighbour_s": neighbours_in_rows(beats, peaks)} | views)
         signal = rec.samples.cpu().numpy()
     fs = rec.sampling_rate
     with run.stage("hrv"):

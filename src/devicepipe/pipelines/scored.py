@@ -16,7 +16,7 @@ from devicepipe.pipelines.checks import _reference_in
 from devicepipe.report import MAX_FLAGGED_ROWS
 from devicepipe.score import Scores
 
-__all__ = ["beat_counts", "flagged_beats", "label_with_reference", "score_views"]
+__all__ = ["beat_counts", "flag_reason", "flagged_beats", "label_with_reference", "score_views"]
 
 
 def score_views(scores: Scores, data: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -50,9 +50,20 @@ def beat_counts(host: dict[str, np.ndarray]) -> dict[str, int]:
     }
 
 
+def flag_reason(offset_s: float) -> str:
+    """Why a flagged beat's row differs, in words, from the offset (s) of a neighbouring beat whose
+    QRS reaches into the row (:func:`devicepipe.ecg.neighbours_in_rows`; NaN: none does)."""
+    if not np.isfinite(offset_s):
+        return "its own shape"
+    if offset_s > 0:
+        return f"the next beat, {offset_s:.2f} s later, is inside its window"
+    return f"the previous beat, {-offset_s:.2f} s earlier, is inside its window"
+
+
 def flagged_beats(host: dict[str, np.ndarray], fs: float, *, tail: bool = False) -> list[dict[str, Any]]:
     """``summary.json``'s flagged beats, highest score first: peak (sample), time (s) and score;
-    with ``tail``, the tail probability; with reference labels in ``host``, the label."""
+    with ``tail``, the tail probability; with reference labels in ``host``, the label; with
+    ``host["neighbour_s"]``, why (:func:`flag_reason`)."""
     flagged = np.flatnonzero(host["flags"])
     flagged = flagged[np.argsort(host["scores"][flagged])[::-1]]
     labelled = "truth" in host
@@ -60,5 +71,6 @@ def flagged_beats(host: dict[str, np.ndarray], fs: float, *, tail: bool = False)
         {"peak": int(host["peaks"][i]), "time_s": float(host["peaks"][i] / fs), "score": float(host["scores"][i])}
         | ({"tail_probability": float(host["tail"][i])} if tail else {})
         | ({"reference": str(host["truth"][i])} if labelled else {})
+        | ({"why": flag_reason(float(host["neighbour_s"][i]))} if "neighbour_s" in host else {})
         for i in flagged
     ]
