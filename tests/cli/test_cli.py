@@ -4,6 +4,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -156,6 +157,37 @@ def test_help_shows_flags_without_a_value_and_arguments_in_capitals(command):
         named = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9]", " ".join(text.replace("│", " ").split())))
         options.add("--help")
         assert named <= options, named - options
+
+
+def _commands():
+    """Every command as ``(words, click command)``: ``(["simulate", "ecg"], ...)``."""
+    from typer.main import get_command
+
+    found = []
+
+    def walk(group, words):
+        for name, command in group.commands.items():
+            if hasattr(command, "commands"):
+                walk(command, [*words, name])
+            else:
+                found.append(([*words, name], command))
+
+    walk(get_command(app), [])
+    return found
+
+
+@pytest.mark.parametrize(("words", "command"), _commands(), ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_help_fits_a_screen_and_every_option_is_in_full_in_the_docs(words, command):
+    result = runner.invoke(app, [*words, "--help"], env={"COLUMNS": "80"}, terminal_width=80)
+    lines = result.stdout.splitlines()
+    assert result.exit_code == 0 and len(lines) <= 50, f"{len(lines)} lines"
+    assert max(len(line) for line in lines) <= 80
+    # each option's details: in its command's section of docs/commands.md
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "commands.md").read_text(encoding="utf-8")
+    section = docs.split(f"## `devicepipe {' '.join(words)}`\n", 1)[1].split("\n## ", 1)[0]
+    for param in command.params:
+        for name in [o for o in param.opts if o.startswith("--")] or [param.name.upper()]:
+            assert f"`{name}`" in section, f"{name} of {' '.join(words)} is not in docs/commands.md"
 
 
 def test_mode_help_says_why_the_defaults_differ():

@@ -1,4 +1,4 @@
-"""Every code block of the README runs as written.
+"""Every code block of the README and of the pages it links in docs/ runs as written.
 
 The shell lines of "Commands" run one after another in a scratch directory that holds what the
 README says the reader has (``mitdb/100`` and ``AEP_hourly.csv``, from the shared data); the
@@ -28,9 +28,25 @@ BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 pytestmark = pytest.mark.slow
 
 
+#: The README, then the pages of docs/ it links, in the order it lists them.
+PAGES = ["README.md", *(f"docs/{name}.md" for name in ("python", "recordings", "learning", "benchmarks", "reference"))]
+
+
 def readme_blocks() -> list[tuple[str, str]]:
-    """``(language, code)`` of every fenced block of the README, in order."""
-    return BLOCK.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    """``(language, code)`` of every fenced block of the README and its docs pages, in order."""
+    return [block for page in PAGES for block in BLOCK.findall((ROOT / page).read_text(encoding="utf-8"))]
+
+
+def test_the_readme_links_every_docs_page_with_code():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert all(f"]({page})" in readme for page in PAGES[1:])
+    # no page of docs/ holds shell or Python code that is not run here
+    with_code = {
+        p.name
+        for p in (ROOT / "docs").glob("*.md")
+        if any(lang in ("bash", "python") for lang, _ in BLOCK.findall(p.read_text(encoding="utf-8")))
+    }
+    assert with_code <= {page.split("/")[1] for page in PAGES[1:]}
 
 
 def why_not_run(language: str, code: str) -> str | None:
