@@ -36,8 +36,29 @@ class _PlainHelp:
         return [p[1:-1].upper() if p.startswith("{") and p.endswith("}") else p for p in pieces]
 
 
+#: A value range as Click writes it in help (``x>=1``, ``1<=x<=64``), with the separator before it.
+_RANGE = re.compile(r"(?:; )?(?:[-+\w.]+<=?)?x(?:[<>]=?[-+\w.]+)(?=;|\])")
+
+
+def _without_range(text: str) -> str:
+    """An option's help without the range Click appends: a value out of range gets an error naming it."""
+    return re.sub(r"\s*\[\]", "", _RANGE.sub("", text).replace("[; ", "["))
+
+
 class _Command(_PlainHelp, TyperCommand):
-    """A subcommand with :class:`_PlainHelp`."""
+    """A subcommand with :class:`_PlainHelp`, whose help gives each option in a line where it
+    fits: names and value, help, default (details in docs/commands.md)."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        args, opts = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None:
+                (args if param.param_type_name == "argument" else opts).append((record[0], _without_range(record[1])))
+        for title, rows in (("Arguments", args), ("Options", opts)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows, col_max=24)
 
 
 class _OneLineErrors(_PlainHelp, TyperGroup):
@@ -202,11 +223,13 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 simulate_app = typer.Typer(
     cls=_OneLineErrors,
     help="Write synthetic recordings with ground truth (for trying things without data).",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(simulate_app, name="simulate")
 

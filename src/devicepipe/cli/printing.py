@@ -80,7 +80,8 @@ def _epoch_bar(
 def _print_outputs(con: Console, result: LearnResult, first: list[str]) -> None:
     files = result.files
     con.print(f"outputs in [bold]{result.out}[/bold]: {', '.join(sorted(p.name for p in files.values()))}")
-    con.print("open first: " + ", ".join(str(result.out / f) for f in ["report.html", *first] if f in files))
+    if "report.html" in files:
+        con.print(f"open first: {result.out / 'report.html'} (it shows {', '.join(f for f in first if f in files)})")
 
 
 def _print_run(con: Console, kind: str, result: LearnResult | BeatsResult) -> None:

@@ -50,52 +50,47 @@ from devicepipe.units import parse_bytes
 
 _OUT = Annotated[
     Path,
-    typer.Option(
-        "--out", "-o", help="Directory for report.html, beats.parquet/.csv, RECORD.qrs, beat_matrix.npy, figures."
-    ),
+    typer.Option("--out", "-o", help="Run directory for every output.", metavar="DIR"),
 ]
 _METHOD = Annotated[PeakMethod, typer.Option(help="ricker (accurate) or seed (the notebook's recipe).")]
 _MODE = Annotated[
     SegmentMode,
     typer.Option(
-        help="seed (the default here, the notebook's beat matrix): peak-to-peak beats of 0.4-1.024 s, "
-        "zero-padded; centered (the default of 'ecg', for learning): a fixed window around each R peak."
+        help="seed (the default here: peak to peak) or centered.",
+        metavar="MODE",
+        show_default=False,
     ),
 ]
 _REFERENCE = Annotated[
     Path | None,
     typer.Option(
-        help="Reference beats, to print the accuracy: a WFDB annotation file (e.g. mitdb/100.atr) or a "
-        "CSV/Parquet with a 'sample' (indices) or 'time_s' (seconds) column, such as simulate's NAME.truth.csv; "
-        "for many recordings, an annotation extension (atr): each WFDB record's own RECORD.atr."
+        help="Reference R peaks (a .atr, a CSV; many: atr).",
+        metavar="PATH",
     ),
 ]
-_FIGURES = Annotated[bool, typer.Option(help="Write excerpt.png, heart_rate.png and intervals.png.")]
+_FIGURES = Annotated[bool, typer.Option(help="Write the figures.")]
 _STRICT = Annotated[
     bool,
     typer.Option(
         "--strict",
-        help="Refuse (exit 2, nothing written) when the beats say a setting is wrong: no beat in over a "
-        "minute, or a median heart rate outside 20-300 bpm.",
+        help="Refuse beats that say a setting is wrong.",
     ),
 ]
 _CHUNK = Annotated[
     str | None,
     typer.Option(
-        help="Read and detect the recording in chunks of this duration (e.g. 10min): memory stays flat "
-        "however long it is, and the beats are those of one piece."
+        help="Detect in chunks of this length, e.g. 10min.",
+        metavar="DURATION",
     ),
 ]
 _BUDGET = Annotated[
     str | None,
     typer.Option(
-        help="Detect in chunks by itself when one piece would need more memory than this (e.g. 2GB). "
-        "Default: a quarter of the device's free memory."
+        help="Chunk when one piece needs more, e.g. 2GB.",
+        metavar="SIZE",
     ),
 ]
-_RESUME = Annotated[
-    bool, typer.Option("--resume", help="For many recordings: skip those whose run directory is complete.")
-]
+_RESUME = Annotated[bool, typer.Option("--resume", help="Many recordings: skip those done.")]
 
 
 @app.command(cls=_Command)

@@ -69,9 +69,8 @@ from devicepipe.pipelines import (
 _ECG_REFERENCE = Annotated[
     Path | None,
     typer.Option(
-        help="Labelled reference beats, to see which labels get flagged: a WFDB annotation file (e.g. "
-        "mitdb/100.atr) or a CSV/Parquet with a 'sample' or 'time_s' column and a 'symbol' column, such as "
-        "simulate's NAME.truth.csv."
+        help="Labelled reference beats (a .atr, a truth CSV).",
+        metavar="PATH",
     ),
 ]
 
@@ -110,9 +109,7 @@ def ecg(
 ) -> None:
     """Find the heartbeats of an ECG, train a convolutional VAE on them, score and plot every beat.
 
-    Given a folder, a glob or a list of recordings, trains one model per recording, each in its
-    own directory under --out (on a Dask cluster), with index.parquet and summary.json;
-    --resume then also skips the recordings already complete.
+    Many recordings: one run directory each, on Dask. Every option in full: docs/commands.md.
     """
     settings = learn_settings(LearnSettings, locals())
     cut = {

@@ -70,29 +70,28 @@ def _print_summary(summary: dict[str, Any], con: Console) -> None:
 
 @app.command("read", cls=_Command)
 def read_cmd(
-    input: Annotated[
-        Path, typer.Argument(help="CSV, TSV, Parquet, NPY, EDF/BDF or WFDB record (.hea/.dat or the record name).")
-    ],
+    input: Annotated[Path, typer.Argument(help="CSV, TSV, Parquet, NPY, EDF/BDF or WFDB record.")],
     column: Annotated[
         list[str] | None,
         typer.Option(
             "--column",
             "--channel",
             "-c",
-            help="Column (or WFDB channel), by name or position; repeatable. Default: all.",
+            help="Column or channel (name or position); repeatable.",
+            metavar="NAME",
         ),
     ] = None,
     time_column: Annotated[
         str | None,
         typer.Option(
-            help="Column of timestamps: rows are sorted by it and gaps/duplicates reported "
-            "(default: a table's first column of times, as series finds it)."
+            help="Column of times: sorted, gaps reported.",
+            metavar="NAME",
         ),
     ] = None,
     time_format: TimeFormatOpt = None,
     encoding: EncodingOpt = None,
     sampling_rate: Annotated[
-        float | None, typer.Option(help="Sampling rate in Hz, when the file does not say.")
+        float | None, typer.Option(help="Sampling rate, when the file does not say.", metavar="HZ")
     ] = None,
     nan: NanOpt = NanPolicy["error"],
     duplicates: Annotated[

@@ -50,16 +50,13 @@ from devicepipe.pipelines import (
 
 _TIME_COLUMN = Annotated[
     str | None,
-    typer.Option(
-        help="With a load-series model: the timestamp column (default: the first column of times, as series finds it)."
-    ),
+    typer.Option(help="A load series' column of times.", metavar="NAME"),
 ]
 _REFERENCE = Annotated[
     Path | None,
     typer.Option(
-        help="Labelled reference beats, to see the flag rate per label and AAMI class: a WFDB annotation "
-        "file (e.g. mitdb/100.atr) or a table with 'sample'/'time_s' and 'symbol' columns; for many "
-        "recordings an extension (atr)."
+        help="Labelled reference beats (a .atr, a truth CSV).",
+        metavar="PATH",
     ),
 ]
 
@@ -68,9 +65,7 @@ _REFERENCE = Annotated[
 def score(
     input: Annotated[
         Path,
-        typer.Argument(
-            help=ONE_ECG + DATASET_INPUT + "; with a model from 'devicepipe series', a load series (CSV or Parquet)."
-        ),
+        typer.Argument(help=ONE_ECG + DATASET_INPUT + "; or a load series, for a series model."),
     ],
     model: ModelOpt,
     out: OutOpt,
@@ -83,7 +78,7 @@ def score(
     reference: _REFERENCE = None,
     nan: NanOpt = NanPolicy["error"],
     encoding: EncodingOpt = None,
-    resume: Annotated[bool, typer.Option("--resume", help="For many recordings: skip those already scored.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Many recordings: skip those done.")] = False,
     workers: WorkersOpt = None,
     scheduler: SchedulerOpt = None,
     devices: DevicesOpt = None,

@@ -52,20 +52,18 @@ def series(
     input: Annotated[Path, typer.Argument(help="A time-indexed load series: CSV or Parquet.")],
     out: OutOpt,
     column: Annotated[
-        str | None, typer.Option("--column", "-c", help="The value column (default: the only one).")
+        str | None, typer.Option("--column", "-c", help="The value column (default: the only one).", metavar="NAME")
     ] = None,
     time_column: Annotated[
         str | None,
         typer.Option(
-            help="The timestamp column (default: the first column of times, else of text named as times: "
-            "Datetime, timestamp, date)."
+            help="The column of times (default: found).",
+            metavar="NAME",
         ),
     ] = None,
     time_format: TimeFormatOpt = None,
-    window: Annotated[str, typer.Option(help="Window length: 1d (days), 12h, 1w (weeks) ...")] = SERIES_WINDOW,
-    pointwise: Annotated[
-        bool, typer.Option("--pointwise", help="The notebook's per-sample autoencoder (input size 1).")
-    ] = False,
+    window: Annotated[str, typer.Option(help="Window length: 1d, 12h, 1w ...", metavar="LENGTH")] = SERIES_WINDOW,
+    pointwise: Annotated[bool, typer.Option("--pointwise", help="The notebook's per-sample autoencoder.")] = False,
     device: DeviceOpt = "auto",
     epochs: EpochsOpt = SERIES.epochs,
     max_epochs: MaxEpochsOpt = SERIES.max_epochs,

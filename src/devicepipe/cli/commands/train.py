@@ -62,8 +62,8 @@ from devicepipe.units import parse_bytes
 _BUDGET = Annotated[
     str | None,
     typer.Option(
-        help="Device memory for the beats, e.g. 8GB; beyond it they stay in host memory and go to the "
-        "device a batch at a time (same result). Default: a quarter of the device's free memory."
+        help="Device memory for the beats, e.g. 8GB.",
+        metavar="SIZE",
     ),
 ]
 
@@ -72,12 +72,9 @@ _BUDGET = Annotated[
 def train(
     input: Annotated[
         Path,
-        typer.Argument(
-            help="The recordings: a folder, a quoted glob or a .txt list of ECGs (CSV, Parquet, NPY, EDF/BDF, "
-            "WFDB), or the --out directory of a 'beats' run on many recordings (its R peaks are reused)."
-        ),
+        typer.Argument(help="ECGs: a folder, a quoted glob or a .txt list, or a 'beats' run on many."),
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Model directory: model.pt, report.html, figures.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Model directory for every output.", metavar="DIR")],
     device: DeviceOpt = "auto",
     channel: EcgChannelOpt = None,
     sampling_rate: RateOpt = None,
