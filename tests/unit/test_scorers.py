@@ -75,3 +75,29 @@ def test_a_new_scorer_is_one_class_and_one_registry_entry(monkeypatch, tmp_path)
     det.save(tmp_path / "m.pt")
     again = dp.load_model(tmp_path / "m.pt", device="cpu")
     np.testing.assert_array_equal(again.decision_function(probe), det.decision_function(probe))
+
+
+def test_the_outlier_fence_is_tukeys_far_out_fence():
+    from devicepipe.scorers.neighbours import outlier_fence
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=5001)
+    q1, q3 = np.percentile(z, [25, 75])
+    assert outlier_fence(torch.tensor(z), log=False) == pytest.approx(q3 + 3 * (q3 - q1), rel=1e-9)
+    d = np.exp(z)  # distances: the fence of their logs, back on their own scale
+    assert outlier_fence(torch.tensor(d)) == pytest.approx(np.exp(q3 + 3 * (q3 - q1)), rel=1e-9)
+
+
+def test_rows_with_nothing_unusual_are_not_flagged_by_the_share_alone():
+    rng = np.random.default_rng(1)
+    t = np.linspace(0, 1, 64)
+    normal = np.sin(2 * np.pi * t)[None, :] * rng.normal(1.0, 0.05, (1500, 1)) + rng.normal(0, 0.05, (1500, 64))
+    det = dp.BeatAnomalyDetector(epochs=1, device="cpu", seed=0, threads=1).fit(normal.astype(np.float32))
+    # a 1 % share alone would flag 15 rows of the same shape; the fence flags under half as many
+    assert det.threshold_ > np.quantile(det.decision_scores_, 0.99)
+    assert det.labels_.sum() < 15 / 2
+    # 15 rows of another shape among them are flagged, every one
+    odd = np.sign(np.sin(2 * np.pi * 3 * t))[None, :] + rng.normal(0, 0.05, (15, 64))
+    both = np.concatenate([normal, odd]).astype(np.float32)
+    det = dp.BeatAnomalyDetector(epochs=1, device="cpu", seed=0, threads=1).fit(both)
+    assert det.labels_[-15:].all() and det.labels_[:-15].sum() < 15 / 2

@@ -24,11 +24,13 @@ from devicepipe.score import Scores, reconstruction_error
 from devicepipe.scorers import DEFAULT_SCORER, SCORER_KINDS, Fitting, Reference, Scorer
 from devicepipe.scorers.neighbours import (
     AUTO_K,
+    FENCE_IQRS,
     KNN_SHARE,
     MIN_ROWS,
     _quantile,
     auto_threshold,
     neighbours_for,
+    outlier_fence,
 )
 from devicepipe.signal.resample import resample_rows
 from devicepipe.threads import ThreadChoice, choose_threads, using_threads
@@ -426,7 +428,8 @@ class BeatAnomalyDetector:
             return float(self.threshold)
         if self.contamination == "auto":
             return auto_threshold(train_scores, log=not self._kind.z_scores)
-        return _quantile(train_scores.double(), 1.0 - float(self.contamination))
+        share = _quantile(train_scores.double(), 1.0 - float(self.contamination))
+        return max(share, outlier_fence(train_scores, log=not self._kind.z_scores))
 
     @property
     def threshold_rule(self) -> str:
@@ -439,7 +442,12 @@ class BeatAnomalyDetector:
                 "(the 99.87th percentile if they were normal)"
             )
         q = 100.0 * (1.0 - float(self.contamination))
-        return f"the {q:g}th percentile of the training rows' scores (contamination {float(self.contamination):g})"
+        return (
+            f"the {q:g}th percentile of the training rows' scores (contamination {float(self.contamination):g}), "
+            f"raised to Tukey's far-out fence (upper quartile + {FENCE_IQRS:g} interquartile ranges"
+            + ("" if self._kind.z_scores else ", of the log scores")
+            + ") where that is higher, so that a share is flagged only where it stands out"
+        )
 
     # ------------------------------------------------------------------ scoring
 

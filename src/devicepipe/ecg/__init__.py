@@ -44,6 +44,7 @@ method is one module plus one line in :data:`ECG_PEAK_METHODS`.
 
 from __future__ import annotations
 
+from devicepipe.ecg.baseline import BASELINE_WORDS, baseline_rows, ecg_baseline
 from devicepipe.ecg.chunked import detection_chunk, ecg_peaks_chunked, ecg_peaks_chunked_to
 from devicepipe.ecg.evaluate import AAMI_CLASSES, BeatScore, aami_class, evaluate_beats, label_beats
 from devicepipe.ecg.peaks import ECG_PEAK_METHODS, ecg_contrast, ecg_peaks, ricker_defaults
@@ -73,6 +74,9 @@ from devicepipe.ecg.segment import (
 )
 
 __all__ = [
+    "BASELINE_WORDS",
+    "baseline_rows",
+    "ecg_baseline",
     "POOR_QUALITY",
     "QUALITY_WINDOW_S",
     "ecg_peaks_chunked_to",

@@ -46,7 +46,7 @@ from devicepipe.pipelines.context import (
     _start,
     _to_host,
 )
-from devicepipe.pipelines.learning import _beat_geometry, _detector, _finish, _identity, _learn, _Learned
+from devicepipe.pipelines.learning import _beat_geometry, _detector, _finish, _identity, _learn, _Learned, levelled
 from devicepipe.pipelines.quality import _check_min_quality, _quality_columns, _quality_summary
 from devicepipe.pipelines.reading import _read_and_cut
 from devicepipe.pipelines.results import LearnResult
@@ -135,7 +135,7 @@ def run_ecg(
     summary = {
         **input_summary(source, rec, run.device),
         "settings": {**settings.to_dict(), "mode": mode, "width": width, "method": method},
-        **_ecg_scores_summary(host, heart_rate, learned, settings, rec.sampling_rate),
+        **_ecg_scores_summary(host, heart_rate, learned, rec.sampling_rate),
         "quality": _quality_summary(quality, beats.peaks, rec.n_samples, rec.sampling_rate, min_quality),
     }
     if usable is not None:
@@ -206,7 +206,7 @@ def _training_rows(
     (usable) beats, shape ``(n_beats, width)``; their quality; which are usable (None: all, no
     ``min_quality``); the scaler. Refuses too few beats to train."""
     with run.stage("segment"):
-        matrix = resample_rows(beats.matrix, width)
+        matrix = resample_rows(levelled(beats, rec.samples), width)
         quality = beat_quality(beats)
     usable = None if min_quality is None else quality.in_good_signal(min_quality)
     if usable is not None and matrix.shape[0] and int(usable.sum()) < MIN_BEATS_TO_TRAIN:
@@ -246,7 +246,7 @@ def _model_views(learned: _Learned, data: torch.Tensor) -> dict[str, torch.Tenso
 
 
 def _ecg_scores_summary(
-    host: dict[str, np.ndarray], heart_rate: dict[str, Any], learned: _Learned, settings: LearnSettings, fs: float
+    host: dict[str, np.ndarray], heart_rate: dict[str, Any], learned: _Learned, fs: float
 ) -> dict[str, Any]:
     """``summary.json``'s heart rate, counts, threshold (and what it means), scorer and flagged beats."""
     return {
@@ -254,7 +254,7 @@ def _ecg_scores_summary(
         "counts": beat_counts(host),
         "threshold": learned.scores.threshold,
         "threshold_means": (
-            f"the {settings.percentile:g}th percentile of the training beats' scores; "
+            f"{learned.detector.threshold_rule}; "
             + learned.detector.score_meaning(
                 "a beat standardised by the recording's mean and standard deviation", "standard deviations"
             )

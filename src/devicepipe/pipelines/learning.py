@@ -11,7 +11,9 @@ import torch
 
 from devicepipe.anomaly import BeatAnomalyDetector, load_model
 from devicepipe.ecg import (
+    BASELINE_WORDS,
     Beats,
+    baseline_rows,
 )
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.read import input_fingerprint
@@ -151,6 +153,7 @@ def _beat_geometry(beats: Beats, method: str, width: int) -> dict[str, Any]:
         "window_s": beats.window_s,
         "width": width,
         "scaling": RECORDING_SCALING,
+        "baseline": BASELINE_WORDS,
         "trained_at_hz": beats.sampling_rate,
     }
 
@@ -217,9 +220,17 @@ def _fitted_model(model: Any, device: torch.device, takes: str) -> BeatAnomalyDe
     return detector
 
 
+def levelled(beats: Beats, signal: torch.Tensor) -> torch.Tensor:
+    """The rows of ``beats`` less the baseline of ``signal`` (the ``(time,)`` lead they were cut
+    from) under each (:func:`devicepipe.ecg.baseline_rows`): ``(n_kept, width)``. A beat at the
+    top of a slow swing of the zero level then has the shape of one at its foot."""
+    return beats.matrix - baseline_rows(signal, beats)
+
+
 def beat_rows(matrix: torch.Tensor, width: int) -> torch.Tensor:
-    """A recording's beat matrix ``(n, w)`` as a beat model takes it: resampled to ``width``
-    columns and standardised by the beats' own mean and standard deviation (over every value)."""
+    """A recording's beat matrix ``(n, w)`` (:func:`levelled`, for a model whose geometry says
+    so) as a beat model takes it: resampled to ``width`` columns and standardised by the beats'
+    own mean and standard deviation (over every value)."""
     rows = resample_rows(matrix, width)
     return StandardScaler().fit(rows.reshape(-1)).transform(rows.reshape(-1)).reshape(rows.shape)
 

@@ -233,7 +233,12 @@ def _series_scores_summary(
     return {
         "threshold": threshold,
         "threshold_means": (
-            f"the {percentile:g}th percentile of the training windows' scores; "
+            (
+                f"the {percentile:g}th percentile of the training windows' scores"
+                if pointwise
+                else detector.threshold_rule
+            )
+            + "; "
             + detector.score_meaning(
                 f"a {'sample' if pointwise else 'window'} scaled to [0, 1] by the series' minimum and maximum",
                 "fractions of that range",

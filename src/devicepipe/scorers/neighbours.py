@@ -53,6 +53,26 @@ def auto_threshold(train_scores: torch.Tensor, k: float = AUTO_K, *, log: bool =
     return float(torch.exp(edge) if log else edge)
 
 
+#: Tukey's "far out" fence: this many interquartile ranges above the upper quartile.
+FENCE_IQRS = 3.0
+
+
+def outlier_fence(train_scores: torch.Tensor, *, log: bool = True) -> float:
+    """Tukey's far-out fence of the training rows' scores ``(n,)``: ``Q3 + 3 (Q3 - Q1)``, of
+    their logs unless ``log=False`` (scores already on a z scale). A score above it is an
+    outlier of the scores themselves; the share rule's threshold is raised to it, so that a
+    recording with nothing unusual has (almost) nothing flagged, where the share alone always
+    flags its share."""
+    if train_scores.numel() == 0:
+        raise DevicepipeError("outlier_fence(): no training scores.")
+    values = train_scores.double()
+    if log:
+        values = values.clamp_min(torch.finfo(torch.float64).tiny).log()
+    q1, q3 = (float(torch.quantile(values, q)) for q in (0.25, 0.75))
+    edge = q3 + FENCE_IQRS * (q3 - q1)
+    return math.exp(edge) if log else edge
+
+
 def _nearest(
     x: torch.Tensor,
     reference: torch.Tensor,
