@@ -650,3 +650,21 @@ def test_levelled_beats_lose_the_wander_under_them():
     # against the simulation's truth: the same beats differ by the wander (mean 0.17 mV) before, and by
     # under 40 % of it once each is levelled (median filters follow a 0.5 Hz swing only so far)
     assert before > 0.1 and after < 0.4 * before
+
+
+def test_align_rows_undoes_known_shifts_of_the_qrs():
+    from devicepipe.ecg import align_rows
+
+    t = torch.arange(256, dtype=torch.float64)
+    template = 5 * torch.exp(-(((t - 91) / 3) ** 2)) + torch.exp(-(((t - 180) / 20) ** 2))  # a sharp QRS, a T wave
+    moved_by = torch.tensor([0, 1, -1, 2, -2, 3, -3, 0, 0, 0])  # columns each row's QRS comes late (+) or early
+    rows = torch.stack([torch.roll(template, int(k)) for k in moved_by])
+    rows = rows + 0.01 * torch.randn(rows.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    # 256 columns over 0.7 s: 8 ms is 2.9 columns, so up to 2 either way is undone, 3 is beyond the limit
+    aligned, shifts = align_rows(rows, 91.0, 256 / 0.7)
+    assert shifts[:5].tolist() == moved_by[:5].tolist()
+    assert shifts[5:7].abs().tolist() == [2, 2]  # as far as it may go, in the right direction
+    assert shifts[5] > 0 > shifts[6]
+    np.testing.assert_allclose(aligned[:5, 60:120], template[60:120].expand(5, -1), atol=0.05)
+    # rows that need no move keep their values exactly
+    assert torch.equal(aligned[7:], rows[7:])

@@ -44,6 +44,7 @@ method is one module plus one line in :data:`ECG_PEAK_METHODS`.
 
 from __future__ import annotations
 
+from devicepipe.ecg.align import ALIGNED_WORDS, align_rows
 from devicepipe.ecg.baseline import BASELINE_WORDS, baseline_rows, ecg_baseline
 from devicepipe.ecg.chunked import detection_chunk, ecg_peaks_chunked, ecg_peaks_chunked_to
 from devicepipe.ecg.evaluate import AAMI_CLASSES, BeatScore, aami_class, evaluate_beats, label_beats
@@ -74,6 +75,8 @@ from devicepipe.ecg.segment import (
 )
 
 __all__ = [
+    "ALIGNED_WORDS",
+    "align_rows",
     "BASELINE_WORDS",
     "baseline_rows",
     "ecg_baseline",

@@ -46,7 +46,7 @@ from devicepipe.pipelines.context import (
     _start,
     _to_host,
 )
-from devicepipe.pipelines.learning import _beat_geometry, _detector, _finish, _identity, _learn, _Learned, levelled
+from devicepipe.pipelines.learning import _beat_geometry, _detector, _finish, _identity, _learn, _Learned, model_rows
 from devicepipe.pipelines.quality import _check_min_quality, _quality_columns, _quality_summary
 from devicepipe.pipelines.reading import _read_and_cut
 from devicepipe.pipelines.results import LearnResult
@@ -54,7 +54,6 @@ from devicepipe.pipelines.scored import beat_counts, flag_reason, flagged_beats,
 from devicepipe.report import FlaggedRows
 from devicepipe.scale import StandardScaler
 from devicepipe.score import latent_grid, reconstruct
-from devicepipe.signal.resample import resample_rows
 
 
 @holds_output
@@ -206,7 +205,7 @@ def _training_rows(
     (usable) beats, shape ``(n_beats, width)``; their quality; which are usable (None: all, no
     ``min_quality``); the scaler. Refuses too few beats to train."""
     with run.stage("segment"):
-        matrix = resample_rows(levelled(beats, rec.samples), width)
+        matrix = model_rows(beats, rec.samples, width)
         quality = beat_quality(beats)
     usable = None if min_quality is None else quality.in_good_signal(min_quality)
     if usable is not None and matrix.shape[0] and int(usable.sum()) < MIN_BEATS_TO_TRAIN:

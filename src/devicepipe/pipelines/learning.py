@@ -11,8 +11,10 @@ import torch
 
 from devicepipe.anomaly import BeatAnomalyDetector, load_model
 from devicepipe.ecg import (
+    ALIGNED_WORDS,
     BASELINE_WORDS,
     Beats,
+    align_rows,
     baseline_rows,
 )
 from devicepipe.errors import DevicepipeError
@@ -154,6 +156,7 @@ def _beat_geometry(beats: Beats, method: str, width: int) -> dict[str, Any]:
         "width": width,
         "scaling": RECORDING_SCALING,
         "baseline": BASELINE_WORDS,
+        **({"aligned": ALIGNED_WORDS} if beats.mode == "centered" else {}),
         "trained_at_hz": beats.sampling_rate,
     }
 
@@ -220,15 +223,28 @@ def _fitted_model(model: Any, device: torch.device, takes: str) -> BeatAnomalyDe
     return detector
 
 
-def levelled(beats: Beats, signal: torch.Tensor) -> torch.Tensor:
-    """The rows of ``beats`` less the baseline of ``signal`` (the ``(time,)`` lead they were cut
-    from) under each (:func:`devicepipe.ecg.baseline_rows`): ``(n_kept, width)``. A beat at the
-    top of a slow swing of the zero level then has the shape of one at its foot."""
-    return beats.matrix - baseline_rows(signal, beats)
+def model_rows(
+    beats: Beats, signal: torch.Tensor, width: int, *, level: bool = True, align: bool = True
+) -> torch.Tensor:
+    """The rows of ``beats`` as a beat model takes them, before standardising: ``(n_kept, width)``.
+
+    ``level``: less the baseline of ``signal`` (the ``(time,)`` lead they were cut from) under
+    each (:func:`devicepipe.ecg.baseline_rows`), so that a beat at the top of a slow swing of the
+    zero level has the shape of one at its foot. Then resampled to ``width`` columns. ``align``
+    (windows centred on the R peak only): each moved by whole columns to line its QRS complex up
+    with the typical beat's (:func:`devicepipe.ecg.align_rows`), so that a sample of detection
+    jitter does not make a beat unusual. A model's geometry says which it was trained with.
+    """
+    matrix = beats.matrix - baseline_rows(signal, beats) if level else beats.matrix
+    rows = resample_rows(matrix, width)
+    if align and beats.mode == "centered" and matrix.shape[1]:
+        r_column = (beats.before + 0.5) * width / matrix.shape[1] - 0.5  # where the R peak lands
+        rows, _ = align_rows(rows, r_column, width / beats.window_s)
+    return rows
 
 
 def beat_rows(matrix: torch.Tensor, width: int) -> torch.Tensor:
-    """A recording's beat matrix ``(n, w)`` (:func:`levelled`, for a model whose geometry says
+    """A recording's beat matrix ``(n, w)`` (:func:`model_rows`' for a model whose geometry says
     so) as a beat model takes it: resampled to ``width`` columns and standardised by the beats'
     own mean and standard deviation (over every value)."""
     rows = resample_rows(matrix, width)

@@ -28,7 +28,7 @@ from devicepipe.outputs import (
 from devicepipe.pipelines.checks import _reference_counts, detection_accuracy, rate_warnings
 from devicepipe.pipelines.context import Progress, _Run, _start, _to_host
 from devicepipe.pipelines.ecg import _flagged_beats, _scored_beat_files
-from devicepipe.pipelines.learning import _fitted_model, _model_summary, beat_rows, levelled
+from devicepipe.pipelines.learning import _fitted_model, _model_summary, beat_rows, model_rows
 from devicepipe.pipelines.model_fit import flag_share_warnings, rate_fit_warnings
 from devicepipe.pipelines.reading import _no_beats, _read_and_cut
 from devicepipe.pipelines.results import LearnResult
@@ -80,8 +80,10 @@ def run_score(
     if beats.matrix.shape[0] == 0:
         raise _no_beats(rec, peaks)
     with run.stage("scale"):
-        matrix = levelled(beats, rec.samples) if geometry.get("baseline") else beats.matrix  # older models: raw
-        data = beat_rows(matrix, detector.n_features_in_)
+        # as the model's rows were made (older models: neither levelled nor aligned)
+        level, align = bool(geometry.get("baseline")), bool(geometry.get("aligned"))
+        width = detector.n_features_in_
+        data = beat_rows(model_rows(beats, rec.samples, width, level=level, align=align), width)
     with run.stage("score"):
         scores = detector.score_details(data)
         views = score_views(scores, data)

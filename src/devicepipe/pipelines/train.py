@@ -42,7 +42,7 @@ from devicepipe.pipelines.context import (
     _start,
     _to_host,
 )
-from devicepipe.pipelines.learning import _beat_geometry, _detector, _finish, _learn, _Learned, beat_rows, levelled
+from devicepipe.pipelines.learning import _beat_geometry, _detector, _finish, _learn, _Learned, beat_rows, model_rows
 from devicepipe.pipelines.quality import _check_min_quality
 from devicepipe.pipelines.reading import _find_peaks, _first_lead, _no_beats, _read_ecg
 from devicepipe.pipelines.results import LearnResult
@@ -247,7 +247,7 @@ def _recording_rows(run: _Run, src: _Source, cut: _Cut) -> tuple[torch.Tensor, i
                 value=cut.min_quality,
             )
     with run.stage("scale"):
-        rows = beat_rows(levelled(beats, rec.samples), cut.width)
+        rows = beat_rows(model_rows(beats, rec.samples, cut.width), cut.width)
         if left_out:
             rows = rows[usable]
     return rows, left_out, rec, beats
