@@ -3,9 +3,9 @@
     python benchmarks/model_effect.py            # three recordings, five training lengths (about 6 min on 2 cores)
 
 ``ecg`` trains a convolutional VAE on a recording's beats and scores every beat. This measures
-whether a better-trained model flags better, scorer by scorer: the beats are cut, resampled to
-256 samples and standardised as ``ecg`` does, the detector is fitted on all of them (anomalies
-included, as in ``ecg``) for exactly 1, 5, 20 and 60 epochs and until early stopping (the
+whether a better-trained model flags better, scorer by scorer: the beats are cut, levelled,
+resampled to 256 samples, lined up and standardised as ``ecg`` does, the detector is fitted on
+all of them (anomalies included, as in ``ecg``) for exactly 1, 5, 20 and 60 epochs and until early stopping (the
 default), and each beat's score is compared with its reference label: ROC AUC of the ectopic
 beats (every label but ``N``) against the normal ones, and the beats flagged at the default
 contamination (1 %).
@@ -22,7 +22,6 @@ Results: ``benchmarks/results/model_effect.{json,md}``.
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -33,8 +32,8 @@ from results_io import machine, parser, table, write_results
 
 import devicepipe as dp
 from devicepipe.ecg import label_beats
+from devicepipe.pipelines.learning import model_rows
 from devicepipe.scale import StandardScaler
-from devicepipe.signal.resample import resample_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("DEVICEPIPE_DATA", ROOT.parent / "shared" / "data"))
@@ -61,7 +60,7 @@ def mitdb_100() -> tuple[torch.Tensor, np.ndarray]:
 def _rows(signal: torch.Tensor, fs: float, r_peaks: Any, symbols: Any) -> tuple[torch.Tensor, np.ndarray]:
     peaks = dp.ecg_peaks(signal, fs)
     beats = dp.ecg_segment(signal, peaks, fs, mode="centered")
-    matrix = resample_rows(beats.matrix, WIDTH)
+    matrix = model_rows(beats, signal, WIDTH)  # levelled, resampled, lined up: as ecg makes them
     scaler = StandardScaler().fit(matrix.reshape(-1))
     rows = scaler.transform(matrix.reshape(-1)).reshape(matrix.shape)
     return rows, np.asarray(label_beats(r_peaks, symbols, beats.peaks, fs))
@@ -105,8 +104,7 @@ def main() -> int:
         for epochs in EPOCHS
         for scorer in SCORERS
     ]
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    result = {**machine(), "commit": commit.stdout.strip(), "rows": rows}
+    result = {**machine(), "rows": rows}
     lines = [
         f"# What the trained VAE changes in the flags ({result['date'][:10]}, commit {result['commit']}, 1 thread, "
         f"{result['cpu']})",

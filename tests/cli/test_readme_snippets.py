@@ -50,7 +50,7 @@ def _check_stated_numbers(ns: dict[str, object], workdir: Path) -> None:
         assert ns["sim"].signal.shape[-1] == 3600 * 360
     if "det" in ns:
         det, scores, tail = ns["det"], ns["scores"], ns["tail"]
-        assert 0 < int(det.labels_.sum()) < 0.05 * det.labels_.size  # contamination 0.01: about 1 % flagged
+        assert 0 < int(det.labels_.sum()) <= 0.01 * det.labels_.size + 1  # contamination 0.01: at most 1 % flagged
         assert det.histories_[0]["stopped_early"]  # it stopped by itself
         # the reloaded model on the CPU gives the scores of the fitted one (computed where it was fitted)
         np.testing.assert_allclose(scores, det.decision_scores_, rtol=1e-5, atol=1e-7)
