@@ -34,10 +34,14 @@ def table(header: list[str], rows: list[list[Any]]) -> list[str]:
 
 
 def machine() -> dict[str, Any]:
-    """Date, platform, CPU model, usable cores, torch version and its thread count."""
+    """Date, commit, platform, CPU model, usable cores, torch version and its thread count."""
     cpu = device_report()["cpu"]
+    commit = subprocess.run(
+        ["git", "-C", str(RESULTS.parent), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
     return {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "commit": commit.stdout.strip() or None,
         "platform": platform.platform(),
         "cpu": cpu["model"],
         "usable_cores": cpu["usable_cores"],
