@@ -253,6 +253,7 @@ class Threads(Record):
     threads: int
     reason: str
     step_flops: float
+    wait_policy: str
 
 
 @_section

@@ -55,7 +55,19 @@ class ThreadChoice:
     step_flops: float | None = None  # the work of one training step, when the policy measured it
 
     def to_dict(self) -> dict[str, int | str | float | None]:
-        return {"threads": self.threads, "reason": self.reason, "step_flops": self.step_flops}
+        return {
+            "threads": self.threads,
+            "reason": self.reason,
+            "step_flops": self.step_flops,
+            "wait_policy": wait_policy(),
+        }
+
+
+def wait_policy() -> str:
+    """What idle OpenMP threads do, as this process's environment set it before the runtime
+    started (``OMP_WAIT_POLICY``): ``"PASSIVE"`` (they sleep: the ``devicepipe`` command's
+    choice), ``"ACTIVE"`` (they spin), or ``"default"`` (the runtime's own: spin a while, then sleep)."""
+    return os.environ.get("OMP_WAIT_POLICY", "").upper() or "default"
 
 
 def step_flops(model: nn.Module, batch: torch.Tensor) -> float:

@@ -35,7 +35,12 @@ def test_policy_picks_one_thread_for_a_tiny_model_and_the_cores_for_a_large_one(
 def test_explicit_choices_win_and_bad_ones_are_clear(monkeypatch):
     model, batch = MLPAutoencoder(MLPAutoencoderConfig(24, 32, 8)), torch.rand(64, 24)
     monkeypatch.setenv(THREADS_ENV, "3")
-    assert choose_threads(model, batch).to_dict() == {"threads": 3, "reason": THREADS_ENV, "step_flops": None}
+    got = choose_threads(model, batch).to_dict()
+    assert {k: got[k] for k in ("threads", "reason", "step_flops")} == {
+        "threads": 3,
+        "reason": THREADS_ENV,
+        "step_flops": None,
+    }
     assert choose_threads(model, batch, threads=2).threads == 2  # the argument before the environment
     for bad in ("0", "two", "-1"):
         monkeypatch.setenv(THREADS_ENV, bad)
@@ -53,3 +58,29 @@ def test_using_threads_restores_the_count():
     with pytest.raises(RuntimeError), using_threads(1):
         raise RuntimeError("boom")
     assert torch.get_num_threads() == before
+
+
+def test_the_wait_policy_is_recorded_as_the_environment_set_it(monkeypatch):
+    from devicepipe.threads import ThreadChoice
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert ThreadChoice(1, "policy").to_dict()["wait_policy"] == "default"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
+    assert ThreadChoice(1, "policy").to_dict()["wait_policy"] == "PASSIVE"
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_the_command_makes_idle_threads_sleep_unless_told_otherwise(given, expected):
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import os\nfrom devicepipe.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+        "print(os.environ.get('OMP_WAIT_POLICY'))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"} | (
+        {} if given is None else {"OMP_WAIT_POLICY": given}
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.strip().splitlines()[-1] == expected

@@ -56,6 +56,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     cluster's fork server, whose import of torch then runs beside this process's own
     (:func:`devicepipe.prestart.start_worker_server`)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    # Idle OpenMP threads sleep instead of spinning: on a busy machine a spinning thread takes a
+    # core from the work (benchmarks/results/wait_policy.md: a 10 k-sample detection 25x faster
+    # under two busy processes, at 1.4-1.6x slower on an idle machine). Read once, when the
+    # OpenMP runtime starts (with torch, here or in the worker server below); set in the
+    # environment, the user's choice stands.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     start_worker_server(["devicepipe", *args])
     application = _load_app()
     import gc
