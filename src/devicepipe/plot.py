@@ -361,6 +361,11 @@ def plot_latent(
     return add_warning(fig, warning)
 
 
+#: Generated beats whose mean change across the grid is under this share of their amplitude range
+#: hardly differ (a figure says so, rather than showing 25 copies of one beat without a word).
+HARDLY = 0.02
+
+
 def plot_generated(
     decoded: np.ndarray,
     latents: np.ndarray,
@@ -405,7 +410,12 @@ def plot_generated(
         grid = decoded.reshape(n, n, -1)
         across = np.abs(grid[:, -1] - grid[:, 0]).mean()  # left to right
         down = np.abs(grid[-1] - grid[0]).mean()  # top to bottom
-        if down < 0.1 * across:
+        if max(across, down) < HARDLY * (high - low):
+            title += (
+                "\n(the beats hardly differ: the model's codes carry little beyond the typical beat, "
+                "so it generates that beat wherever the codes of these beats lie)"
+            )
+        elif down < 0.1 * across:
             title += "\n(the rows hardly differ: the model varies its beats along one direction only)"
     fig.suptitle(title)
     fig.tight_layout()
