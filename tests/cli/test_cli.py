@@ -319,7 +319,14 @@ def test_threads_and_stopping_are_checked_before_any_work(tmp_path, monkeypatch)
     done = run("ecg", tmp_path / "e.parquet", "--out", tmp_path / "r", "--epochs", "2", "--device", "cpu")
     assert done.exit_code == 0, done.output
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
-    assert summary["threads"] == {"threads": 1, "reason": "DEVICEPIPE_THREADS", "step_flops": None}
+    threads = summary["threads"]
+    assert threads == {
+        "threads": 1,
+        "reason": "DEVICEPIPE_THREADS",
+        "step_flops": None,
+        "wait_policy": threads["wait_policy"],
+    }
+    assert threads["wait_policy"] == (os.environ.get("OMP_WAIT_POLICY", "").upper() or "default")  # as it ran
     assert summary["epochs"] == {"limit": 2, "run": [2], "kept": [2], "stopped_early": [False]}
     # a run trained for exact epochs holds no stopping state: resuming it "until learned" is refused at once
     again = run("ecg", tmp_path / "e.parquet", "--out", tmp_path / "r", "--resume", "--device", "cpu")
