@@ -190,6 +190,13 @@ def test_help_fits_a_screen_and_every_option_is_in_full_in_the_docs(words, comma
             assert f"`{name}`" in section, f"{name} of {' '.join(words)} is not in docs/commands.md"
 
 
+@pytest.mark.parametrize("group", [[], ["simulate"]])
+def test_the_command_lists_say_each_command_in_full_at_80_columns(group):
+    result = runner.invoke(app, [*group, "--help"], env={"COLUMNS": "80"}, terminal_width=80)
+    listed = result.stdout.split("Commands:", 1)[1].splitlines()[1:]
+    assert listed and not [line for line in listed if re.search(r"\w\.\.\.$", line)]  # none cut off with "..."
+
+
 def test_mode_help_says_why_the_defaults_differ():
     for command, default in (("beats", "seed"), ("ecg", "centered")):
         text = " ".join(run(command, "--help").stdout.replace("│", " ").split())

@@ -228,6 +228,7 @@ app = typer.Typer(
 simulate_app = typer.Typer(
     cls=_OneLineErrors,
     help="Write synthetic recordings with ground truth (for trying things without data).",
+    short_help="Write synthetic recordings with ground truth.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )

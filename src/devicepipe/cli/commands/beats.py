@@ -93,7 +93,7 @@ _BUDGET = Annotated[
 _RESUME = Annotated[bool, typer.Option("--resume", help="Many recordings: skip those done.")]
 
 
-@app.command(cls=_Command)
+@app.command(cls=_Command, short_help="Find an ECG's heartbeats and cut them into a matrix.")
 def beats(
     input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
     out: _OUT,

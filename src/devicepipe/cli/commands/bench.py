@@ -34,7 +34,7 @@ from devicepipe.errors import DevicepipeError
 from devicepipe.io import check_output_dir
 
 
-@app.command(cls=_Command)
+@app.command(cls=_Command, short_help="Time every stage on every device, against peers.")
 def bench(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Directory for report.html, bench.json, bench.md and charts.")

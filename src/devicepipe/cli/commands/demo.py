@@ -30,7 +30,7 @@ from devicepipe.pipelines import (
 from devicepipe.pipelines.says import training_line
 
 
-@app.command(cls=_Command)
+@app.command(cls=_Command, short_help="Run ecg on a simulated ECG: no data needed.")
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the demo's files.")] = Path("demo-run"),
     device: DeviceOpt = "auto",

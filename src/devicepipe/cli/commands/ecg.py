@@ -75,7 +75,7 @@ _ECG_REFERENCE = Annotated[
 ]
 
 
-@app.command(cls=_Command)
+@app.command(cls=_Command, short_help="Beats, a VAE on them, every beat scored and flagged.")
 def ecg(
     input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
     out: OutOpt,

@@ -21,7 +21,7 @@ from devicepipe.cli.printing import (
 from devicepipe.device import device_report
 
 
-@app.command(cls=_Command)
+@app.command(cls=_Command, short_help="Python, PyTorch, GPUs, CPU and optional libraries.")
 def info(as_json: JsonOpt = False) -> None:
     """Show Python, PyTorch and its CUDA build, the GPUs, the CPU and which optional libraries work."""
     report = device_report()

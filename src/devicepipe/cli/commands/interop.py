@@ -26,7 +26,7 @@ from devicepipe.cli.printing import (
 )
 
 
-@app.command(cls=_Command)
+@app.command(cls=_Command, short_help="Zero-copy conversions between your libraries.")
 def interop(
     size: Annotated[
         int, typer.Option(help="Elements of the float32 array converted (default 100 M = 400 MB).", min=1)

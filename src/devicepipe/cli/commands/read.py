@@ -68,7 +68,7 @@ def _print_summary(summary: dict[str, Any], con: Console) -> None:
         )
 
 
-@app.command("read", cls=_Command)
+@app.command("read", cls=_Command, short_help="Summarise a recording read onto the device.")
 def read_cmd(
     input: Annotated[Path, typer.Argument(help="CSV, TSV, Parquet, NPY, EDF/BDF or WFDB record.")],
     column: Annotated[

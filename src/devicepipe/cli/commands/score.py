@@ -61,7 +61,7 @@ _REFERENCE = Annotated[
 ]
 
 
-@app.command(cls=_Command)
+@app.command(cls=_Command, short_help="Score new recordings with a model trained earlier.")
 def score(
     input: Annotated[
         Path,

@@ -47,7 +47,7 @@ from devicepipe.pipelines import (
 )
 
 
-@app.command(cls=_Command)
+@app.command(cls=_Command, short_help="Flag the unusual days of a load series.")
 def series(
     input: Annotated[Path, typer.Argument(help="A time-indexed load series: CSV or Parquet.")],
     out: OutOpt,

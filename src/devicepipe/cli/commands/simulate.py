@@ -19,19 +19,23 @@ from devicepipe.simulate import simulate_ecg, simulate_load, simulation_path, wr
 from devicepipe.units import format_duration, parse_duration
 
 
-@simulate_app.command("ecg", cls=_Command)
+@simulate_app.command("ecg", cls=_Command, short_help="An ECG with known R peaks and ectopic beats.")
 def simulate_ecg_cmd(
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Output file: .csv, .parquet or .npy. The truth goes to NAME.truth.csv.")
     ],
-    duration: Annotated[str, typer.Option(help="Length, e.g. 30min, 24h, 90s.")] = "30min",
-    sampling_rate: Annotated[float, typer.Option(help="Sampling rate in Hz.", min=50, max=10000)] = 250.0,
-    heart_rate: Annotated[float, typer.Option(help="Mean heart rate in beats per minute.", min=20, max=250)] = 70.0,
-    noise: Annotated[float, typer.Option(help="White noise standard deviation in mV.", min=0)] = 0.02,
-    wander: Annotated[float, typer.Option(help="Baseline wander amplitude in mV.", min=0)] = 0.15,
-    ectopic_rate: Annotated[float, typer.Option(help="Share of premature ventricular beats.", min=0, max=0.49)] = 0.0,
+    duration: Annotated[str, typer.Option(help="Length, e.g. 30min, 24h, 90s.", metavar="DURATION")] = "30min",
+    sampling_rate: Annotated[float, typer.Option(help="Sampling rate in Hz.", min=50, max=10000, metavar="HZ")] = 250.0,
+    heart_rate: Annotated[
+        float, typer.Option(help="Mean heart rate in beats per minute.", min=20, max=250, metavar="BPM")
+    ] = 70.0,
+    noise: Annotated[float, typer.Option(help="White noise standard deviation in mV.", min=0, metavar="MV")] = 0.02,
+    wander: Annotated[float, typer.Option(help="Baseline wander amplitude in mV.", min=0, metavar="MV")] = 0.15,
+    ectopic_rate: Annotated[
+        float, typer.Option(help="Share of premature ventricular beats.", min=0, max=0.49, metavar="SHARE")
+    ] = 0.0,
     inverted: Annotated[bool, typer.Option("--inverted", help="Invert the polarity (negative QRS).")] = False,
-    seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same recording.")] = 0,
+    seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same recording.", metavar="N")] = 0,
 ) -> None:
     """Simulate an ECG with known R peaks (Gaussian P-QRS-T waves, heart-rate variability, wander, noise)."""
     simulation_path(out, "ecg")  # before the simulation, which may take a while
@@ -56,7 +60,7 @@ def simulate_ecg_cmd(
     con.print(f"truth: {truth} ({sim.r_peaks.numel():,} beats, {n_v} ventricular ectopic)")
 
 
-@simulate_app.command("load", cls=_Command)
+@simulate_app.command("load", cls=_Command, short_help="A load series with anomalous days of known kind.")
 def simulate_load_cmd(
     out: Annotated[
         Path,
@@ -66,12 +70,12 @@ def simulate_load_cmd(
             help="Output file: .csv or .parquet (Datetime and load_MW columns). Anomalous days go to NAME.truth.csv.",
         ),
     ],
-    days: Annotated[int, typer.Option(help="Number of days.", min=21)] = 365,
-    samples_per_day: Annotated[int, typer.Option(help="Samples per day (24 = hourly).", min=4)] = 24,
-    start: Annotated[str, typer.Option(help="First day, YYYY-MM-DD.")] = "2020-01-01",
-    anomalies: Annotated[int, typer.Option(help="Number of anomalous days.", min=0)] = 6,
-    noise: Annotated[float, typer.Option(help="Relative noise (0.02 = 2 %).", min=0)] = 0.02,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    days: Annotated[int, typer.Option(help="Number of days.", min=21, metavar="N")] = 365,
+    samples_per_day: Annotated[int, typer.Option(help="Samples per day (24 = hourly).", min=4, metavar="N")] = 24,
+    start: Annotated[str, typer.Option(help="First day, YYYY-MM-DD.", metavar="DATE")] = "2020-01-01",
+    anomalies: Annotated[int, typer.Option(help="Number of anomalous days.", min=0, metavar="N")] = 6,
+    noise: Annotated[float, typer.Option(help="Relative noise (0.02 = 2 %).", min=0, metavar="SHARE")] = 0.02,
+    seed: Annotated[int, typer.Option(help="Random seed.", metavar="N")] = 0,
 ) -> None:
     """Simulate a load series (daily, weekly, yearly cycles) with a few anomalous days of known kind."""
     simulation_path(out, "load")

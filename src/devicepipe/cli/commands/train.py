@@ -68,7 +68,7 @@ _BUDGET = Annotated[
 ]
 
 
-@app.command(cls=_Command)
+@app.command(cls=_Command, short_help="Train one model of normal beats on many recordings.")
 def train(
     input: Annotated[
         Path,
