@@ -42,6 +42,8 @@ _EXPORTS = {
     "read_reference": "devicepipe.io",
     "hrv": "devicepipe.heart",
     "HRV": "devicepipe.heart",
+    "nn_intervals": "devicepipe.heart",
+    "hrv_frequency": "devicepipe.spectral_hrv",
     "run_beats": "devicepipe.pipelines",
     "run_ecg": "devicepipe.pipelines",
     "run_series": "devicepipe.pipelines",

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.heart import hrv, hrv_stored
+from devicepipe.heart import hrv, hrv_stored, nn_intervals
+from devicepipe.spectral_hrv import hrv_frequency
 from devicepipe.io import Recording, write_beat_annotations, write_csv, write_json, write_parquet
 from devicepipe.io.spill import Stored
 from devicepipe.summaries import RunSummary
@@ -104,7 +105,15 @@ def heart_rate_summary(peaks: torch.Tensor | Stored, sampling_rate: float) -> di
     if len(peaks) < 3:
         return None
     measures = hrv(peaks, sampling_rate) if isinstance(peaks, torch.Tensor) else hrv_stored(peaks, sampling_rate)
-    return {"nn_cleaning": "0.3-2 s, within 20 % of the neighbours' median", **measures.to_dict()}
+    every = peaks if isinstance(peaks, torch.Tensor) else torch.from_numpy(np.asarray(peaks[:]))
+    rr, kept, _, _ = nn_intervals(every.cpu(), sampling_rate)
+    times = every[1:].cpu().numpy() / float(sampling_rate)
+    spectral = hrv_frequency(rr.numpy(), times, kept.numpy())
+    return {
+        "nn_cleaning": "0.3-2 s, within 20 % of the neighbours' median",
+        **measures.to_dict(),
+        "frequency": spectral.to_dict() if spectral else None,
+    }
 
 
 #: The version of ``summary.json``'s layout (its ``schema`` key), raised when a key that a reader may

@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from devicepipe.artifacts import caption
 from devicepipe.scorers import SCORER_KINDS
-from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary
+from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary, SpectralHRV
 from devicepipe.units import format_duration
 
 REPORT_NAME = "report.html"
@@ -124,7 +124,15 @@ def _heart_rate_facts(summary: RunSummary) -> list[tuple[str, str]]:
         ("SDANN, 5 min (ms)", _number(h.sdann_ms, 3)),
         ("SDNN index, 5 min (ms)", _number(h.sdnn_index_ms, 3)),
         ("NN intervals used / excluded", f"{h.n_intervals:,} / {h.n_implausible + h.n_ectopic:,}"),
+        *_spectral_facts(h.frequency),
     ]
+
+
+def _spectral_facts(f: SpectralHRV | None) -> list[tuple[str, str]]:
+    if not f:
+        return []
+    powers = " / ".join(_number(p, 3) for p in (f.vlf_ms2, f.lf_ms2, f.hf_ms2))
+    return [("VLF / LF / HF power (ms²)", powers), ("LF/HF", _number(f.lf_hf, 3))]
 
 
 def _quality_facts(summary: RunSummary) -> list[tuple[str, str]]:

@@ -140,6 +140,24 @@ class Counts(Record):
 
 
 @_section
+class SpectralHRV(Record):
+    """Frequency-domain HRV (see :mod:`devicepipe.spectral_hrv`): band powers in ms², LF/HF,
+    LF and HF in percent of LF + HF; a power is None where the window resolves none of its band."""
+
+    vlf_ms2: float | None
+    lf_ms2: float | None
+    hf_ms2: float | None
+    total_ms2: float
+    lf_hf: float | None
+    lf_nu: float | None
+    hf_nu: float | None
+    window_s: float
+    lowest_hz: float
+    n_intervals: int
+    method: str
+
+
+@_section
 class HeartRate(Record):
     """Time-domain HRV of the cleaned NN intervals (see :mod:`devicepipe.heart`); SDANN and the
     SDNN index are None under three 5-minute segments."""
@@ -155,6 +173,7 @@ class HeartRate(Record):
     n_intervals: int
     n_implausible: int
     n_ectopic: int
+    frequency: SpectralHRV | None  # None under two minutes of NN intervals
 
 
 @_section

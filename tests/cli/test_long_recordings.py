@@ -58,6 +58,8 @@ def test_chunks_write_the_files_of_one_piece(tmp_path, monkeypatch, mode, parts)
     for key in ("counts", "heart_rate", "quality", "warnings"):  # HRV and quality from parts on disk
         assert summary[key] == one[key], key
     assert one["heart_rate"]["n_ectopic"] > 0 and one["quality"]["beats_rated"] > 2000
+    spectral = one["heart_rate"]["frequency"]  # from the same NN intervals as the time domain
+    assert spectral["n_intervals"] == one["heart_rate"]["n_intervals"] and spectral["lf_ms2"] > 0
     assert re.search(r"median heart rate: 7\d bpm", chunked.output) and "bpm" in whole.output
     assert chunked.output.split("median heart rate:")[1][:8] == whole.output.split("median heart rate:")[1][:8]
 

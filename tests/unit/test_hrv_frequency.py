@@ -1,0 +1,68 @@
+"""Frequency-domain HRV against hand-computed powers of known modulations."""
+
+import numpy as np
+import pytest
+
+from devicepipe.errors import DevicepipeError
+from devicepipe.spectral_hrv import hrv_frequency
+
+
+def _modulated(duration_s: float, parts: list[tuple[float, float]], mean_ms: float = 800.0):
+    """RR intervals (ms) and beat times (s) of a heart whose RR is ``mean_ms`` plus sinusoids
+    ``(amplitude_ms, frequency_hz)``, sampled beat by beat."""
+    times, rr = [0.0], []
+    while times[-1] < duration_s:
+        t = times[-1]
+        x = mean_ms + sum(a * np.sin(2 * np.pi * f * t) for a, f in parts)
+        rr.append(x)
+        times.append(t + x / 1000)
+    return np.array(rr), np.array(times[1:])
+
+
+def test_a_sinusoid_s_power_is_half_its_amplitude_squared_in_its_band():
+    # 30 ms at 0.1 Hz (LF) and 20 ms at 0.25 Hz (HF): powers 450 and 200 ms² (A² / 2)
+    rr, t = _modulated(1800, [(30.0, 0.1), (20.0, 0.25)])
+    f = hrv_frequency(rr, t)
+    assert f.lf_ms2 == pytest.approx(450, rel=0.05)
+    assert f.hf_ms2 == pytest.approx(200, rel=0.05)
+    assert f.lf_hf == pytest.approx(2.25, rel=0.05)
+    assert f.lf_nu + f.hf_nu == pytest.approx(100)
+    assert f.vlf_ms2 is None or f.vlf_ms2 < 5  # nothing was put there
+    assert f.total_ms2 == pytest.approx(650, rel=0.05)
+
+
+def test_a_modulation_moved_to_another_band_moves_its_power():
+    rr, t = _modulated(1800, [(30.0, 0.02)])  # VLF only
+    f = hrv_frequency(rr, t)
+    assert f.vlf_ms2 == pytest.approx(450, rel=0.1)
+    assert f.lf_ms2 < 20 and f.hf_ms2 < 5
+
+
+def test_excluded_intervals_are_left_out_as_if_never_given():
+    rr, t = _modulated(900, [(30.0, 0.1), (20.0, 0.25)])
+    spoiled = rr.copy()
+    spoiled[::50] = 400.0  # ectopic beats' intervals, excluded by the mask
+    kept = np.ones(rr.size, bool)
+    kept[::50] = False
+    a = hrv_frequency(spoiled, t, kept)
+    b = hrv_frequency(rr[kept], t[kept])
+    assert a == b
+    assert a.lf_ms2 == pytest.approx(450, rel=0.1)  # the gaps are bridged, not read as a dip
+    assert hrv_frequency(spoiled, t).hf_ms2 > 2 * a.hf_ms2  # what leaving them in would do
+
+
+def test_five_minute_windows_resolve_no_vlf_in_ten_minutes_of_intervals_but_give_lf_and_hf():
+    rr, t = _modulated(600, [(30.0, 0.1), (20.0, 0.25)])
+    f = hrv_frequency(rr, t, window_s=300)
+    assert f.window_s == pytest.approx(300, abs=0.1) and f.lowest_hz == pytest.approx(2 / 300, rel=0.01)
+    assert f.lf_ms2 == pytest.approx(450, rel=0.1) and f.hf_ms2 == pytest.approx(200, rel=0.1)
+
+
+def test_under_two_minutes_there_is_no_spectrum():
+    rr, t = _modulated(100, [(30.0, 0.1)])
+    assert hrv_frequency(rr, t) is None
+
+
+def test_intervals_and_times_of_different_shapes_are_refused():
+    with pytest.raises(DevicepipeError, match="one shape"):
+        hrv_frequency(np.ones(10), np.arange(9.0))
