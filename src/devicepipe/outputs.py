@@ -18,9 +18,9 @@ import numpy as np
 import torch
 
 from devicepipe.heart import hrv, hrv_stored, nn_intervals
-from devicepipe.spectral_hrv import hrv_frequency
 from devicepipe.io import Recording, write_beat_annotations, write_csv, write_json, write_parquet
 from devicepipe.io.spill import Stored
+from devicepipe.spectral_hrv import hrv_frequency
 from devicepipe.summaries import RunSummary
 
 #: Rows of a beat table built and written at a time.

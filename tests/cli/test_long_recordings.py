@@ -18,6 +18,8 @@ from devicepipe.cli import app
 
 runner = CliRunner()
 SAME = ("beats.parquet", "beats.csv", "beat_matrix.npy", "100.qrs")
+#: A recording read in chunks finds its beats on its first lead alone (on all of them, in one piece).
+FIRST_LEAD = ("--channel", "MLII")
 
 
 def beats(*args):
@@ -34,7 +36,7 @@ def test_chunks_write_the_files_of_one_piece(tmp_path, monkeypatch, mode, parts)
     from devicepipe.signal import blocks
 
     record = require_data("mitdb/100")
-    whole = beats(record, "--out", tmp_path / "whole", "--mode", mode, "--no-figures")
+    whole = beats(record, "--out", tmp_path / "whole", "--mode", mode, "--no-figures", *FIRST_LEAD)
     if parts == "small parts":  # what a week's beats meet: every per-beat stage cut into many parts on disk
         for module, name, value in (
             (context, "BEAT_PART", 97),
@@ -68,7 +70,7 @@ def test_a_chunked_run_draws_the_figures_of_one_piece(tmp_path):
     from PIL import Image
 
     record = require_data("mitdb/100")
-    whole = beats(record, "--out", tmp_path / "whole")
+    whole = beats(record, "--out", tmp_path / "whole", *FIRST_LEAD)
     chunked = beats(record, "--out", tmp_path / "chunked", "--chunk", "5min")
     assert whole.exit_code == 0 and chunked.exit_code == 0, chunked.output
     for name in ("excerpt.png", "heart_rate.png", "intervals.png", "quality.png"):
@@ -84,7 +86,7 @@ def test_a_tiny_chunk_is_raised_to_the_detectors_smallest(tmp_path):
     chunked = json.loads((tmp_path / "o" / "summary.json").read_text())["chunked"]
     assert chunked["seconds_per_chunk"] >= 1.0  # (the detector aligns its chunks to whole blocks of beats)
     assert chunked["chunks"] == -(-650_000 // chunked["samples_per_chunk"])
-    assert beats(record, "--out", tmp_path / "whole", "--no-figures").exit_code == 0
+    assert beats(record, "--out", tmp_path / "whole", "--no-figures", *FIRST_LEAD).exit_code == 0
     for name in SAME:
         assert (tmp_path / "whole" / name).read_bytes() == (tmp_path / "o" / name).read_bytes(), name
 
@@ -95,6 +97,9 @@ def test_a_small_memory_budget_switches_chunking_on(tmp_path):
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["chunked"]["samples_per_chunk"] > 0 and summary["counts"]["beats_found"] == 2273
+    assert "beats_found_on_leads" not in summary and "(MLII, 360 Hz" in result.output  # the first lead alone
+    whole = beats(record, "--out", tmp_path / "whole", "--no-figures")  # in one piece: its two leads together
+    assert "(beats found on MLII and V5 together, cut from MLII, 360 Hz" in whole.output
 
 
 def test_a_csv_is_counted_only_when_its_size_could_exceed_the_budget(tmp_path, monkeypatch):

@@ -257,3 +257,31 @@ def test_the_time_column_of_a_table_is_its_first_column_of_times(tmp_path, table
     frame.to_csv(path, index=False) if suffix == ".csv" else frame.to_parquet(path, index=False)
     assert time_column_of(path) == expected
     assert time_column_of(tmp_path / f"missing{suffix}") is None and time_column_of(frame) is None
+
+
+def test_a_table_of_several_leads_has_its_beats_found_on_them_together(tmp_path):
+    from devicepipe.io.channels import choose_signal
+
+    sim = simulate_ecg(60, 250, seed=1)
+    x = sim.signal.numpy()
+    noisy = x + np.random.default_rng(0).normal(0, 1.0, x.size)  # a lead that lost its contact
+    time = np.arange(x.size) / 250
+    pd.DataFrame({"time": time, "II": noisy, "V5": x}).to_csv(tmp_path / "two.csv", index=False)
+    assert choose_signal(tmp_path / "two.csv").leads == ("II", "V5")
+    # the chosen column must be the first lead: a respiration column first is read alone, as before
+    pd.DataFrame({"time": time, "resp": x, "II": x, "V5": x}).to_csv(tmp_path / "resp.csv", index=False)
+    assert choose_signal(tmp_path / "resp.csv").leads == ()
+    pd.DataFrame({"time": time, "ecg": x, "pleth": x}).to_csv(tmp_path / "one.csv", index=False)
+    assert choose_signal(tmp_path / "one.csv").leads == ("ecg",)
+    out = tmp_path / "out"
+    args = ["beats", str(tmp_path / "two.csv"), "--out", str(out), "--no-figures", "--sampling-rate", "250"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "beats found on II and V5 together, cut from II" in result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["beats_found_on_leads"] == ["II", "V5"]
+    found = torch.as_tensor(pd.read_parquet(out / "beats.parquet")["peak"].to_numpy())
+    alone = ecg_peaks(torch.as_tensor(noisy, dtype=torch.float32), 250.0)
+    truth = sim.r_peaks
+    together, first = (evaluate_beats(truth, p, 250.0, n_samples=x.size).f1 for p in (found, alone))
+    assert together > 0.99 and together > first, (together, first)

@@ -37,7 +37,7 @@ EcgChannelOpt = Annotated[
     typer.Option(
         "--channel",
         "-c",
-        help="Lead or column (name or position), or 'all'.",
+        help="Lead or column (name or position), or 'all' (default: the ECG leads together).",
         metavar="NAME",
     ),
 ]

@@ -37,11 +37,13 @@ _TIME_NAME = re.compile(r"time|date|^ts$|^when$", re.IGNORECASE)
 
 class SignalChoice(NamedTuple):
     """What :func:`choose_signal` found: the channel to read (a name, or 0 for the first), the
-    channels passed over before it, and the first of those that holds timestamps (or None)."""
+    channels passed over before it, the first of those that holds timestamps (or None), and every
+    channel named as an ECG lead (``channel`` first; empty where none is)."""
 
     channel: int | str
     passed: list[str]
     time_column: str | None
+    leads: tuple[str, ...] = ()
 
 
 def is_ecg_name(name: str) -> bool:
@@ -60,6 +62,10 @@ def choose_signal(source: Any) -> SignalChoice:
     - An EDF/BDF file or a WFDB record, whose signals are named: the first whose name says it is
       an ECG lead (:func:`is_ecg_name`).
     - Anything else, or a source with no such column or signal: the first channel.
+
+    ``leads`` lists every channel (signal, or table column that is not an axis) whose name says
+    it is an ECG lead, the chosen one first: where there are two or more, an ECG command finds
+    its beats on all of them together.
     """
     first = SignalChoice(0, [], None)
     if not isinstance(source, (str, os.PathLike)):
@@ -77,12 +83,14 @@ def choose_signal(source: Any) -> SignalChoice:
     except Exception:  # noqa: BLE001 - the read proper says what is wrong
         return first
     names = head.column_names
-    at = next((i for i, name in enumerate(names) if not _is_axis(head.column(name))), 0)
+    signals = [name for name in names if not _is_axis(head.column(name))]
+    at = names.index(signals[0]) if signals else 0
+    leads = _ecg_leads(signals, names[at] if names else None)
     if not at:
-        return first
+        return first._replace(leads=leads)
     passed = names[:at]
     times = next((n for n in passed if pa.types.is_timestamp(head.column(n).type)), None)
-    return SignalChoice(names[at], passed, times)
+    return SignalChoice(names[at], passed, times, leads)
 
 
 def time_column_of(source: Any) -> str | None:
@@ -118,7 +126,15 @@ def signal_column(source: Any) -> tuple[int | str, list[str]]:
 
 def _first_named_ecg(names: list[str]) -> SignalChoice:
     at = next((i for i, name in enumerate(names) if is_ecg_name(name)), 0)
-    return SignalChoice(names[at], names[:at], None) if at else SignalChoice(0, [], None)
+    leads = _ecg_leads(names, names[at] if names else None)
+    return SignalChoice(names[at], names[:at], None, leads) if at else SignalChoice(0, [], None, leads)
+
+
+def _ecg_leads(names: list[str], chosen: str | None) -> tuple[str, ...]:
+    """The ``names`` that say they are an ECG lead, when the ``chosen`` channel is the first of
+    them and none is repeated (a repeated name cannot pick one channel); else none."""
+    leads = tuple(name for name in names if is_ecg_name(name))
+    return leads if leads and leads[0] == chosen and len(set(leads)) == len(leads) else ()
 
 
 def _is_axis(col: pa.ChunkedArray) -> bool:

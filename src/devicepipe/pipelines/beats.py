@@ -4,6 +4,7 @@ recording or a batch of them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,9 @@ def run_beats(
     )
     size = _chunk_size(source, opts, run.device)
     if size is not None:
+        if isinstance(channel, list):  # leads chosen, not asked for: the chunks take the first
+            run.note(f"read in chunks: beats from {channel[0]} alone (finding them on all leads needs one piece)")
+            channel, opts = channel[0], replace(opts, channel=channel[0])
         if channel == ALL_LEADS:
             raise DevicepipeError(
                 "--channel all finds beats on every lead in one piece, and this recording is read in chunks "
@@ -123,8 +127,8 @@ def run_beats_many(
     groups: dict[tuple[int, float, torch.dtype], list[int]] = {}
     for i, (_, rec, _) in ready.items():
         groups.setdefault((tuple(rec.samples.shape), rec.sampling_rate, rec.samples.dtype), []).append(i)
-    fuse = opts.channel == ALL_LEADS
-    for (_, fs, _), members in groups.items():
+    for (shape, fs, _), members in groups.items():
+        fuse = opts.channel == ALL_LEADS or len(shape) == 2  # asked for, or the leads chosen
         runs = [ready[i][0] for i in members]
         stacked = torch.stack([ready[i][1].samples for i in members]) if len(members) > 1 else None
         started = runs[0].timer.seconds.get("detect", 0.0)

@@ -95,7 +95,8 @@ def _finish_beats(
             )  # fmt: skip
         )
     remove_stale(run.out, run.earlier, list(files))  # (a directory holds one run)
-    return _beats_result(run, rec, rec.n_samples, host["peaks"], beats, files, checked)
+    found_on = tuple(leads.get("beats_found_on_leads", ()))
+    return _beats_result(run, rec, rec.n_samples, host["peaks"], beats, files, checked, found_on)
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,7 @@ def _beats_result(
     beats: Beats,
     files: dict[str, Path],
     checked: _CheckedBeats,
+    leads: tuple[str, ...] = (),
 ) -> BeatsResult:
     return BeatsResult(
         source=rec.source,
@@ -210,4 +212,5 @@ def _beats_result(
         warnings=tuple(checked.warnings),
         median_bpm=checked.median_bpm,
         reference=None if checked.accuracy is None else checked.accuracy["reference"],
+        leads=leads,
     )

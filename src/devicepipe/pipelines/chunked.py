@@ -69,7 +69,9 @@ def _check_chunk(chunk: int | str, method: str) -> None:
 
 
 def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | None:
-    """Samples per chunk for this recording, or None to detect it in one piece."""
+    """Samples per chunk for this recording, or None to detect it in one piece (every lead of
+    it, where its beats are to be found on several)."""
+    channel, leads = (opts.channel[0], len(opts.channel)) if isinstance(opts.channel, list) else (opts.channel, 1)
     if opts.chunk is None and not isinstance(source, (str, Path)):
         return None
     if opts.chunk is not None:
@@ -77,7 +79,7 @@ def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | 
             raise DevicepipeError("chunk= needs a recording file (chunks are read from it), not an in-memory array.")
         _check_chunk(opts.chunk, opts.method)
         if isinstance(opts.chunk, str):
-            rate = chosen_rate(opts.sampling_rate, header_sampling_rate(Path(source), opts.channel), Path(source).name)
+            rate = chosen_rate(opts.sampling_rate, header_sampling_rate(Path(source), channel), Path(source).name)
             if rate is None:
                 raise _unknown_rate(Path(source).name)
             return max(1, int(round(parse_duration(opts.chunk) * rate)))
@@ -86,9 +88,9 @@ def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | 
         return None
     budget = opts.memory_budget if opts.memory_budget is not None else free_memory(device) // 4
     try:
-        if samples_at_most(source, opts.channel) * BYTES_PER_SAMPLE <= budget:
+        if samples_at_most(source, channel) * leads * BYTES_PER_SAMPLE <= budget:
             return None  # it fits (a CSV plainly small enough is not counted first)
-        n = recording_length(source, opts.channel)
+        n = recording_length(source, channel) * leads
     except (DevicepipeError, OSError):
         return None  # read in one piece, which says what is wrong with it (a missing file, ...)
     return AUTO_CHUNK_SAMPLES if n * BYTES_PER_SAMPLE > budget else None

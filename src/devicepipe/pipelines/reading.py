@@ -77,15 +77,20 @@ def _no_beats(rec: Recording, peaks: torch.Tensor) -> DevicepipeError:
     )
 
 
-def _signal_choice(run: _Run, source: Any, channel: str | int | None) -> tuple[str | int, str | None]:
+def _signal_choice(run: _Run, source: Any, channel: str | int | None) -> tuple[str | int | list[str], str | None]:
     """The channel to read (``channel`` where named, else :func:`~devicepipe.io.channels.choose_signal`'s,
-    saying which channels were passed over) and a table's column of timestamps before it (or None)."""
+    saying which channels were passed over) and a table's column of timestamps before it (or None).
+    Where none is named and the recording has two or more leads named as ECG leads, the channel
+    is the list of them: its beats are found on all of them together (as with :data:`ALL_LEADS`)."""
     if channel is not None:
         return channel, None
     choice = choose_signal(source)
     if choice.passed:
         names = ", ".join(repr(name) for name in choice.passed)
         run.note(f"reading {choice.channel!r}, past {names} (an axis, or not named as an ECG); --channel picks another")
+    if len(choice.leads) > 1:
+        run.note(f"finding beats on leads {', '.join(choice.leads)} together; --channel picks one")
+        return list(choice.leads), choice.time_column
     return choice.channel, choice.time_column
 
 
@@ -93,9 +98,10 @@ def _signal_choice(run: _Run, source: Any, channel: str | int | None) -> tuple[s
 ALL_LEADS = "all"
 
 
-def _find_peaks(rec: Recording, method: str, channel: str | int | None) -> torch.Tensor:
-    """The R peaks of a recording: of its one channel, or, for ``channel="all"``, of all its leads together."""
-    if channel == ALL_LEADS:
+def _find_peaks(rec: Recording, method: str, channel: str | int | list[str] | None) -> torch.Tensor:
+    """The R peaks of a recording: of its one channel, or of all its leads together where it holds
+    several (``channel="all"``, or the leads :func:`_signal_choice` chose)."""
+    if channel == ALL_LEADS or rec.samples.ndim == 2:
         leads = rec.samples if rec.samples.ndim == 2 else rec.samples[None]
         return ecg_peaks(leads, rec.sampling_rate, method=method, leads="fuse")
     return ecg_peaks(rec.samples, rec.sampling_rate, method=method)
@@ -137,6 +143,6 @@ def _read_and_cut(
 def _check_ecg_input(rec: Recording, channel: str | int | None = None) -> None:
     """The checks :func:`ecg_peaks` makes, made on one recording before it joins a batch (so one
     bad recording is refused alone, not with its batch); with ``channel="all"``, on each lead."""
-    if rec.samples.ndim != 1 and channel != ALL_LEADS:
+    if rec.samples.ndim != 1 and channel != ALL_LEADS and channel is not None and not isinstance(channel, list):
         raise DevicepipeError(f"{rec.source}: expected one channel, got shape {tuple(rec.samples.shape)}.")
     check_ecg(rec.samples, rec.sampling_rate)

@@ -35,6 +35,7 @@ class BeatsResult:
     warnings: tuple[str, ...] = ()  # what looks wrong with the settings (see rate_warnings)
     median_bpm: float | None = None  # found with the beats (else from the peaks when asked)
     reference: str | None = None  # the reference the beats were scored against (``score``)
+    leads: tuple[str, ...] = ()  # the leads the beats were found on together (none: on ``channel`` alone)
 
     @property
     def mean_heart_rate_bpm(self) -> float | None:

@@ -14,8 +14,10 @@ def beats_lines(result: BeatsResult) -> list[str]:
     """The recording, its beats and heart rate, the seconds, the accuracy against a reference."""
     hr = result.mean_heart_rate_bpm
     kept = int(result.beats.kept.count_nonzero())  # (a count: no copy of the mask, as a sum would make)
+    leads = result.leads
+    channel = f"beats found on {' and '.join(leads)} together, cut from {result.channel}" if leads else result.channel
     lines = [
-        f"{result.source} ({result.channel}, {result.sampling_rate:g} Hz, "
+        f"{result.source} ({channel}, {result.sampling_rate:g} Hz, "
         f"{format_duration(result.n_samples / result.sampling_rate)}) on {result.device}",
         f"beats found: {result.peaks.size:,}; median heart rate: {'-' if hr is None else f'{hr:.0f} bpm'}; "
         f"kept by segmentation: {kept:,} ({100 * result.beats.share_kept:.1f} %), "
