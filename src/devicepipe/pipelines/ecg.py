@@ -107,7 +107,7 @@ def run_ecg(
     identity = _identity(source, settings, **choices, nan=nan)
     identity |= {} if min_quality is None else {"min_quality": min_quality}
     check_before_start(run.out, settings, identity)
-    rec, peaks, beats = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan, encoding)
+    rec, peaks, beats, leads = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan, encoding)
     data, quality, usable, scaler = _training_rows(run, rec, beats, width, min_quality)
     detector = _detector(settings, run.device, model="vae", width=vae.width, scaling="none")
     extra = {"scaler": scaler.state_dict(), "identity": identity}
@@ -133,6 +133,7 @@ def run_ecg(
         files = _write_ecg(run, rec, signal, host, learned, beats, quality, _beat_geometry(beats, method, width))
     summary = {
         **input_summary(source, rec, run.device),
+        **leads,
         "settings": {**settings.to_dict(), "mode": mode, "width": width, "method": method},
         **_ecg_scores_summary(host, heart_rate, learned, rec.sampling_rate),
         "quality": _quality_summary(quality, beats.peaks, rec.n_samples, rec.sampling_rate, min_quality),

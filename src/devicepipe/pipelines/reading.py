@@ -125,9 +125,10 @@ def _read_and_cut(
     mode: str,
     nan: str,
     encoding: str | None,
-) -> tuple[Recording, torch.Tensor, Beats]:
+) -> tuple[Recording, torch.Tensor, Beats, dict[str, Any]]:
     """Read one ECG channel onto the run's device (:func:`_read_ecg`), find its beats (on all
-    leads with ``channel="all"``, then cut from the first), cut them."""
+    leads with ``channel="all"`` or where it has several, then cut from the first), cut them;
+    with the summary fields that say which leads the beats were found on (:func:`_first_lead`)."""
     rec = _read_ecg(run, source, channel, sampling_rate, nan, encoding)
     run.note(f"finding beats in {rec.n_samples:,} samples at {rec.sampling_rate:g} Hz on {run.device}")
     with run.stage("detect"):
@@ -137,7 +138,7 @@ def _read_and_cut(
         run.note(f"beats found on all {len(leads['beats_found_on_leads'])} leads together, cut from {rec.channels[0]}")
     with run.stage("segment"):
         beats = ecg_segment(rec.samples, peaks, rec.sampling_rate, mode=mode)
-    return rec, peaks, beats
+    return rec, peaks, beats, leads
 
 
 def _check_ecg_input(rec: Recording, channel: str | int | None = None) -> None:

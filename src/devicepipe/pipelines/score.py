@@ -74,7 +74,7 @@ def run_score(
     geometry = detector.geometry_
     ref = None if reference is None else read_reference(reference)
     run = _start(out, dev, count_transfers, progress)
-    rec, peaks, beats = _read_and_cut(
+    rec, peaks, beats, leads = _read_and_cut(
         run, source, channel, sampling_rate, geometry["method"], geometry["mode"], nan, encoding
     )
     if beats.matrix.shape[0] == 0:
@@ -106,7 +106,7 @@ def run_score(
             beat_rate=detector.width_ / beats.window_s, reference=host.get("reference_peaks"),
         )  # fmt: skip
         files.update(write_artifacts(made))
-    summary = _score_summary(source, rec, run, detector, host, heart_rate)
+    summary = {**_score_summary(source, rec, run, detector, host, heart_rate), **leads}
     if ref is not None:
         summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
         summary["accuracy"] = detection_accuracy(ref, rec, host["all_peaks"])
