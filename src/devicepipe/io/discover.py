@@ -13,7 +13,7 @@ from devicepipe.prestart import LIST_SUFFIXES
 #: File suffixes taken as recordings in a folder or a glob (a WFDB record by its ``.hea``).
 RECORDING_SUFFIXES = (".hea", ".csv", ".tsv", ".parquet", ".pq", ".npy", ".edf", ".bdf")
 #: Files that sit beside recordings and are not recordings: ``simulate``'s ground truth.
-SIDECAR_ENDINGS = (".truth.csv",)
+SIDECAR_ENDINGS = (".truth.csv", ".events.csv")
 #: The per-recording table of a dataset directory.
 INDEX_NAME = "index.parquet"
 
@@ -91,7 +91,7 @@ def find_recordings(spec: str | os.PathLike[str], *, exclude: str | os.PathLike[
     """The recordings ``spec`` names, in a stable order.
 
     - a folder: every recording file under it, at any depth (:data:`RECORDING_SUFFIXES`; WFDB
-      records by their ``.hea``; hidden files and ``simulate``'s ``*.truth.csv`` left out);
+      records by their ``.hea``; hidden files and ``simulate``'s ``*.truth.csv`` and ``*.events.csv`` left out);
     - a glob (``'data/**/*.hea'``, quoted so the shell leaves it): the recording files it
       matches (a ``.dat`` counts as its record);
     - a list file: one path per line, relative to the list file's folder, ``#`` comments and

@@ -15,7 +15,15 @@ from devicepipe.cli.application import (
 from devicepipe.cli.printing import (
     _console,
 )
-from devicepipe.simulate import simulate_ecg, simulate_load, simulation_path, write_simulated_ecg, write_simulated_load
+from devicepipe.simulate import (
+    Rhythm,
+    events_path,
+    simulate_ecg,
+    simulate_load,
+    simulation_path,
+    write_simulated_ecg,
+    write_simulated_load,
+)
 from devicepipe.units import format_duration, parse_duration
 
 
@@ -34,10 +42,31 @@ def simulate_ecg_cmd(
     ectopic_rate: Annotated[
         float, typer.Option(help="Share of premature ventricular beats.", min=0, max=0.49, metavar="SHARE")
     ] = 0.0,
+    atrial_rate: Annotated[
+        float, typer.Option(help="Share of atrial premature beats.", min=0, max=0.49, metavar="SHARE")
+    ] = 0.0,
+    couplets: Annotated[int, typer.Option(help="Pairs of ventricular beats.", min=0, metavar="N")] = 0,
+    runs: Annotated[int, typer.Option(help="Runs of 3-8 ventricular beats.", min=0, metavar="N")] = 0,
+    pauses: Annotated[int, typer.Option(help="Sinus pauses of 2.2-3.5 s.", min=0, metavar="N")] = 0,
+    interpolated: Annotated[int, typer.Option(help="Ventricular beats without a pause.", min=0, metavar="N")] = 0,
+    bigeminy: Annotated[
+        float, typer.Option(help="Share of the time in bigeminy.", min=0, max=1, metavar="SHARE")
+    ] = 0.0,
+    trigeminy: Annotated[
+        float, typer.Option(help="Share of the time in trigeminy.", min=0, max=1, metavar="SHARE")
+    ] = 0.0,
+    afib: Annotated[
+        float, typer.Option(help="Share of the time in atrial fibrillation.", min=0, max=1, metavar="SHARE")
+    ] = 0.0,
     inverted: Annotated[bool, typer.Option("--inverted", help="Invert the polarity (negative QRS).")] = False,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same recording.", metavar="N")] = 0,
 ) -> None:
-    """Simulate an ECG with known R peaks (Gaussian P-QRS-T waves, heart-rate variability, wander, noise)."""
+    """Simulate an ECG with known R peaks (Gaussian P-QRS-T waves, heart-rate variability, wander,
+    noise), ectopic beats and their patterns; each beat's class and each event go to the truth."""
+    rhythm = Rhythm(
+        atrial_rate=atrial_rate, couplets=couplets, runs=runs, pauses=pauses, interpolated=interpolated,
+        bigeminy=bigeminy, trigeminy=trigeminy, afib=afib,
+    )  # fmt: skip
     simulation_path(out, "ecg")  # before the simulation, which may take a while
     started = time.perf_counter()
     sim = simulate_ecg(
@@ -49,6 +78,7 @@ def simulate_ecg_cmd(
         ectopic_rate=ectopic_rate,
         inverted=inverted,
         seed=seed,
+        rhythm=rhythm,
     )
     _, truth = write_simulated_ecg(sim, out)
     con = _console()
@@ -57,7 +87,13 @@ def simulate_ecg_cmd(
         f"wrote {out} ({sim.signal.numel():,} samples at {sampling_rate:g} Hz, {format_duration(sim.duration_s)}) "
         f"in {time.perf_counter() - started:.1f} s"
     )
-    con.print(f"truth: {truth} ({sim.r_peaks.numel():,} beats, {n_v} ventricular ectopic)")
+    n_s = int((sim.classes == "S").sum())
+    atrial = f", {n_s} atrial premature" if n_s else ""
+    con.print(f"truth: {truth} ({sim.r_peaks.numel():,} beats, {n_v} ventricular ectopic{atrial})")
+    if sim.events:
+        kinds = sorted({kind for kind, _, _ in sim.events})
+        counts = ", ".join(f"{sum(k == kind for k, _, _ in sim.events)} {kind}" for kind in kinds)
+        con.print(f"events: {events_path(out)} ({counts})")
 
 
 @simulate_app.command("load", cls=_Command, short_help="A load series with anomalous days of known kind.")

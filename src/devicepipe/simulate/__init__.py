@@ -5,7 +5,11 @@ McSharry et al., "A dynamical model for generating synthetic electrocardiogram s
 IEEE TBME 50(3), 2003, written in closed form rather than integrated), with heart-rate
 variability (respiratory sinus arrhythmia, a 0.1 Hz Mayer wave and random jitter), baseline
 wander, white noise, optional mains hum, optional premature ventricular beats (wide,
-tall, no P wave, discordant T, with a compensatory pause) and inverted polarity. Each R wave
+tall, no P wave, discordant T, with a compensatory pause) and inverted polarity. A
+:class:`~devicepipe.simulate.rhythm.Rhythm` adds atrial premature beats (early, inverted P,
+normal QRS), couplets, runs, bigeminy, trigeminy, interpolated beats, pauses and atrial
+fibrillation (no P waves, fibrillatory waves of 4-8 Hz), with each beat's class and each event
+in the truth. Each R wave
 is centred on a whole sample, so the truth is exact. Beat timing is drawn on the host (a few
 thousand numbers per hour); the waveform is evaluated on the device in one vectorised pass.
 """
@@ -13,7 +17,7 @@ thousand numbers per hour); the waveform is evaluated on the device in one vecto
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -22,14 +26,17 @@ import torch
 from devicepipe.device import resolve_device
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import write_csv, write_npy, write_parquet
+from devicepipe.simulate.rhythm import Rhythm, plan_rhythm
 
 __all__ = [
     "ECG_WAVES",
     "PVC_WAVES",
+    "Rhythm",
     "SimulatedECG",
     "SimulatedLoad",
     "simulate_ecg",
     "simulate_load",
+    "events_path",
     "simulation_path",
     "truth_path",
     "write_simulated_ecg",
@@ -47,6 +54,9 @@ ECG_WAVES = np.array(
         [0.30, 0.260, 0.050],  # T
     ]
 )
+# Atrial premature beat: an inverted P wave closer to the QRS (an ectopic atrial focus), normal QRS and T.
+APB_WAVES = ECG_WAVES.copy()
+APB_WAVES[0] = [-0.12, -0.150, 0.022]
 # Premature ventricular beat: no P wave, wide tall QRS, deep S, discordant (inverted) T.
 PVC_WAVES = np.array(
     [
@@ -69,9 +79,14 @@ class SimulatedECG:
     sampling_rate : Hz.
     r_peaks : Tensor of shape ``(n_beats,)``, int64 sample index of each R peak (the wave's
         extremum: a maximum, or a minimum when ``inverted``), on the same device.
-    symbols : NumPy array of shape ``(n_beats,)``: ``"N"`` normal, ``"V"`` ventricular ectopic.
+    symbols : NumPy array of shape ``(n_beats,)``: MIT-BIH's ``"N"`` normal, ``"A"`` atrial
+        premature (AAMI class S), ``"V"`` ventricular ectopic.
     heart_rate_bpm : the mean heart rate asked for.
     inverted : whether the polarity is inverted (negative QRS).
+    rhythms : NumPy array of shape ``(n_beats,)``: each beat's rhythm (``"N"`` sinus, ``"AFIB"``,
+        ``"B"`` bigeminy, ``"T"`` trigeminy, ``"VT"`` a run of ventricular beats).
+    events : ``(kind, first beat, last beat)`` of each couplet, run, bigeminy, trigeminy, pause
+        (its last beat ends it), atrial fibrillation and interpolated beat, as beat indices.
     """
 
     signal: torch.Tensor
@@ -80,6 +95,13 @@ class SimulatedECG:
     symbols: np.ndarray
     heart_rate_bpm: float
     inverted: bool
+    rhythms: np.ndarray = field(default_factory=lambda: np.array([], dtype=str))
+    events: tuple[tuple[str, int, int], ...] = ()
+
+    @property
+    def classes(self) -> np.ndarray:
+        """Each beat's AAMI EC57 class: ``"N"``, ``"S"`` (the ``"A"`` beats) or ``"V"``."""
+        return np.where(self.symbols == "A", "S", self.symbols)
 
     @property
     def duration_s(self) -> float:
@@ -144,6 +166,7 @@ def simulate_ecg(
     seed: int = 0,
     device: str | torch.device = "cpu",
     dtype: torch.dtype = torch.float32,
+    rhythm: Rhythm | None = None,
 ) -> SimulatedECG:
     """Simulate an ECG with known R peaks.
 
@@ -159,22 +182,34 @@ def simulate_ecg(
     ectopic_rate : probability that a beat is a premature ventricular beat.
     inverted : flip the polarity (negative QRS).
     seed : the same seed gives the same recording (on the same device).
+    rhythm : atrial premature beats, couplets, runs, bigeminy, pauses, atrial fibrillation, ...
+        (see :class:`~devicepipe.simulate.rhythm.Rhythm`; its ``ectopic_rate`` where
+        ``ectopic_rate`` is 0).
 
     Returns
     -------
     SimulatedECG with ``signal`` of shape ``(round(duration_s * sampling_rate),)`` in mV.
     """
-    _check_ecg(duration_s, sampling_rate, heart_rate_bpm, ectopic_rate)
+    rhythm = replace(rhythm or Rhythm(), ectopic_rate=ectopic_rate or (rhythm.ectopic_rate if rhythm else 0.0))
+    _check_ecg(duration_s, sampling_rate, heart_rate_bpm, rhythm.ectopic_rate)
+    _check_rhythm(rhythm)
     dev = resolve_device(device)
     rng = np.random.default_rng(seed)
     fs = float(sampling_rate)
     n = int(round(duration_s * fs))
-    times, symbols = _beat_times(duration_s, heart_rate_bpm, hrv, ectopic_rate, rng)
+    if rhythm.patterned:
+        plan = plan_rhythm(duration_s, heart_rate_bpm, hrv, rhythm, rng)
+        times, symbols, rhythms, events = plan.times, plan.symbols, plan.rhythms, plan.events
+    else:  # (the draws of the plain simulator, so that a seed gives the recording it always gave)
+        times, symbols = _beat_times(duration_s, heart_rate_bpm, hrv, rhythm.ectopic_rate, rng)
+        rhythms, events = np.full(times.size, "N"), []
     r_samples = np.rint(times * fs).astype(np.int64)
     rr = np.diff(np.concatenate([[r_samples[0] - fs * 60 / heart_rate_bpm], r_samples])) / fs
 
     r_t = torch.as_tensor(r_samples).to(dev)
-    signal = _waves(n, fs, r_t, symbols, rr, rng, dtype)
+    signal = _waves(n, fs, r_t, symbols, rr, rng, dtype, no_p=rhythms == "AFIB")
+    if (rhythms == "AFIB").any():
+        signal += _fibrillation(n, fs, times, rhythms, rng, signal)
 
     idx = torch.arange(n, device=dev)
     seconds = idx.to(dtype) / fs
@@ -195,6 +230,7 @@ def simulate_ecg(
     if inverted:
         signal = -signal
 
+    n_in = int(inside.sum())  # (the beats are in time order: those inside come first)
     return SimulatedECG(
         signal=signal,
         sampling_rate=fs,
@@ -202,7 +238,45 @@ def simulate_ecg(
         symbols=symbols[inside],
         heart_rate_bpm=float(heart_rate_bpm),
         inverted=inverted,
+        rhythms=rhythms[inside],
+        events=tuple((kind, a, min(b, n_in - 1)) for kind, a, b in events if a < n_in),
     )
+
+
+def _check_rhythm(rhythm: Rhythm) -> None:
+    for name in ("couplets", "runs", "pauses", "interpolated"):
+        value = getattr(rhythm, name)
+        if not (isinstance(value, (int, np.integer)) and value >= 0):
+            raise DevicepipeError(f"simulate: {name} must be a whole number, 0 or more, got {value!r}.")
+    shares = {name: getattr(rhythm, name) for name in ("bigeminy", "trigeminy", "afib")}
+    if not all(0 <= v <= 1 for v in shares.values()) or sum(shares.values()) > 1:
+        raise DevicepipeError(
+            f"simulate: bigeminy, trigeminy and afib are shares of the recording's time, each 0-1 and "
+            f"together at most 1; got {shares}."
+        )
+    if not 0 <= rhythm.atrial_rate < 0.5 or rhythm.ectopic_rate + rhythm.atrial_rate >= 0.5:
+        raise DevicepipeError(
+            f"simulate: atrial_rate must be within [0, 0.5) and, with ectopic_rate, under 0.5; got "
+            f"{rhythm.atrial_rate} and {rhythm.ectopic_rate}."
+        )
+
+
+def _fibrillation(
+    n: int, fs: float, times: np.ndarray, rhythms: np.ndarray, rng: np.random.Generator, like: torch.Tensor
+) -> torch.Tensor:
+    """Fibrillatory waves (three sinusoids of 4-8 Hz, 0.02-0.05 mV each) over every stretch of
+    atrial fibrillation (from its first beat to its last), shape ``(n,)`` like ``like``."""
+    seconds = torch.arange(n, device=like.device, dtype=like.dtype) / fs
+    waves = torch.zeros_like(like)
+    for f, a, p in zip(rng.uniform(4, 8, 3), rng.uniform(0.02, 0.05, 3), rng.uniform(0, 2 * np.pi, 3), strict=True):
+        waves += float(a) * torch.sin(2 * np.pi * float(f) * seconds + float(p))
+    afib = rhythms == "AFIB"
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], afib.astype(np.int8), [0]])))
+    mask = torch.zeros(n, dtype=torch.bool, device=like.device)
+    for a, b in zip(edges[::2], edges[1::2], strict=True):
+        lo, hi = int(times[a - 1] * fs) if a else 0, min(int(times[b - 1] * fs), n)
+        mask[lo:hi] = True
+    return torch.where(mask, waves, 0.0)
 
 
 def _check_ecg(duration_s: float, sampling_rate: float, heart_rate_bpm: float, ectopic_rate: float) -> None:
@@ -230,12 +304,18 @@ def _waves(
     rr: np.ndarray,
     rng: np.random.Generator,
     dtype: torch.dtype,
+    no_p: np.ndarray | None = None,
 ) -> torch.Tensor:
     """The noise-free P, Q, R, S and T waves of every beat (R peaks at ``r_t``, samples; RR
-    intervals ``rr``, s; ``symbols`` N or V), shape ``(n,)`` in mV on ``r_t``'s device."""
+    intervals ``rr``, s; ``symbols`` N, A or V; ``no_p``: beats without a P wave, those in
+    atrial fibrillation), shape ``(n,)`` in mV on ``r_t``'s device."""
     dev = r_t.device
     # per-beat wave parameters, shape (n_beats, 5)
     waves = np.where((symbols == "V")[:, None, None], PVC_WAVES, ECG_WAVES)
+    waves = np.where((symbols == "A")[:, None, None], APB_WAVES, waves)
+    if no_p is not None and no_p.any():
+        waves = waves.copy()
+        waves[no_p, 0, 0] = 0.0
     amp = waves[:, :, 0] * (1 + 0.05 * rng.standard_normal((len(symbols), 1)))
     qt = np.sqrt(np.clip(rr, 0.3, 2.0))[:, None]
     offset = waves[:, :, 1] * np.where([True, False, False, False, True], qt, 1.0)
@@ -366,6 +446,12 @@ def truth_path(path: str | Path) -> Path:
     return path.with_name(path.stem + ".truth.csv")
 
 
+def events_path(path: str | Path) -> Path:
+    """Where the events of a simulated ECG written to ``path`` go: ``NAME.events.csv`` beside it."""
+    path = Path(path)
+    return path.with_name(path.stem + ".events.csv")
+
+
 def simulation_path(path: str | Path, kind: str) -> Path:
     """``path`` as a Path when its suffix suits a simulated ``kind`` (``"ecg"`` or ``"load"``), else a clear error."""
     path = Path(path)
@@ -381,7 +467,9 @@ def simulation_path(path: str | Path, kind: str) -> Path:
 
 def write_simulated_ecg(sim: SimulatedECG, path: str | Path) -> tuple[Path, Path]:
     """Write the signal to ``path`` (``.csv``, ``.parquet`` with its rate, or ``.npy``) and the truth
-    (R-peak sample, time in s, symbol) to :func:`truth_path`; returns both paths."""
+    (R-peak sample, time in s, MIT-BIH symbol, AAMI class, rhythm) to :func:`truth_path`; where
+    the rhythm has events, those (kind, first and last beat, their times) to :func:`events_path`.
+    Returns the signal's and the truth's paths."""
     path = simulation_path(path, "ecg")
     suffix = path.suffix.lower()
     if suffix == ".csv":
@@ -391,7 +479,15 @@ def write_simulated_ecg(sim: SimulatedECG, path: str | Path) -> tuple[Path, Path
     else:
         write_npy(sim.signal, path)
     peaks = sim.r_peaks.cpu().numpy()
-    truth = {"sample": peaks, "time_s": peaks / sim.sampling_rate, "symbol": np.asarray(sim.symbols)}
+    seconds = peaks / sim.sampling_rate
+    truth = {"sample": peaks, "time_s": seconds, "symbol": np.asarray(sim.symbols), "class": sim.classes}
+    if sim.rhythms.size:
+        truth["rhythm"] = np.asarray(sim.rhythms)
+    if sim.events:
+        kinds, first, last = (np.array(column) for column in zip(*sim.events, strict=True))
+        table = {"kind": kinds, "first_beat": first, "last_beat": last, "start_s": seconds[first],
+                 "end_s": seconds[last], "beats": last - first + 1}  # fmt: skip
+        write_csv(table, events_path(path))
     return path, write_csv(truth, truth_path(path))
 
 

@@ -1,0 +1,203 @@
+"""The beat-by-beat rhythm of a simulated ECG: sinus rhythm with ectopic beats, their patterns
+(couplets, runs, bigeminy, trigeminy), pauses and stretches of atrial fibrillation, each with
+its truth.
+
+Timing follows the textbook account of each (Goldberger, "Clinical Electrocardiography", ch.
+14-16): a premature ventricular beat (``V``) comes 40 % early and is followed by a
+compensatory pause (the two intervals around it sum to two sinus intervals, since the sinus
+node is not reset); an interpolated one falls between two sinus beats without disturbing them;
+an atrial premature beat (MIT-BIH's ``A``, AAMI class S) comes 20-35 % early and resets the
+sinus node, so the interval after it is one sinus interval (a non-compensatory pause); in
+atrial fibrillation the intervals are irregularly irregular (independent, coefficient of
+variation about 0.2) and there are no P waves; a sinus pause is an interval of 2.2-3.5 s.
+
+Every draw from the random generator happens here, in a fixed order, so a seed gives one rhythm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["EVENT_KINDS", "Rhythm", "RhythmPlan", "plan_rhythm"]
+
+#: The events a plan lists (the truth's ``events.csv``), in words.
+EVENT_KINDS = {
+    "couplet": "two ventricular beats in a row",
+    "run": "three or more ventricular beats in a row (a run of ventricular tachycardia)",
+    "bigeminy": "every other beat ventricular",
+    "trigeminy": "every third beat ventricular",
+    "pause": "an RR interval over 2 s",
+    "afib": "atrial fibrillation",
+    "interpolated": "a ventricular beat between two sinus beats, without a pause",
+}
+
+
+@dataclass(frozen=True)
+class Rhythm:
+    """What a simulated ECG's rhythm holds beyond sinus rhythm.
+
+    ``ectopic_rate``: the chance that a sinus beat is followed by an isolated premature
+    ventricular beat; ``atrial_rate``: by an atrial premature beat; ``couplets``, ``runs``,
+    ``pauses``, ``interpolated``: how many of each, spread over the recording; ``bigeminy``,
+    ``trigeminy``, ``afib``: the share of the recording's time in episodes of each (an episode
+    lasts 20-90 s, atrial fibrillation 1-5 min)."""
+
+    ectopic_rate: float = 0.0
+    atrial_rate: float = 0.0
+    couplets: int = 0
+    runs: int = 0
+    pauses: int = 0
+    interpolated: int = 0
+    bigeminy: float = 0.0
+    trigeminy: float = 0.0
+    afib: float = 0.0
+
+    @property
+    def patterned(self) -> bool:
+        """Whether anything but isolated ventricular beats is asked for."""
+        return bool(self.atrial_rate or self.couplets or self.runs or self.pauses or self.interpolated) or bool(
+            self.bigeminy or self.trigeminy or self.afib
+        )
+
+
+@dataclass(frozen=True)
+class RhythmPlan:
+    """Beat times (s), MIT-BIH symbols (``N``, ``A``, ``V``), each beat's rhythm (``N`` sinus,
+    ``AFIB``, ``B`` bigeminy, ``T`` trigeminy, ``VT`` a run) and the events, each
+    ``(kind, first beat, last beat)`` as indices into the beats."""
+
+    times: np.ndarray
+    symbols: np.ndarray
+    rhythms: np.ndarray
+    events: list[tuple[str, int, int]]
+
+
+def _episodes(
+    duration_s: float, shares: list[tuple[str, float, tuple[float, float]]], rng: np.random.Generator
+) -> list[tuple[float, float, str]]:
+    """Disjoint ``(start_s, end_s, kind)`` episodes covering about each kind's share of the time."""
+    taken: list[tuple[float, float, str]] = []
+    for kind, share, (shortest, longest) in shares:
+        want = share * duration_s
+        tries = 0
+        while want > 1.0 and tries < 1000:
+            tries += 1
+            length = min(want, rng.uniform(shortest, longest), duration_s)
+            start = rng.uniform(0.0, max(duration_s - length, 0.0))
+            end = start + length
+            if any(start < e + 3.0 and end > s - 3.0 for s, e, _ in taken):  # sinus beats between episodes
+                continue
+            taken.append((start, end, kind))
+            want -= length
+    return sorted(taken)
+
+
+def _moments(duration_s: float, counts: list[tuple[str, int]], rng: np.random.Generator) -> list[tuple[float, str]]:
+    """``(time_s, kind)`` for each single event asked for, at random times."""
+    moments = [(float(rng.uniform(5.0, max(duration_s - 5.0, 6.0))), kind) for kind, n in counts for _ in range(n)]
+    return sorted(moments)
+
+
+def plan_rhythm(
+    duration_s: float, heart_rate_bpm: float, hrv: float, rhythm: Rhythm, rng: np.random.Generator
+) -> RhythmPlan:
+    """The beats of a recording of ``duration_s`` seconds at a mean sinus rate of ``heart_rate_bpm``
+    with relative variability ``hrv`` (respiratory, 0.1 Hz and random, as the plain simulator)."""
+    mean_rr = 60.0 / heart_rate_bpm
+    rsa, mayer = rng.uniform(0, 2 * np.pi, 2)
+
+    def sinus(t: float) -> float:
+        rr = mean_rr * (
+            1
+            + hrv * np.sin(2 * np.pi * 0.25 * t + rsa)
+            + 0.6 * hrv * np.sin(2 * np.pi * 0.1 * t + mayer)
+            + 0.5 * hrv * rng.standard_normal()
+        )
+        return float(np.clip(rr, 0.6 * mean_rr, 1.6 * mean_rr))
+
+    episodes = _episodes(
+        duration_s,
+        [("afib", rhythm.afib, (60.0, 300.0)), ("bigeminy", rhythm.bigeminy, (20.0, 90.0)),
+         ("trigeminy", rhythm.trigeminy, (20.0, 90.0))],
+        rng,
+    )  # fmt: skip
+    moments = _moments(
+        duration_s,
+        [("couplet", rhythm.couplets), ("run", rhythm.runs), ("pause", rhythm.pauses),
+         ("interpolated", rhythm.interpolated)],
+        rng,
+    )  # fmt: skip
+    times, symbols, rhythms = [float(rng.uniform(0.3, 0.3 + mean_rr))], ["N"], ["N"]
+    events: list[tuple[str, int, int]] = []
+
+    def beat(dt: float, symbol: str = "N", kind: str = "N") -> None:
+        times.append(times[-1] + dt)
+        symbols.append(symbol)
+        rhythms.append(kind)
+
+    def ectopic_pause(rr: float, coupled: float) -> None:  # the sinus beat after a ventricular one
+        beat(max(2 * rr - coupled, 0.35))
+
+    end = duration_s + 1.0  # beats just past the end still shape the last samples
+    while times[-1] < end:
+        t = times[-1]
+        episode = next((e for e in episodes if e[0] <= t < e[1]), None)
+        rr = sinus(t)
+        if episode is not None:
+            start_beat, (_, stop, kind) = len(times), episode
+            if kind == "afib":
+                while times[-1] < min(stop, end):
+                    beat(float(np.clip(rng.gamma(25.0, 0.8 * mean_rr / 25.0), 0.3, 2.0)), "N", "AFIB")
+            else:
+                every = 2 if kind == "bigeminy" else 3
+                label = "B" if kind == "bigeminy" else "T"
+                while times[-1] < min(stop, end):
+                    rr = sinus(times[-1])
+                    for _ in range(every - 2):
+                        beat(rr, "N", label)
+                    coupled = max(0.6 * rr, min(0.3, 0.9 * rr))
+                    beat(coupled, "V", label)
+                    ectopic_pause(rr, coupled)
+                    rhythms[-1] = label
+            first_v = next((i for i in range(start_beat, len(times)) if symbols[i] == "V"), start_beat)
+            events.append((kind, start_beat if kind == "afib" else first_v, len(times) - 1))
+            episodes.remove(episode)
+            beat(sinus(times[-1]))  # back to sinus rhythm
+            continue
+        if moments and moments[0][0] <= t:
+            _, kind = moments.pop(0)
+            first = len(times)
+            if kind in ("couplet", "run"):
+                n = 2 if kind == "couplet" else int(rng.integers(3, 9))
+                label = "VT" if kind == "run" else "N"
+                beat(max(0.55 * rr, 0.3), "V", label)
+                fast = float(rng.uniform(0.32, 0.42))  # 140-190 bpm
+                for _ in range(n - 1):
+                    beat(fast, "V", label)
+                events.append((kind, first, len(times) - 1))
+                beat(1.3 * rr)
+            elif kind == "pause":
+                beat(float(rng.uniform(2.2, 3.5)))
+                events.append((kind, first, first))  # (the beat that ends it)
+            elif rr - max(0.5 * rr, 0.3) >= 0.3:  # interpolated: where the sinus interval leaves room
+                coupled = max(0.5 * rr, 0.3)
+                beat(coupled, "V")
+                events.append((kind, first, first))
+                beat(rr - coupled + 0.04)  # the sinus beat after it, a little delayed
+            else:
+                beat(rr)
+            continue
+        draw = rng.random()
+        if draw < rhythm.ectopic_rate and symbols[-1] == "N":
+            coupled = max(0.6 * rr, min(0.3, 0.9 * rr))
+            beat(coupled, "V")
+            ectopic_pause(rr, coupled)
+        elif draw < rhythm.ectopic_rate + rhythm.atrial_rate and symbols[-1] == "N":
+            last = times[-1] - times[-2] if len(times) > 1 else rr  # early against the interval before it
+            beat(min(rr, last) * float(rng.uniform(0.65, 0.8)), "A")
+            beat(rr * 1.02)  # the sinus node reset: one sinus interval after it
+        else:
+            beat(rr)
+    return RhythmPlan(np.array(times), np.array(symbols), np.array(rhythms), events)
