@@ -58,6 +58,8 @@ def write_beat_files(
     scores: np.ndarray | None = None,
     flags: np.ndarray | None = None,
     quality: tuple[np.ndarray, np.ndarray] | None = None,
+    classes: tuple[np.ndarray, np.ndarray] | None = None,
+    rhythms: np.ndarray | None = None,
 ) -> dict[str, Path]:
     """Every R peak found, in three forms: ``beats.parquet`` (the sampling rate in its metadata),
     ``beats.csv``, and the WFDB annotation file ``<record>.qrs`` (see
@@ -66,8 +68,11 @@ def write_beat_files(
     Columns: each peak's sample, time (s), the RR interval before it (s, NaN for the first),
     whether segmentation kept it, with ``quality`` its correlation with the typical beat and the
     median of that over its stretch (``quality``, ``stretch_quality``; NaN where not kept; see
-    :func:`devicepipe.ecg.beat_quality`), and, for a learning run, its score (NaN where not
-    kept) and flag. Every array has shape ``(n_peaks,)``.
+    :func:`devicepipe.ecg.beat_quality`), with ``classes`` its AAMI class and why (``class``,
+    ``reason``; see :func:`devicepipe.ecg.ecg_classes`), and, for a learning run, its score (NaN
+    where not kept) and flag. Every array has shape ``(n_peaks,)``. The annotation file gives
+    each beat its class as its symbol, and ``rhythms`` (each beat's, ``(N``, ``(AFIB``, ...)
+    as rhythm annotations where it changes.
     """
 
     def parts() -> Iterator[dict[str, Any]]:
@@ -84,6 +89,8 @@ def write_beat_files(
             }
             if quality is not None:
                 columns.update(quality=quality[0][s:e], stretch_quality=quality[1][s:e])
+            if classes is not None:
+                columns.update({"class": classes[0][s:e], "reason": classes[1][s:e]})
             if scores is not None and flags is not None:
                 columns.update(score=scores[s:e], flagged=flags[s:e])
             yield columns
@@ -92,7 +99,10 @@ def write_beat_files(
         "beats.parquet": write_parquet(parts(), out / "beats.parquet", sampling_rate=sampling_rate),
         "beats.csv": write_csv(parts(), out / "beats.csv"),
     }
-    qrs = write_beat_annotations(out, record, peaks, sampling_rate, scores=scores, flags=flags)
+    symbols = None if classes is None else classes[0]
+    qrs = write_beat_annotations(
+        out, record, peaks, sampling_rate, scores=scores, flags=flags, symbols=symbols, rhythms=rhythms
+    )
     if qrs is not None:
         files[qrs.name] = qrs
     return files

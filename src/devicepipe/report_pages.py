@@ -253,6 +253,61 @@ def _learning_facts(summary: RunSummary, what: str) -> list[tuple[str, str]]:
     ]
 
 
+#: What each event kind is, as the Holter table says it.
+_EVENT_WORDS = {
+    "couplet": "couplets (two ventricular beats in a row)",
+    "run": "runs (three or more ventricular beats)",
+    "bigeminy": "bigeminy (every other beat ventricular)",
+    "trigeminy": "trigeminy (every third beat ventricular)",
+    "pause": "pauses (an interval over 2 s)",
+    "afib": "irregularly irregular rhythm (suspected atrial fibrillation)",
+}
+
+
+def _clock(seconds: float | None) -> str:
+    """``h:mm:ss`` from the recording's start."""
+    if seconds is None:
+        return "-"
+    whole = int(round(seconds))
+    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
+def _holter_sections(summary: RunSummary, scored: bool) -> list[_Section]:
+    """The Holter summary: beats per class, and the events (``scored``: the run also scored the
+    beats, and the page says which to read first)."""
+    h = summary.holter
+    if not h:
+        return []
+    first = (
+        "Read these first: each beat's class comes from its rhythm and its shape, whatever the share of "
+        "ectopic beats. The anomaly score below is for beats unusual beyond their class. "
+        if scored
+        else ""
+    )
+    text = (
+        f"{first}Classes (ANSI/AAMI EC57): N normal and bundle-branch block, S supraventricular ectopic, "
+        "V ventricular ectopic, F fusion, Q unclassifiable (in poor signal). Each beat's class and why are in "
+        "beats.parquet (class, reason) and the annotation file."
+    )
+    rows = [[name, _number(h.counts[name]), f"{h.burden_pct[name]:.2f} %", f"{h.per_hour[name]:,.1f}"]
+            for name in h.counts]  # fmt: skip
+    sections = [_Section("Beats by class", text, {"header": ["class", "beats", "share", "per hour"], "rows": rows})]
+    events = []
+    for kind, words in _EVENT_WORDS.items():
+        listed = h.listed.get(kind, [])
+        when = ", ".join(_clock(e["start_s"]) for e in listed[:5]) + (" ..." if len(listed) > 5 else "")
+        events.append([words, _number(h.events.get(kind, 0)), when or "-"])
+    facts = (
+        f"Heart rate: lowest one-minute median {_number(h.min_hr_bpm, 3)} bpm at {_clock(h.min_hr_at_s)}, highest "
+        f"{_number(h.max_hr_bpm, 3)} bpm at {_clock(h.max_hr_at_s)}, mean {_number(h.mean_hr_bpm, 3)} bpm. "
+        f"Longest run: {_number(h.longest_run_beats)} beats, fastest {_number(h.fastest_run_bpm, 3)} bpm; longest "
+        f"pause {_number(h.longest_pause_s, 3)} s; irregularly irregular rhythm {100 * h.af_share:.1f} % of the "
+        "recording. Times are from the recording's start (h:mm:ss)."
+    )
+    sections.append(_Section("Events", facts, {"header": ["event", "count", "first at"], "rows": events}))
+    return sections
+
+
 def _beats_page(
     summary: RunSummary,
     files: dict[str, Path],
@@ -265,6 +320,7 @@ def _beats_page(
     c = summary.counts
     facts = [("beats found", _number(c.beats_found)), ("beats kept", _number(c.beats_kept))] + facts
     facts += _accuracy_facts(summary) + _heart_rate_facts(summary) + _quality_facts(summary)
+    sections.extend(_holter_sections(summary, scored=False))
     names = ["excerpt.png", "heart_rate.png", "intervals.png", "quality.png"]
     sections.append(_Section("Beats", figures=_figures(files, names)))
     sections.extend(_accuracy_sections(summary))
@@ -327,6 +383,7 @@ def _ecg_page(
         *_heart_rate_facts(summary),
         *_quality_facts(summary),
     ]
+    sections.extend(_holter_sections(summary, scored=True))
     sections.extend(_reference_sections(summary) + _accuracy_sections(summary))
     if flagged is not None:
         sections.append(_flagged_section(flagged, summary.threshold))
@@ -370,6 +427,7 @@ def _score_page(
         *_accuracy_facts(summary),
         *_heart_rate_facts(summary),
     ]
+    sections.extend(_holter_sections(summary, scored=True))
     sections.extend(_reference_sections(summary) + _accuracy_sections(summary))
     if flagged is not None:
         sections.append(_flagged_section(flagged, summary.threshold))

@@ -344,6 +344,33 @@ class Distributed(Record):
 
 
 @_section
+class HolterSummary(Record):
+    """Each beat's AAMI class counted, and what a Holter report gives (see :mod:`devicepipe.holter`):
+    burden per class (count, percent, per hour), events of each kind counted (``events``) and
+    listed (``listed``, up to 100 of each), the longest and fastest run, the longest pause, the
+    lowest and highest one-minute heart rate and when, and the share in atrial fibrillation."""
+
+    method: str
+    classes: dict[str, str]
+    duration_s: float
+    beats: int
+    counts: dict[str, int]
+    burden_pct: dict[str, float]
+    per_hour: dict[str, float]
+    events: dict[str, int]
+    longest_run_beats: int | None
+    fastest_run_bpm: float | None
+    longest_pause_s: float | None
+    min_hr_bpm: float | None
+    min_hr_at_s: float | None
+    max_hr_bpm: float | None
+    max_hr_at_s: float | None
+    mean_hr_bpm: float | None
+    af_share: float
+    listed: dict[str, list[dict[str, Any]]]
+
+
+@_section
 class RunSummary(Record):
     """``summary.json`` of one run: ``beats``, ``ecg``, ``score``, ``train``, ``series`` or a
     ``score`` of a series; each holds the keys of its kind (see tests/contract)."""
@@ -364,6 +391,7 @@ class RunSummary(Record):
     counts: Counts
     beat_width: int
     heart_rate: HeartRate | None
+    holter: HolterSummary
     quality: Quality
     accuracy: Accuracy | None
     reference: Reference

@@ -211,9 +211,16 @@ def test_beats_on_a_simulated_csv(tmp_path):
     assert result.exit_code == 0, result.output
     assert "beats found" in result.stdout
     table = pq.read_table(out / "beats.parquet")
-    assert table.column_names == ["peak", "time_s", "rr_s", "kept", "quality", "stretch_quality"]
+    assert table.column_names == ["peak", "time_s", "rr_s", "kept", "quality", "stretch_quality", "class", "reason"]
     with open(tmp_path / "ecg.truth.csv", newline="") as fh:
-        truth = [int(r["sample"]) for r in csv.DictReader(fh)]
+        rows = list(csv.DictReader(fh))
+    truth = [int(r["sample"]) for r in rows]
+    # every simulated ventricular beat is classed V, and nothing else is
+    found = table.column("peak").to_numpy()
+    nearest = np.abs(found[None, :] - np.array(truth)[:, None]).argmin(1)
+    assert np.abs(found[nearest] - truth).max() <= 2
+    classes = np.array(table.column("class").to_pylist())[nearest]
+    assert list(classes) == [r["class"] for r in rows] and "V" in classes
 
     assert evaluate_beats(truth, table.column("peak").to_numpy(), 250, n_samples=180 * 250).f1 >= 0.99
     matrix = np.load(out / "beat_matrix.npy")

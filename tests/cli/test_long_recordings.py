@@ -9,15 +9,38 @@ import re
 
 import edfio
 import numpy as np
+import pandas as pd
 import pytest
 import wfdb
 from typer.testing import CliRunner
 
 from conftest import require_data
 from devicepipe.cli import app
+from devicepipe.pipelines import chunked as chunked_run
 
 runner = CliRunner()
 SAME = ("beats.parquet", "beats.csv", "beat_matrix.npy", "100.qrs")
+#: What a run in one piece adds: each beat's class (table columns, annotation symbols, rhythm annotations).
+CLASSES = ["class", "reason"]
+
+
+def assert_same_beats(whole, chunked, names=SAME):
+    """The files of a run in one piece and of one read in chunks hold the same beats; the one piece's
+    also each beat's class."""
+    for name in names:
+        a, b = whole / name, chunked / name
+        if name.endswith(".npy"):
+            assert a.read_bytes() == b.read_bytes(), name
+        elif name.endswith(".qrs"):
+            one, parts = (wfdb.rdann(str(p.with_suffix("")), "qrs") for p in (a, b))
+            beats = np.array(one.symbol) != "+"
+            np.testing.assert_array_equal(one.sample[beats], parts.sample)
+            assert set(parts.symbol) == {"N"}
+        else:
+            read = pd.read_parquet if name.endswith(".parquet") else pd.read_csv
+            one, parts = read(a), read(b)
+            assert list(one.columns) == [*parts.columns, *CLASSES], name
+            pd.testing.assert_frame_equal(one.drop(columns=CLASSES), parts)
 #: A recording read in chunks finds its beats on its first lead alone (on all of them, in one piece).
 FIRST_LEAD = ("--channel", "MLII")
 
@@ -51,14 +74,14 @@ def test_chunks_write_the_files_of_one_piece(tmp_path, monkeypatch, mode, parts)
         monkeypatch.setattr(heart, "hrv", lambda *a, **k: pytest.fail("the chunked run held its peaks in memory"))
     chunked = beats(record, "--out", tmp_path / "chunked", "--mode", mode, "--no-figures", "--chunk", "2min")
     assert whole.exit_code == 0 and chunked.exit_code == 0, chunked.output
-    for name in SAME:
-        assert (tmp_path / "whole" / name).read_bytes() == (tmp_path / "chunked" / name).read_bytes(), name
+    assert_same_beats(tmp_path / "whole", tmp_path / "chunked")
     summary = json.loads((tmp_path / "chunked" / "summary.json").read_text())
     assert summary["chunked"]["chunks"] == 16 and summary["n_samples"] == 650_000
     one = json.loads((tmp_path / "whole" / "summary.json").read_text())
     assert "chunked" not in one
-    for key in ("counts", "heart_rate", "quality", "warnings"):  # HRV and quality from parts on disk
+    for key in ("counts", "heart_rate", "quality"):  # HRV and quality from parts on disk
         assert summary[key] == one[key], key
+    assert summary["warnings"] == [*one["warnings"], chunked_run.NO_CLASSES] and "holter" not in summary
     assert one["heart_rate"]["n_ectopic"] > 0 and one["quality"]["beats_rated"] > 2000
     spectral = one["heart_rate"]["frequency"]  # from the same NN intervals as the time domain
     assert spectral["n_intervals"] == one["heart_rate"]["n_intervals"] and spectral["lf_ms2"] > 0
@@ -87,8 +110,7 @@ def test_a_tiny_chunk_is_raised_to_the_detectors_smallest(tmp_path):
     assert chunked["seconds_per_chunk"] >= 1.0  # (the detector aligns its chunks to whole blocks of beats)
     assert chunked["chunks"] == -(-650_000 // chunked["samples_per_chunk"])
     assert beats(record, "--out", tmp_path / "whole", "--no-figures", *FIRST_LEAD).exit_code == 0
-    for name in SAME:
-        assert (tmp_path / "whole" / name).read_bytes() == (tmp_path / "o" / name).read_bytes(), name
+    assert_same_beats(tmp_path / "whole", tmp_path / "o")
 
 
 def test_a_small_memory_budget_switches_chunking_on(tmp_path):
@@ -118,8 +140,7 @@ def test_a_csv_is_counted_only_when_its_size_could_exceed_the_budget(tmp_path, m
     small = beats(path, "--sampling-rate", 250, "--out", tmp_path / "small", "--memory-budget", "100KB", "--no-figures")
     assert small.exit_code == 0, small.output
     assert len(counted) == 1 and "chunked" in json.loads((tmp_path / "small" / "summary.json").read_text())
-    for name in ("beats.parquet", "beat_matrix.npy"):
-        assert (tmp_path / "fits" / name).read_bytes() == (tmp_path / "small" / name).read_bytes(), name
+    assert_same_beats(tmp_path / "fits", tmp_path / "small", ("beats.parquet", "beat_matrix.npy"))
 
 
 @pytest.mark.parametrize(

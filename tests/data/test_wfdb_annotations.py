@@ -13,8 +13,18 @@ def test_beats_writes_annotations_wfdb_reads_back(tmp_path):
     record = require_data("mitdb/100")
     result = run_beats(record, tmp_path / "r", device="cpu", figures=False)
     ann = rdann(str(tmp_path / "r" / "100"), "qrs")
-    np.testing.assert_array_equal(ann.sample, result.peaks)
-    assert set(ann.symbol) == {"N"} and ann.fs == 360
+    beats = np.array(ann.symbol) != "+"  # a rhythm annotation before the first beat: "(N"
+    assert list(np.array(ann.symbol)[~beats]) == ["+"] and ann.aux_note[0] == "(N" and ann.sample[0] == result.peaks[0]
+    np.testing.assert_array_equal(ann.sample[beats], result.peaks)
+    assert ann.fs == 360
+    # each beat's symbol is its class; against the cardiologists' annotations of the same record
+    reference = rdann(str(record), "atr")
+    ours = dict(zip(ann.sample[beats].tolist(), np.array(ann.symbol)[beats], strict=True))
+    near = {s: next((ours[p] for p in range(s - 20, s + 21) if p in ours), None) for s in reference.sample}
+    classed = [(sym, near[s]) for s, sym in zip(reference.sample, reference.symbol, strict=True) if sym in "NAV"]
+    assert sum(ref == "A" and got == "S" for ref, got in classed) >= 0.8 * 33  # MIT-BIH 100's 33 atrial premature
+    assert sum(ref == "V" and got == "V" for ref, got in classed) == 1  # ... and its one ventricular beat
+    assert sum(ref == "N" and got != "N" for ref, got in classed) <= 0.01 * 2239
     csv = np.loadtxt(tmp_path / "r" / "beats.csv", delimiter=",", skiprows=1, usecols=0)
     np.testing.assert_array_equal(csv, result.peaks)
 

@@ -511,3 +511,42 @@ def test_a_parquet_page_that_contradicts_the_file_s_statistics_is_refused(tmp_pa
         ReadError, match=r"ecg.parquet is damaged: column 'ecg' of row group 1 holds values .* to 1e\+06"
     ):
         read_series(path, sampling_rate=100, **kwargs)
+
+
+@pytest.mark.parametrize("block", [1, 7, 65_536])
+@pytest.mark.parametrize("scored", [False, True])
+def test_beat_classes_and_rhythm_changes_are_the_bytes_wfdb_wrann_writes(tmp_path, monkeypatch, block, scored):
+    # each beat its AAMI class as its symbol; a rhythm annotation ("+", the rhythm in its note)
+    # before the first beat and at every change, as MIT-BIH's files hold them
+    import wfdb
+
+    from devicepipe.io import write_beat_annotations
+
+    monkeypatch.setattr("devicepipe.io.wfdb.ANNOTATION_BLOCK", block)
+    rng = np.random.default_rng(block)
+    n = 200
+    samples = np.sort(rng.integers(50, 400, n).cumsum())
+    symbols = rng.choice(list("NNNNSVFQ"), n)
+    rhythms = np.repeat(rng.choice(["(N", "(AFIB", "(B", "(VT"], 12), -(-n // 12))[:n]
+    flags = rng.random(n) < 0.3 if scored else None
+    scores = rng.random(n) if scored else None
+    ours = write_beat_annotations(tmp_path, "rec", samples, 250.0, scores=scores, flags=flags, symbols=symbols,
+                                  rhythms=rhythms)  # fmt: skip
+    at, symbol, num, notes, last = [], [], [], [], None
+    for i in range(n):
+        if rhythms[i] != last:
+            last = rhythms[i]
+            at, symbol, num, notes = [*at, samples[i]], [*symbol, "+"], [*num, 0], [*notes, last]
+        at.append(samples[i])
+        symbol.append(symbols[i])
+        num.append(int(flags[i]) if scored else 0)
+        notes.append(f"{'flagged, ' if flags[i] else ''}score {scores[i]:.4g}" if scored else "")
+    (tmp_path / "wrann").mkdir()
+    wfdb.wrann("rec", "qrs", np.array(at), symbol=symbol, num=np.array(num), aux_note=notes, fs=250.0,
+               write_dir=str(tmp_path / "wrann"))  # fmt: skip
+    assert ours.read_bytes() == (tmp_path / "wrann" / "rec.qrs").read_bytes()
+    back = wfdb.rdann(str(tmp_path / "rec"), "qrs")
+    beats = np.array(back.symbol) != "+"
+    assert list(np.array(back.symbol)[beats]) == list(symbols)
+    assert [note for s, note in zip(back.symbol, back.aux_note, strict=True) if s == "+"][:2] == [rhythms[0],
+        rhythms[np.flatnonzero(rhythms != rhythms[0])[0]]]  # fmt: skip

@@ -222,11 +222,17 @@ def write_beat_annotations(
     scores: np.ndarray | None = None,
     flags: np.ndarray | None = None,
     extension: str = DETECTOR_EXTENSION,
+    symbols: np.ndarray | None = None,
+    rhythms: np.ndarray | None = None,
 ) -> Path | None:
     """Write beats as a WFDB annotation file ``directory/record.extension``: the bytes of
     ``wfdb.wrann``, encoded by wfdb's own field encoder a block of beats at a time.
 
-    Every beat is ``N`` (a detected beat, type unknown). With ``scores``, each beat's anomaly
+    Every beat is ``N`` (a detected beat, type unknown), or its symbol in ``symbols`` (the AAMI
+    classes ``N``, ``S``, ``V``, ``F``, ``Q`` are WFDB beat symbols). With ``rhythms`` (each beat's
+    rhythm, ``(N``, ``(AFIB``, ...), a rhythm annotation (``+``, the rhythm in its ``aux_note``)
+    precedes the first beat and every beat whose rhythm differs from the one before, as MIT-BIH's
+    annotators write them. With ``scores``, each beat's anomaly
     score is its ``aux_note`` (``score 0.0123``; ``not scored`` for NaN); with ``flags``, a flagged beat has ``num`` 1
     and ``flagged`` in its note, others ``num`` 0. wfdb-python, the WFDB tools (``rdann``,
     ``bxb -r RECORD -a atr qrs``) and PhysioNet's viewers read it. Written atomically.
@@ -252,7 +258,7 @@ def write_beat_annotations(
     final = out / f"{record}.{extension}"
     with atomic_path(final) as tmp, open(tmp, "wb") as f:
         f.write(np.asarray([*head, *_END_SPECIAL], dtype=np.uint8).tobytes())
-        previous, num = 0, 0
+        previous, num, rhythm = 0, 0, ""
         for first in range(0, n, ANNOTATION_BLOCK):
             words: list[int] = []
             block = slice(first, min(n, first + ANNOTATION_BLOCK))
@@ -261,8 +267,18 @@ def write_beat_annotations(
                 raise ValueError("write_beat_annotations(): samples must be increasing and not negative.")
             marked = None if flags is None else np.asarray(flags[block], dtype=bool)
             values = None if scores is None else np.asarray(scores[block], dtype=np.float64)
+            kinds = None if symbols is None else np.asarray(symbols[block]).astype(str)
+            changes = None if rhythms is None else np.asarray(rhythms[block]).astype(str)
             for i, sample in enumerate(own.tolist()):
-                words += field2bytes("samptype", [sample - previous, "N"], typecodes)
+                if changes is not None and changes[i] != rhythm:
+                    rhythm = str(changes[i])
+                    words += field2bytes("samptype", [sample - previous, "+"], typecodes)
+                    if num:  # (a rhythm annotation is not flagged)
+                        num = 0
+                        words += field2bytes("num", num, typecodes)
+                    words += field2bytes("aux_note", rhythm, typecodes)
+                    previous = sample
+                words += field2bytes("samptype", [sample - previous, "N" if kinds is None else kinds[i]], typecodes)
                 previous = sample
                 flagged = marked is not None and bool(marked[i])
                 if marked is not None and int(flagged) != num:  # num is carried: written when it changes

@@ -3,7 +3,7 @@ its files written, its result."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +35,13 @@ from devicepipe.outputs import (
     write_summary,
 )
 from devicepipe.pipelines.checks import _accuracy, _record_name, _reference_in, median_heart_rate, rate_warnings
+from devicepipe.pipelines.classes import Labelled, label_beats
 from devicepipe.pipelines.context import BEATS_MODE, PEAK_METHOD, _Run, _to_host
 from devicepipe.pipelines.quality import _quality_columns, _quality_summary
 from devicepipe.pipelines.reading import _first_lead
 from devicepipe.pipelines.results import BeatsResult
 from devicepipe.report import REPORT_NAME, write_report
-from devicepipe.summaries import RunSummary
+from devicepipe.summaries import HolterSummary, RunSummary
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ def _finish_beats(
     with run.stage("segment"):
         beats = ecg_segment(rec.samples, peaks, fs, mode=opts.mode)
         quality = beat_quality(beats)
+    labelled = label_beats(run, rec, peaks)
     with run.stage("transfer"):
         host = _to_host({"peaks": peaks, "kept": beats.kept, "matrix": beats.matrix})
         signal = rec.samples.cpu().numpy() if opts.figures else None
@@ -91,12 +93,14 @@ def _finish_beats(
                 columns,
                 quality=_quality_summary(quality, beats.peaks, rec.n_samples, fs),
                 rated=(quality, beats.peaks, rec.n_samples),
+                labelled=labelled,
                 **leads,
             )  # fmt: skip
         )
     remove_stale(run.out, run.earlier, list(files))  # (a directory holds one run)
     found_on = tuple(leads.get("beats_found_on_leads", ()))
-    return _beats_result(run, rec, rec.n_samples, host["peaks"], beats, files, checked, found_on)
+    result = _beats_result(run, rec, rec.n_samples, host["peaks"], beats, files, checked, found_on)
+    return replace(result, holter=HolterSummary.from_dict(labelled.summary()))
 
 
 @dataclass(frozen=True)
@@ -150,18 +154,25 @@ def _write_beats(
     opts: BeatsOptions,
     quality_columns: tuple[np.ndarray | Stored, np.ndarray | Stored] | None = None,
     rated: tuple[BeatQuality, torch.Tensor, int] | None = None,
+    labelled: Labelled | None = None,
     **more: Any,
 ) -> dict[str, Path]:
     """Every file of a beats run but the matrix (written into ``stage`` before: listed with the
     rest), ``summary.json`` last (``quality_columns``: the
     beat table's quality columns; ``rated``: the beats' quality, their R peaks and the
-    recording's length, for ``quality.png``; ``more``: the summary's extra fields). The R peaks,
+    recording's length, for ``quality.png``; ``labelled``: each beat's class and the Holter
+    summary, none for a run read in chunks; ``more``: the summary's extra fields). The R peaks,
     ``kept`` and the columns may be held on disk (:class:`Stored`): the files are written from
     parts of them, and only the figures read them whole."""
     fs, peaks = rec.sampling_rate, checked.host_peaks
     run.note(f"found {peaks.size:,} beats, writing {run.out}")
     files = {"beat_matrix.npy": stage / "beat_matrix.npy"}
-    files.update(write_beat_files(stage, _record_name(rec), peaks, kept, fs, quality=quality_columns))
+    classes, rhythms = (labelled.columns, labelled.holter.rhythms) if labelled else (None, None)
+    files.update(
+        write_beat_files(
+            stage, _record_name(rec), peaks, kept, fs, quality=quality_columns, classes=classes, rhythms=rhythms
+        )
+    )
     # every R peak in memory for the figures (peaks held on disk stay there without them)
     every = peaks if isinstance(peaks, np.ndarray) else peaks[:] if signal is not None else None
     made = Made("beats", stage, rec=rec, signal=signal, peaks=every, beats=beats, reference=checked.reference,
@@ -180,6 +191,8 @@ def _write_beats(
         "warnings": checked.warnings,
         **more,
     }
+    if labelled is not None:
+        summary["holter"] = labelled.summary()
     typed = RunSummary.from_dict(summary)
     files[REPORT_NAME] = write_report(stage, "beats", typed, files)
     write_summary(stage, typed, files)

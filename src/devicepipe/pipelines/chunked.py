@@ -68,6 +68,13 @@ def _check_chunk(chunk: int | str, method: str) -> None:
         raise DevicepipeError(f"chunk must be a positive number of samples, got {chunk}.")
 
 
+#: What a run read in chunks leaves out.
+NO_CLASSES = (
+    "the beats' classes and the Holter summary need the recording in one piece and were not made for this "
+    "run, read in chunks: raise the memory budget, or drop chunk, to have them"
+)
+
+
 def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | None:
     """Samples per chunk for this recording, or None to detect it in one piece (every lead of
     it, where its beats are to be found on several)."""
@@ -132,6 +139,7 @@ def _run_beats_chunked(
                 start=first, stop=min(n, first + int(round(10 * fs))), encoding=opts.encoding,
             )  # fmt: skip
         checked = _check_beats(run, rec, n, peaks, peaks, ref, opts)
+        checked = replace(checked, warnings=[*checked.warnings, NO_CLASSES])
         release_freed_memory()
         held.append("kept", torch.zeros(0, dtype=torch.bool))  # (a bool mask, even of no beats)
         for part in segment_kept_parts(peaks, n, fs, part=context.BEAT_PART, mode=opts.mode):

@@ -35,6 +35,7 @@ from devicepipe.outputs import (
     write_beat_files,
 )
 from devicepipe.pipelines.checks import _record_name, _reference_counts, detection_accuracy
+from devicepipe.pipelines.classes import Labelled, label_beats
 from devicepipe.pipelines.context import (
     BEAT_WIDTH,
     ECG_MODE,
@@ -108,6 +109,7 @@ def run_ecg(
     identity |= {} if min_quality is None else {"min_quality": min_quality}
     check_before_start(run.out, settings, identity)
     rec, peaks, beats, leads = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan, encoding)
+    labelled = label_beats(run, rec, peaks)
     data, quality, usable, scaler = _training_rows(run, rec, beats, width, min_quality)
     detector = _detector(settings, run.device, model="vae", width=vae.width, scaling="none")
     extra = {"scaler": scaler.state_dict(), "identity": identity}
@@ -130,10 +132,13 @@ def run_ecg(
     if ref is not None:
         label_with_reference(host, ref, rec)
     with run.stage("write"):
-        files = _write_ecg(run, rec, signal, host, learned, beats, quality, _beat_geometry(beats, method, width))
+        files = _write_ecg(
+            run, rec, signal, host, learned, beats, quality, _beat_geometry(beats, method, width), labelled
+        )
     summary = {
         **input_summary(source, rec, run.device),
         **leads,
+        "holter": labelled.summary(),
         "settings": {**settings.to_dict(), "mode": mode, "width": width, "method": method},
         **_ecg_scores_summary(host, heart_rate, learned, rec.sampling_rate),
         "quality": _quality_summary(quality, beats.peaks, rec.n_samples, rec.sampling_rate, min_quality),
@@ -155,10 +160,11 @@ def _write_ecg(
     beats: Beats,
     quality: BeatQuality,
     geometry: dict[str, Any],
+    labelled: Labelled,
 ) -> dict[str, Path]:
-    """Every file of an ECG run but its report and summary: the beat files and scores, the model
-    (with the ``geometry`` of its rows), the figures."""
-    files, leading = _scored_beat_files(run, rec, host, "truth" in host, quality)
+    """Every file of an ECG run but its report and summary: the beat files (with each beat's
+    class) and scores, the model (with the ``geometry`` of its rows), the figures."""
+    files, leading = _scored_beat_files(run, rec, host, "truth" in host, quality, labelled)
     made = Made(
         "ecg", run.out, host, rec=rec, signal=signal, histories=learned.histories,
         threshold=learned.scores.threshold, warning=learned.unsettled, leading=leading,
@@ -265,17 +271,22 @@ def _ecg_scores_summary(
 
 
 def _scored_beat_files(
-    run: _Run, rec: Recording, host: dict[str, np.ndarray], labelled: bool, quality: BeatQuality
+    run: _Run,
+    rec: Recording,
+    host: dict[str, np.ndarray],
+    labelled: bool,
+    quality: BeatQuality,
+    classes: Labelled,
 ) -> tuple[dict[str, Path], dict[str, np.ndarray]]:
-    """The beat files of a scored run (every R peak with its quality, score and flag: NaN and
-    False where the beat was not kept), and the leading columns of its per-beat table (peak,
+    """The beat files of a scored run (every R peak with its quality, class, score and flag: NaN
+    and False where the beat was not kept), and the leading columns of its per-beat table (peak,
     time, and the reference label when ``labelled``)."""
     fs, n = rec.sampling_rate, host["all_peaks"].size
     per_peak, flagged_peak = np.full(n, np.nan), np.zeros(n, bool)
     per_peak[host["kept"]], flagged_peak[host["kept"]] = host["scores"], host["flags"]
     files = write_beat_files(
         run.out, _record_name(rec), host["all_peaks"], host["kept"], fs, scores=per_peak, flags=flagged_peak,
-        quality=_quality_columns(quality, host["kept"]),
+        quality=_quality_columns(quality, host["kept"]), classes=classes.columns, rhythms=classes.holter.rhythms,
     )  # fmt: skip
     leading = {"peak": host["peaks"], "time_s": host["peaks"] / fs}
     if labelled:

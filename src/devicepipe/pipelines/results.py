@@ -14,7 +14,7 @@ from devicepipe.ecg import (
     BeatScore,
 )
 from devicepipe.pipelines.checks import median_heart_rate
-from devicepipe.summaries import RunSummary
+from devicepipe.summaries import HolterSummary, RunSummary
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class BeatsResult:
     median_bpm: float | None = None  # found with the beats (else from the peaks when asked)
     reference: str | None = None  # the reference the beats were scored against (``score``)
     leads: tuple[str, ...] = ()  # the leads the beats were found on together (none: on ``channel`` alone)
+    holter: HolterSummary | None = None  # each beat's class counted, and the events (none: read in chunks)
 
     @property
     def mean_heart_rate_bpm(self) -> float | None:

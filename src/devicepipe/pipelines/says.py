@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
 from devicepipe.pipelines.results import BeatsResult, LearnResult
-from devicepipe.summaries import RunSummary, held
+from devicepipe.summaries import HolterSummary, RunSummary, held
 from devicepipe.units import format_duration
 
 
@@ -23,6 +23,7 @@ def beats_lines(result: BeatsResult) -> list[str]:
         f"kept by segmentation: {kept:,} ({100 * result.beats.share_kept:.1f} %), "
         f"matrix {tuple(result.beats.matrix.shape)}",
         "seconds: " + ", ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()),
+        *holter_lines(result.holter),
     ]
     if result.score is not None:
         s = result.score
@@ -32,6 +33,25 @@ def beats_lines(result: BeatsResult) -> list[str]:
             f"{1000 * MATCH_TOLERANCE_S:.0f} ms): {s}"
         )
     return lines
+
+
+def holter_lines(h: HolterSummary | None) -> list[str]:
+    """Beats per class, and the events found, in two lines (none for a run without classes)."""
+    if not h:
+        return []
+    shares = ", ".join(
+        f"{name} {h.counts[name]:,}" + (f" ({h.burden_pct[name]:.1f} %)" if name in "SV" and h.counts[name] else "")
+        for name in h.counts
+    )
+    e = h.events
+    runs = f" (longest {h.longest_run_beats} beats, fastest {h.fastest_run_bpm:.0f} bpm)" if e.get("run") else ""
+    pauses = f" (longest {h.longest_pause_s:.2f} s)" if e.get("pause") else ""
+    events = (
+        f"events: {e.get('couplet', 0)} couplets, {e.get('run', 0)} runs{runs}, {e.get('bigeminy', 0)} bigeminy and "
+        f"{e.get('trigeminy', 0)} trigeminy episodes, {e.get('pause', 0)} pauses over 2 s{pauses}; irregularly "
+        f"irregular rhythm {100 * h.af_share:.1f} % of the recording"
+    )
+    return [f"beats by class: {shares}", events]
 
 
 def ecg_lines(result: LearnResult) -> list[str]:
@@ -47,7 +67,8 @@ def ecg_lines(result: LearnResult) -> list[str]:
             f"{left:,} beats of poor signal quality (under {s.quality.poor_below:g}) left out of training "
             "and out of the flags"
         )
-    lines += label_lines(s) + [training_line(s), "seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in s.seconds.items())]
+    lines += holter_lines(s.holter) + label_lines(s)
+    lines += [training_line(s), "seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in s.seconds.items())]
     return lines
 
 
@@ -58,6 +79,7 @@ def score_lines(result: LearnResult) -> list[str]:
         f"{c.beats_found:,} beats found, {c.beats_kept:,} scored, {c.flagged:,} flagged as anomalous "
         f"({100 * s.flag_rate:.2f} %; the model's threshold {s.threshold:.4g}, "
         f"trained on {s.model.training_beats:,} beats)",
+        *holter_lines(s.holter),
         *label_lines(s),
     ]
 

@@ -26,6 +26,7 @@ from devicepipe.outputs import (
     write_summary,
 )
 from devicepipe.pipelines.checks import _reference_counts, detection_accuracy, rate_warnings
+from devicepipe.pipelines.classes import label_beats
 from devicepipe.pipelines.context import Progress, _Run, _start, _to_host
 from devicepipe.pipelines.ecg import _flagged_beats, _scored_beat_files
 from devicepipe.pipelines.learning import _fitted_model, _model_summary, beat_rows, model_rows
@@ -79,6 +80,7 @@ def run_score(
     )
     if beats.matrix.shape[0] == 0:
         raise _no_beats(rec, peaks)
+    labelled = label_beats(run, rec, peaks)
     with run.stage("scale"):
         # as the model's rows were made (older models: neither levelled nor aligned)
         level, align = bool(geometry.get("baseline")), bool(geometry.get("aligned"))
@@ -100,13 +102,13 @@ def run_score(
     if ref is not None:
         label_with_reference(host, ref, rec)
     with run.stage("write"):
-        files, leading = _scored_beat_files(run, rec, host, ref is not None, beat_quality(beats))
+        files, leading = _scored_beat_files(run, rec, host, ref is not None, beat_quality(beats), labelled)
         made = Made(
             "score", run.out, host, rec=rec, signal=signal, threshold=detector.threshold_, leading=leading,
             beat_rate=detector.width_ / beats.window_s, reference=host.get("reference_peaks"),
         )  # fmt: skip
         files.update(write_artifacts(made))
-    summary = {**_score_summary(source, rec, run, detector, host, heart_rate), **leads}
+    summary = {**_score_summary(source, rec, run, detector, host, heart_rate), **leads, "holter": labelled.summary()}
     if ref is not None:
         summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
         summary["accuracy"] = detection_accuracy(ref, rec, host["all_peaks"])

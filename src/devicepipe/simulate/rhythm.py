@@ -84,7 +84,7 @@ def _episodes(
         tries = 0
         while want > 1.0 and tries < 1000:
             tries += 1
-            length = min(want, rng.uniform(shortest, longest), duration_s)
+            length = min(rng.uniform(shortest, longest), duration_s)  # (the last may pass the share)
             start = rng.uniform(0.0, max(duration_s - length, 0.0))
             end = start + length
             if any(start < e + 3.0 and end > s - 3.0 for s, e, _ in taken):  # sinus beats between episodes
@@ -190,7 +190,9 @@ def plan_rhythm(
                 beat(rr)
             continue
         draw = rng.random()
-        if draw < rhythm.ectopic_rate and symbols[-1] == "N":
+        if any(0 <= e[0] - t < 3 * mean_rr for e in episodes):  # an episode's first beat is its own
+            beat(rr)
+        elif draw < rhythm.ectopic_rate and symbols[-1] == "N":
             coupled = max(0.6 * rr, min(0.3, 0.9 * rr))
             beat(coupled, "V")
             ectopic_pause(rr, coupled)

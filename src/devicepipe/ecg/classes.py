@@ -1,0 +1,325 @@
+"""Every beat labelled with its AAMI EC57 class, from rhythm and morphology, at any burden of ectopy.
+
+A cardiologist reads rhythm first (is the beat early? is the pause after it compensatory?) and
+shape second (is the QRS wide, unlike the others, without its P wave?). So does
+:func:`ecg_classes`:
+
+1. **Shape families.** Each beat's QRS (0.1 s either side of its R peak, less the baseline) is
+   compared with the others by correlation; families are gathered greedily (the beat most like
+   the most others, and every beat within :data:`FAMILY_CORR` of its family's median shape),
+   largest first.
+2. **The rhythm around each beat.** The interval before it and after it, against the local
+   rhythm: the median, over :data:`RHYTHM_BEATS` beats either side, of the mean of each beat's
+   two intervals. That mean is one sinus interval around an isolated ectopic beat, and in
+   bigeminy too, so the reference holds whether ectopy is rare or every other beat.
+3. **The normal family** is not simply the largest: at 50 % ventricular beats it may not be.
+   It is the largest family that is not early as a family (its median beat comes at least
+   :data:`ON_TIME` of the local interval after the one before), else the largest.
+4. **Each beat:** *V* where its QRS is wide against the normal family's (the span holding the
+   middle 80 % of its slope energy, :data:`WIDE` times the normal one's or more), or unlike the
+   normal shape (under :data:`SAME_SHAPE`) and early; *F* where its shape lies between the
+   normal one and a ventricular family's while on time; *S* where its shape is normal but it
+   comes early (under :data:`EARLY`, or under :data:`ON_TIME` with a P wave unlike the normal
+   one), outside stretches of irregularly irregular rhythm; *Q* where its shape is not the
+   normal one and the signal around it is too poor to tell why (in a 10-s stretch where even
+   the upper quartile of the beats is unlike the normal shape: noise and motion make shapes
+   that are neither); else *N*.
+5. **Irregularly irregular rhythm** (suspected atrial fibrillation): where under
+   :data:`IRREGULAR` of the normal-to-normal intervals around a beat (:data:`IRREGULAR_BEATS`
+   either side) lie within :data:`TYPICAL_SHARE` of their median (gaps under
+   :data:`IRREGULAR_GAP` beats between two such stretches closed). Sinus rhythm keeps most of
+   its intervals near the typical one, early beats or not (ventricular ones are left out of the
+   intervals); fibrillation has no typical interval. Early beats there are not called S (every
+   beat of fibrillation comes at a random time).
+
+Every step is a tensor operation on the signal's device but the greedy families (a few passes
+over the beats) and the rules (a few comparisons per beat), which run on the host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from devicepipe.ecg.baseline import ecg_baseline
+from devicepipe.errors import DevicepipeError
+
+__all__ = ["BEAT_CLASSES", "BeatClasses", "ecg_classes"]
+
+#: The AAMI EC57 classes, in words.
+BEAT_CLASSES = {
+    "N": "normal (and bundle-branch block)",
+    "S": "supraventricular ectopic",
+    "V": "ventricular ectopic",
+    "F": "fusion of ventricular and normal",
+    "Q": "unclassifiable",
+}
+#: QRS window either side of the R peak, s.
+QRS_S = 0.10
+#: How far a beat's centre may move to this lead's own R peak, s.
+CENTRE_S = 0.03
+#: The P wave's window before the R peak, s (from, to).
+P_WINDOW_S = (0.30, 0.10)
+#: Correlation with a family's median shape that joins a beat to it.
+FAMILY_CORR = 0.90
+#: The most families gathered; the beats left over belong to none.
+MAX_FAMILIES = 8
+#: A family smaller than this share of the beats is not a candidate for the normal one.
+NORMAL_MIN_SHARE = 0.05
+#: Beats either side whose intervals make the local rhythm (and the irregularity measure).
+RHYTHM_BEATS = 8
+#: Correlation with the normal shape at and above which a QRS has the normal shape.
+SAME_SHAPE = 0.85
+#: A QRS this many times the normal one's width is wide.
+WIDE = 1.35
+#: A beat whose interval before is under this share of the local one is early.
+EARLY = 0.82
+#: ... and one under this share is early enough to be S when its P wave is unlike the normal one.
+ON_TIME = 0.90
+#: P wave correlation with the normal one under which a P wave is unlike it.
+OTHER_P = 0.5
+#: Normal-to-normal intervals either side whose spread says whether a rhythm is irregular.
+IRREGULAR_BEATS = 20
+#: Gaps of fewer beats than this between two stretches of irregular rhythm are closed.
+IRREGULAR_GAP = 20
+#: A rhythm is irregularly irregular where fewer than this share of the normal-to-normal
+#: intervals around a beat lie within :data:`TYPICAL_SHARE` of their median (sinus rhythm,
+#: even with frequent early beats: most; atrial fibrillation, intervals spread about 20 %: a third).
+IRREGULAR = 0.55
+TYPICAL_SHARE = 0.10
+#: Half the span of the central difference that measures a QRS's slope, s.
+SLOPE_S = 0.008
+#: Stretch (s) whose beats' likeness to the normal shape says whether its signal is good.
+STRETCH_S = 10.0
+#: A stretch where a quarter of the beats or more are not this much like the normal shape (the
+#: upper quartile of their correlation is lower) has poor signal: a clean one's is about 0.98,
+#: even in bigeminy, where half its beats have another shape.
+CLEAN_CORR = 0.90
+
+
+@dataclass(frozen=True)
+class BeatClasses:
+    """Each beat's class and why, and what the classes were read from.
+
+    Attributes
+    ----------
+    labels : ``(n,)`` str array: ``"N"``, ``"S"``, ``"V"``, ``"F"`` or ``"Q"`` per R peak.
+    reasons : ``(n,)`` str array: a few words each (``"premature"``, ``"wide QRS"``, ...).
+    family : ``(n,)`` int array: each beat's shape family (0 the largest; -1 none).
+    normal_family : the family read as normal.
+    prematurity : ``(n,)``: the interval before each beat over the local interval.
+    width_ms : ``(n,)``: each QRS's width (the middle 80 % of its slope energy), ms.
+    irregular : ``(n,)`` bool: the beat lies in a stretch of irregularly irregular rhythm.
+    """
+
+    labels: np.ndarray
+    reasons: np.ndarray
+    family: np.ndarray
+    normal_family: int
+    prematurity: np.ndarray
+    width_ms: np.ndarray
+    irregular: np.ndarray
+
+    def counts(self) -> dict[str, int]:
+        """Beats per class, every class named."""
+        return {name: int((self.labels == name).sum()) for name in BEAT_CLASSES}
+
+
+def _windows(x: torch.Tensor, centres: torch.Tensor, before: int, after: int) -> torch.Tensor:
+    """``(n, before + after)`` samples of ``x`` from ``centre - before`` (edges repeated)."""
+    pos = centres[:, None] + torch.arange(-before, after, device=x.device)
+    return x[pos.clamp(0, x.shape[0] - 1)]
+
+
+def _centred(x: torch.Tensor, peaks: torch.Tensor, fs: float) -> torch.Tensor:
+    """Each peak moved to this lead's own extremum within :data:`CENTRE_S`, in the direction of
+    its typical QRS (beats found on another lead, or on all of them, are a few ms off this one's)."""
+    reach = max(1, round(CENTRE_S * fs))
+    near = _windows(x, peaks, reach, reach + 1)
+    sign = 1.0 if float(x[peaks.clamp(0, x.shape[0] - 1)].median()) >= 0 else -1.0
+    return (peaks + (sign * near).argmax(1) - reach).clamp(0, x.shape[0] - 1)
+
+
+def _levelled(signal: torch.Tensor, fs: float) -> torch.Tensor:
+    """``signal`` less its baseline (:func:`~devicepipe.ecg.baseline.ecg_baseline`), float32."""
+    coarse, step = ecg_baseline(signal, fs)
+    at = (torch.arange(signal.shape[0], device=signal.device) // step).clamp(max=coarse.shape[0] - 1)
+    return signal.float() - coarse[at]
+
+
+def _unit(rows: torch.Tensor) -> torch.Tensor:
+    """Rows less their mean, scaled to unit length (a flat row stays zero)."""
+    rows = rows - rows.mean(1, keepdim=True)
+    return rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-12)
+
+
+def _families(shapes: torch.Tensor) -> tuple[np.ndarray, torch.Tensor]:
+    """Greedy shape families of ``shapes`` ``(n, w)`` (unit rows): each beat's family (-1 none)
+    and the families' median shapes ``(k, w)`` (unit rows)."""
+    n = shapes.shape[0]
+    family = torch.full((n,), -1, dtype=torch.long, device=shapes.device)
+    templates = []
+    probe = shapes[torch.linspace(0, n - 1, min(n, 400), device=shapes.device).long()]
+    for k in range(MAX_FAMILIES):
+        free = family < 0
+        if int(free.sum()) < max(3, int(0.002 * n)):
+            break
+        # the beat most like the most others among those left: its family's first shape
+        left = shapes[free]
+        typical = (left @ probe.T > FAMILY_CORR).sum(1)
+        template = left[int(typical.argmax())]
+        for _ in range(2):  # the median of its members, twice
+            members = free & (shapes @ template > FAMILY_CORR)
+            if int(members.sum()) == 0:
+                break
+            template = _unit(shapes[members].median(0).values[None])[0]
+        members = free & (shapes @ template > FAMILY_CORR)
+        if int(members.sum()) == 0:
+            break
+        family[members] = k
+        templates.append(template)
+    return family.cpu().numpy(), torch.stack(templates) if templates else shapes[:0]
+
+
+def _slope_width(qrs: torch.Tensor, fs: float) -> torch.Tensor:
+    """Each row's width in ms: the span holding the middle 80 % of its squared slope (a central
+    difference over :data:`SLOPE_S` either side, which passes the QRS and not the noise)."""
+    lag = max(1, round(SLOPE_S * fs))
+    energy = (qrs[:, 2 * lag :] - qrs[:, : -2 * lag]) ** 2
+    cum = energy.cumsum(1) / energy.sum(1, keepdim=True).clamp_min(1e-20)
+    lo = (cum < 0.1).sum(1)
+    hi = (cum < 0.9).sum(1)
+    return (hi - lo + 1).float() * (1000.0 / fs)
+
+
+def _local_rhythm(rr_prev: np.ndarray, rr_next: np.ndarray) -> np.ndarray:
+    """The local interval at each beat: the median over :data:`RHYTHM_BEATS` beats either side
+    of the mean of each beat's two intervals."""
+    pair = (rr_prev + rr_next) / 2
+    pad = np.pad(pair, RHYTHM_BEATS, mode="edge")
+    view = np.lib.stride_tricks.sliding_window_view(pad, 2 * RHYTHM_BEATS + 1)
+    return np.median(view, axis=1)
+
+
+def _irregular(rr_prev: np.ndarray, nn: np.ndarray) -> np.ndarray:
+    """Whether each beat lies in irregularly irregular rhythm (see the module's step 5; ``nn``:
+    the interval before each beat joins two normal-shaped beats)."""
+    values = np.where(nn, rr_prev, np.nan)
+    pad = np.pad(values, IRREGULAR_BEATS, constant_values=np.nan)
+    view = np.lib.stride_tricks.sliding_window_view(pad, 2 * IRREGULAR_BEATS + 1)
+    counted = np.sum(~np.isnan(view), axis=1)
+    enough = counted >= IRREGULAR_BEATS
+    with np.errstate(all="ignore"):
+        median = np.nanmedian(np.where(enough[:, None], view, 1.0), axis=1)
+        typical = np.nansum(np.abs(view - median[:, None]) <= TYPICAL_SHARE * median[:, None], axis=1)
+    irregular = enough & (typical < IRREGULAR * np.maximum(counted, 1))
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], irregular.astype(np.int8), [0]])))
+    for end, start in zip(edges[1:-1:2], edges[2::2], strict=True):  # (a gap between two stretches)
+        if start - end < IRREGULAR_GAP:
+            irregular[end:start] = True
+    return irregular
+
+
+def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float) -> BeatClasses:
+    """The AAMI class of every beat of one lead (see the module's account of how).
+
+    Parameters
+    ----------
+    signal : ``(time,)`` ECG, any unit, on any device.
+    peaks : ``(n,)`` int R-peak sample indices, increasing.
+    sampling_rate : Hz.
+
+    Returns
+    -------
+    :class:`BeatClasses`, its arrays of shape ``(n,)`` on the host. Fewer than three beats: all
+    Q ("too few beats").
+    """
+    if signal.ndim != 1:
+        raise DevicepipeError(
+            f"ecg_classes(): signal must have shape (time,), got {tuple(signal.shape)}",
+            fix="pass one lead.",
+            param="signal",
+        )
+    n = int(peaks.numel())
+    fs = float(sampling_rate)
+    if n < 3:
+        empty = np.zeros(n)
+        return BeatClasses(np.full(n, "Q"), np.full(n, "too few beats"), np.full(n, -1), -1, empty, empty,
+                           np.zeros(n, bool))  # fmt: skip
+    x = _levelled(signal, fs)
+    centres = _centred(x, peaks.to(x.device).long(), fs)
+    half = max(2, round(QRS_S * fs))
+    qrs = _windows(x, centres, half, half)
+    shapes = _unit(qrs)
+    family, templates = _families(shapes)
+    width = _slope_width(qrs, fs).cpu().numpy()
+    p_from, p_to = (round(s * fs) for s in P_WINDOW_S)
+    p_waves = _unit(_windows(x, centres, p_from, -p_to))
+
+    t = peaks.detach().cpu().numpy().astype(np.float64) / fs
+    rr = np.diff(t)
+    rr_prev = np.concatenate([[rr[0]], rr])
+    rr_next = np.concatenate([rr, [rr[-1]]])
+    local = _local_rhythm(rr_prev, rr_next)
+    early = rr_prev / local
+
+    sizes = np.bincount(family[family >= 0], minlength=len(templates))
+    candidates = [k for k in np.argsort(-sizes) if sizes[k] >= NORMAL_MIN_SHARE * n]
+    on_time = [k for k in candidates if np.median(early[family == k]) >= ON_TIME]
+    normal = int(on_time[0] if on_time else candidates[0] if candidates else np.argmax(sizes) if sizes.size else -1)
+
+    if normal >= 0:
+        corr_n = (shapes @ templates[normal]).cpu().numpy()
+        normal_width = float(np.median(width[family == normal]))
+        p_template = _unit(p_waves[torch.as_tensor(family == normal, device=x.device)].median(0).values[None])[0]
+        corr_p = (p_waves @ p_template).cpu().numpy()
+    else:
+        corr_n, corr_p = np.zeros(n), np.zeros(n)
+        normal_width = float(np.median(width))
+
+    unlike = corr_n < SAME_SHAPE
+    wide = unlike & (width >= WIDE * normal_width)  # (a normal shape is never wide: noise widens it)
+    ventricular_shape = wide | (unlike & (early < ON_TIME))
+    labels = np.full(n, "N", dtype="<U1")
+    reasons = np.full(n, "normal", dtype=object)
+    labels[ventricular_shape] = "V"
+    reasons[ventricular_shape & wide] = "wide QRS"
+    reasons[ventricular_shape & ~wide] = "other shape, premature"
+    # a ventricular family's shape: the median of its beats, where some were called V
+    v_families = [k for k in range(len(templates)) if k != normal and np.mean(labels[family == k] == "V") > 0.5]
+    if v_families and normal >= 0:
+        corr_v = (shapes @ templates[v_families].T).max(1).values.cpu().numpy()
+        fusion = unlike & ~ventricular_shape & (corr_v > 0.5) & (corr_n > 0.5) & (early >= ON_TIME)
+        labels[fusion], reasons[fusion] = "F", "between normal and ventricular shapes"
+
+    nn = np.zeros(n, bool)
+    normal_shaped = labels == "N"
+    nn[1:] = normal_shaped[1:] & normal_shaped[:-1]
+    irregular = _irregular(rr_prev, nn)
+    # a P wave unlike the normal one: beyond what noise does to the normal beats' own
+    on_time_normal = normal_shaped & (early >= ON_TIME)
+    noise_floor = np.quantile(corr_p[on_time_normal], 0.02) if on_time_normal.any() else OTHER_P
+    p_unlike = corr_p < min(OTHER_P, noise_floor)
+    premature = normal_shaped & ~irregular & ((early < EARLY) | ((early < ON_TIME) & p_unlike))
+    labels[premature] = "S"
+    reasons[premature & (early < EARLY)] = "premature"
+    reasons[premature & (early >= EARLY)] = "premature, P wave unlike"
+    reasons[(labels == "N") & irregular] = "irregular rhythm"
+
+    poor = unlike & _poor_stretch(t, corr_n)
+    labels[poor], reasons[poor] = "Q", "poor signal"
+    return BeatClasses(labels, reasons.astype(str), family, normal, early, width, irregular)
+
+
+def _poor_stretch(t: np.ndarray, corr_n: np.ndarray) -> np.ndarray:
+    """Whether each beat (at ``t`` s) lies in a :data:`STRETCH_S` stretch of poor signal: the
+    upper quartile of its beats' correlation with the normal shape under :data:`CLEAN_CORR`."""
+    stretch = np.floor(t / STRETCH_S).astype(np.int64)
+    stretch -= stretch.min()
+    order = np.lexsort((corr_n, stretch))
+    sizes = np.bincount(stretch)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    upper = corr_n[order][np.minimum(starts + (3 * sizes) // 4, starts + sizes - 1)]
+    return upper[stretch] < CLEAN_CORR

@@ -1,0 +1,177 @@
+"""A Holter summary from labelled beats: ectopy burden, its patterns, pauses, heart-rate extremes and
+atrial fibrillation, as a cardiologist reads one.
+
+From each beat's time and AAMI class (:func:`devicepipe.ecg.ecg_classes`):
+
+- **burden** per class: count, percent of all beats, per hour of recording;
+- **couplets** (exactly two ventricular beats in a row) and **runs** (three or more; each with
+  its rate from the intervals inside it, the longest and the fastest named);
+- **bigeminy** and **trigeminy** episodes: three or more ventricular beats in a row each
+  separated from the next by exactly one (two) other beats, from the first ventricular beat to
+  the last;
+- **pauses**: intervals over :data:`PAUSE_S` (2 s);
+- **heart rate**: the lowest and highest one-minute median rate with the minute it falls in,
+  and the mean rate (beats per minute of the intervals);
+- **atrial fibrillation** (suspected): stretches of irregularly irregular rhythm
+  (``BeatClasses.irregular``) lasting :data:`AF_MIN_S` or more, and their share of the recording.
+
+Each beat also gets its rhythm in WFDB's words (``(N``, ``(AFIB``, ``(B``, ``(T``, ``(VT``), for
+the rhythm annotations written beside the beats. Host arrays throughout: a day's beats are
+about 100,000 numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from devicepipe.heart import minute_rates
+
+__all__ = ["AF_MIN_S", "PAUSE_S", "Event", "Holter", "holter"]
+
+#: An RR interval longer than this is a pause, s.
+PAUSE_S = 2.0
+#: The shortest stretch of irregularly irregular rhythm counted as atrial fibrillation, s.
+AF_MIN_S = 30.0
+#: Events of each kind listed in full (all are counted).
+LISTED = 100
+#: The classes, in AAMI EC57's order.
+CLASSES = ("N", "S", "V", "F", "Q")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event: its kind, first and last beat (indices into the beats), their times (s), the
+    beats in it, and a rate (bpm: a run's, from its intervals) or a length (s: a pause's)."""
+
+    kind: str
+    first_beat: int
+    last_beat: int
+    start_s: float
+    end_s: float
+    beats: int
+    rate_bpm: float | None = None
+    seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class Holter:
+    """A Holter summary (see the module). ``events`` holds every event, in time order;
+    ``rhythms`` each beat's rhythm label, shape ``(n,)``."""
+
+    duration_s: float
+    beats: int
+    counts: dict[str, int]
+    burden_pct: dict[str, float]
+    per_hour: dict[str, float]
+    events: list[Event]
+    min_hr_bpm: float | None
+    min_hr_at_s: float | None
+    max_hr_bpm: float | None
+    max_hr_at_s: float | None
+    mean_hr_bpm: float | None
+    af_share: float
+    rhythms: np.ndarray = field(repr=False)
+
+    def of(self, kind: str) -> list[Event]:
+        """The events of one kind."""
+        return [e for e in self.events if e.kind == kind]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``summary.json``'s ``holter``: the counts, and up to :data:`LISTED` events of each kind."""
+        kinds = ("couplet", "run", "bigeminy", "trigeminy", "pause", "afib")
+        runs, pauses = self.of("run"), self.of("pause")
+        return {
+            "duration_s": self.duration_s,
+            "beats": self.beats,
+            "counts": self.counts,
+            "burden_pct": self.burden_pct,
+            "per_hour": self.per_hour,
+            "events": {kind: len(self.of(kind)) for kind in kinds},
+            "longest_run_beats": max((e.beats for e in runs), default=None),
+            "fastest_run_bpm": max((e.rate_bpm or 0.0 for e in runs), default=None),
+            "longest_pause_s": max((e.seconds or 0.0 for e in pauses), default=None),
+            "min_hr_bpm": self.min_hr_bpm,
+            "min_hr_at_s": self.min_hr_at_s,
+            "max_hr_bpm": self.max_hr_bpm,
+            "max_hr_at_s": self.max_hr_at_s,
+            "mean_hr_bpm": self.mean_hr_bpm,
+            "af_share": self.af_share,
+            "listed": {kind: [asdict(e) for e in self.of(kind)[:LISTED]] for kind in kinds},
+        }
+
+
+def _stretches(mask: np.ndarray) -> list[tuple[int, int]]:
+    """``(first, last)`` index of each run of True in ``mask``."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
+    return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+
+
+def _event(kind: str, a: int, b: int, t: np.ndarray, **more: Any) -> Event:
+    return Event(kind, a, b, float(t[a]), float(t[b]), b - a + 1, **more)
+
+
+def _ventricular_patterns(v: np.ndarray, t: np.ndarray) -> list[Event]:
+    """Couplets, runs, bigeminy and trigeminy of the ventricular beats ``v`` (bool, ``(n,)``)."""
+    events = []
+    for a, b in _stretches(v):
+        if b == a + 1:
+            events.append(_event("couplet", a, b, t))
+        elif b >= a + 2:
+            rate = 60.0 * (b - a) / (t[b] - t[a])
+            events.append(_event("run", a, b, t, rate_bpm=float(rate)))
+    before, after = np.concatenate([[False], v[:-1]]), np.concatenate([v[1:], [False]])
+    lone = np.flatnonzero(v & ~before & ~after)  # isolated ventricular beats
+    for kind, gap in (("bigeminy", 2), ("trigeminy", 3)):
+        steps = np.diff(lone) == gap
+        for a, b in _stretches(steps):
+            if b - a + 2 >= 3:  # three ventricular beats or more, each ``gap`` beats after the last
+                events.append(_event(kind, int(lone[a]), int(lone[b + 1]), t))
+    return events
+
+
+def holter(t: np.ndarray, labels: np.ndarray, irregular: np.ndarray, duration_s: float) -> Holter:
+    """The Holter summary of beats at times ``t`` (s, ``(n,)``, increasing) with AAMI classes
+    ``labels`` and ``irregular`` (bool: in irregularly irregular rhythm), of a recording
+    ``duration_s`` seconds long."""
+    n = int(t.size)
+    hours = max(duration_s, 1e-9) / 3600.0
+    counts = {c: int((labels == c).sum()) for c in CLASSES}
+    burden = {c: 100.0 * k / n if n else 0.0 for c, k in counts.items()}
+    per_hour = {c: k / hours for c, k in counts.items()}
+    events = _ventricular_patterns(labels == "V", t) if n else []
+    rr = np.diff(t)
+    for i in np.flatnonzero(rr > PAUSE_S):
+        events.append(_event("pause", int(i), int(i) + 1, t, seconds=float(rr[i])))
+    af_time = 0.0
+    for a, b in _stretches(irregular):
+        if b > a and t[b] - t[a] >= AF_MIN_S:
+            events.append(_event("afib", a, b, t))
+            af_time += float(t[b] - t[a])
+    events.sort(key=lambda e: (e.start_s, e.kind))
+    rhythms = np.full(n, "(N", dtype=object)
+    for e in events:
+        label = {"afib": "(AFIB", "bigeminy": "(B", "trigeminy": "(T", "run": "(VT"}.get(e.kind)
+        if label:
+            rhythms[e.first_beat : e.last_beat + 1] = label
+    minutes = minute_rates(np.rint(t * 1000).astype(np.int64), 1000.0) if n > 1 else None
+    full = minutes is not None and minutes.minute.size > 0
+    lo = int(np.argmin(minutes.median_bpm)) if full else 0
+    hi = int(np.argmax(minutes.median_bpm)) if full else 0
+    return Holter(
+        duration_s=float(duration_s),
+        beats=n,
+        counts=counts,
+        burden_pct=burden,
+        per_hour=per_hour,
+        events=events,
+        min_hr_bpm=float(minutes.median_bpm[lo]) if full else None,
+        min_hr_at_s=float(60 * minutes.minute[lo]) if full else None,
+        max_hr_bpm=float(minutes.median_bpm[hi]) if full else None,
+        max_hr_at_s=float(60 * minutes.minute[hi]) if full else None,
+        mean_hr_bpm=float(60.0 * (n - 1) / (t[-1] - t[0])) if n > 1 and t[-1] > t[0] else None,
+        af_share=af_time / duration_s if duration_s > 0 else 0.0,
+        rhythms=rhythms.astype(str),
+    )

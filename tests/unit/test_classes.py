@@ -1,0 +1,108 @@
+"""Beat classes and the Holter summary: against the truth of simulated rhythms and hand-made sequences."""
+
+import numpy as np
+import pytest
+import torch
+
+from devicepipe.ecg import ecg_peaks
+from devicepipe.ecg.classes import ecg_classes
+from devicepipe.holter import holter
+from devicepipe.simulate import Rhythm, simulate_ecg
+
+
+def _classed(sim):
+    """The classes of the beats found, each beside the truth's beat it matches (within 50 ms)."""
+    fs = sim.sampling_rate
+    peaks = ecg_peaks(sim.signal, fs)
+    c = ecg_classes(sim.signal, peaks, fs)
+    found, truth = peaks.numpy(), sim.r_peaks.numpy()
+    nearest = np.abs(found[None, :] - truth[:, None]).argmin(1)
+    matched = np.abs(found[nearest] - truth) <= 0.05 * fs
+    return sim.classes[matched], c.labels[nearest[matched]], c, peaks
+
+
+def _se_ppv(truth, got, k):
+    tp = np.sum((truth == k) & (got == k))
+    return tp / max(np.sum(truth == k), 1), tp / max(np.sum(got == k), 1)
+
+
+@pytest.mark.parametrize(
+    ("rhythm", "fs", "noise"),
+    [
+        (Rhythm(ectopic_rate=0.01), 250, 0.02),
+        (Rhythm(ectopic_rate=0.12), 360, 0.08),
+        (Rhythm(trigeminy=0.6, ectopic_rate=0.05), 500, 0.02),
+        (Rhythm(bigeminy=1.0), 360, 0.08),  # half the beats ventricular: the normal family is not the larger
+    ],
+)
+def test_ventricular_beats_are_found_whatever_their_burden(rhythm, fs, noise):
+    sim = simulate_ecg(900, fs, noise_mV=noise, rhythm=rhythm, seed=fs)
+    truth, got, _, _ = _classed(sim)
+    se, ppv = _se_ppv(truth, got, "V")
+    assert np.sum(truth == "V") >= 8 and se >= 0.95 and ppv >= 0.95, (se, ppv)
+    assert np.mean(got[truth == "N"] == "V") <= 0.01
+
+
+@pytest.mark.parametrize("share", [0.02, 0.15])
+def test_atrial_premature_beats_are_s(share):
+    sim = simulate_ecg(900, 360, rhythm=Rhythm(atrial_rate=share), seed=11)
+    truth, got, c, _ = _classed(sim)
+    se, ppv = _se_ppv(truth, got, "S")
+    assert se >= 0.9 and ppv >= 0.8, (se, ppv)
+    assert set(c.reasons[c.labels == "S"]) <= {"premature", "premature, P wave unlike"}
+
+
+def test_fibrillation_is_irregular_and_its_early_beats_are_not_s():
+    sim = simulate_ecg(1200, 250, rhythm=Rhythm(afib=0.4), seed=3)
+    _, got, c, peaks = _classed(sim)
+    found, truth = peaks.numpy(), sim.r_peaks.numpy()
+    afib = sim.rhythms[np.abs(truth[None, :] - found[:, None]).argmin(1)] == "AFIB"  # each found beat's truth
+    assert np.mean(c.irregular[afib]) >= 0.85 and np.mean(c.irregular[~afib]) <= 0.1
+    assert np.mean(c.labels[afib] == "S") <= 0.02  # random intervals are not premature beats
+
+
+def test_an_inverted_lead_and_a_short_recording():
+    sim = simulate_ecg(300, 250, rhythm=Rhythm(ectopic_rate=0.1), inverted=True, seed=5)
+    truth, got, _, _ = _classed(sim)
+    assert _se_ppv(truth, got, "V") >= (0.95, 0.95)
+    two = ecg_classes(sim.signal, torch.tensor([100, 300]), 250.0)
+    assert list(two.labels) == ["Q", "Q"] and set(two.reasons) == {"too few beats"}
+
+
+def test_beats_in_noise_that_hides_their_shape_are_q_not_v():
+    sim = simulate_ecg(120, 250, noise_mV=0.01, seed=2)
+    x = sim.signal.clone()
+    rng = np.random.default_rng(0)
+    x[7500:10000] += torch.as_tensor(rng.normal(0, 0.6, 2500), dtype=x.dtype)  # 10 s of motion noise
+    peaks = sim.r_peaks
+    c = ecg_classes(x, peaks, 250.0)
+    inside = (peaks.numpy() >= 7500) & (peaks.numpy() < 10000)
+    assert not np.any(c.labels == "V")
+    assert np.all(c.labels[~inside] == "N") and np.mean(c.labels[inside] == "Q") >= 0.5
+
+
+def test_holter_events_of_a_hand_made_sequence():
+    labels = np.array(list("NNVVNNNVVVVNNVNVNVNVNNNVNNVNNVNNNN"))
+    t = np.arange(labels.size) * 0.8
+    t[-1] += 2.5  # one pause of 3.3 s before the last beat
+    h = holter(t, labels, np.zeros(labels.size, bool), duration_s=float(t[-1] + 1))
+    kinds = [(e.kind, e.first_beat, e.last_beat) for e in h.events]
+    assert ("couplet", 2, 3) in kinds and ("run", 7, 10) in kinds
+    assert ("bigeminy", 13, 19) in kinds and ("trigeminy", 23, 29) in kinds
+    assert [e.seconds for e in h.of("pause")] == [pytest.approx(3.3)]
+    assert h.counts["V"] == int((labels == "V").sum()) and h.counts["N"] == int((labels == "N").sum())
+    assert h.of("run")[0].rate_bpm == pytest.approx(75.0)  # four beats 0.8 s apart
+    assert list(h.rhythms[7:11]) == ["(VT"] * 4 and h.rhythms[0] == "(N"
+
+
+def test_every_simulated_couplet_run_pause_and_bigeminy_is_found_within_a_beat():
+    sim = simulate_ecg(1800, 250, rhythm=Rhythm(couplets=4, runs=3, pauses=3, bigeminy=0.1, ectopic_rate=0.01),
+                       seed=21)  # fmt: skip
+    _, _, c, peaks = _classed(sim)
+    found, truth = peaks.numpy(), sim.r_peaks.numpy()
+    h = holter(found / 250.0, c.labels, c.irregular, sim.duration_s)
+    index = np.abs(found[None, :] - truth[:, None]).argmin(1)  # each true beat's found one
+    for kind, a, _ in sim.events:
+        start = index[a - 1 if kind == "pause" else a]  # (ours: a pause from the beat before it)
+        assert any(abs(e.first_beat - start) <= 1 for e in h.of(kind)), (kind, a)
+    assert len(h.of("couplet")) == 4 and len(h.of("run")) == 3 and len(h.of("pause")) == 3
