@@ -28,7 +28,7 @@ from results_io import machine, parser, table, write_results
 
 from devicepipe.ecg import aami_class, ecg_peaks
 from devicepipe.ecg.classes import ecg_classes
-from devicepipe.holter import holter
+from devicepipe.holter import holter_summary
 from devicepipe.io import read_series
 from devicepipe.io.reference import read_beat_annotations
 from devicepipe.simulate import Rhythm, simulate_ecg
@@ -101,7 +101,7 @@ def simulated(name: str, rhythm: Rhythm, fs: float, noise: float, seed: int) -> 
     truth, found = sim.r_peaks.numpy(), peaks.numpy()
     scored, best = _match(truth, found, fs, sim.signal.numel())
     counts = class_counts(sim.classes[scored], c.labels, best)
-    h = holter(found / fs, c.labels, c.irregular, sim.duration_s)
+    h = holter_summary(found / fs, c.labels, c.irregular, sim.duration_s)
     events = {}
     index = np.full(truth.size, -1)
     index[scored] = best

@@ -35,6 +35,8 @@ _EXPORTS = {
     "shares_memory": "devicepipe.interop",
     "parse_duration": "devicepipe.units",
     "ecg_peaks": "devicepipe.ecg",
+    "ecg_classes": "devicepipe.ecg",
+    "holter_summary": "devicepipe.holter",
     "ecg_segment": "devicepipe.ecg",
     "ecg_peaks_chunked": "devicepipe.ecg",
     "evaluate_beats": "devicepipe.ecg",

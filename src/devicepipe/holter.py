@@ -29,7 +29,7 @@ import numpy as np
 
 from devicepipe.heart import minute_rates
 
-__all__ = ["AF_MIN_S", "PAUSE_S", "Event", "Holter", "holter"]
+__all__ = ["AF_MIN_S", "PAUSE_S", "Event", "Holter", "holter_summary"]
 
 #: An RR interval longer than this is a pause, s.
 PAUSE_S = 2.0
@@ -132,7 +132,7 @@ def _ventricular_patterns(v: np.ndarray, t: np.ndarray) -> list[Event]:
     return events
 
 
-def holter(t: np.ndarray, labels: np.ndarray, irregular: np.ndarray, duration_s: float) -> Holter:
+def holter_summary(t: np.ndarray, labels: np.ndarray, irregular: np.ndarray, duration_s: float) -> Holter:
     """The Holter summary of beats at times ``t`` (s, ``(n,)``, increasing) with AAMI classes
     ``labels`` and ``irregular`` (bool: in irregularly irregular rhythm), of a recording
     ``duration_s`` seconds long."""

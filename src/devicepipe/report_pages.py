@@ -284,8 +284,9 @@ def _holter_sections(summary: RunSummary, scored: bool) -> list[_Section]:
         if scored
         else ""
     )
+    warned = "".join(f"Warning: {w}. " for w in h.warnings or [])
     text = (
-        f"{first}Classes (ANSI/AAMI EC57): N normal and bundle-branch block, S supraventricular ectopic, "
+        f"{warned}{first}Classes (ANSI/AAMI EC57): N normal and bundle-branch block, S supraventricular ectopic, "
         "V ventricular ectopic, F fusion, Q unclassifiable (in poor signal). Each beat's class and why are in "
         "beats.parquet (class, reason) and the annotation file."
     )

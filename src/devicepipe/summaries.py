@@ -368,6 +368,7 @@ class HolterSummary(Record):
     mean_hr_bpm: float | None
     af_share: float
     listed: dict[str, list[dict[str, Any]]]
+    warnings: list[str]
 
 
 @_section

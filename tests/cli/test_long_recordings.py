@@ -41,6 +41,8 @@ def assert_same_beats(whole, chunked, names=SAME):
             one, parts = read(a), read(b)
             assert list(one.columns) == [*parts.columns, *CLASSES], name
             pd.testing.assert_frame_equal(one.drop(columns=CLASSES), parts)
+
+
 #: A recording read in chunks finds its beats on its first lead alone (on all of them, in one piece).
 FIRST_LEAD = ("--channel", "MLII")
 

@@ -6,7 +6,7 @@ import torch
 
 from devicepipe.ecg import ecg_peaks
 from devicepipe.ecg.classes import ecg_classes
-from devicepipe.holter import holter
+from devicepipe.holter import holter_summary
 from devicepipe.simulate import Rhythm, simulate_ecg
 
 
@@ -85,7 +85,7 @@ def test_holter_events_of_a_hand_made_sequence():
     labels = np.array(list("NNVVNNNVVVVNNVNVNVNVNNNVNNVNNVNNNN"))
     t = np.arange(labels.size) * 0.8
     t[-1] += 2.5  # one pause of 3.3 s before the last beat
-    h = holter(t, labels, np.zeros(labels.size, bool), duration_s=float(t[-1] + 1))
+    h = holter_summary(t, labels, np.zeros(labels.size, bool), duration_s=float(t[-1] + 1))
     kinds = [(e.kind, e.first_beat, e.last_beat) for e in h.events]
     assert ("couplet", 2, 3) in kinds and ("run", 7, 10) in kinds
     assert ("bigeminy", 13, 19) in kinds and ("trigeminy", 23, 29) in kinds
@@ -100,9 +100,33 @@ def test_every_simulated_couplet_run_pause_and_bigeminy_is_found_within_a_beat()
                        seed=21)  # fmt: skip
     _, _, c, peaks = _classed(sim)
     found, truth = peaks.numpy(), sim.r_peaks.numpy()
-    h = holter(found / 250.0, c.labels, c.irregular, sim.duration_s)
+    h = holter_summary(found / 250.0, c.labels, c.irregular, sim.duration_s)
     index = np.abs(found[None, :] - truth[:, None]).argmin(1)  # each true beat's found one
     for kind, a, _ in sim.events:
         start = index[a - 1 if kind == "pause" else a]  # (ours: a pause from the beat before it)
         assert any(abs(e.first_beat - start) <= 1 for e in h.of(kind)), (kind, a)
     assert len(h.of("couplet")) == 4 and len(h.of("run")) == 3 and len(h.of("pause")) == 3
+
+
+def test_a_flat_lead_and_a_short_recording_say_why_their_beats_are_q(tmp_path):
+    import json
+
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from devicepipe.cli import app
+
+    x = simulate_ecg(120, 250, seed=1).signal.numpy()
+    pd.DataFrame({"II": np.zeros_like(x), "V5": x}).to_csv(tmp_path / "flat.csv", index=False)  # beats on V5
+    pd.DataFrame({"ecg": x[: 5 * 250]}).to_csv(tmp_path / "short.csv", index=False)
+    said = {}
+    for name in ("flat", "short"):
+        out = tmp_path / name
+        args = ["beats", str(tmp_path / f"{name}.csv"), "--sampling-rate", "250", "--out", str(out), "--no-figures"]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        h = json.loads((out / "summary.json").read_text())["holter"]
+        assert h["counts"]["Q"] == h["beats"] > 0 and h["burden_pct"]["V"] == 0  # no burden made up
+        said[name] = (h["warnings"], result.output)
+    assert "choose another lead" in said["flat"][0][0] and "choose another lead" in said["flat"][1]
+    assert "too few to tell which shape is normal" in said["short"][0][0]

@@ -38,7 +38,8 @@ with its sizes scaled from 250 Hz to the recording's rate.
 Where each step lives: the registry of methods and :func:`ecg_peaks` in :mod:`.peaks`; the
 methods in :mod:`.ricker` (the R-peak kernel), :mod:`.fuse` (every lead at once) and
 :mod:`.seed`; detection a chunk at a time in :mod:`.chunked`; cutting beats in :mod:`.segment`;
-signal quality in :mod:`.quality`; scoring against a reference in :mod:`.evaluate`. A new peak
+signal quality in :mod:`.quality`; each beat's AAMI class in :mod:`.classes`; scoring against a
+reference in :mod:`.evaluate`. A new peak
 method is one module plus one line in :data:`ECG_PEAK_METHODS`.
 """
 
@@ -47,6 +48,7 @@ from __future__ import annotations
 from devicepipe.ecg.align import ALIGNED_WORDS, align_rows
 from devicepipe.ecg.baseline import BASELINE_WORDS, baseline_rows, ecg_baseline
 from devicepipe.ecg.chunked import detection_chunk, ecg_peaks_chunked, ecg_peaks_chunked_to
+from devicepipe.ecg.classes import BEAT_CLASSES, BeatClasses, ecg_classes
 from devicepipe.ecg.evaluate import AAMI_CLASSES, BeatScore, aami_class, evaluate_beats, label_beats
 from devicepipe.ecg.peaks import ECG_PEAK_METHODS, ecg_contrast, ecg_peaks, ricker_defaults
 from devicepipe.ecg.quality import (
@@ -75,6 +77,9 @@ from devicepipe.ecg.segment import (
 )
 
 __all__ = [
+    "BEAT_CLASSES",
+    "BeatClasses",
+    "ecg_classes",
     "ALIGNED_WORDS",
     "align_rows",
     "BASELINE_WORDS",

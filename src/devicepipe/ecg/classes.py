@@ -56,6 +56,8 @@ BEAT_CLASSES = {
     "F": "fusion of ventricular and normal",
     "Q": "unclassifiable",
 }
+#: The fewest beats whose shapes can say which is normal.
+MIN_BEATS = 8
 #: QRS window either side of the R peak, s.
 QRS_S = 0.10
 #: How far a beat's centre may move to this lead's own R peak, s.
@@ -233,8 +235,8 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
 
     Returns
     -------
-    :class:`BeatClasses`, its arrays of shape ``(n,)`` on the host. Fewer than three beats: all
-    Q ("too few beats").
+    :class:`BeatClasses`, its arrays of shape ``(n,)`` on the host. Fewer than :data:`MIN_BEATS`
+    beats: all Q ("too few beats": no shape is typical of so few).
     """
     if signal.ndim != 1:
         raise DevicepipeError(
@@ -244,7 +246,7 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
         )
     n = int(peaks.numel())
     fs = float(sampling_rate)
-    if n < 3:
+    if n < MIN_BEATS:
         empty = np.zeros(n)
         return BeatClasses(np.full(n, "Q"), np.full(n, "too few beats"), np.full(n, -1), -1, empty, empty,
                            np.zeros(n, bool))  # fmt: skip

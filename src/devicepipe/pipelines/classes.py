@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.ecg.classes import BEAT_CLASSES, BeatClasses, ecg_classes
-from devicepipe.holter import Holter, holter
+from devicepipe.ecg.classes import BEAT_CLASSES, MIN_BEATS, BeatClasses, ecg_classes
+from devicepipe.holter import Holter, holter_summary
 from devicepipe.io import Recording
 from devicepipe.pipelines.context import _Run
 
@@ -32,9 +32,22 @@ class Labelled:
         """The beat table's ``class`` and ``reason`` columns."""
         return self.classes.labels, self.classes.reasons
 
+    @property
+    def warnings(self) -> list[str]:
+        """What makes the classes less than they seem: too few beats, or mostly unclassifiable ones."""
+        n, q = self.holter.beats, self.holter.counts["Q"]
+        if n < MIN_BEATS:
+            return [f"{n} beats are too few to tell which shape is normal: every beat is Q (unclassifiable)"]
+        if q >= n / 2:
+            return [
+                f"{q:,} of {n:,} beats are Q (unclassifiable): the lead they were cut from has poor signal around "
+                "them (flat, noisy or moving); choose another lead (channel) for classes that can be read"
+            ]
+        return []
+
     def summary(self) -> dict[str, Any]:
-        """``summary.json``'s ``holter``: what it is, the classes' meaning, the summary."""
-        return {"method": CLASSES_WORDS, "classes": BEAT_CLASSES, **self.holter.to_dict()}
+        """``summary.json``'s ``holter``: what it is, the classes' meaning, the summary, its warnings."""
+        return {"method": CLASSES_WORDS, "classes": BEAT_CLASSES, **self.holter.to_dict(), "warnings": self.warnings}
 
 
 def label_beats(run: _Run, rec: Recording, peaks: torch.Tensor) -> Labelled:
@@ -43,5 +56,5 @@ def label_beats(run: _Run, rec: Recording, peaks: torch.Tensor) -> Labelled:
     with run.stage("classes"):
         classes = ecg_classes(rec.samples, peaks, fs)
         t = peaks.detach().cpu().numpy().astype(np.float64) / fs
-        summary = holter(t, classes.labels, classes.irregular, rec.n_samples / fs)
+        summary = holter_summary(t, classes.labels, classes.irregular, rec.n_samples / fs)
     return Labelled(classes, summary)

@@ -51,7 +51,7 @@ def holter_lines(h: HolterSummary | None) -> list[str]:
         f"{e.get('trigeminy', 0)} trigeminy episodes, {e.get('pause', 0)} pauses over 2 s{pauses}; irregularly "
         f"irregular rhythm {100 * h.af_share:.1f} % of the recording"
     )
-    return [f"beats by class: {shares}", events]
+    return [f"beats by class: {shares}", events, *(f"classes: {w}" for w in h.warnings or [])]
 
 
 def ecg_lines(result: LearnResult) -> list[str]:
