@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
@@ -488,3 +489,24 @@ def test_resume_keeps_only_runs_of_the_same_settings_whose_files_are_all_there(t
     same = run_dataset(folder, out, options={"figures": False, "count_transfers": True}, engine=Engine(workers=0),
                        resume=True)  # fmt: skip
     assert same.n_resumed == 3
+
+
+def test_the_index_carries_each_recording_s_burden_and_events(tmp_path):
+    from devicepipe.simulate import Rhythm
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i, rhythm in enumerate([Rhythm(), Rhythm(ectopic_rate=0.15, couplets=1), Rhythm(bigeminy=1.0)]):
+        write_simulated_ecg(simulate_ecg(120, 250, rhythm=rhythm, seed=i), folder / f"r{i}.parquet")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["beats", str(folder), "--out", str(out), "--workers", "0", "--no-figures"])
+    assert result.exit_code == 0, result.output
+    rows = index(out).set_index("run")
+    for run in rows.index:
+        h = json.loads((out / run / "summary.json").read_text())["holter"]
+        truth = pd.read_csv(folder / f"{run}.truth.csv")
+        assert rows.loc[run, "v_beats"] == h["counts"]["V"] == int((truth["class"] == "V").sum()), run
+        assert rows.loc[run, "v_burden_pct"] == pytest.approx(h["burden_pct"]["V"])
+        assert rows.loc[run, "couplets"] == h["events"]["couplet"]
+    assert rows.loc["r0", "v_beats"] == 0 and rows.loc["r2", "v_burden_pct"] > 40  # bigeminy: about half the beats
+    assert "V %" in (out / "report.html").read_text()

@@ -15,7 +15,7 @@ import pyarrow as pa
 from devicepipe.batch.plan import _Item
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.discover import INDEX_NAME, Dataset
-from devicepipe.summaries import Accuracy, Counts, DatasetSummary, RunSummary
+from devicepipe.summaries import Accuracy, Counts, DatasetSummary, HolterSummary, RunSummary
 from devicepipe.summaries import held as _held
 
 INDEX_COLUMNS = pa.schema(
@@ -33,6 +33,14 @@ INDEX_COLUMNS = pa.schema(
         ("tp", pa.int64()),  # with a reference: matches, false and missed detections in its scoring window
         ("fp", pa.int64()),
         ("fn", pa.int64()),
+        ("v_beats", pa.int64()),  # beats of each ectopic class (none for a run without classes)
+        ("s_beats", pa.int64()),
+        ("v_burden_pct", pa.float64()),  # percent of the beats
+        ("s_burden_pct", pa.float64()),
+        ("couplets", pa.int64()),  # Holter events
+        ("runs", pa.int64()),
+        ("pauses", pa.int64()),
+        ("af_share", pa.float64()),  # share of the recording in irregularly irregular rhythm
         ("warnings", pa.string()),  # what the beats say about the settings, joined by "; "
         ("seconds", pa.float64()),  # the run's own stages, added up
         ("device", pa.string()),
@@ -48,6 +56,23 @@ def _error_line(exc: BaseException) -> str:
     else:
         message = f"{type(exc).__name__}: {exc}"
     return " ".join(message.split()) or type(exc).__name__
+
+
+def _holter_columns(h: HolterSummary | None) -> dict[str, Any]:
+    """The index's Holter columns of a run (None each for a run without classes)."""
+    if not h:
+        return dict.fromkeys(("v_beats", "s_beats", "v_burden_pct", "s_burden_pct", "couplets", "runs", "pauses",
+                              "af_share"))  # fmt: skip
+    return {
+        "v_beats": h.counts["V"],
+        "s_beats": h.counts["S"],
+        "v_burden_pct": h.burden_pct["V"],
+        "s_burden_pct": h.burden_pct["S"],
+        "couplets": h.events.get("couplet", 0),
+        "runs": h.events.get("run", 0),
+        "pauses": h.events.get("pause", 0),
+        "af_share": h.af_share,
+    }
 
 
 def _row(item: _Item, worker: str, resumed: bool, summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -72,6 +97,7 @@ def _row(item: _Item, worker: str, resumed: bool, summary: Mapping[str, Any] | N
         "tp": _held(accuracy.tp),
         "fp": _held(accuracy.fp),
         "fn": _held(accuracy.fn),
+        **_holter_columns(s.holter),
         "warnings": "; ".join(s.warnings or []) or None,
         "seconds": float(sum((s.seconds or {}).values())),
         "device": _held(s.device),
