@@ -272,7 +272,7 @@ def _clock(seconds: float | None) -> str:
     return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
 
 
-def _holter_sections(summary: RunSummary, scored: bool) -> list[_Section]:
+def _holter_sections(summary: RunSummary, scored: bool, files: dict[str, Path]) -> list[_Section]:
     """The Holter summary: beats per class, and the events (``scored``: the run also scored the
     beats, and the page says which to read first)."""
     h = summary.holter
@@ -305,7 +305,8 @@ def _holter_sections(summary: RunSummary, scored: bool) -> list[_Section]:
         f"pause {_number(h.longest_pause_s, 3)} s; irregularly irregular rhythm {100 * h.af_share:.1f} % of the "
         "recording. Times are from the recording's start (h:mm:ss)."
     )
-    sections.append(_Section("Events", facts, {"header": ["event", "count", "first at"], "rows": events}))
+    table = {"header": ["event", "count", "first at"], "rows": events}
+    sections.append(_Section("Events", facts, table, figures=_figures(files, ["events.png"])))
     return sections
 
 
@@ -321,7 +322,7 @@ def _beats_page(
     c = summary.counts
     facts = [("beats found", _number(c.beats_found)), ("beats kept", _number(c.beats_kept))] + facts
     facts += _accuracy_facts(summary) + _heart_rate_facts(summary) + _quality_facts(summary)
-    sections.extend(_holter_sections(summary, scored=False))
+    sections.extend(_holter_sections(summary, scored=False, files=files))
     names = ["excerpt.png", "heart_rate.png", "intervals.png", "quality.png"]
     sections.append(_Section("Beats", figures=_figures(files, names)))
     sections.extend(_accuracy_sections(summary))
@@ -384,7 +385,7 @@ def _ecg_page(
         *_heart_rate_facts(summary),
         *_quality_facts(summary),
     ]
-    sections.extend(_holter_sections(summary, scored=True))
+    sections.extend(_holter_sections(summary, scored=True, files=files))
     sections.extend(_reference_sections(summary) + _accuracy_sections(summary))
     if flagged is not None:
         sections.append(_flagged_section(flagged, summary.threshold))
@@ -428,7 +429,7 @@ def _score_page(
         *_accuracy_facts(summary),
         *_heart_rate_facts(summary),
     ]
-    sections.extend(_holter_sections(summary, scored=True))
+    sections.extend(_holter_sections(summary, scored=True, files=files))
     sections.extend(_reference_sections(summary) + _accuracy_sections(summary))
     if flagged is not None:
         sections.append(_flagged_section(flagged, summary.threshold))

@@ -130,3 +130,23 @@ def test_a_flat_lead_and_a_short_recording_say_why_their_beats_are_q(tmp_path):
         said[name] = (h["warnings"], result.output)
     assert "choose another lead" in said["flat"][0][0] and "choose another lead" in said["flat"][1]
     assert "too few to tell which shape is normal" in said["short"][0][0]
+
+
+def test_the_event_strips_show_the_first_event_of_each_kind(tmp_path):
+    from PIL import Image
+    from typer.testing import CliRunner
+
+    from devicepipe.cli import app
+    from devicepipe.simulate import write_simulated_ecg
+
+    runner = CliRunner()
+    with_events, clean = tmp_path / "events.parquet", tmp_path / "clean.parquet"
+    write_simulated_ecg(simulate_ecg(300, 250, rhythm=Rhythm(couplets=1, runs=1, pauses=1), seed=6), with_events)
+    write_simulated_ecg(simulate_ecg(300, 250, seed=6), clean)
+    for source in (with_events, clean):
+        result = runner.invoke(app, ["beats", str(source), "--out", str(tmp_path / source.stem)])
+        assert result.exit_code == 0, result.output
+    strips = Image.open(tmp_path / "events" / "events.png")
+    assert strips.size[1] / strips.size[0] > 0.45  # three strips (a couplet, a run, a pause); one is 0.2
+    assert "events.png" in (tmp_path / "events" / "report.html").read_text()
+    assert not (tmp_path / "clean" / "events.png").exists()  # nothing to show: no figure

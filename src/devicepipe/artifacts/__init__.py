@@ -74,6 +74,12 @@ ARTIFACTS: tuple[Artifact, ...] = (
         {"beats": figures.heart_rate, "ecg": figures.heart_rate, "score": figures.heart_rate},
     ),
     Artifact(
+        "events.png",
+        "eight seconds around the first event of each kind found (its time from the recording's start, h:mm:ss), "
+        "every beat lettered with its class: N normal, S supraventricular, V ventricular, F fusion, Q unclassifiable",
+        {"beats": figures.event_strips, "ecg": figures.event_strips, "score": figures.event_strips},
+    ),
+    Artifact(
         "excerpt.png",
         "ten seconds of the signal with the detected beats (and reference beats where given)",
         {"beats": figures.excerpt, "ecg": figures.excerpt, "score": figures.excerpt},

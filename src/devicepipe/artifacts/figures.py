@@ -22,6 +22,7 @@ from devicepipe.plot import (
     plot_score_distribution,
     plot_training,
 )
+from devicepipe.plot_events import plot_event_strips
 
 
 def excerpt(m: Made) -> Any:
@@ -40,6 +41,25 @@ def excerpt(m: Made) -> Any:
         offset=rec.start_sample,
         start_s=0.0 if rec.start_sample else None,
     )
+
+
+#: The events a strip is drawn of, in the order of the figure, and what each strip is called.
+EVENT_STRIPS = {"run": "run", "couplet": "couplet", "bigeminy": "bigeminy", "trigeminy": "trigeminy",
+                "pause": "pause", "afib": "irregularly irregular rhythm"}  # fmt: skip
+
+
+def event_strips(m: Made) -> Any:
+    """Eight seconds around the first event of each kind, every beat lettered with its class."""
+    if m.rec is None or m.signal is None or m.classes is None or not m.events:
+        return None
+    peaks = m.peaks if m.peaks is not None else m.host["all_peaks"]
+    strips = []
+    for kind, title in EVENT_STRIPS.items():
+        found = [e for e in m.events if e.kind == kind]
+        if found:
+            strips.append((title, found[0].first_beat, min(found[0].last_beat, found[0].first_beat + 8), len(found)))
+    return plot_event_strips(m.signal, m.rec.sampling_rate, peaks, m.classes, strips, offset=m.rec.start_sample,
+                             unit=m.rec.units[0])  # fmt: skip
 
 
 def heart_rate(m: Made) -> Any:

@@ -55,6 +55,8 @@ class Made:
     recordings: Sequence[Mapping[str, Any]] | None = None  # a population's recordings (see recordings.parquet)
     detector: Any = None  # a fitted BeatAnomalyDetector, for model.pt
     geometry: Mapping[str, Any] | None = None  # what rows the model takes (see BeatAnomalyDetector.save)
+    classes: np.ndarray | None = None  # each R peak's AAMI class, ``(n,)`` (an ECG run in one piece)
+    events: Sequence[Any] | None = None  # the Holter events (devicepipe.holter.Event), in time order
 
 
 #: What an artifact makes for a run: a matplotlib figure (saved as the artifact's PNG), the

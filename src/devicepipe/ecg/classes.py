@@ -205,9 +205,10 @@ def _local_rhythm(rr_prev: np.ndarray, rr_next: np.ndarray) -> np.ndarray:
     return np.median(view, axis=1)
 
 
-def _irregular(rr_prev: np.ndarray, nn: np.ndarray) -> np.ndarray:
+def _irregular(rr_prev: np.ndarray, nn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Whether each beat lies in irregularly irregular rhythm (see the module's step 5; ``nn``:
-    the interval before each beat joins two normal-shaped beats)."""
+    the interval before each beat joins two normal-shaped beats): as found (where no beat is
+    called S), and with each stretch's ends drawn back to where the rhythm changes."""
     values = np.where(nn, rr_prev, np.nan)
     pad = np.pad(values, IRREGULAR_BEATS, constant_values=np.nan)
     view = np.lib.stride_tricks.sliding_window_view(pad, 2 * IRREGULAR_BEATS + 1)
@@ -221,7 +222,14 @@ def _irregular(rr_prev: np.ndarray, nn: np.ndarray) -> np.ndarray:
     for end, start in zip(edges[1:-1:2], edges[2::2], strict=True):  # (a gap between two stretches)
         if start - end < IRREGULAR_GAP:
             irregular[end:start] = True
-    return irregular
+    # a window half in fibrillation already reads as irregular: a stretch found reaches about half a
+    # window past each end of the true one, so each end is drawn back by that much
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], irregular.astype(np.int8), [0]])))
+    trim, drawn = IRREGULAR_BEATS // 2, irregular.copy()
+    for start, end in zip(edges[::2], edges[1::2], strict=True):
+        drawn[start : min(end, start + trim)] = False
+        drawn[max(start, end - trim) : end] = False
+    return irregular, drawn
 
 
 def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float) -> BeatClasses:
@@ -299,12 +307,12 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
     nn = np.zeros(n, bool)
     normal_shaped = labels == "N"
     nn[1:] = normal_shaped[1:] & normal_shaped[:-1]
-    irregular = _irregular(rr_prev, nn)
+    near_irregular, irregular = _irregular(rr_prev, nn)
     # a P wave unlike the normal one: beyond what noise does to the normal beats' own
     on_time_normal = normal_shaped & (early >= ON_TIME)
     noise_floor = np.quantile(corr_p[on_time_normal], 0.02) if on_time_normal.any() else OTHER_P
     p_unlike = corr_p < min(OTHER_P, noise_floor)
-    premature = normal_shaped & ~irregular & ((early < EARLY) | ((early < ON_TIME) & p_unlike))
+    premature = normal_shaped & ~near_irregular & ((early < EARLY) | ((early < ON_TIME) & p_unlike))
     labels[premature] = "S"
     reasons[premature & (early < EARLY)] = "premature"
     reasons[premature & (early >= EARLY)] = "premature, P wave unlike"

@@ -176,7 +176,8 @@ def _write_beats(
     # every R peak in memory for the figures (peaks held on disk stay there without them)
     every = peaks if isinstance(peaks, np.ndarray) else peaks[:] if signal is not None else None
     made = Made("beats", stage, rec=rec, signal=signal, peaks=every, beats=beats, reference=checked.reference,
-                quality=rated)  # fmt: skip
+                quality=rated, classes=classes[0] if classes else None,
+                events=labelled.holter.events if labelled else None)  # fmt: skip
     files.update(write_artifacts(made))
     summary = {
         **input_summary(source, rec, run.device),

@@ -171,6 +171,7 @@ def _write_ecg(
         beat_rate=geometry["width"] / beats.window_s,  # Hz of the resampled beat rows
         quality=(quality, beats.peaks, rec.n_samples), detector=learned.detector, geometry=geometry,
         reference=host.get("reference_peaks"),
+        classes=labelled.classes.labels, events=labelled.holter.events,
     )  # fmt: skip
     return files | write_artifacts(made)
 

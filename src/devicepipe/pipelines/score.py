@@ -106,6 +106,7 @@ def run_score(
         made = Made(
             "score", run.out, host, rec=rec, signal=signal, threshold=detector.threshold_, leading=leading,
             beat_rate=detector.width_ / beats.window_s, reference=host.get("reference_peaks"),
+            classes=labelled.classes.labels, events=labelled.holter.events,
         )  # fmt: skip
         files.update(write_artifacts(made))
     summary = {**_score_summary(source, rec, run, detector, host, heart_rate), **leads, "holter": labelled.summary()}
