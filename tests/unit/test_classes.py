@@ -150,3 +150,21 @@ def test_the_event_strips_show_the_first_event_of_each_kind(tmp_path):
     assert strips.size[1] / strips.size[0] > 0.45  # three strips (a couplet, a run, a pause); one is 0.2
     assert "events.png" in (tmp_path / "events" / "report.html").read_text()
     assert not (tmp_path / "clean" / "events.png").exists()  # nothing to show: no figure
+
+
+@pytest.mark.parametrize("sample", [4000, 150])
+def test_a_recording_read_in_parts_gets_the_classes_of_one_piece(monkeypatch, sample):
+    from devicepipe.ecg import classes
+
+    monkeypatch.setattr(classes, "SAMPLE_BEATS", sample)  # 150: families from a sample of the beats
+    sim = simulate_ecg(600, 360, noise_mV=0.05, rhythm=Rhythm(ectopic_rate=0.05, atrial_rate=0.03, afib=0.2), seed=3)
+    x, fs = sim.signal, sim.sampling_rate
+    peaks = ecg_peaks(x, fs)
+    whole = ecg_classes(x, peaks, fs)
+    read = []
+    parts = classes.ecg_classes_chunked(lambda s, e: read.append(e - s) or x[s:e], x.numel(), peaks.numpy(), fs,
+                                        chunk=3600)  # fmt: skip
+    assert max(read) < 3600 + 2 * 720 + 50 and len(read) >= 2 * 60  # ten seconds (and margins) at a time, twice
+    for name in ("labels", "reasons", "family", "width_ms", "irregular"):
+        np.testing.assert_array_equal(getattr(whole, name), getattr(parts, name), err_msg=name)
+    assert whole.counts()["V"] > 10 and whole.counts()["S"] > 5

@@ -38,15 +38,17 @@ over the beats) and the rules (a few comparisons per beat), which run on the hos
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
-from devicepipe.ecg.baseline import ecg_baseline
+from devicepipe.ecg.baseline import BASELINE_RATE, ecg_baseline
 from devicepipe.errors import DevicepipeError
 
-__all__ = ["BEAT_CLASSES", "BeatClasses", "ecg_classes"]
+__all__ = ["BEAT_CLASSES", "BeatClasses", "ecg_classes", "ecg_classes_chunked"]
 
 #: The AAMI EC57 classes, in words.
 BEAT_CLASSES = {
@@ -58,6 +60,11 @@ BEAT_CLASSES = {
 }
 #: The fewest beats whose shapes can say which is normal.
 MIN_BEATS = 8
+#: Beats whose shapes the families are gathered from (evenly spaced; every one of fewer).
+SAMPLE_BEATS = 4000
+#: Signal read either side of a part of a recording read in parts, s (the baseline's filters and
+#: a beat's windows reach well under this).
+MARGIN_S = 2.0
 #: QRS window either side of the R peak, s.
 QRS_S = 0.10
 #: How far a beat's centre may move to this lead's own R peak, s.
@@ -133,15 +140,6 @@ def _windows(x: torch.Tensor, centres: torch.Tensor, before: int, after: int) ->
     """``(n, before + after)`` samples of ``x`` from ``centre - before`` (edges repeated)."""
     pos = centres[:, None] + torch.arange(-before, after, device=x.device)
     return x[pos.clamp(0, x.shape[0] - 1)]
-
-
-def _centred(x: torch.Tensor, peaks: torch.Tensor, fs: float) -> torch.Tensor:
-    """Each peak moved to this lead's own extremum within :data:`CENTRE_S`, in the direction of
-    its typical QRS (beats found on another lead, or on all of them, are a few ms off this one's)."""
-    reach = max(1, round(CENTRE_S * fs))
-    near = _windows(x, peaks, reach, reach + 1)
-    sign = 1.0 if float(x[peaks.clamp(0, x.shape[0] - 1)].median()) >= 0 else -1.0
-    return (peaks + (sign * near).argmax(1) - reach).clamp(0, x.shape[0] - 1)
 
 
 def _levelled(signal: torch.Tensor, fs: float) -> torch.Tensor:
@@ -232,6 +230,100 @@ def _irregular(rr_prev: np.ndarray, nn: np.ndarray) -> tuple[np.ndarray, np.ndar
     return irregular, drawn
 
 
+@dataclass(frozen=True)
+class _Measured:
+    """What the signal says of some beats: unit QRS shapes ``(m, w)`` and P waves ``(m, wp)``
+    (tensors), QRS widths ``(m,)`` in ms (host)."""
+
+    shapes: torch.Tensor
+    p_waves: torch.Tensor
+    width: np.ndarray
+
+
+def _reach(fs: float) -> tuple[int, int, int, int, int]:
+    """Samples: how far a centre may move, the QRS half-window, the P window's start and end
+    before the R peak, and how far before and after a peak a beat's wide window reaches."""
+    reach, half = max(1, round(CENTRE_S * fs)), max(2, round(QRS_S * fs))
+    p_from, p_to = (round(s * fs) for s in P_WINDOW_S)
+    return reach, half, p_from, p_to, max(p_from, half) + reach
+
+
+def _wide(x: torch.Tensor, peaks: torch.Tensor, fs: float) -> torch.Tensor:
+    """Each beat's wide window of the levelled signal ``x`` (peaks as indices into ``x``)."""
+    wide = _reach(fs)[4]
+    return _windows(x, peaks, wide, wide + 1)
+
+
+def _measure(wide: torch.Tensor, sign: float, fs: float) -> _Measured:
+    """The QRS and P windows of beats from their wide windows (:func:`_wide`), each centred first
+    on this lead's own extremum within :data:`CENTRE_S` in the direction ``sign`` of its typical
+    QRS (beats found on another lead, or on all of them, are a few ms off this one's)."""
+    reach, half, p_from, p_to, w = _reach(fs)
+    near = wide[:, w - reach : w + reach + 1]
+    centre = w + (sign * near).argmax(1) - reach  # column of each beat's own R peak
+    qrs = wide.gather(1, centre[:, None] + torch.arange(-half, half, device=wide.device))
+    p_waves = wide.gather(1, centre[:, None] + torch.arange(-p_from, -p_to, device=wide.device))
+    return _Measured(_unit(qrs), _unit(p_waves), _slope_width(qrs, fs).cpu().numpy())
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """The shape families and the normal one, from a sample of the beats."""
+
+    templates: torch.Tensor  # (k, w) unit rows, the families in the order gathered
+    normal: int  # -1: none
+    normal_width: float
+    p_template: torch.Tensor | None
+
+
+def _sample(n: int) -> np.ndarray:
+    """The beats whose shapes make the families: every one, or :data:`SAMPLE_BEATS` evenly spaced."""
+    return np.arange(n) if n <= SAMPLE_BEATS else np.unique(np.linspace(0, n - 1, SAMPLE_BEATS).round().astype(int))
+
+
+def _fit(sample: _Measured, early: np.ndarray) -> _Fit:
+    """Families of the sampled beats, and the normal one (see the module's steps 1 and 3);
+    ``early``: the sampled beats' prematurity."""
+    family, templates = _families(sample.shapes)
+    m = family.size
+    sizes = np.bincount(family[family >= 0], minlength=len(templates))
+    candidates = [k for k in np.argsort(-sizes, kind="stable") if sizes[k] >= NORMAL_MIN_SHARE * m]
+    on_time = [k for k in candidates if np.median(early[family == k]) >= ON_TIME]
+    normal = int(on_time[0] if on_time else candidates[0] if candidates else np.argmax(sizes) if sizes.size else -1)
+    if normal < 0:
+        return _Fit(templates, -1, float(np.median(sample.width)), None)
+    members = torch.as_tensor(family == normal, device=sample.p_waves.device)
+    p_template = _unit(sample.p_waves[members].median(0).values[None])[0]
+    return _Fit(templates, normal, float(np.median(sample.width[family == normal])), p_template)
+
+
+def _against(measured: _Measured, fit: _Fit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each beat's family (the first whose shape it is within :data:`FAMILY_CORR` of; -1 none),
+    its correlation with every family's shape ``(m, k)``, and its P wave's with the normal one's."""
+    m = measured.shapes.shape[0]
+    if not len(fit.templates):
+        return np.full(m, -1), np.zeros((m, 0)), np.zeros(m)
+    corr = (measured.shapes[:, None, :] * fit.templates[None]).sum(2).cpu().numpy()  # (row by row, exact)
+    inside = corr > FAMILY_CORR
+    family = np.where(inside.any(1), inside.argmax(1), -1)
+    corr_p = np.zeros(m) if fit.p_template is None else (measured.p_waves * fit.p_template).sum(1).cpu().numpy()
+    return family, corr, corr_p
+
+
+def _rhythm(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each beat's interval before it (s) and that over the local interval (its prematurity)."""
+    rr = np.diff(t)
+    rr_prev = np.concatenate([[rr[0]], rr])
+    rr_next = np.concatenate([rr, [rr[-1]]])
+    return rr_prev, rr_prev / _local_rhythm(rr_prev, rr_next)
+
+
+def _too_few(n: int) -> BeatClasses:
+    empty = np.zeros(n)
+    return BeatClasses(np.full(n, "Q"), np.full(n, "too few beats"), np.full(n, -1), -1, empty, empty,
+                       np.zeros(n, bool))  # fmt: skip
+
+
 def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float) -> BeatClasses:
     """The AAMI class of every beat of one lead (see the module's account of how).
 
@@ -252,55 +344,104 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
             fix="pass one lead.",
             param="signal",
         )
-    n = int(peaks.numel())
-    fs = float(sampling_rate)
+    n, fs = int(peaks.numel()), float(sampling_rate)
     if n < MIN_BEATS:
-        empty = np.zeros(n)
-        return BeatClasses(np.full(n, "Q"), np.full(n, "too few beats"), np.full(n, -1), -1, empty, empty,
-                           np.zeros(n, bool))  # fmt: skip
+        return _too_few(n)
     x = _levelled(signal, fs)
-    centres = _centred(x, peaks.to(x.device).long(), fs)
-    half = max(2, round(QRS_S * fs))
-    qrs = _windows(x, centres, half, half)
-    shapes = _unit(qrs)
-    family, templates = _families(shapes)
-    width = _slope_width(qrs, fs).cpu().numpy()
-    p_from, p_to = (round(s * fs) for s in P_WINDOW_S)
-    p_waves = _unit(_windows(x, centres, p_from, -p_to))
-
+    at = peaks.to(x.device).long()
     t = peaks.detach().cpu().numpy().astype(np.float64) / fs
-    rr = np.diff(t)
-    rr_prev = np.concatenate([[rr[0]], rr])
-    rr_next = np.concatenate([rr, [rr[-1]]])
-    local = _local_rhythm(rr_prev, rr_next)
-    early = rr_prev / local
+    rr_prev, early = _rhythm(t)
+    pick = _sample(n)
+    chosen = torch.as_tensor(pick, device=x.device)
+    sign = _sign(x[at[chosen].clamp(0, x.shape[0] - 1)])
+    fit = _fit(_measure(_wide(x, at[chosen], fs), sign, fs), early[pick])
+    every = _measure(_wide(x, at, fs), sign, fs)
+    family, corr, corr_p = _against(every, fit)
+    return _decide(fit, t, rr_prev, early, every.width, family, corr, corr_p)
 
-    sizes = np.bincount(family[family >= 0], minlength=len(templates))
-    candidates = [k for k in np.argsort(-sizes) if sizes[k] >= NORMAL_MIN_SHARE * n]
-    on_time = [k for k in candidates if np.median(early[family == k]) >= ON_TIME]
-    normal = int(on_time[0] if on_time else candidates[0] if candidates else np.argmax(sizes) if sizes.size else -1)
 
-    if normal >= 0:
-        corr_n = (shapes @ templates[normal]).cpu().numpy()
-        normal_width = float(np.median(width[family == normal]))
-        p_template = _unit(p_waves[torch.as_tensor(family == normal, device=x.device)].median(0).values[None])[0]
-        corr_p = (p_waves @ p_template).cpu().numpy()
-    else:
-        corr_n, corr_p = np.zeros(n), np.zeros(n)
-        normal_width = float(np.median(width))
+def ecg_classes_chunked(
+    read: Callable[[int, int], torch.Tensor],
+    n_samples: int,
+    peaks: np.ndarray | Any,
+    sampling_rate: float,
+    *,
+    chunk: int,
+) -> BeatClasses:
+    """:func:`ecg_classes` of a recording too long for memory, read ``chunk`` samples at a time
+    (with :data:`MARGIN_S` either side): the same classes as in one piece. ``read(start, stop)``
+    gives samples ``[start, stop)`` of the lead; ``peaks``: ``(n,)`` R-peak samples, an array or
+    any sequence read in slices (peaks held on disk). Two passes over the recording: the sampled
+    beats' windows, then every beat's measures (a few numbers each)."""
+    n, fs = len(peaks), float(sampling_rate)
+    if n < MIN_BEATS:
+        return _too_few(n)
+    all_peaks = np.asarray(peaks[:], dtype=np.int64)  # (8 bytes a beat: a week's are 6 MB)
+    t = all_peaks.astype(np.float64) / fs
+    rr_prev, early = _rhythm(t)
+    pick = _sample(n)
+    picked = np.zeros(n, bool)
+    picked[pick] = True
+    step = max(1, round(fs / BASELINE_RATE))  # parts start on the baseline's own grid
+    margin, chunk = (-(-max(1, v) // step) * step for v in (round(MARGIN_S * fs), chunk))
 
+    def parts() -> Iterator[tuple[slice, torch.Tensor, torch.Tensor]]:
+        """Each part's beats, its levelled signal and their peaks as indices into it."""
+        for start in range(0, n_samples, chunk):
+            first, last = np.searchsorted(all_peaks, [start, start + chunk])
+            if first == last:
+                continue
+            a, b = max(0, start - margin), min(n_samples, start + chunk + margin)  # (a: a multiple of step)
+            x = _levelled(read(a, b), fs)
+            yield slice(first, last), x, torch.as_tensor(all_peaks[first:last] - a, device=x.device)
+
+    wide, heights = [], []
+    for beats, x, at in parts():  # the sampled beats' wide windows
+        own = torch.as_tensor(picked[beats], device=x.device)
+        wide.append(_wide(x, at[own], fs))
+        heights.append(x[at[own].clamp(0, x.shape[0] - 1)])
+    sign = _sign(torch.cat(heights))
+    fit = _fit(_measure(torch.cat(wide), sign, fs), early[pick])
+    family, corr_p, width = np.full(n, -1), np.zeros(n), np.zeros(n)
+    corr = np.zeros((n, len(fit.templates)))
+    for beats, x, at in parts():  # every beat's measures against the families
+        measured = _measure(_wide(x, at, fs), sign, fs)
+        family[beats], corr[beats], corr_p[beats] = _against(measured, fit)
+        width[beats] = measured.width
+    return _decide(fit, t, rr_prev, early, width, family, corr, corr_p)
+
+
+def _sign(heights: torch.Tensor) -> float:
+    """The direction of a lead's typical QRS, from the levelled signal at its R peaks."""
+    return 1.0 if float(heights.median()) >= 0 else -1.0
+
+
+def _decide(
+    fit: _Fit,
+    t: np.ndarray,
+    rr_prev: np.ndarray,
+    early: np.ndarray,
+    width: np.ndarray,
+    family: np.ndarray,
+    corr: np.ndarray,
+    corr_p: np.ndarray,
+) -> BeatClasses:
+    """The classes from each beat's measures (see the module's steps 4 and 5), host arrays ``(n,)``."""
+    n = t.size
+    normal = fit.normal
+    corr_n = corr[:, normal] if normal >= 0 else np.zeros(n)
     unlike = corr_n < SAME_SHAPE
-    wide = unlike & (width >= WIDE * normal_width)  # (a normal shape is never wide: noise widens it)
+    wide = unlike & (width >= WIDE * fit.normal_width)  # (a normal shape is never wide: noise widens it)
     ventricular_shape = wide | (unlike & (early < ON_TIME))
     labels = np.full(n, "N", dtype="<U1")
     reasons = np.full(n, "normal", dtype=object)
     labels[ventricular_shape] = "V"
     reasons[ventricular_shape & wide] = "wide QRS"
     reasons[ventricular_shape & ~wide] = "other shape, premature"
-    # a ventricular family's shape: the median of its beats, where some were called V
-    v_families = [k for k in range(len(templates)) if k != normal and np.mean(labels[family == k] == "V") > 0.5]
+    # a ventricular family's shape: where most of its beats were called V
+    v_families = [k for k in range(corr.shape[1]) if k != normal and np.mean(labels[family == k] == "V") > 0.5]
     if v_families and normal >= 0:
-        corr_v = (shapes @ templates[v_families].T).max(1).values.cpu().numpy()
+        corr_v = corr[:, v_families].max(1)
         fusion = unlike & ~ventricular_shape & (corr_v > 0.5) & (corr_n > 0.5) & (early >= ON_TIME)
         labels[fusion], reasons[fusion] = "F", "between normal and ventricular shapes"
 

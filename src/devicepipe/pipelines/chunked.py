@@ -31,10 +31,12 @@ from devicepipe.io.spill import Spill, Stored
 from devicepipe.outputs import remove_stale
 from devicepipe.pipelines import context
 from devicepipe.pipelines.beats_finish import BeatsOptions, _beats_result, _check_beats, _write_beats
+from devicepipe.pipelines.classes import label_beats_chunked
 from devicepipe.pipelines.context import PEAK_METHOD, _Run
 from devicepipe.pipelines.quality import _excerpt_start, _quality_stored, _quality_summary_stored, _stored_quality
 from devicepipe.pipelines.reading import _unknown_rate
 from devicepipe.pipelines.results import BeatsResult
+from devicepipe.summaries import HolterSummary
 from devicepipe.units import parse_duration
 
 BYTES_PER_SAMPLE = 12
@@ -66,13 +68,6 @@ def _check_chunk(chunk: int | str, method: str) -> None:
         parse_duration(chunk)  # (a clear error for a duration that is not one)
     elif chunk < 1:
         raise DevicepipeError(f"chunk must be a positive number of samples, got {chunk}.")
-
-
-#: What a run read in chunks leaves out.
-NO_CLASSES = (
-    "the beats' classes and the Holter summary need the recording in one piece and were not made for this "
-    "run, read in chunks: raise the memory budget, or drop chunk, to have them"
-)
 
 
 def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | None:
@@ -139,7 +134,8 @@ def _run_beats_chunked(
                 start=first, stop=min(n, first + int(round(10 * fs))), encoding=opts.encoding,
             )  # fmt: skip
         checked = _check_beats(run, rec, n, peaks, peaks, ref, opts)
-        checked = replace(checked, warnings=[*checked.warnings, NO_CLASSES])
+        labelled = label_beats_chunked(run, read, n, peaks, fs, size)
+        release_freed_memory()
         release_freed_memory()
         held.append("kept", torch.zeros(0, dtype=torch.bool))  # (a bool mask, even of no beats)
         for part in segment_kept_parts(peaks, n, fs, part=context.BEAT_PART, mode=opts.mode):
@@ -157,7 +153,7 @@ def _run_beats_chunked(
             columns = (Stored(held, "quality_column"), Stored(held, "stretch_column"))
             summary = {"quality": _quality_summary_stored(held, n, fs), "n_samples": n, "chunked": chunking}
             files.update(_write_beats(stage, run, source, rec, signal, kept, cut, checked, opts, columns, rated=rated,
-                                      **summary))  # fmt: skip
+                                      labelled=labelled, **summary))  # fmt: skip
         remove_stale(run.out, run.earlier, list(files))  # (a directory holds one run)
         # what the caller is given (9 bytes a beat), mapped from disk: in memory only where it is used
         host_peaks, host_kept = held.mapped("peaks"), held.mapped("kept")
@@ -167,7 +163,8 @@ def _run_beats_chunked(
         cut.lengths.new_empty(0), torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64),
         torch.from_numpy(host_kept), fs, cut.mode, cut.before, cut.length_range,
     )  # fmt: skip
-    return _beats_result(run, rec, n, host_peaks, beats, files, checked)
+    result = _beats_result(run, rec, n, host_peaks, beats, files, checked)
+    return replace(result, holter=HolterSummary.from_dict(labelled.summary()))
 
 
 def _write_matrix_chunked(

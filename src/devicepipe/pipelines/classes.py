@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from devicepipe.ecg.classes import BEAT_CLASSES, MIN_BEATS, BeatClasses, ecg_classes
+from devicepipe.ecg.classes import BEAT_CLASSES, MIN_BEATS, BeatClasses, ecg_classes, ecg_classes_chunked
 from devicepipe.holter import Holter, holter_summary
 from devicepipe.io import Recording
 from devicepipe.pipelines.context import _Run
@@ -48,6 +49,18 @@ class Labelled:
     def summary(self) -> dict[str, Any]:
         """``summary.json``'s ``holter``: what it is, the classes' meaning, the summary, its warnings."""
         return {"method": CLASSES_WORDS, "classes": BEAT_CLASSES, **self.holter.to_dict(), "warnings": self.warnings}
+
+
+def label_beats_chunked(
+    run: _Run, read: Callable[[int, int], torch.Tensor], n_samples: int, peaks: Any, fs: float, chunk: int
+) -> Labelled:
+    """:func:`label_beats` of a recording read ``chunk`` samples at a time (``read(start, stop)``),
+    its R peaks ``peaks`` held on disk: the same classes and summary."""
+    with run.stage("classes", count=False):  # (chunks cross to the device in read(), counted there)
+        classes = ecg_classes_chunked(read, n_samples, peaks, fs, chunk=chunk)
+        t = np.asarray(peaks[:], dtype=np.float64) / fs
+        summary = holter_summary(t, classes.labels, classes.irregular, n_samples / fs)
+    return Labelled(classes, summary)
 
 
 def label_beats(run: _Run, rec: Recording, peaks: torch.Tensor) -> Labelled:
