@@ -4,10 +4,10 @@ A cardiologist reads rhythm first (is the beat early? is the pause after it comp
 shape second (is the QRS wide, unlike the others, without its P wave?). So does
 :func:`ecg_classes`:
 
-1. **Shape families.** Each beat's QRS (0.1 s either side of its R peak, less the baseline) is
-   compared with the others by correlation; families are gathered greedily (the beat most like
-   the most others, and every beat within :data:`FAMILY_CORR` of its family's median shape),
-   largest first.
+1. **Shape families.** Each beat's QRS (0.1 s either side of its R peak) is compared with the
+   others by correlation (which no offset under the beat changes, so the baseline need not be
+   removed first); families are gathered greedily (the beat most like the most others, and
+   every beat within :data:`FAMILY_CORR` of its family's median shape), largest first.
 2. **The rhythm around each beat.** The interval before it and after it, against the local
    rhythm: the median, over :data:`RHYTHM_BEATS` beats either side, of the mean of each beat's
    two intervals. That mean is one sinus interval around an isolated ectopic beat, and in
@@ -45,7 +45,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.ecg.baseline import BASELINE_RATE, ecg_baseline
 from devicepipe.errors import DevicepipeError
 
 __all__ = ["BEAT_CLASSES", "BeatClasses", "ecg_classes", "ecg_classes_chunked"]
@@ -62,9 +61,9 @@ BEAT_CLASSES = {
 MIN_BEATS = 8
 #: Beats whose shapes the families are gathered from (evenly spaced; every one of fewer).
 SAMPLE_BEATS = 4000
-#: Signal read either side of a part of a recording read in parts, s (the baseline's filters and
-#: a beat's windows reach well under this).
-MARGIN_S = 2.0
+#: Signal read either side of a part of a recording read in parts, s (a beat's windows reach
+#: well under this).
+MARGIN_S = 1.0
 #: QRS window either side of the R peak, s.
 QRS_S = 0.10
 #: How far a beat's centre may move to this lead's own R peak, s.
@@ -140,13 +139,6 @@ def _windows(x: torch.Tensor, centres: torch.Tensor, before: int, after: int) ->
     """``(n, before + after)`` samples of ``x`` from ``centre - before`` (edges repeated)."""
     pos = centres[:, None] + torch.arange(-before, after, device=x.device)
     return x[pos.clamp(0, x.shape[0] - 1)]
-
-
-def _levelled(signal: torch.Tensor, fs: float) -> torch.Tensor:
-    """``signal`` less its baseline (:func:`~devicepipe.ecg.baseline.ecg_baseline`), float32."""
-    coarse, step = ecg_baseline(signal, fs)
-    at = (torch.arange(signal.shape[0], device=signal.device) // step).clamp(max=coarse.shape[0] - 1)
-    return signal.float() - coarse[at]
 
 
 def _unit(rows: torch.Tensor) -> torch.Tensor:
@@ -249,7 +241,7 @@ def _reach(fs: float) -> tuple[int, int, int, int, int]:
 
 
 def _wide(x: torch.Tensor, peaks: torch.Tensor, fs: float) -> torch.Tensor:
-    """Each beat's wide window of the levelled signal ``x`` (peaks as indices into ``x``)."""
+    """Each beat's wide window of the signal ``x`` (peaks as indices into ``x``)."""
     wide = _reach(fs)[4]
     return _windows(x, peaks, wide, wide + 1)
 
@@ -347,14 +339,15 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
     n, fs = int(peaks.numel()), float(sampling_rate)
     if n < MIN_BEATS:
         return _too_few(n)
-    x = _levelled(signal, fs)
+    x = signal.float()
     at = peaks.to(x.device).long()
     t = peaks.detach().cpu().numpy().astype(np.float64) / fs
     rr_prev, early = _rhythm(t)
     pick = _sample(n)
     chosen = torch.as_tensor(pick, device=x.device)
-    sign = _sign(x[at[chosen].clamp(0, x.shape[0] - 1)])
-    fit = _fit(_measure(_wide(x, at[chosen], fs), sign, fs), early[pick])
+    sampled = _wide(x, at[chosen], fs)
+    sign = _sign(sampled)
+    fit = _fit(_measure(sampled, sign, fs), early[pick])
     every = _measure(_wide(x, at, fs), sign, fs)
     family, corr, corr_p = _against(every, fit)
     return _decide(fit, t, rr_prev, early, every.width, family, corr, corr_p)
@@ -382,26 +375,24 @@ def ecg_classes_chunked(
     pick = _sample(n)
     picked = np.zeros(n, bool)
     picked[pick] = True
-    step = max(1, round(fs / BASELINE_RATE))  # parts start on the baseline's own grid
-    margin, chunk = (-(-max(1, v) // step) * step for v in (round(MARGIN_S * fs), chunk))
+    margin, chunk = round(MARGIN_S * fs), max(1, chunk)
 
     def parts() -> Iterator[tuple[slice, torch.Tensor, torch.Tensor]]:
-        """Each part's beats, its levelled signal and their peaks as indices into it."""
+        """Each part's beats, its signal (with the margins) and their peaks as indices into it."""
         for start in range(0, n_samples, chunk):
             first, last = np.searchsorted(all_peaks, [start, start + chunk])
             if first == last:
                 continue
-            a, b = max(0, start - margin), min(n_samples, start + chunk + margin)  # (a: a multiple of step)
-            x = _levelled(read(a, b), fs)
+            a, b = max(0, start - margin), min(n_samples, start + chunk + margin)
+            x = read(a, b).float()
             yield slice(first, last), x, torch.as_tensor(all_peaks[first:last] - a, device=x.device)
 
-    wide, heights = [], []
+    wide = []
     for beats, x, at in parts():  # the sampled beats' wide windows
-        own = torch.as_tensor(picked[beats], device=x.device)
-        wide.append(_wide(x, at[own], fs))
-        heights.append(x[at[own].clamp(0, x.shape[0] - 1)])
-    sign = _sign(torch.cat(heights))
-    fit = _fit(_measure(torch.cat(wide), sign, fs), early[pick])
+        wide.append(_wide(x, at[torch.as_tensor(picked[beats], device=x.device)], fs))
+    sampled = torch.cat(wide)
+    sign = _sign(sampled)
+    fit = _fit(_measure(sampled, sign, fs), early[pick])
     family, corr_p, width = np.full(n, -1), np.zeros(n), np.zeros(n)
     corr = np.zeros((n, len(fit.templates)))
     for beats, x, at in parts():  # every beat's measures against the families
@@ -411,9 +402,11 @@ def ecg_classes_chunked(
     return _decide(fit, t, rr_prev, early, width, family, corr, corr_p)
 
 
-def _sign(heights: torch.Tensor) -> float:
-    """The direction of a lead's typical QRS, from the levelled signal at its R peaks."""
-    return 1.0 if float(heights.median()) >= 0 else -1.0
+def _sign(wide: torch.Tensor) -> float:
+    """The direction of a lead's typical QRS: of its beats' R peaks against their windows' medians
+    (wide windows, :func:`_wide`)."""
+    middle = wide.shape[1] // 2
+    return 1.0 if float((wide[:, middle] - wide.median(1).values).median()) >= 0 else -1.0
 
 
 def _decide(
