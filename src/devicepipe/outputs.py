@@ -108,22 +108,38 @@ def write_beat_files(
     return files
 
 
-def heart_rate_summary(peaks: torch.Tensor | Stored, sampling_rate: float) -> dict[str, Any] | None:
-    """``summary.json``'s heart rate and time-domain HRV (cleaned NN intervals; see
-    :mod:`devicepipe.heart`) of R peaks in memory or held on disk (read a part at a time), or
-    None with fewer than three beats."""
+def heart_rate_summary(
+    peaks: torch.Tensor | Stored, sampling_rate: float, classes: np.ndarray | None = None
+) -> dict[str, Any] | None:
+    """``summary.json``'s heart rate and HRV (cleaned NN intervals; see :mod:`devicepipe.heart`)
+    of R peaks in memory or held on disk (read a part at a time), or None with fewer than three
+    beats. With each beat's AAMI class (``classes``, ``(n,)``), the spectrum takes only the
+    intervals between two N beats (ectopic beats and the intervals around them left out)."""
     if len(peaks) < 3:
         return None
     measures = hrv(peaks, sampling_rate) if isinstance(peaks, torch.Tensor) else hrv_stored(peaks, sampling_rate)
     every = peaks if isinstance(peaks, torch.Tensor) else torch.from_numpy(np.asarray(peaks[:]))
     rr, kept, _, _ = nn_intervals(every.cpu(), sampling_rate)
     times = every[1:].cpu().numpy() / float(sampling_rate)
-    spectral = hrv_frequency(rr.numpy(), times, kept.numpy())
+    normal = kept.numpy()
+    if classes is not None:
+        normal = normal & (classes[1:] == "N") & (classes[:-1] == "N")
+    spectral = hrv_frequency(rr.numpy(), times, normal)
     return {
         "nn_cleaning": "0.3-2 s, within 20 % of the neighbours' median",
         **measures.to_dict(),
-        "frequency": spectral.to_dict() if spectral else None,
+        "frequency": _spectral(spectral, classes is not None),
     }
+
+
+def _spectral(spectral: Any, classed: bool) -> dict[str, Any] | None:
+    """``heart_rate.frequency``: the spectrum, its method saying which intervals it took."""
+    if spectral is None:
+        return None
+    out = spectral.to_dict()
+    if classed:
+        out["method"] += "; only intervals between two N beats (ectopic beats and those around them left out)"
+    return out
 
 
 #: The version of ``summary.json``'s layout (its ``schema`` key), raised when a key that a reader may

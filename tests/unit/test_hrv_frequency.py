@@ -66,3 +66,20 @@ def test_under_two_minutes_there_is_no_spectrum():
 def test_intervals_and_times_of_different_shapes_are_refused():
     with pytest.raises(DevicepipeError, match="one shape"):
         hrv_frequency(np.ones(10), np.arange(9.0))
+
+
+def test_the_summary_s_spectrum_takes_only_intervals_between_two_normal_beats():
+    import torch
+
+    from devicepipe.outputs import heart_rate_summary
+
+    rr, t = _modulated(300, [(30.0, 0.1)])
+    peaks = torch.as_tensor(np.round(np.concatenate([[0.0], t]) * 250).astype(np.int64))
+    classes = np.full(peaks.numel(), "N")
+    classes[[40, 90, 150, 151, 200]] = ["S", "V", "V", "V", "Q"]  # (on time: the cleaning keeps them all)
+    plain = heart_rate_summary(peaks, 250.0)
+    classed = heart_rate_summary(peaks, 250.0, classes)
+    assert plain["frequency"]["n_intervals"] == plain["n_intervals"] == peaks.numel() - 1
+    # each lone beat takes its two intervals, the couplet three: 2 + 2 + 3 + 2
+    assert classed["frequency"]["n_intervals"] == plain["n_intervals"] - 9
+    assert classed["n_intervals"] == plain["n_intervals"]  # (the time domain keeps its own cleaning)

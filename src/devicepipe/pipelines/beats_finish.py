@@ -75,7 +75,7 @@ def _finish_beats(
     with run.stage("transfer"):
         host = _to_host({"peaks": peaks, "kept": beats.kept, "matrix": beats.matrix})
         signal = rec.samples.cpu().numpy() if opts.figures else None
-    checked = _check_beats(run, rec, rec.n_samples, peaks, host["peaks"], ref, opts)
+    checked = _check_beats(run, rec, rec.n_samples, peaks, host["peaks"], ref, opts, labelled.classes.labels)
     with run.stage("write"), staged_dir(run.out) as stage:
         files = {"beat_matrix.npy": write_npy(host["matrix"], stage / "beat_matrix.npy")}
         columns = _quality_columns(quality, host["kept"])
@@ -125,15 +125,17 @@ def _check_beats(
     host_peaks: np.ndarray,
     ref: ReferenceBeats | None,
     opts: BeatsOptions,
+    classes: np.ndarray | None = None,
 ) -> _CheckedBeats:
-    """Score the beats against the reference, their heart rate and HRV, and what they say about
-    the settings (an error under ``strict``, before anything is written)."""
+    """Score the beats against the reference, their heart rate and HRV (the spectrum between two
+    N beats of ``classes``), and what they say about the settings (an error under ``strict``,
+    before anything is written)."""
     fs = rec.sampling_rate
     ref_samples = None if ref is None else _reference_in(ref, rec, n_samples)
     found = host_peaks if ref is None or isinstance(host_peaks, np.ndarray) else host_peaks[:]  # (as the reference)
     score = None if ref is None else evaluate_beats(ref_samples, found, fs, n_samples=n_samples)
     with run.stage("hrv"):
-        heart_rate = heart_rate_summary(peaks, fs)
+        heart_rate = heart_rate_summary(peaks, fs, classes)
     bpm = median_heart_rate(host_peaks, fs)
     warnings = rate_warnings(host_peaks, fs, n_samples, median_bpm=bpm)
     if opts.strict and warnings:

@@ -133,9 +133,9 @@ def _run_beats_chunked(
                 source, channel, device=run.device, sampling_rate=fs,
                 start=first, stop=min(n, first + int(round(10 * fs))), encoding=opts.encoding,
             )  # fmt: skip
-        checked = _check_beats(run, rec, n, peaks, peaks, ref, opts)
         labelled = label_beats_chunked(run, read, n, peaks, fs, size)
         release_freed_memory()
+        checked = _check_beats(run, rec, n, peaks, peaks, ref, opts, labelled.classes.labels)
         release_freed_memory()
         held.append("kept", torch.zeros(0, dtype=torch.bool))  # (a bool mask, even of no beats)
         for part in segment_kept_parts(peaks, n, fs, part=context.BEAT_PART, mode=opts.mode):

@@ -128,7 +128,7 @@ def run_ecg(
         )
         signal = rec.samples.cpu().numpy()
     with run.stage("hrv"):
-        heart_rate = heart_rate_summary(peaks, rec.sampling_rate)
+        heart_rate = heart_rate_summary(peaks, rec.sampling_rate, labelled.classes.labels)
     if ref is not None:
         label_with_reference(host, ref, rec)
     with run.stage("write"):

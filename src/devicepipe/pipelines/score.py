@@ -98,7 +98,7 @@ def run_score(
         signal = rec.samples.cpu().numpy()
     fs = rec.sampling_rate
     with run.stage("hrv"):
-        heart_rate = heart_rate_summary(peaks, fs)
+        heart_rate = heart_rate_summary(peaks, fs, labelled.classes.labels)
     if ref is not None:
         label_with_reference(host, ref, rec)
     with run.stage("write"):
