@@ -101,7 +101,7 @@ def simulated(name: str, rhythm: Rhythm, fs: float, noise: float, seed: int) -> 
     truth, found = sim.r_peaks.numpy(), peaks.numpy()
     scored, best = _match(truth, found, fs, sim.signal.numel())
     counts = class_counts(sim.classes[scored], c.labels, best)
-    h = holter_summary(found / fs, c.labels, c.irregular, sim.duration_s)
+    h = holter_summary(found / fs, c.labels, c.irregular, sim.duration_s, c.not_beats)
     events = {}
     index = np.full(truth.size, -1)
     index[scored] = best

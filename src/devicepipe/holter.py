@@ -9,7 +9,8 @@ From each beat's time and AAMI class (:func:`devicepipe.ecg.ecg_classes`):
 - **bigeminy** and **trigeminy** episodes: three or more ventricular beats in a row each
   separated from the next by exactly one (two) other beats, from the first ventricular beat to
   the last;
-- **pauses**: intervals over :data:`PAUSE_S` (2 s);
+- **pauses**: intervals over :data:`PAUSE_S` (2 s) between two beats (a detection too small to be
+  a QRS, noise in a pause, does not end it);
 - **heart rate**: the lowest and highest one-minute median rate with the minute it falls in,
   and the mean rate (beats per minute of the intervals);
 - **atrial fibrillation** (suspected): stretches of irregularly irregular rhythm
@@ -132,19 +133,23 @@ def _ventricular_patterns(v: np.ndarray, t: np.ndarray) -> list[Event]:
     return events
 
 
-def holter_summary(t: np.ndarray, labels: np.ndarray, irregular: np.ndarray, duration_s: float) -> Holter:
+def holter_summary(
+    t: np.ndarray, labels: np.ndarray, irregular: np.ndarray, duration_s: float, not_beats: np.ndarray | None = None
+) -> Holter:
     """The Holter summary of beats at times ``t`` (s, ``(n,)``, increasing) with AAMI classes
     ``labels`` and ``irregular`` (bool: in irregularly irregular rhythm), of a recording
-    ``duration_s`` seconds long."""
+    ``duration_s`` seconds long. ``not_beats`` (bool, ``(n,)``): detections too small to be a
+    QRS, which do not end a pause (they are counted as Q)."""
     n = int(t.size)
     hours = max(duration_s, 1e-9) / 3600.0
     counts = {c: int((labels == c).sum()) for c in CLASSES}
     burden = {c: 100.0 * k / n if n else 0.0 for c, k in counts.items()}
     per_hour = {c: k / hours for c, k in counts.items()}
     events = _ventricular_patterns(labels == "V", t) if n else []
-    rr = np.diff(t)
+    real = np.flatnonzero(~not_beats) if not_beats is not None else np.arange(n)
+    rr = np.diff(t[real])
     for i in np.flatnonzero(rr > PAUSE_S):
-        events.append(_event("pause", int(i), int(i) + 1, t, seconds=float(rr[i])))
+        events.append(_event("pause", int(real[i]), int(real[i + 1]), t, seconds=float(rr[i])))
     af_time = 0.0
     for a, b in _stretches(irregular):
         if b > a and t[b] - t[a] >= AF_MIN_S:

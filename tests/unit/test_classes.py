@@ -100,7 +100,7 @@ def test_every_simulated_couplet_run_pause_and_bigeminy_is_found_within_a_beat()
                        seed=21)  # fmt: skip
     _, _, c, peaks = _classed(sim)
     found, truth = peaks.numpy(), sim.r_peaks.numpy()
-    h = holter_summary(found / 250.0, c.labels, c.irregular, sim.duration_s)
+    h = holter_summary(found / 250.0, c.labels, c.irregular, sim.duration_s, c.not_beats)
     index = np.abs(found[None, :] - truth[:, None]).argmin(1)  # each true beat's found one
     for kind, a, _ in sim.events:
         start = index[a - 1 if kind == "pause" else a]  # (ours: a pause from the beat before it)
@@ -168,3 +168,17 @@ def test_a_recording_read_in_parts_gets_the_classes_of_one_piece(monkeypatch, sa
     for name in ("labels", "reasons", "family", "width_ms", "irregular"):
         np.testing.assert_array_equal(getattr(whole, name), getattr(parts, name), err_msg=name)
     assert whole.counts()["V"] > 10 and whole.counts()["S"] > 5
+
+
+def test_a_bump_of_noise_taken_for_a_beat_in_a_pause_does_not_end_it():
+    # white noise of 0.08 mV in a 2.9-s pause: detection takes a bump of it for a beat
+    sim = simulate_ecg(1800, 250.0, noise_mV=0.08, rhythm=Rhythm(couplets=4, runs=3, pauses=3, bigeminy=0.1,
+                                                                 ectopic_rate=0.01), seed=43)  # fmt: skip
+    _, _, c, peaks = _classed(sim)
+    found, truth = peaks.numpy(), sim.r_peaks.numpy()
+    pauses = [(truth[a - 1], truth[a]) for kind, a, _ in sim.events if kind == "pause"]
+    inside = [i for lo, hi in pauses for i in np.flatnonzero((found > lo + 10) & (found < hi - 10))]
+    assert inside and all(c.reasons[i] == "too small for a QRS" and c.labels[i] == "Q" for i in inside)
+    h = holter_summary(found / 250.0, c.labels, c.irregular, sim.duration_s, c.not_beats)
+    assert len(h.of("pause")) == 3 and all(e.seconds > 2.8 for e in h.of("pause"))
+    assert len(holter_summary(found / 250.0, c.labels, c.irregular, sim.duration_s).of("pause")) < 3  # (without)

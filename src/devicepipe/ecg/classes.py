@@ -23,7 +23,8 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    one), outside stretches of irregularly irregular rhythm; *Q* where its shape is not the
    normal one and the signal around it is too poor to tell why (in a 10-s stretch where even
    the upper quartile of the beats is unlike the normal shape: noise and motion make shapes
-   that are neither); else *N*.
+   that are neither), or where it is of another shape and under :data:`SMALL` of the normal
+   QRS's height (noise or a T wave taken for a beat); else *N*.
 5. **Irregularly irregular rhythm** (suspected atrial fibrillation): where under
    :data:`IRREGULAR` of the normal-to-normal intervals around a beat (:data:`IRREGULAR_BEATS`
    either side) lie within :data:`TYPICAL_SHARE` of their median (gaps under
@@ -47,7 +48,7 @@ import torch
 
 from devicepipe.errors import DevicepipeError
 
-__all__ = ["BEAT_CLASSES", "BeatClasses", "ecg_classes", "ecg_classes_chunked"]
+__all__ = ["BEAT_CLASSES", "TOO_SMALL", "BeatClasses", "ecg_classes", "ecg_classes_chunked"]
 
 #: The AAMI EC57 classes, in words.
 BEAT_CLASSES = {
@@ -99,6 +100,10 @@ IRREGULAR = 0.55
 TYPICAL_SHARE = 0.10
 #: Half the span of the central difference that measures a QRS's slope, s.
 SLOPE_S = 0.008
+#: A beat of another shape under a third of the normal QRS's height is too small to be one.
+SMALL = 1 / 3
+#: The reason given to such a beat.
+TOO_SMALL = "too small for a QRS"
 #: Stretch (s) whose beats' likeness to the normal shape says whether its signal is good.
 STRETCH_S = 10.0
 #: A stretch where a quarter of the beats or more are not this much like the normal shape (the
@@ -129,6 +134,11 @@ class BeatClasses:
     prematurity: np.ndarray
     width_ms: np.ndarray
     irregular: np.ndarray
+
+    @property
+    def not_beats(self) -> np.ndarray:
+        """``(n,)`` bool: detections too small to be a QRS (classed Q), which end no interval."""
+        return self.reasons == TOO_SMALL
 
     def counts(self) -> dict[str, int]:
         """Beats per class, every class named."""
@@ -225,11 +235,13 @@ def _irregular(rr_prev: np.ndarray, nn: np.ndarray) -> tuple[np.ndarray, np.ndar
 @dataclass(frozen=True)
 class _Measured:
     """What the signal says of some beats: unit QRS shapes ``(m, w)`` and P waves ``(m, wp)``
-    (tensors), QRS widths ``(m,)`` in ms (host)."""
+    (tensors), QRS widths ``(m,)`` in ms and heights ``(m,)`` (peak to trough, the signal's
+    unit) (host)."""
 
     shapes: torch.Tensor
     p_waves: torch.Tensor
     width: np.ndarray
+    height: np.ndarray
 
 
 def _reach(fs: float) -> tuple[int, int, int, int, int]:
@@ -255,7 +267,8 @@ def _measure(wide: torch.Tensor, sign: float, fs: float) -> _Measured:
     centre = w + (sign * near).argmax(1) - reach  # column of each beat's own R peak
     qrs = wide.gather(1, centre[:, None] + torch.arange(-half, half, device=wide.device))
     p_waves = wide.gather(1, centre[:, None] + torch.arange(-p_from, -p_to, device=wide.device))
-    return _Measured(_unit(qrs), _unit(p_waves), _slope_width(qrs, fs).cpu().numpy())
+    height = (qrs.max(1).values - qrs.min(1).values).cpu().numpy()
+    return _Measured(_unit(qrs), _unit(p_waves), _slope_width(qrs, fs).cpu().numpy(), height)
 
 
 @dataclass(frozen=True)
@@ -266,6 +279,7 @@ class _Fit:
     normal: int  # -1: none
     normal_width: float
     p_template: torch.Tensor | None
+    normal_height: float = float("nan")
 
 
 def _sample(n: int) -> np.ndarray:
@@ -283,10 +297,13 @@ def _fit(sample: _Measured, early: np.ndarray) -> _Fit:
     on_time = [k for k in candidates if np.median(early[family == k]) >= ON_TIME]
     normal = int(on_time[0] if on_time else candidates[0] if candidates else np.argmax(sizes) if sizes.size else -1)
     if normal < 0:
-        return _Fit(templates, -1, float(np.median(sample.width)), None)
+        return _Fit(templates, -1, float(np.median(sample.width)), None, float(np.median(sample.height)))
     members = torch.as_tensor(family == normal, device=sample.p_waves.device)
     p_template = _unit(sample.p_waves[members].median(0).values[None])[0]
-    return _Fit(templates, normal, float(np.median(sample.width[family == normal])), p_template)
+    own = family == normal
+    return _Fit(
+        templates, normal, float(np.median(sample.width[own])), p_template, float(np.median(sample.height[own]))
+    )
 
 
 def _against(measured: _Measured, fit: _Fit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -350,7 +367,7 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
     fit = _fit(_measure(sampled, sign, fs), early[pick])
     every = _measure(_wide(x, at, fs), sign, fs)
     family, corr, corr_p = _against(every, fit)
-    return _decide(fit, t, rr_prev, early, every.width, family, corr, corr_p)
+    return _decide(fit, t, rr_prev, early, every.width, every.height, family, corr, corr_p)
 
 
 def ecg_classes_chunked(
@@ -393,13 +410,13 @@ def ecg_classes_chunked(
     sampled = torch.cat(wide)
     sign = _sign(sampled)
     fit = _fit(_measure(sampled, sign, fs), early[pick])
-    family, corr_p, width = np.full(n, -1), np.zeros(n), np.zeros(n)
+    family, corr_p, width, height = np.full(n, -1), np.zeros(n), np.zeros(n), np.zeros(n)
     corr = np.zeros((n, len(fit.templates)))
     for beats, x, at in parts():  # every beat's measures against the families
         measured = _measure(_wide(x, at, fs), sign, fs)
         family[beats], corr[beats], corr_p[beats] = _against(measured, fit)
-        width[beats] = measured.width
-    return _decide(fit, t, rr_prev, early, width, family, corr, corr_p)
+        width[beats], height[beats] = measured.width, measured.height
+    return _decide(fit, t, rr_prev, early, width, height, family, corr, corr_p)
 
 
 def _sign(wide: torch.Tensor) -> float:
@@ -415,6 +432,7 @@ def _decide(
     rr_prev: np.ndarray,
     early: np.ndarray,
     width: np.ndarray,
+    height: np.ndarray,
     family: np.ndarray,
     corr: np.ndarray,
     corr_p: np.ndarray,
@@ -454,6 +472,10 @@ def _decide(
 
     poor = unlike & _poor_stretch(t, corr_n)
     labels[poor], reasons[poor] = "Q", "poor signal"
+    # a "beat" a fraction of the normal QRS's height and of another shape: a bump of noise or a T
+    # wave that detection took in (ventricular beats are larger than normal ones, not smaller)
+    small = unlike & (height < SMALL * fit.normal_height)
+    labels[small], reasons[small] = "Q", TOO_SMALL
     return BeatClasses(labels, reasons.astype(str), family, normal, early, width, irregular)
 
 

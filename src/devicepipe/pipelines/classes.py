@@ -9,7 +9,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.ecg.classes import BEAT_CLASSES, MIN_BEATS, BeatClasses, ecg_classes, ecg_classes_chunked
+from devicepipe.ecg.classes import (
+    BEAT_CLASSES,
+    MIN_BEATS,
+    BeatClasses,
+    ecg_classes,
+    ecg_classes_chunked,
+)
 from devicepipe.holter import Holter, holter_summary
 from devicepipe.io import Recording
 from devicepipe.pipelines.context import _Run
@@ -59,7 +65,7 @@ def label_beats_chunked(
     with run.stage("classes", count=False):  # (chunks cross to the device in read(), counted there)
         classes = ecg_classes_chunked(read, n_samples, peaks, fs, chunk=chunk)
         t = np.asarray(peaks[:], dtype=np.float64) / fs
-        summary = holter_summary(t, classes.labels, classes.irregular, n_samples / fs)
+        summary = holter_summary(t, classes.labels, classes.irregular, n_samples / fs, classes.not_beats)
     return Labelled(classes, summary)
 
 
@@ -69,5 +75,5 @@ def label_beats(run: _Run, rec: Recording, peaks: torch.Tensor) -> Labelled:
     with run.stage("classes"):
         classes = ecg_classes(rec.samples, peaks, fs)
         t = peaks.detach().cpu().numpy().astype(np.float64) / fs
-        summary = holter_summary(t, classes.labels, classes.irregular, rec.n_samples / fs)
+        summary = holter_summary(t, classes.labels, classes.irregular, rec.n_samples / fs, classes.not_beats)
     return Labelled(classes, summary)
