@@ -27,6 +27,10 @@ CLASSES_WORDS = (
 )
 
 
+#: The shortest part of a recording read in chunks that the classes read at a time, s (a few MB).
+CLASSES_PART_S = 600.0
+
+
 @dataclass(frozen=True)
 class Labelled:
     """Each beat's class and the Holter summary, host arrays of shape ``(n_peaks,)``."""
@@ -62,8 +66,9 @@ def label_beats_chunked(
 ) -> Labelled:
     """:func:`label_beats` of a recording read ``chunk`` samples at a time (``read(start, stop)``),
     its R peaks ``peaks`` held on disk: the same classes and summary."""
+    part = max(chunk, round(CLASSES_PART_S * fs))  # (a tiny chunk would read its margins many times over)
     with run.stage("classes", count=False):  # (chunks cross to the device in read(), counted there)
-        classes = ecg_classes_chunked(read, n_samples, peaks, fs, chunk=chunk)
+        classes = ecg_classes_chunked(read, n_samples, peaks, fs, chunk=part)
         t = np.asarray(peaks[:], dtype=np.float64) / fs
         summary = holter_summary(t, classes.labels, classes.irregular, n_samples / fs, classes.not_beats)
     return Labelled(classes, summary)
