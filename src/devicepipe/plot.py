@@ -7,6 +7,7 @@ Each function returns a :class:`matplotlib.figure.Figure` (no pyplot state is to
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -305,12 +306,17 @@ def plot_latent(
     flags: np.ndarray | None = None,
     truth: np.ndarray | None = None,
     normal: str = "N",
+    colours: Mapping[str, str] | None = None,
+    names: Mapping[str, str] | None = None,
     title: str = "Latent space",
     warning: str | None = None,
 ) -> Figure:
     """Scatter of the latent means, coloured by label when given, else by anomaly score.
 
-    ``flags`` (bool, per row) rings the flagged rows in red; ``truth`` (str, per row: reference
+    ``labels`` (str, per row; e.g. each beat's class) are drawn commonest first, so that a rare
+    label lies on top, each in ``colours[label]`` where given and named ``names[label]`` in the
+    legend. ``flags`` (bool, per row) rings the flagged rows (in red, in black over labels);
+    ``truth`` (str, per row: reference
     labels, ``""`` for none) marks every row whose label is not ``normal`` with a black cross per
     label, so a reader sees whether the flags fall on the known abnormal beats.
     """
@@ -318,9 +324,14 @@ def plot_latent(
     fig = new_figure(figsize=(7.5, 6))
     ax = fig.add_subplot()
     if labels is not None:
-        for value in sorted(set(labels.tolist())):
+        values, counts = np.unique(labels, return_counts=True)
+        for k, value in enumerate(values[np.argsort(-counts, kind="stable")]):
             sel = labels == value
-            ax.scatter(xy[sel, 0], xy[sel, 1], s=6, alpha=0.6, label=f"{value} ({int(sel.sum())})")
+            word = value if names is None or value not in names else f"{value} {names[value]}"
+            colour = None if colours is None else colours.get(str(value))
+            size = 6 if k == 0 else 16  # the commonest small, the rarer ones larger, on top
+            ax.scatter(xy[sel, 0], xy[sel, 1], s=size, alpha=0.6 if k == 0 else 0.9, color=colour,
+                       label=f"{word} ({int(sel.sum()):,})")  # fmt: skip
     else:
         color = scores if scores is not None else np.zeros(len(xy))
         order = np.argsort(color)  # most anomalous drawn last, on top
@@ -336,7 +347,7 @@ def plot_latent(
             xy[flags, 1],
             s=40,
             facecolors="none",
-            edgecolors="tab:red",
+            edgecolors="tab:red" if labels is None else "k",
             lw=1,
             label=f"flagged ({int(flags.sum()):,})",
         )
@@ -353,7 +364,7 @@ def plot_latent(
                 label=f"reference {value} ({int(sel.sum()):,})",
             )
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(markerscale=1.5 if labels is None else 3, fontsize=8)
+        ax.legend(markerscale=1.5, fontsize=8)
     ax.set_xlabel(xl)
     ax.set_ylabel(yl)
     ax.set_title(title)
@@ -371,6 +382,11 @@ def plot_generated(
     latents: np.ndarray,
     *,
     centre: np.ndarray | None = None,
+    centre_name: str = "typical (the codes' mean)",
+    columns: Sequence[str] | None = None,
+    hardly: str = "the model's codes carry little beyond the typical beat, so it generates that beat wherever "
+    "the codes of these beats lie",
+    hardly_across: str | None = None,
     sampling_rate: float | None = None,
     title: str = "Beats generated from a grid of latent points",
     warning: str | None = None,
@@ -379,9 +395,12 @@ def plot_generated(
     latent point, drawn in one panel (25 panels took most of an ECG run's figure time).
 
     ``decoded`` ``(k, width)``; ``latents`` ``(k, latent)``, in the grid's row-major order;
-    ``centre`` (the decoding of the embeddings' mean, ``(width,)``) is drawn in grey in every cell,
-    so that how each generated beat differs from the typical one shows even where the differences
-    are small. Every cell shares one amplitude scale; ``sampling_rate`` gives the cells' length.
+    ``centre`` (a typical code's decoding, ``(width,)``, named ``centre_name``) is drawn in grey
+    in every cell, so that how each generated beat differs from the typical one shows even where
+    the differences are small. ``columns``: words over each column of the top row (what its codes
+    are). Every cell shares one amplitude scale; ``sampling_rate`` gives the cells' length. Where
+    the beats hardly differ across the grid, the title adds ``hardly``; where they hardly differ
+    from left to right only, ``hardly_across`` (when given).
     """
     n = int(np.ceil(np.sqrt(len(decoded))))
     fig = new_figure(figsize=(2.3 * n, 1.9 * n + 0.6))
@@ -394,12 +413,16 @@ def plot_generated(
         row, col = divmod(k, n)
         y0 = -row * height - high
         if centre is not None:
-            ax.plot(col + t, y0 + centre, lw=1.6, color="0.75", label="typical (the codes' mean)" if k == 0 else None)
+            ax.plot(col + t, y0 + centre, lw=1.6, color="0.75", label=centre_name if k == 0 else None)
         ax.plot(col + t, y0 + decoded[k], lw=1, color="tab:blue", label="generated" if k == 0 else None)
         point = "(" + ", ".join(f"{v:.2g}" for v in latents[k][:2]) + ")"
         ax.text(col + 0.45, y0 + high + 0.05 * height, point, ha="center", va="bottom", fontsize=7, color="0.3")
+        if columns is not None and row == 0 and columns[col]:
+            ax.text(col + 0.45, y0 + high + 0.2 * height, columns[col], ha="center", va="bottom", fontsize=8,
+                    weight="bold")  # fmt: skip
+    top = 0.2 if columns is None else 0.4
     ax.set_xlim(-0.05, n)
-    ax.set_ylim(-(n - 1) * height - high + low - 0.05 * height, 0.2 * height)
+    ax.set_ylim(-(n - 1) * height - high + low - 0.05 * height, top * height)
     ax.set_xticks([])
     ax.set_yticks([])
     length = f"{decoded.shape[1] / sampling_rate:.2g} s" if sampling_rate else f"{decoded.shape[1]} samples"
@@ -411,10 +434,9 @@ def plot_generated(
         across = np.abs(grid[:, -1] - grid[:, 0]).mean()  # left to right
         down = np.abs(grid[-1] - grid[0]).mean()  # top to bottom
         if max(across, down) < HARDLY * (high - low):
-            title += (
-                "\n(the beats hardly differ: the model's codes carry little beyond the typical beat, "
-                "so it generates that beat wherever the codes of these beats lie)"
-            )
+            title += f"\n(the beats hardly differ: {hardly})"
+        elif hardly_across is not None and across < HARDLY * (high - low):
+            title += f"\n(left and right hardly differ: {hardly_across})"
         elif down < 0.1 * across:
             title += "\n(the rows hardly differ: the model varies its beats along one direction only)"
     fig.suptitle(title)

@@ -26,6 +26,7 @@ __all__ = [
     "embed",
     "evaluate_anomalies",
     "group_scores",
+    "class_grid",
     "latent_axes",
     "latent_grid",
     "reconstruct",
@@ -189,6 +190,57 @@ def latent_grid(embeddings: torch.Tensor, n: int) -> torch.Tensor:
     down = torch.linspace(float(lo[1]), float(hi[1]), n, device=embeddings.device).flip(0)
     gy, gx = torch.meshgrid(down, across, indexing="ij")
     return mean + gx.reshape(-1, 1).to(mean.dtype) * axes[0] + gy.reshape(-1, 1).to(mean.dtype) * axes[1]
+
+
+#: The fewest rows of a class whose mean code the generated grid may run to.
+MIN_CLASS_ROWS = 3
+
+
+def class_grid(
+    embeddings: torch.Tensor, normal: torch.Tensor, others: dict[str, torch.Tensor], n: int
+) -> tuple[torch.Tensor, str] | None:
+    """``n * n`` latent points from the normal rows' mean code towards another class's, the
+    direction a model has learned to tell that class's shape by.
+
+    ``embeddings`` ``(rows, latent)`` with ``latent >= 2``; ``normal`` and each of ``others``
+    (class name -> mask) are boolean ``(rows,)`` masks. Of the classes with at least
+    :data:`MIN_CLASS_ROWS` rows, the one whose mean code lies farthest from the normal rows'
+    (in units of the normal codes' spread along the line between them) is taken. Across a row:
+    evenly from the normal mean (first column) to that class's mean (last column), the middle
+    row (``n`` odd) through both; down the columns (top row highest): the direction, square to
+    the first, in which the normal codes spread most, as far either way as the farther of their
+    :data:`GRID_TAIL` quantiles. Returns the points and the class's
+    name, or None when there are too few normal rows, no such class, or no distance between them.
+    """
+    if embeddings.shape[1] < 2 or int(normal.sum()) < MIN_CLASS_ROWS:
+        return None
+    e = embeddings.double()
+    base, codes = e[normal].mean(0), e[normal]
+    best: tuple[float, str, torch.Tensor] | None = None
+    for name, mask in others.items():
+        if int(mask.sum()) < MIN_CLASS_ROWS:
+            continue
+        step = e[mask].mean(0) - base
+        length = float(torch.linalg.vector_norm(step))
+        spread = float(((codes - base) @ (step / length)).std()) if length > 0 else 0.0
+        far = length / spread if spread > 0 else (float("inf") if length > 0 else 0.0)
+        if far > 0 and (best is None or far > best[0]):
+            best = (far, name, step)
+    if best is None:
+        return None
+    _, name, step = best
+    across = step / torch.linalg.vector_norm(step)
+    rest = (codes - base) - ((codes - base) @ across)[:, None] * across  # the normal codes, square to it
+    _, _, vh = torch.linalg.svd(rest, full_matrices=False)
+    down = vh[0] * torch.sign(vh[0][vh[0].abs().argmax()])
+    along = (rest @ down).float()
+    tails = torch.tensor([GRID_TAIL, 1 - GRID_TAIL], device=e.device)
+    reach = float(torch.quantile(along, tails).abs().max())
+    t = torch.linspace(0.0, 1.0, n, device=e.device, dtype=e.dtype)
+    s = torch.linspace(-reach, reach, n, device=e.device, dtype=e.dtype).flip(0)
+    gy, gx = torch.meshgrid(s, t, indexing="ij")
+    points = base + gx.reshape(-1, 1) * step + gy.reshape(-1, 1) * down
+    return points.to(embeddings.dtype), name
 
 
 def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:

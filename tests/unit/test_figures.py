@@ -221,3 +221,48 @@ def test_scores_above_the_colour_bar_s_range_are_said():
     assert f"the arrow: {top:.3g} to 7.25" in label
     plain = plot_latent(emb, scores=rng.random(400) * 0 + 1.0).axes[1].get_ylabel()  # nothing above: nothing said
     assert "arrow" not in plain
+
+
+def test_class_grid_runs_from_the_normal_codes_to_the_class_the_model_sets_farthest_apart():
+    from devicepipe.score import class_grid
+
+    rng = np.random.default_rng(3)
+    normal = rng.normal(size=(500, 2)) * np.array([0.1, 1.0])  # normal codes spread along z1
+    near = np.array([0.3, 0.0]) + 0.05 * rng.normal(size=(40, 2))  # S: many, but close to normal
+    far = np.array([4.0, 2.0]) + 0.05 * rng.normal(size=(5, 2))  # V: few, far off
+    codes = torch.tensor(np.vstack([normal, near, far]), dtype=torch.float64)
+    which = np.array(["N"] * 500 + ["S"] * 40 + ["V"] * 5)
+    masks = {c: torch.from_numpy(which == c) for c in ("S", "V", "F")}
+    grid, name = class_grid(codes, torch.from_numpy(which == "N"), masks, 5)
+    assert name == "V"
+    g = grid.numpy().reshape(5, 5, 2)
+    mid = g[2]  # the middle row lies on the line from the normal mean to the V mean
+    np.testing.assert_allclose(mid[0], normal.mean(0), atol=1e-9)
+    np.testing.assert_allclose(mid[-1], far.mean(0), atol=1e-9)
+    step = (far.mean(0) - normal.mean(0)) / np.linalg.norm(far.mean(0) - normal.mean(0))
+    down = g[-1, 0] - g[0, 0]
+    assert abs(down @ step) < 1e-9  # rows move square to the line
+    rest = (normal - normal.mean(0)) @ (down / np.linalg.norm(down))  # over the normal codes' spread that way
+    reach = max(abs(np.quantile(rest, 0.998)), abs(np.quantile(rest, 0.002)))
+    assert np.linalg.norm(down) == pytest.approx(2 * reach, rel=1e-6)
+    # too few rows of any other class, or too few normal ones: no such grid
+    assert class_grid(codes, torch.from_numpy(which == "N"), {"V": torch.zeros(545, dtype=torch.bool)}, 5) is None
+    assert class_grid(codes, torch.zeros(545, dtype=torch.bool), masks, 5) is None
+
+
+def test_latent_coloured_by_class_draws_the_rare_class_on_top_and_names_each():
+    from devicepipe.artifacts.figures import CLASS_WORDS
+    from devicepipe.plot_events import CLASS_COLOURS
+
+    rng = np.random.default_rng(4)
+    emb = rng.normal(size=(120, 2))
+    labels = np.array(["V"] * 5 + ["N"] * 110 + ["S"] * 5)
+    flags = np.zeros(120, bool)
+    flags[:3] = True
+    ax = plot_latent(emb, labels=labels, colours=CLASS_COLOURS, names=CLASS_WORDS, flags=flags).axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["N normal (110)", "S supraventricular ectopic (5)", "V ventricular ectopic (5)", "flagged (3)"]
+    drawn = ax.collections
+    assert to_rgba(drawn[2].get_facecolor()[0], 1) == to_rgba(CLASS_COLOURS["V"], 1)
+    np.testing.assert_allclose(drawn[2].get_offsets(), emb[:5])
+    assert to_rgba(drawn[3].get_edgecolor()[0]) == to_rgba("k")  # flags ringed in black over the class colours

@@ -42,20 +42,20 @@ ARTIFACTS: tuple[Artifact, ...] = (
     ),
     Artifact(
         "latent.png",
-        "every row's code; flagged rows ringed in red, reference labels marked where given",
+        "every row's code, coloured by the beat's class where beats were classed (else by score); "
+        "flagged rows ringed, reference labels marked where given",
         {
-            "ecg": figures.latent("Latent means of {n} beats, coloured by anomaly score"),
-            "score": figures.latent("Latent means of {n} beats under the model, coloured by anomaly score"),
-            "train": figures.latent(
-                "Latent means of {n} beats of {recordings:,} recordings, coloured by anomaly score"
-            ),
-            "series": figures.latent("Window codes, coloured by anomaly score"),
-            "score-series": figures.latent("Codes of {n} windows under the model, coloured by anomaly score"),
+            "ecg": figures.latent("Latent means of {n} beats"),
+            "score": figures.latent("Latent means of {n} beats under the model"),
+            "train": figures.latent("Latent means of {n} beats of {recordings:,} recordings"),
+            "series": figures.latent("Window codes"),
+            "score-series": figures.latent("Codes of {n} windows under the model"),
         },
     ),
     Artifact(
         "generated.png",
-        "beats the model generates across its latent space, against the typical beat in grey",
+        "beats the model generates across its latent space, against the typical beat in grey: from the "
+        "normal beats' mean code to another class's where there is one, so you see the shapes it learned",
         {"ecg": figures.generated},
         also=("generated.pdf",),
     ),

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from devicepipe.artifacts.made import Made
-from devicepipe.ecg import POOR_QUALITY, poor_stretches, stretch_medians
+from devicepipe.ecg import BEAT_CLASSES, POOR_QUALITY, poor_stretches, stretch_medians
 from devicepipe.heart import minute_rates
 from devicepipe.plot import (
     plot_beats_excerpt,
@@ -22,7 +22,10 @@ from devicepipe.plot import (
     plot_score_distribution,
     plot_training,
 )
-from devicepipe.plot_events import plot_event_strips
+from devicepipe.plot_events import CLASS_COLOURS, plot_event_strips
+
+#: Each beat class in a word or two, for legends and titles.
+CLASS_WORDS = {name: words.split(" (")[0] for name, words in BEAT_CLASSES.items()}
 
 
 def excerpt(m: Made) -> Any:
@@ -99,19 +102,32 @@ def training(title: str) -> Any:
     return draw
 
 
+def row_classes(m: Made) -> np.ndarray | None:
+    """Each row's beat class ``(rows,)``, for a run of beats that were classed (else None)."""
+    kept = m.host.get("kept")
+    if m.classes is None or kept is None or len(m.classes) != len(kept):
+        return None
+    return m.classes[kept]
+
+
 def latent(title: str) -> Any:
-    """The rows' codes coloured by score, flagged rows ringed, reference labels marked; ``title``
-    as :func:`training`'s."""
+    """The rows' codes coloured by class where the rows are classed beats, else by score; flagged
+    rows ringed, reference labels marked. ``title`` as :func:`training`'s, without what colours it."""
 
     def draw(m: Made) -> Any:
         h = m.host
+        classes = row_classes(m)
+        coloured = "anomaly score" if classes is None else "class"
         return plot_latent(
             h["emb"],
             scores=h["scores"],
+            labels=classes,
+            colours=CLASS_COLOURS,
+            names=CLASS_WORDS,
             threshold=m.threshold,
             flags=h["flags"],
             truth=h.get("truth"),
-            title=title.format(n=_rows(m), recordings=m.n_recordings),
+            title=title.format(n=_rows(m), recordings=m.n_recordings) + f", coloured by {coloured}",
             warning=m.warning,
         )
 
@@ -147,13 +163,32 @@ def extreme_beats(whose: str) -> Any:
 
 def generated(m: Made) -> Any:
     h = m.host
+    code = int(h.get("grid_towards", -1))
+    if code < 0:  # no class to run to: the directions the codes spread most along
+        return plot_generated(
+            h["generated"],
+            h["grid"],
+            centre=h["centre"],
+            sampling_rate=m.beat_rate,
+            title="Beats generated across the latent space (left to right: the direction in which the beats' "
+            "codes spread most;\ntop to bottom: the next) with the typical beat in grey; above each: its latent point",
+            warning=m.warning,
+        )
+    other = list(BEAT_CLASSES)[code]
+    words = CLASS_WORDS[other]
     return plot_generated(
         h["generated"],
         h["grid"],
         centre=h["centre"],
+        centre_name="typical normal beat (the N beats' mean code)",
+        columns=["N"] + [""] * (round(np.sqrt(len(h["grid"]))) - 2) + [other],
+        hardly=f"the model decodes every code here, the {other} beats' mean included,\ninto nearly the typical beat: "
+        "its codes carry little of the beats' shapes, though latent.png may still set them apart",
+        hardly_across=f"the model decodes the {words} beats' mean code into nearly the normal beat: it does not "
+        "tell their shape from the normal one",
         sampling_rate=m.beat_rate,
-        title="Beats generated across the latent space (left to right: the direction in which the beats' codes "
-        "spread most;\ntop to bottom: the next) with the typical beat in grey; above each: its latent point",
+        title=f"What the model learned: the middle row runs from the normal (N) beats' mean code to the {words} "
+        f"({other}) beats';\nup and down: how normal beats' codes vary most; above each beat: its latent point",
         warning=m.warning,
     )
 

@@ -12,6 +12,7 @@ import torch
 from devicepipe.anomaly import BeatAnomalyDetector
 from devicepipe.artifacts import Made, write_artifacts
 from devicepipe.ecg import (
+    BEAT_CLASSES,
     BeatQuality,
     Beats,
     beat_quality,
@@ -54,7 +55,7 @@ from devicepipe.pipelines.results import LearnResult
 from devicepipe.pipelines.scored import beat_counts, flag_reason, flagged_beats, label_with_reference, score_views
 from devicepipe.report import FlaggedRows
 from devicepipe.scale import StandardScaler
-from devicepipe.score import latent_grid, reconstruct
+from devicepipe.score import class_grid, latent_grid, reconstruct
 
 
 @holds_output
@@ -115,7 +116,7 @@ def run_ecg(
     extra = {"scaler": scaler.state_dict(), "identity": identity}
     learned = _learn_usable(run, detector, data, usable, settings, extra, epoch_progress)
     with run.stage("score"):
-        views = _model_views(learned, data)
+        views = _model_views(learned, data, labelled.classes.labels[beats.kept.cpu().numpy()])
     with run.stage("transfer"):
         host = learned.scores.to_host() | _to_host(
             {
@@ -236,17 +237,31 @@ def _training_rows(
     return data, quality, usable, scaler
 
 
-def _model_views(learned: _Learned, data: torch.Tensor) -> dict[str, torch.Tensor]:
+def _model_views(learned: _Learned, data: torch.Tensor, row_classes: np.ndarray) -> dict[str, torch.Tensor]:
     """What the figures and the report show of a trained VAE and its scores of ``data``: the
-    latent grid and the beats it generates, the mean code's beat, the extreme rows and their
-    reconstructions, the flagged rows and the typical one (:func:`score_views`)."""
+    latent grid and the beats it generates, the typical beat, the extreme rows and their
+    reconstructions, the flagged rows and the typical one (:func:`score_views`).
+
+    ``row_classes`` ``(rows,)``: each row's beat class. Where another class than N has beats
+    enough, the grid runs from the N beats' mean code to that class's (``grid_towards``: its
+    index in ``BEAT_CLASSES``), and the typical beat is the N beats' mean code's; else it spans
+    the directions the codes spread most along (``grid_towards`` -1) around their mean.
+    """
     scores, first = learned.scores, learned.models[0]
     views = score_views(scores, data)
-    grid = latent_grid(scores.embeddings, 5)
+    emb = scores.embeddings
+    masks = {c: torch.from_numpy(row_classes == c).to(emb.device) for c in ("N", "S", "V", "F")}
+    normal = masks.pop("N")
+    towards = class_grid(emb, normal, masks, 5)
+    if towards is None:
+        grid, code, centre = latent_grid(emb, 5), -1, emb.mean(0, keepdim=True)
+    else:
+        grid, code, centre = towards[0], list(BEAT_CLASSES).index(towards[1]), emb[normal].mean(0, keepdim=True)
     return views | {
         "grid": grid,
+        "grid_towards": torch.tensor(code),
         "generated": first.decode(grid).detach(),
-        "centre": first.decode(scores.embeddings.mean(0, keepdim=True)).detach()[0],
+        "centre": first.decode(centre).detach()[0],
         "extreme_recon": reconstruct(first, data[views["extreme_idx"]]),
         "extreme_rows": data[views["extreme_idx"]],
     }
