@@ -15,6 +15,7 @@ import re
 import shlex
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -89,28 +90,80 @@ def reader_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return work
 
 
+def written_by(line: str) -> set[str]:
+    """The paths a command line writes: its ``--out`` (``simulate``'s file, a run directory)."""
+    words = shlex.split(line)
+    return {words[i + 1] for i, word in enumerate(words[:-1]) if word in ("--out", "-o")}
+
+
+def chains(lines: list[str]) -> list[list[int]]:
+    """The lines (indices, in order) in chains that must run one after another: a line joins the
+    chain of every earlier line whose output it names (``ecg.csv``, or ``ecg.truth.csv`` beside
+    it; a run directory to ``--resume`` or take a ``--model`` from). Chains run side by side."""
+    root = list(range(len(lines)))  # union-find over the lines
+
+    def find(i: int) -> int:
+        while root[i] != i:
+            i = root[i]
+        return i
+
+    writer: dict[str, int] = {}  # path -> the last line that wrote it
+    for i, line in enumerate(lines):
+        words = shlex.split(line)
+        for path, j in writer.items():
+            if any(w == path or w.startswith(path.rsplit(".", 1)[0] + ".") for w in words):
+                root[find(i)] = find(j)
+        writer |= dict.fromkeys(written_by(line), i)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(lines)):
+        groups.setdefault(find(i), []).append(i)
+    return list(groups.values())
+
+
 @pytest.fixture(scope="module")
 def commands_run(reader_dir: Path) -> list[tuple[str, subprocess.CompletedProcess[str] | None]]:
-    """Run every command line of the README's shell blocks in order (None: a GPU line without a GPU)."""
-    ran = []
-    for language, code in readme_blocks():
-        if language != "bash" or why_not_run(language, code):
-            continue
-        for line in command_lines(code):
+    """Run every command line of the README's shell blocks (None: a GPU line without a GPU, or
+    one run elsewhere): the lines of a chain in order, two chains at a time, so that this test's
+    share of the suite's time does not hold one test process for minutes."""
+    lines = [
+        line
+        for language, code in readme_blocks()
+        if language == "bash" and not why_not_run(language, code)
+        for line in command_lines(code)
+    ]
+    ran: list[subprocess.CompletedProcess[str] | None] = [None] * len(lines)
+
+    def run(chain: list[int]) -> None:
+        for i in chain:
+            line = lines[i]
             if (needs_gpu(line) and not torch.cuda.is_available()) or run_elsewhere(line):
-                ran.append((line, None))
                 continue
             words = shlex.split(line)
             assert words[0] == "devicepipe", line
-            proc = subprocess.run(
+            ran[i] = subprocess.run(
                 [sys.executable, "-m", "devicepipe", *words[1:]],
                 cwd=reader_dir,
                 capture_output=True,
                 text=True,
                 env={**os.environ, "COLUMNS": "160"},
             )
-            ran.append((line, proc))
-    return ran
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(run, chains(lines)))
+    return list(zip(lines, ran, strict=True))
+
+
+def test_chains_keep_a_line_after_the_lines_whose_outputs_it_reads():
+    lines = [
+        "devicepipe simulate ecg --out ecg.csv",
+        "devicepipe series AEP.csv --out run-aep",
+        "devicepipe beats ecg.csv --out b --reference ecg.truth.csv",
+        "devicepipe info",
+        "devicepipe score AEP.csv --model run-aep --out score-aep",
+        "devicepipe ecg ecg.csv --out run --epochs 20",
+        "devicepipe ecg ecg.csv --out run --resume --epochs 40",
+    ]
+    assert sorted(chains(lines)) == [[0, 2, 5, 6], [1, 4], [3]]
 
 
 def test_the_readme_has_the_blocks_this_test_runs():
