@@ -44,6 +44,10 @@ def test_ecg_end_to_end_small(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["scorer"]["scorer"] == "reconstruction" and "neighbours" not in summary["scorer"]
     assert "squared standard deviations" in summary["threshold_means"]
+    # the model goes on as it was trained (KL weight 0.01, for the default scorer), whichever scorer reads it now
+    import devicepipe as dp
+
+    assert dp.load_model(out / "model.pt", device="cpu").models_[0].config.kl_weight == 0.01
 
 
 def test_ecg_reference_labels_every_beat_and_counts_the_flags_per_label(tmp_path, monkeypatch):

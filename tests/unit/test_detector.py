@@ -535,3 +535,24 @@ def test_a_model_changed_after_it_was_written_is_one_line(fitted, tmp_path, chan
         load_model(tmp_path / "changed.pt", device="cpu")
     assert says in str(info.value) and len(str(info.value).splitlines()) == 1
     assert load_model(tmp_path / "m.pt", device="cpu").threshold_ == fitted.threshold_  # as written: read
+
+
+def test_the_kl_weight_follows_what_the_model_is_for():
+    # beats that differ only in height, by about 15 %: little to code, against the prior's pull
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 1, 64)
+    bump = np.exp(-(((t - 0.5) / 0.04) ** 2)) - 0.3 * np.exp(-(((t - 0.75) / 0.08) ** 2))
+    rows = (bump * (1 + 0.15 * rng.normal(size=(400, 1))) + 0.01 * rng.normal(size=(400, 64))).astype(np.float32)
+    mapping = small().fit(rows)  # the default scorer does not use the model: codes that carry shapes
+    scoring = small(scorer="reconstruction").fit(rows)  # the notebook's weight
+    fixed = small(kl_weight=0.05, epochs=1).fit(rows)
+    assert [m.models_[0].config.kl_weight for m in (mapping, scoring, fixed)] == [0.01, 0.1, 0.05]
+    spread = [float(m.details_.embeddings.std(0).max()) for m in (mapping, scoring)]
+    assert spread[0] > 0.2 and spread[1] < 0.05, spread  # at 0.1 the codes cling to the prior's mean
+    # the code that spreads follows the beat's height
+    heights = rows @ bump / (bump @ bump)
+    codes = mapping.details_.embeddings.numpy()
+    assert max(abs(np.corrcoef(heights, codes[:, j])[0, 1]) for j in range(2)) > 0.9
+    for bad in (0, -1.0, float("nan"), "high", True):
+        with pytest.raises(DevicepipeError, match="kl_weight must be a positive number or 'auto'"):
+            small(kl_weight=bad).fit(rows)

@@ -34,7 +34,12 @@ from devicepipe.scorers.neighbours import (
 )
 from devicepipe.signal.resample import resample_rows
 from devicepipe.threads import ThreadChoice, choose_threads, using_threads
-from devicepipe.train import split_indices
+from devicepipe.train import CHECKPOINT_NAME, load_checkpoint, split_indices
+
+#: The VAE's KL weight where the scores use its reconstruction error: the seed notebook's.
+KL_WEIGHT_FOR_SCORES = 0.1
+#: The VAE's KL weight where it only maps and generates the beats: codes that carry their shapes.
+KL_WEIGHT_FOR_MAPS = 0.01
 
 
 class BeatAnomalyDetector:
@@ -53,6 +58,13 @@ class BeatAnomalyDetector:
     width : samples per row the model takes; None: the VAE the power of two nearest the
         input's columns, the MLP the input's columns.
     latent, hidden : the code size; the MLP's hidden units.
+    kl_weight : the VAE's weight of its KL term, or ``"auto"``: :data:`KL_WEIGHT_FOR_SCORES`
+        (the notebook's 0.1) where the scorer uses the model's reconstruction error, else
+        :data:`KL_WEIGHT_FOR_MAPS`. At 0.1 the codes of a recording's standardised beats
+        collapse onto the prior's mean (the model then rebuilds every beat as the typical one,
+        and its error is a distance from it, which flags rare shapes well); at 0.01 they spread
+        and carry each beat's shape, so the latent map and the generated beats show what the
+        model learned (``benchmarks/model_effect.py``).
     scaling : ``"standard"`` (one mean and deviation over every value of the training rows),
         ``"minmax"`` (to [0, 1] by the training minimum and maximum), ``"none"`` (rows used as
         given), ``"auto"``: standard for the VAE, minmax for the MLP (its output is a sigmoid).
@@ -94,6 +106,7 @@ class BeatAnomalyDetector:
         width: int | None = None,
         latent: int = 2,
         hidden: int = 32,
+        kl_weight: float | str = "auto",
         scaling: str = "auto",
         epochs: int | None = None,
         max_epochs: int = 200,
@@ -118,6 +131,7 @@ class BeatAnomalyDetector:
         self.width = width
         self.latent = latent
         self.hidden = hidden
+        self.kl_weight = kl_weight
         self.scaling = scaling
         self.epochs = epochs
         self.max_epochs = max_epochs
@@ -182,6 +196,13 @@ class BeatAnomalyDetector:
                 f"BeatAnomalyDetector: neighbours must be 'auto' or at least 1 (got {self.neighbours!r}), "
                 "and reference_rows at least 2."
             )
+        if self.kl_weight != "auto" and not (
+            isinstance(self.kl_weight, (int, float)) and not isinstance(self.kl_weight, bool) and self.kl_weight > 0
+            and math.isfinite(self.kl_weight)
+        ):  # fmt: skip
+            raise DevicepipeError(
+                f"BeatAnomalyDetector: kl_weight must be a positive number or 'auto', got {self.kl_weight!r}."
+            )
         if self.scaling not in (*_SCALERS, "none", "auto"):
             raise DevicepipeError(
                 f"BeatAnomalyDetector: scaling={self.scaling!r} is not 'standard', 'minmax', 'none' or 'auto'."
@@ -223,8 +244,22 @@ class BeatAnomalyDetector:
             return self.scaling
         return MODEL_KINDS[self.model].scaling
 
-    def _make_model(self, width: int, device: torch.device) -> Callable[[int], nn.Module]:
-        sizes = Sizes(width=width, latent=self.latent, hidden=self.hidden, minmax=self._scaling == "minmax")
+    @property
+    def _kl_weight(self) -> float:
+        if self.kl_weight != "auto":
+            return float(self.kl_weight)
+        return KL_WEIGHT_FOR_SCORES if SCORER_KINDS[self.scorer].uses_model else KL_WEIGHT_FOR_MAPS
+
+    def _trained_kl_weight(self, out: Path | None, resume: bool) -> float:
+        """The KL weight to train with: ``kl_weight``'s; with ``"auto"`` and a checkpoint to resume,
+        the checkpoint's (a resumed model goes on as it was trained, whichever scorer reads it now)."""
+        if self.kl_weight == "auto" and resume and out is not None and (out / CHECKPOINT_NAME).exists():
+            return float(load_checkpoint(out).get("config", {}).get("kl_weight", self._kl_weight))
+        return self._kl_weight
+
+    def _make_model(self, width: int, device: torch.device, kl_weight: float) -> Callable[[int], nn.Module]:
+        minmax = self._scaling == "minmax"
+        sizes = Sizes(width=width, latent=self.latent, hidden=self.hidden, minmax=minmax, kl_weight=kl_weight)
         kind = MODEL_KINDS[self.model]
 
         def make(seed: int) -> nn.Module:
@@ -320,13 +355,13 @@ class BeatAnomalyDetector:
         rows = self._rows(X, torch.device("cpu") if stream else device, "fit()")
         n_columns = rows.shape[1]
         data, width, scaler = self._training_rows(rows)
-        make = self._make_model(width, device)
+        out = None if checkpoint_dir is None else Path(checkpoint_dir)
+        make = self._make_model(width, device, self._trained_kl_weight(out, resume))
         probe = data[: settings.batch_size].to(device)
         threads = choose_threads(make(settings.seed), probe, threads=settings.threads, copies=settings.ensemble)
         extra = {"scaler": None if scaler is None else scaler.state_dict(), **(extra_state or {})}
         if on_start is not None:
             on_start(threads)
-        out = None if checkpoint_dir is None else Path(checkpoint_dir)
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
         with using_threads(threads.threads):

@@ -31,12 +31,14 @@ def nearest_power_of_two(n: int) -> int:
 @dataclass(frozen=True)
 class Sizes:
     """What a model is built for: samples per row, latent size, hidden units (where it has a
-    hidden layer), and whether its rows are min-max scaled (outputs then squashed to [0, 1])."""
+    hidden layer), whether its rows are min-max scaled (outputs then squashed to [0, 1]), and
+    the VAE's KL weight."""
 
     width: int
     latent: int
     hidden: int
     minmax: bool
+    kl_weight: float = 0.1  # the VAE's weight of its KL term (see LightVAEConfig)
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ MODEL_KINDS = MappingProxyType(
             "vae",
             LightVAE,
             LightVAEConfig,
-            lambda s: LightVAEConfig(width=s.width, latent=s.latent),
+            lambda s: LightVAEConfig(width=s.width, latent=s.latent, kl_weight=s.kl_weight),
             nearest_power_of_two,  # (its convolutions halve the row five times)
             "standard",
         ),
