@@ -180,6 +180,7 @@ def test_score_and_train_reports_open_cleanly(tmp_path, shots):
     _check_page(seen, numbers, images=5)
 
 
+@pytest.mark.slow  # a series run and its page in the browser; CI runs it
 def test_series_report_opens_cleanly(tmp_path, shots):
     load = simulate_load(120, seed=2)
     src, _ = write_simulated_load(load, tmp_path / "load.csv")

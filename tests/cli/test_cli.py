@@ -375,19 +375,12 @@ def test_numeric_time_column_is_named(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
-def _python_output(code: str, variable: str, preset: str | None) -> str:
-    """What ``python -c code`` prints with ``variable`` unset (None) or set to ``preset``."""
-    env = {k: v for k, v in os.environ.items() if k != variable}
-    if preset is not None:
-        env[variable] = preset
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
-
-
-@pytest.mark.parametrize(("preset", "expected"), [(None, "1"), ("0", "0")])
-def test_cli_asks_for_huge_pages_before_torch_loads(preset, expected):
-    # PyTorch reads THP_MEM_ALLOC_ENABLE once, at its first allocation: the CLI must set it
-    # before anything imports torch, and leave a user's explicit choice alone.
-    # The variable is recorded at the moment anything first imports torch.
+@pytest.mark.parametrize(("presets", "expected"), [(False, ["1", "system"]), (True, ["0", "mimalloc"])])
+def test_cli_sets_huge_pages_before_torch_and_arrow_s_allocator_before_arrow_loads(presets, expected):
+    # PyTorch reads THP_MEM_ALLOC_ENABLE once, at its first allocation, and Arrow picks its
+    # allocator at its first: the CLI must set both before (huge pages; the C library's
+    # allocator, which hands freed memory back), and leave a user's explicit choice alone.
+    # The huge-page variable is recorded at the moment anything first imports torch.
     code = (
         "import importlib.abc, os, sys\n"
         "seen = []\n"
@@ -397,22 +390,15 @@ def test_cli_asks_for_huge_pages_before_torch_loads(preset, expected):
         "            seen.append(os.environ.get('THP_MEM_ALLOC_ENABLE'))\n"
         "sys.meta_path.insert(0, Watch())\n"
         "from devicepipe.cli import app  # the commands load as main() loads them\n"
-        "print(seen)\n"
-    )
-    assert _python_output(code, "THP_MEM_ALLOC_ENABLE", preset).strip() == repr([expected])
-
-
-@pytest.mark.parametrize(("preset", "expected"), [(None, "system"), ("mimalloc", "mimalloc")])
-def test_cli_gives_arrow_the_c_librarys_allocator(preset, expected):
-    # Arrow picks its allocator at its first allocation: the CLI's choice (the C library's, which
-    # hands freed memory back) must be made before, and a user's explicit one left alone
-    code = (
-        "from devicepipe.cli import app\n"
         "import pyarrow as pa, pyarrow.parquet as pq, io\n"
         "pq.write_table(pa.table({'x': list(range(1000))}), io.BytesIO())\n"
-        "print(pa.default_memory_pool().backend_name)\n"
+        "print(seen[0], pa.default_memory_pool().backend_name)\n"
     )
-    assert _python_output(code, "ARROW_DEFAULT_MEMORY_POOL", preset).strip() == expected
+    env = {k: v for k, v in os.environ.items() if k not in ("THP_MEM_ALLOC_ENABLE", "ARROW_DEFAULT_MEMORY_POOL")}
+    if presets:
+        env |= {"THP_MEM_ALLOC_ENABLE": "0", "ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.split() == expected
 
 
 def test_version_flag_and_info():

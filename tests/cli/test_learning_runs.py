@@ -243,6 +243,7 @@ def test_series_finds_a_time_column_of_any_name(tmp_path):
     assert not (tmp_path / "r2").exists()
 
 
+@pytest.mark.slow  # three series runs end to end; CI runs it
 def test_a_series_model_scores_a_new_period(tmp_path):
     src = tmp_path / "load.csv"
     assert run("simulate", "load", "--days", 120, "--anomalies", 6, "--seed", 3, "--out", src).exit_code == 0

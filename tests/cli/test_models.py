@@ -101,6 +101,7 @@ def test_population_model_scores_new_recordings(population, tmp_path):
     assert "flag rate by AAMI class: N" in s.stdout
 
 
+@pytest.mark.slow  # four commands end to end, two of them on folders; CI runs it
 def test_score_many_recordings_and_train_on_a_beats_run(population, tmp_path):
     r = CliRunner().invoke(app, ["ecg", str(population / "new" / "rec3.parquet"), "-o", str(tmp_path / "run"),
                                  "--epochs", "3", "--device", "cpu"])  # fmt: skip

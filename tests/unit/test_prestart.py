@@ -148,6 +148,7 @@ def test_the_command_exits_through_its_entry_point_with_its_status_and_whole_out
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # starts a two-worker Dask cluster from the installed command; CI runs it
 def test_a_command_whose_server_started_early_equals_the_plain_loop(tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()
