@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from devicepipe.ecg import ecg_peaks
-from devicepipe.ecg.classes import ecg_classes
+from devicepipe.ecg.classes import BeatClasses, agree_on_ventricular, ecg_classes, ecg_classes_leads
 from devicepipe.holter import holter_summary
 from devicepipe.simulate import Rhythm, simulate_ecg
 
@@ -182,3 +182,40 @@ def test_a_bump_of_noise_taken_for_a_beat_in_a_pause_does_not_end_it():
     h = holter_summary(found / 250.0, c.labels, c.irregular, sim.duration_s, c.not_beats)
     assert len(h.of("pause")) == 3 and all(e.seconds > 2.8 for e in h.of("pause"))
     assert len(holter_summary(found / 250.0, c.labels, c.irregular, sim.duration_s).of("pause")) < 3  # (without)
+
+
+def _hand_classes(labels: str, reasons: str | None = None) -> BeatClasses:
+    n = len(labels)
+    return BeatClasses(
+        np.array(list(labels)), np.array([f"{reasons or 'why'} {i}" for i in range(n)]),
+        np.zeros(n, int), 0, np.ones(n), np.full(n, 90.0), np.zeros(n, bool),
+    )  # fmt: skip
+
+
+def test_v_needs_more_than_half_of_the_leads_that_read_the_beat():
+    leads = [_hand_classes("VVVVVNNS", "a"), _hand_classes("VNQSQVVN", "b"), _hand_classes("NNQVSVNV", "c")]
+    c = agree_on_ventricular(leads)
+    #                      2/3 1/3 1/1 2/3 1/2 2/3 1/3 1/3 of the leads that read it (not Q) say V
+    assert list(c.labels) == ["V", "N", "V", "V", "S", "V", "N", "S"]
+    assert list(c.reasons) == [
+        "a 0", "b 1 (V on 1 of 3 leads)", "a 2", "a 3", "c 4 (V on 1 of 2 leads)", "b 5 (V on 2 of 3 leads)",
+        "a 6", "a 7",
+    ]  # fmt: skip
+    assert agree_on_ventricular(leads[:1]) is leads[0]  # one lead: its own classes
+
+
+def test_a_wide_shape_on_one_lead_only_is_not_v_and_a_ventricular_beat_stays_v():
+    sim = simulate_ecg(300, 250, rhythm=Rhythm(ectopic_rate=0.05), noise_mV=0.02, seed=7)
+    peaks = sim.r_peaks
+    normal = np.flatnonzero(sim.classes == "N")[10:200:40]  # five normal beats
+    t = torch.arange(sim.signal.numel(), dtype=torch.float32)
+    first = sim.signal.clone()
+    for p in peaks[normal].tolist():  # an electrode artefact: a wide wave right after the R peak
+        first += 0.9 * torch.exp(-(((t - p - 0.05 * 250) / (0.03 * 250)) ** 2))
+    second = -0.7 * sim.signal + 0.02 * torch.randn(sim.signal.numel(), generator=torch.Generator().manual_seed(1))
+    alone = ecg_classes(first, peaks, 250.0)
+    assert np.all(alone.labels[normal] == "V")  # (else this test would prove nothing)
+    both = ecg_classes_leads(torch.stack([first, second]), peaks, 250.0)
+    assert np.all(both.labels[normal] == "N") and all("V on 1 of 2 leads" in r for r in both.reasons[normal])
+    v = sim.classes == "V"
+    assert np.all(both.labels[v] == "V") and np.all(both.labels[~v & ~np.isin(np.arange(v.size), normal)] != "V")

@@ -33,6 +33,12 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    intervals); fibrillation has no typical interval. Early beats there are not called S (every
    beat of fibrillation comes at a random time).
 
+6. **Several leads** (:func:`ecg_classes_leads`): each lead is classed alone, and a beat is V
+   exactly where more than half of the leads on which it can be read (not Q) call it V. A wide
+   or odd shape that the other leads do not show is noise on one lead (motion, electrode
+   contact), not a ventricular beat, which changes the QRS on every lead; such a beat takes the
+   class of the first lead that reads it otherwise. The other classes are the first lead's.
+
 Every step is a tensor operation on the signal's device but the greedy families (a few passes
 over the beats) and the rules (a few comparisons per beat), which run on the host.
 """
@@ -40,7 +46,7 @@ over the beats) and the rules (a few comparisons per beat), which run on the hos
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -48,7 +54,15 @@ import torch
 
 from devicepipe.errors import DevicepipeError
 
-__all__ = ["BEAT_CLASSES", "TOO_SMALL", "BeatClasses", "ecg_classes", "ecg_classes_chunked"]
+__all__ = [
+    "BEAT_CLASSES",
+    "TOO_SMALL",
+    "BeatClasses",
+    "agree_on_ventricular",
+    "ecg_classes",
+    "ecg_classes_chunked",
+    "ecg_classes_leads",
+]
 
 #: The AAMI EC57 classes, in words.
 BEAT_CLASSES = {
@@ -368,6 +382,42 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
     every = _measure(_wide(x, at, fs), sign, fs)
     family, corr, corr_p = _against(every, fit)
     return _decide(fit, t, rr_prev, early, every.width, every.height, family, corr, corr_p)
+
+
+def ecg_classes_leads(signals: torch.Tensor, peaks: torch.Tensor, sampling_rate: float) -> BeatClasses:
+    """The AAMI class of every beat of a recording of several leads (step 6 of the module's account).
+
+    ``signals``: ``(leads, time)`` (or ``(time,)``: one lead, :func:`ecg_classes`); ``peaks``:
+    ``(n,)`` the R peaks found on them. Returns :class:`BeatClasses` as the first lead has them
+    but for the V calls the leads do not agree on (:func:`agree_on_ventricular`).
+    """
+    if signals.ndim == 1 or signals.shape[0] == 1:
+        return ecg_classes(signals.reshape(-1), peaks, sampling_rate)
+    return agree_on_ventricular([ecg_classes(lead, peaks, sampling_rate) for lead in signals])
+
+
+def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
+    """One lead's classes from the classes of the same beats on several leads: the first lead's,
+    but V exactly where more than half of the leads that read the beat (class not Q) call it V.
+    A beat the first lead calls V and fewer leads do takes the class of the first lead that reads
+    it as N, S or F; one the first lead calls otherwise and most leads V takes the first V lead's
+    reason. Either way its reason says on how many leads it was V."""
+    first = per_lead[0]
+    labels = np.stack([c.labels for c in per_lead])  # (leads, n)
+    votes = (labels == "V").sum(0)
+    readable = (labels != "Q").sum(0)
+    ventricular = 2 * votes > readable
+    changed = ventricular != (first.labels == "V")
+    if not changed.any():
+        return first
+    other = np.argmax(np.isin(labels, ("N", "S", "F")), axis=0)  # the first lead reading it otherwise
+    source = np.where(ventricular, np.argmax(labels == "V", axis=0), other)
+    out_labels, out_reasons = first.labels.copy(), first.reasons.astype(object)
+    for i in np.flatnonzero(changed):
+        lead = per_lead[source[i]]
+        out_labels[i] = lead.labels[i]
+        out_reasons[i] = f"{lead.reasons[i]} (V on {votes[i]} of {readable[i]} leads)"
+    return replace(first, labels=out_labels, reasons=out_reasons.astype(str))
 
 
 def ecg_classes_chunked(

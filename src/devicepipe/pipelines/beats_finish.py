@@ -66,12 +66,13 @@ def _finish_beats(
 ) -> BeatsResult:
     """Cut the beats at ``peaks`` (from the first lead of a recording of all leads), copy the
     results back and write the run directory."""
+    every = rec
     rec, leads = _first_lead(rec)
     fs = rec.sampling_rate
     with run.stage("segment"):
         beats = ecg_segment(rec.samples, peaks, fs, mode=opts.mode)
         quality = beat_quality(beats)
-    labelled = label_beats(run, rec, peaks)
+    labelled = label_beats(run, every, peaks)
     with run.stage("transfer"):
         host = _to_host({"peaks": peaks, "kept": beats.kept, "matrix": beats.matrix})
         signal = rec.samples.cpu().numpy() if opts.figures else None

@@ -13,8 +13,8 @@ from devicepipe.ecg.classes import (
     BEAT_CLASSES,
     MIN_BEATS,
     BeatClasses,
-    ecg_classes,
     ecg_classes_chunked,
+    ecg_classes_leads,
 )
 from devicepipe.holter import Holter, holter_summary
 from devicepipe.io import Recording
@@ -23,7 +23,8 @@ from devicepipe.pipelines.context import _Run
 #: How the classes are found, in a summary's words.
 CLASSES_WORDS = (
     "AAMI EC57 classes from rhythm (each beat's interval before and after against the local one) "
-    "and shape (QRS families, QRS width, the P wave) on the lead the beats were cut from"
+    "and shape (QRS families, QRS width, the P wave) on the lead the beats were cut from; with several "
+    "leads, V only where most leads that read the beat call it V"
 )
 
 
@@ -75,10 +76,11 @@ def label_beats_chunked(
 
 
 def label_beats(run: _Run, rec: Recording, peaks: torch.Tensor) -> Labelled:
-    """Every R peak of ``rec`` (one lead, ``(time,)``) classed, and the Holter summary of them."""
+    """Every R peak of ``rec`` (one lead ``(time,)``, or the leads the beats were found on
+    ``(leads, time)``, classed on each and agreed) classed, and the Holter summary of them."""
     fs = rec.sampling_rate
     with run.stage("classes"):
-        classes = ecg_classes(rec.samples, peaks, fs)
+        classes = ecg_classes_leads(rec.samples, peaks, fs)
         t = peaks.detach().cpu().numpy().astype(np.float64) / fs
         summary = holter_summary(t, classes.labels, classes.irregular, rec.n_samples / fs, classes.not_beats)
     return Labelled(classes, summary)

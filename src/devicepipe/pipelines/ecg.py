@@ -109,8 +109,8 @@ def run_ecg(
     identity = _identity(source, settings, **choices, nan=nan)
     identity |= {} if min_quality is None else {"min_quality": min_quality}
     check_before_start(run.out, settings, identity)
-    rec, peaks, beats, leads = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan, encoding)
-    labelled = label_beats(run, rec, peaks)
+    every, rec, peaks, beats, leads = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan, encoding)
+    labelled = label_beats(run, every, peaks)
     data, quality, usable, scaler = _training_rows(run, rec, beats, width, min_quality)
     detector = _detector(settings, run.device, model="vae", width=vae.width, scaling="none")
     extra = {"scaler": scaler.state_dict(), "identity": identity}

@@ -125,20 +125,23 @@ def _read_and_cut(
     mode: str,
     nan: str,
     encoding: str | None,
-) -> tuple[Recording, torch.Tensor, Beats, dict[str, Any]]:
+) -> tuple[Recording, Recording, torch.Tensor, Beats, dict[str, Any]]:
     """Read one ECG channel onto the run's device (:func:`_read_ecg`), find its beats (on all
     leads with ``channel="all"`` or where it has several, then cut from the first), cut them;
-    with the summary fields that say which leads the beats were found on (:func:`_first_lead`)."""
+    with the summary fields that say which leads the beats were found on (:func:`_first_lead`).
+    Returns the recording as read (every lead, for the classes), its first lead, the R peaks,
+    the beats and those fields."""
     rec = _read_ecg(run, source, channel, sampling_rate, nan, encoding)
     run.note(f"finding beats in {rec.n_samples:,} samples at {rec.sampling_rate:g} Hz on {run.device}")
     with run.stage("detect"):
         peaks = _find_peaks(rec, method, channel)
+    every = rec
     rec, leads = _first_lead(rec)
     if leads:
         run.note(f"beats found on all {len(leads['beats_found_on_leads'])} leads together, cut from {rec.channels[0]}")
     with run.stage("segment"):
         beats = ecg_segment(rec.samples, peaks, rec.sampling_rate, mode=mode)
-    return rec, peaks, beats, leads
+    return every, rec, peaks, beats, leads
 
 
 def _check_ecg_input(rec: Recording, channel: str | int | None = None) -> None:

@@ -75,12 +75,12 @@ def run_score(
     geometry = detector.geometry_
     ref = None if reference is None else read_reference(reference)
     run = _start(out, dev, count_transfers, progress)
-    rec, peaks, beats, leads = _read_and_cut(
+    every, rec, peaks, beats, leads = _read_and_cut(
         run, source, channel, sampling_rate, geometry["method"], geometry["mode"], nan, encoding
     )
     if beats.matrix.shape[0] == 0:
         raise _no_beats(rec, peaks)
-    labelled = label_beats(run, rec, peaks)
+    labelled = label_beats(run, every, peaks)
     with run.stage("scale"):
         # as the model's rows were made (older models: neither levelled nor aligned)
         level, align = bool(geometry.get("baseline")), bool(geometry.get("aligned"))
