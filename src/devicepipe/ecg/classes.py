@@ -33,11 +33,12 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    intervals); fibrillation has no typical interval. Early beats there are not called S (every
    beat of fibrillation comes at a random time).
 
-6. **Several leads** (:func:`ecg_classes_leads`): each lead is classed alone, and a beat is V
-   exactly where more than half of the leads on which it can be read (not Q) call it V. A wide
-   or odd shape that the other leads do not show is noise on one lead (motion, electrode
-   contact), not a ventricular beat, which changes the QRS on every lead; such a beat takes the
-   class of the first lead that reads it otherwise. The other classes are the first lead's.
+6. **Several leads** (:func:`ecg_classes_leads`): each lead is classed alone, and a beat the
+   first lead calls V stays V only where more than half of the leads on which it can be read
+   (not Q) call it V too. A wide or odd shape that the other leads do not show is noise on one
+   lead (motion, electrode contact), not a ventricular beat, which changes the QRS on every
+   lead; such a beat takes the class of the first lead that reads it otherwise. The other
+   classes are the first lead's.
 
 Every step is a tensor operation on the signal's device but the greedy families (a few passes
 over the beats) and the rules (a few comparisons per beat), which run on the host.
@@ -398,23 +399,23 @@ def ecg_classes_leads(signals: torch.Tensor, peaks: torch.Tensor, sampling_rate:
 
 def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
     """One lead's classes from the classes of the same beats on several leads: the first lead's,
-    but V exactly where more than half of the leads that read the beat (class not Q) call it V.
+    but V only where more than half of the leads that read the beat (class not Q) call it V too.
     A beat the first lead calls V and fewer leads do takes the class of the first lead that reads
-    it as N, S or F; one the first lead calls otherwise and most leads V takes the first V lead's
-    reason. Either way its reason says on how many leads it was V."""
+    it as N, S or F, its reason saying on how many leads it was V. (No beat becomes V that the
+    first lead, the one the beats are cut from, does not call V: where it cannot read a beat,
+    the other leads of a noisy recording are seldom better, and on the CPSC 2021 records every
+    such call was false.)"""
     first = per_lead[0]
     labels = np.stack([c.labels for c in per_lead])  # (leads, n)
     votes = (labels == "V").sum(0)
     readable = (labels != "Q").sum(0)
-    ventricular = 2 * votes > readable
-    changed = ventricular != (first.labels == "V")
-    if not changed.any():
+    alone = (first.labels == "V") & (2 * votes <= readable)
+    if not alone.any():
         return first
     other = np.argmax(np.isin(labels, ("N", "S", "F")), axis=0)  # the first lead reading it otherwise
-    source = np.where(ventricular, np.argmax(labels == "V", axis=0), other)
     out_labels, out_reasons = first.labels.copy(), first.reasons.astype(object)
-    for i in np.flatnonzero(changed):
-        lead = per_lead[source[i]]
+    for i in np.flatnonzero(alone):
+        lead = per_lead[other[i]]
         out_labels[i] = lead.labels[i]
         out_reasons[i] = f"{lead.reasons[i]} (V on {votes[i]} of {readable[i]} leads)"
     return replace(first, labels=out_labels, reasons=out_reasons.astype(str))
