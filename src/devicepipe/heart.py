@@ -124,6 +124,7 @@ def hrv(
     *,
     clean: bool = True,
     segment_s: float = SEGMENT_S,
+    normal: torch.Tensor | list[torch.Tensor] | None = None,
 ) -> HRV:
     """Heart rate and time-domain HRV of the R peaks of one recording or of several.
 
@@ -136,6 +137,9 @@ def hrv(
     segment_s : segment length of SDANN and the SDNN index. Segments run from the first R peak;
         an interval belongs to the segment its end falls in; a last, shorter segment counts
         when it is at least half as long.
+    normal : bool ``(n_peaks - 1,)`` per recording (as ``peaks``): the intervals between two
+        normal beats (e.g. both of class N); the others are left out too, as the cleaning leaves
+        its own out (and not counted among its implausible or ectopic intervals).
     """
     single = isinstance(peaks, torch.Tensor)
     rows = [peaks] if single else list(peaks)
@@ -144,6 +148,11 @@ def hrv(
     parts = [_intervals(r, sampling_rate, clean) for r in rows]
     if any(p[0].numel() < 2 for p in parts):
         raise DevicepipeError("hrv(): each recording needs at least three R peaks.")
+    if normal is not None:
+        masks = [normal] if single else list(normal)
+        if len(masks) != len(parts) or any(m.shape != p[0].shape for m, p in zip(masks, parts, strict=False)):
+            raise DevicepipeError("hrv(): normal must hold one bool per interval (n_peaks - 1) of each recording.")
+        parts = [(rr, k & m.to(k.device, torch.bool), i, e) for (rr, k, i, e), m in zip(parts, masks, strict=True)]
     width = max(p[0].numel() for p in parts)
 
     def pad(t: torch.Tensor, value: float | bool) -> torch.Tensor:
@@ -165,22 +174,32 @@ def hrv(
 
 
 def hrv_stored(
-    peaks: torch.Tensor | Stored, sampling_rate: float, *, clean: bool = True, segment_s: float = SEGMENT_S
+    peaks: torch.Tensor | Stored,
+    sampling_rate: float,
+    *,
+    clean: bool = True,
+    segment_s: float = SEGMENT_S,
+    normal: np.ndarray | None = None,
 ) -> HRV:
     """:func:`hrv` of one recording's R peaks (``(n_peaks,)``, increasing) read :data:`BLOCK`
     intervals at a time, as peaks held on disk (:class:`~devicepipe.io.spill.Stored`) are: the
     intervals and their cleaning wait on disk between the passes, so the memory held does not
-    grow with the recording. The same values as :func:`hrv` of the peaks in memory."""
+    grow with the recording. The same values as :func:`hrv` of the peaks in memory (``normal``:
+    ``(n_peaks - 1,)`` bool, as :func:`hrv` takes it)."""
     n = len(peaks)
     if n < 3:
         raise DevicepipeError("hrv(): each recording needs at least three R peaks.")
     width = n - 1
+    if normal is not None and len(normal) != width:
+        raise DevicepipeError("hrv(): normal must hold one bool per interval (n_peaks - 1) of the recording.")
     counts = torch.zeros(2, dtype=torch.int64)
     with Spill() as held:
         for s, e in _blocks(width):  # each block's intervals with their neighbours either side
             a, b = max(0, s - NEIGHBOURS), min(width, e + NEIGHBOURS)
             rr, kept, implausible, ectopic = _intervals(torch.as_tensor(peaks[a : b + 1]), sampling_rate, clean)
             own = slice(s - a, e - a)
+            if normal is not None:
+                kept = kept & torch.as_tensor(np.asarray(normal[a:b]), dtype=torch.bool, device=kept.device)
             held.append("rr", rr[own])
             held.append("kept", kept[own])
             counts += torch.stack([implausible[own].sum(), ectopic[own].sum()]).cpu()

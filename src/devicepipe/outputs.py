@@ -113,20 +113,25 @@ def heart_rate_summary(
 ) -> dict[str, Any] | None:
     """``summary.json``'s heart rate and HRV (cleaned NN intervals; see :mod:`devicepipe.heart`)
     of R peaks in memory or held on disk (read a part at a time), or None with fewer than three
-    beats. With each beat's AAMI class (``classes``, ``(n,)``), the spectrum takes only the
-    intervals between two N beats (ectopic beats and the intervals around them left out)."""
+    beats. With each beat's AAMI class (``classes``, ``(n,)``), the time domain and the spectrum
+    take only the intervals between two N beats (ectopic beats and the intervals around them left
+    out), as the Task Force (1996) defines normal-to-normal intervals."""
     if len(peaks) < 3:
         return None
-    measures = hrv(peaks, sampling_rate) if isinstance(peaks, torch.Tensor) else hrv_stored(peaks, sampling_rate)
+    between_n = None if classes is None else (classes[1:] == "N") & (classes[:-1] == "N")
+    if isinstance(peaks, torch.Tensor):
+        mask = None if between_n is None else torch.from_numpy(between_n)
+        measures = hrv(peaks, sampling_rate, normal=mask)
+    else:
+        measures = hrv_stored(peaks, sampling_rate, normal=between_n)
     every = peaks if isinstance(peaks, torch.Tensor) else torch.from_numpy(np.asarray(peaks[:]))
     rr, kept, _, _ = nn_intervals(every.cpu(), sampling_rate)
     times = every[1:].cpu().numpy() / float(sampling_rate)
-    normal = kept.numpy()
-    if classes is not None:
-        normal = normal & (classes[1:] == "N") & (classes[:-1] == "N")
+    normal = kept.numpy() if between_n is None else kept.numpy() & between_n
     spectral = hrv_frequency(rr.numpy(), times, normal)
+    cleaning = "0.3-2 s, within 20 % of the neighbours' median"
     return {
-        "nn_cleaning": "0.3-2 s, within 20 % of the neighbours' median",
+        "nn_cleaning": cleaning + ("" if classes is None else "; only intervals between two N beats"),
         **measures.to_dict(),
         "frequency": _spectral(spectral, classes is not None),
     }

@@ -68,9 +68,11 @@ def test_chunks_write_the_files_of_one_piece(tmp_path, monkeypatch, mode, parts)
         assert summary[key] == one[key], key
     assert one["holter"]["counts"]["S"] > 20  # (MIT-BIH 100's atrial premature beats, each read in its part)
     assert one["heart_rate"]["n_ectopic"] > 0 and one["quality"]["beats_rated"] > 2000
-    spectral = one["heart_rate"]["frequency"]  # the NN intervals of the time domain between two N beats
+    spectral = one["heart_rate"]["frequency"]  # time and frequency domain: the same intervals, between two N beats
     ectopic = one["holter"]["counts"]["S"] + one["holter"]["counts"]["V"]
-    assert one["heart_rate"]["n_intervals"] - 2 * ectopic <= spectral["n_intervals"] < one["heart_rate"]["n_intervals"]
+    assert spectral["n_intervals"] == one["heart_rate"]["n_intervals"]
+    assert one["heart_rate"]["n_intervals"] <= one["counts"]["beats_found"] - 1 - ectopic  # each leaves one out or two
+    assert "between two N beats" in one["heart_rate"]["nn_cleaning"]
     assert spectral["lf_ms2"] > 0 and "between two N beats" in spectral["method"]
     assert re.search(r"median heart rate: 7\d bpm", chunked.output) and "bpm" in whole.output
     assert chunked.output.split("median heart rate:")[1][:8] == whole.output.split("median heart rate:")[1][:8]

@@ -118,3 +118,24 @@ def test_hrv_of_peaks_on_disk_equals_hrv_in_memory(monkeypatch, block):
     assert heart.hrv_stored(peaks, 250.0).to_dict() == expected
     with pytest.raises(DevicepipeError, match="three R peaks"):
         heart.hrv_stored(peaks[:2], 250.0)
+
+
+@pytest.mark.parametrize("block", [7, 16_384])
+def test_intervals_not_between_two_normal_beats_are_left_out(monkeypatch, block):
+    rng = np.random.default_rng(5)
+    rr = rng.normal(200, 15, 600).astype(np.int64)  # samples at 250 Hz, all plausible
+    peaks = torch.from_numpy(np.cumsum(rr))
+    normal = rng.random(rr.size - 1) > 0.1  # (rr[0] is the first peak's offset, not an interval)
+    h = hrv(peaks, 250.0, clean=False, normal=torch.from_numpy(normal))
+    ms = np.diff(peaks.numpy()) * 4.0
+    assert int(h.n_intervals) == normal.sum() and int(h.n_ectopic) == int(h.n_implausible) == 0
+    assert float(h.mean_nn_ms) == pytest.approx(ms[normal].mean())
+    assert float(h.sdnn_ms) == pytest.approx(ms[normal].std(ddof=1))
+    monkeypatch.setattr(heart, "BLOCK", block)  # on disk, block by block: the same
+    stored = heart.hrv_stored(peaks, 250.0, clean=False, normal=normal).to_dict()
+    for key, value in h.to_dict().items():
+        np.testing.assert_allclose(stored[key], value, rtol=1e-12, err_msg=key)
+    with pytest.raises(DevicepipeError, match="one bool per interval"):
+        hrv(peaks, 250.0, normal=torch.from_numpy(normal[1:]))
+    with pytest.raises(DevicepipeError, match="one bool per interval"):
+        heart.hrv_stored(peaks, 250.0, normal=normal[1:])
