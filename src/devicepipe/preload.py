@@ -23,7 +23,10 @@ _was_on = pause_collector()
 
 import distributed  # noqa: E402, F401
 import torch  # noqa: E402, F401
-import wfdb  # noqa: E402, F401
+
+from devicepipe.io.wfdb import import_wfdb  # noqa: E402
+
+import_wfdb()
 
 import devicepipe.pipelines  # noqa: E402, F401
 

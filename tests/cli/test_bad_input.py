@@ -533,3 +533,18 @@ def test_a_pattern_the_shell_expanded_is_one_line_saying_to_quote_it(tmp_path):
     )
     assert str(paths[2]) not in result.stderr and not (tmp_path / "o").exists()
     one_line_error(run("beats", paths[0], "stray", "--out", tmp_path / "o"), "unexpected extra argument")  # not paths
+
+
+def test_a_reference_without_beat_annotations_is_refused(tmp_path):
+    import wfdb
+
+    sim = simulate_ecg(60, 250, seed=1)
+    src, _ = write_simulated_ecg(sim, tmp_path / "e.parquet")
+    peaks = sim.r_peaks.numpy()
+    wfdb.wrann("r", "atr", peaks[::5], ["~"] * len(peaks[::5]), write_dir=str(tmp_path))  # noise marks only
+    wfdb.wrann("r", "rhy", np.array([10, 5000]), ["+", "+"], aux_note=["(N", "(AFIB"], write_dir=str(tmp_path))
+    for ref, others in (("r.atr", len(peaks[::5])), ("r.rhy", 2)):
+        for command in ("beats", "ecg"):
+            result = run(command, src, "--out", tmp_path / "o", "--reference", tmp_path / ref)
+            one_line_error(result, f"{ref} holds no beat annotations", f"it has {others} other annotation")
+            assert not (tmp_path / "o").exists()

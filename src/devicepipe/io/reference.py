@@ -85,11 +85,17 @@ def read_reference(path: str | os.PathLike[str]) -> ReferenceBeats:
         if not beat.any():
             raise ReadError(
                 f"read_reference(): {p.name} holds no beat annotations (EDF+ annotations labelled with a beat "
-                f"symbol: {', '.join(sorted(BEAT_SYMBOLS)[:6])}, ...); it has {onsets.size} other annotation(s)."
+                f"symbol: N, L, R, A, V, F, ...); it has {onsets.size} other annotation(s)."
             )
         return ReferenceBeats(None, onsets[beat], p.name, np.char.strip(texts[beat]))
     if suffix not in CSV_DELIMITERS and suffix not in PARQUET_SUFFIXES:
         annotations = read_beat_annotations(p)
+        if not annotations.samples.size:
+            raise ReadError(
+                f"read_reference(): {p.name} holds no beat annotations (WFDB annotations with a beat symbol: "
+                f"N, L, R, A, V, F, ...); it has {annotations.n_other} other annotation(s), "
+                "such as rhythm changes or noise. Give the record's beat annotations (often its .atr file)."
+            )
         return ReferenceBeats(annotations.samples, None, p.name, annotations.symbols.astype(str))
     if not p.exists():
         raise ReadError(f"read_reference(): reference file not found: {p}.")

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -51,6 +53,16 @@ def record_base(path: Path) -> Path:
     return path.with_suffix("") if path.suffix.lower() in WFDB_SUFFIXES else path
 
 
+def import_wfdb() -> ModuleType:
+    """The ``wfdb`` module, imported (at its first use: it imports pandas) without the warnings of
+    its own use of a pandas feature pandas 3 deprecates, which are not the user's to act on."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"The inplace keyword in DataFrame\.set_index")
+        import wfdb
+
+    return wfdb
+
+
 def is_wfdb_record(path: Path) -> bool:
     """Whether ``path`` names a WFDB record: one of its files, or its name with a ``.hea`` beside it."""
     return path.suffix.lower() in WFDB_SUFFIXES or (not path.exists() and path.with_name(path.name + ".hea").exists())
@@ -58,7 +70,7 @@ def is_wfdb_record(path: Path) -> bool:
 
 def wfdb_sampling_rate(path: Path) -> float | None:
     """The sampling rate in a WFDB record's header (None where the header cannot be read)."""
-    import wfdb
+    wfdb = import_wfdb()
 
     try:
         fs = float(wfdb.rdheader(str(record_base(path))).fs)
@@ -69,7 +81,7 @@ def wfdb_sampling_rate(path: Path) -> float | None:
 
 def wfdb_signal_names(path: Path) -> list[str]:
     """The signal names in a WFDB record's header (raises what wfdb raises for a bad header)."""
-    import wfdb
+    wfdb = import_wfdb()
 
     return list(wfdb.rdheader(str(record_base(path))).sig_name or [])
 
@@ -77,7 +89,7 @@ def wfdb_signal_names(path: Path) -> list[str]:
 def read_wfdb(path: Path, column: ColumnSpec, start: int = 0, stop: int | None = None) -> RawSeries:
     """The chosen channels (default: all) of a WFDB record, in physical units, with its rate;
     samples ``[start, stop)`` only."""
-    import wfdb
+    wfdb = import_wfdb()
 
     base = record_base(path)
     if not base.with_name(base.name + ".hea").exists():
@@ -150,11 +162,13 @@ class BeatAnnotations:
     samples : int64 NumPy array of shape ``(n_beats,)``, sorted.
     symbols : NumPy array of shape ``(n_beats,)``: each beat's label (``"N"``, ``"V"``, ``"A"`` ...).
     sampling_rate : Hz, from the annotation file (or its record's header).
+    n_other : the file's annotations that are not beats (rhythm changes, noise, ...), left out.
     """
 
     samples: np.ndarray
     symbols: np.ndarray
     sampling_rate: float | None
+    n_other: int = 0
 
 
 def _ends_as_annotations(file: Path) -> bool:
@@ -174,7 +188,7 @@ def read_beat_annotations(path: str | os.PathLike[str], extension: str | None = 
     ``path`` is the annotation file (``100.atr``) or the record name (``100``, with
     ``extension`` defaulting to ``"atr"``).
     """
-    import wfdb
+    wfdb = import_wfdb()
 
     p = Path(path)
     if extension is None:
@@ -189,7 +203,9 @@ def read_beat_annotations(path: str | os.PathLike[str], extension: str | None = 
             "WFDB writes (a zero 16-bit word). Is it cut short, or another kind of file?"
         )
     try:
-        ann = wfdb.rdann(str(base), extension)
+        with warnings.catch_warnings():  # (as import_wfdb: wfdb's own use of a pandas feature pandas 3 deprecates)
+            warnings.filterwarnings("ignore", message=r"The inplace keyword in DataFrame\.set_index")
+            ann = wfdb.rdann(str(base), extension)
     except Exception as exc:
         raise ReadError(f"read_beat_annotations(): cannot read {file} ({exc}).") from None
     symbols = np.asarray(ann.symbol)
@@ -203,6 +219,7 @@ def read_beat_annotations(path: str | os.PathLike[str], extension: str | None = 
         samples=ann.sample[is_beat][order].astype(np.int64),
         symbols=symbols[is_beat][order],
         sampling_rate=float(ann.fs) if ann.fs else None,
+        n_other=int((~is_beat).sum()),
     )
 
 

@@ -8,7 +8,7 @@ from typing import ClassVar
 from devicepipe.errors import ReadError
 from devicepipe.io.formats.base import FileFormat, ReadRequest
 from devicepipe.io.raw import ColumnSpec, RawSeries
-from devicepipe.io.wfdb import is_wfdb_record, read_wfdb, record_base, wfdb_sampling_rate
+from devicepipe.io.wfdb import import_wfdb, is_wfdb_record, read_wfdb, record_base, wfdb_sampling_rate
 
 
 class WfdbFormat(FileFormat):
@@ -29,8 +29,7 @@ class WfdbFormat(FileFormat):
         return True
 
     def length(self, path: Path, column: ColumnSpec = None) -> int:
-        import wfdb  # (imported where it is needed: see devicepipe.io.wfdb)
-
+        wfdb = import_wfdb()  # (imported where it is needed: see devicepipe.io.wfdb)
         length = wfdb.rdheader(str(record_base(path))).sig_len
         if length is None:  # (a record line wfdb could not parse: read_wfdb says more)
             raise ReadError(f"the header of {record_base(path).name} does not say how many samples it holds.")
