@@ -368,8 +368,8 @@ RESULT_PATH = re.compile(r"benchmarks/results/[\w./-]*(?:\{[\w,.]+\})?[\w./-]*")
 NOT_FIGURES = [
     r"\d{4}-\d{2}-\d{2}",  # dates
     r"\b\d{1,2}:\d{2}(?::\d{2})?\b",  # times of day
-    r"\b\d+\.\d+\.\d+\S*",  # versions
-    r"`[^`]*`",  # code: commands, options, names
+    r"\b\d+\.\d+\.\d+[^\s`]*",  # versions (a code span's closing backtick left to pair)
+    r"`[^`]*`",  # code: commands, options, names (a bare figure in backticks was unwrapped before)
     r"<!--.*?-->",
     r"MIT-BIH \d+|CPSC \d{4}|\b\d+_\d+\b|ECG\d+|H100|HBM3|EC57|UTC|\b\d+-NN\b|k ?= ?\d+|\bn = \d+",
     r"\(\d\)",  # task labels: CBF (1)
@@ -479,7 +479,8 @@ def unsourced(text: str, root: Path = ROOT) -> list[tuple[str, str]]:
     """(section, figure) for each figure quoted in ``text`` that none of the section's cited
     result files holds (at the precision quoted, in the unit written after it: :data:`UNITS`). Cited paths are
     relative to ``root``; a cited folder stands for the JSON files in it. Generated tables are
-    left out (rendering them again checks them), and so is code in backticks. Numbers after ``≥``
+    left out (rendering them again checks them), and so is code in backticks (but not a bare figure
+    in backticks, which is a figure all the same). Numbers after ``≥``
     or ``≤`` are targets, not measurements, and whole numbers up to 10 are counts of the set-up
     (cores, repeats, threads)."""
     missing = []
@@ -494,6 +495,7 @@ def unsourced(text: str, root: Path = ROOT) -> list[tuple[str, str]]:
             elif path.exists():
                 values.update(_values(path))
         prose = re.sub(r"^<!-- table .*?^<!-- end table -->$", " ", body, flags=re.M | re.S)  # checked by rendering
+        prose = re.sub(r"`([\d,.]+)`", r"\1", prose)  # a bare figure in backticks is a figure all the same
         for pattern in NOT_FIGURES:
             prose = re.sub(pattern, " ", prose)
         for m in NUMBER.finditer(prose):

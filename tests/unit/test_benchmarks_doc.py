@@ -42,6 +42,9 @@ def test_the_figure_check_finds_figures_in_other_units_and_flags_invented_ones(t
     assert doc.unsourced(ok.replace("28% of copy", "28 MB"), root=tmp_path) == [("A section", "28")]
     # rounding: the quoted digits must be the value's, not merely near it
     assert doc.unsourced(ok.replace("35.4 ms", "35.5 ms"), root=tmp_path) == [("A section", "35.5")]
+    # a figure in backticks is still a figure (code in backticks is not)
+    assert doc.unsourced(ok.replace("35.4 ms", "`35.5` ms"), root=tmp_path) == [("A section", "35.5")]
+    assert doc.unsourced(ok.replace("35.4 ms", "35.4 ms (`--repeats 75`)"), root=tmp_path) == []
 
 
 def test_render_rebuilds_a_table_from_its_json(tmp_path):
