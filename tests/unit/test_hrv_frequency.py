@@ -68,7 +68,7 @@ def test_intervals_and_times_of_different_shapes_are_refused():
         hrv_frequency(np.ones(10), np.arange(9.0))
 
 
-def test_the_summary_s_spectrum_takes_only_intervals_between_two_normal_beats():
+def test_the_summary_s_hrv_takes_only_intervals_between_two_normal_beats():
     import torch
 
     from devicepipe.outputs import heart_rate_summary
@@ -82,4 +82,5 @@ def test_the_summary_s_spectrum_takes_only_intervals_between_two_normal_beats():
     assert plain["frequency"]["n_intervals"] == plain["n_intervals"] == peaks.numel() - 1
     # each lone beat takes its two intervals, the couplet three: 2 + 2 + 3 + 2
     assert classed["frequency"]["n_intervals"] == plain["n_intervals"] - 9
-    assert classed["n_intervals"] == plain["n_intervals"]  # (the time domain keeps its own cleaning)
+    assert classed["n_intervals"] == classed["frequency"]["n_intervals"]  # the time domain takes the same
+    assert "between two N beats" in classed["nn_cleaning"] and "N beats" not in plain["nn_cleaning"]
