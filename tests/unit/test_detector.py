@@ -556,3 +556,25 @@ def test_the_kl_weight_follows_what_the_model_is_for():
     for bad in (0, -1.0, float("nan"), "high", True):
         with pytest.raises(DevicepipeError, match="kl_weight must be a positive number or 'auto'"):
             small(kl_weight=bad).fit(rows)
+
+
+def test_a_model_the_scores_do_not_use_learns_from_a_sample_and_the_flags_stay(monkeypatch):
+    from devicepipe.anomaly import estimator
+
+    seen = []
+    real = estimator.train_models
+    monkeypatch.setattr(
+        estimator, "train_models", lambda make, data, *a, **k: seen.append(data) or real(make, data, *a, **k)
+    )
+    rows = np.vstack([beats(300), beats(6, seed=1, anomalous=True)])
+    every = small(epochs=2, max_model_rows=None).fit(rows)
+    sampled = small(epochs=2, max_model_rows=50).fit(rows)
+    assert [d.shape[0] for d in seen] == [306, 50]
+    np.testing.assert_allclose(seen[1].numpy(), seen[0].numpy()[np.round(np.linspace(0, 305, 50)).astype(int)])
+    np.testing.assert_array_equal(sampled.decision_scores_, every.decision_scores_)  # the scores use every row
+    assert sampled.threshold_ == every.threshold_ and sampled.details_.embeddings.shape == (306, 2)
+    seen.clear()
+    small(epochs=2, max_model_rows=50, scorer="reconstruction").fit(rows)  # its scores are the model's
+    assert [d.shape[0] for d in seen] == [306]
+    with pytest.raises(DevicepipeError, match="max_model_rows must be at least 2 or None"):
+        small(max_model_rows=1).fit(rows)

@@ -36,6 +36,8 @@ from devicepipe.signal.resample import resample_rows
 from devicepipe.threads import ThreadChoice, choose_threads, using_threads
 from devicepipe.train import CHECKPOINT_NAME, load_checkpoint, split_indices
 
+#: The most rows a model trains on where the scores do not use it (see ``max_model_rows``).
+MAX_MODEL_ROWS = 10_000
 #: The VAE's KL weight where the scores use its reconstruction error: the seed notebook's.
 KL_WEIGHT_FOR_SCORES = 0.1
 #: The VAE's KL weight where it only maps and generates the beats: codes that carry their shapes.
@@ -90,6 +92,10 @@ class BeatAnomalyDetector:
     neighbours : k of the nearest-neighbour scores (``local``: rows are rebuilt past their
         ``k - 1`` nearest), or ``"auto"``: :func:`neighbours_for` the reference rows and the share
         ``contamination`` (:data:`KNN_SHARE` when it is not a share).
+    max_model_rows : where the scores do not use the model, the most rows it trains on: an evenly
+        spaced sample of that many (None: every row). Its codes and figures need the shapes, not
+        every beat, and a day's 100,000 beats would take it ten times as long for the same maps;
+        the scores, thresholds and flags still come from every row.
     reference_rows : the most training rows kept for the nearest-neighbour scores (every row
         given to ``fit``, validation rows included, or a seeded sample of that many); they are
         saved with the model.
@@ -122,6 +128,7 @@ class BeatAnomalyDetector:
         scorer: str = DEFAULT_SCORER,
         neighbours: int | str = "auto",
         reference_rows: int = 20_000,
+        max_model_rows: int | None = MAX_MODEL_ROWS,
     ) -> None:
         self.model = model
         self.ensemble = ensemble
@@ -147,6 +154,7 @@ class BeatAnomalyDetector:
         self.scorer = scorer
         self.neighbours = neighbours
         self.reference_rows = reference_rows
+        self.max_model_rows = max_model_rows
 
     # ------------------------------------------------------------------ scikit-learn's parameter protocol
 
@@ -191,6 +199,9 @@ class BeatAnomalyDetector:
             raise DevicepipeError(f"BeatAnomalyDetector: scorer={self.scorer!r} is not one of {list(SCORER_KINDS)}.")
         auto = self.neighbours == "auto"
         whole = isinstance(self.neighbours, int) and not isinstance(self.neighbours, bool)
+        limit = self.max_model_rows
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 2):
+            raise DevicepipeError(f"BeatAnomalyDetector: max_model_rows must be at least 2 or None, got {limit!r}.")
         if not (auto or (whole and self.neighbours >= 1)) or self.reference_rows < 2:
             raise DevicepipeError(
                 f"BeatAnomalyDetector: neighbours must be 'auto' or at least 1 (got {self.neighbours!r}), "
@@ -365,7 +376,8 @@ class BeatAnomalyDetector:
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
         with using_threads(threads.threads):
-            models, histories = train_models(make, data, settings, out, extra, callback, stream=stream)
+            learn_from = self._model_rows(data)
+            models, histories = train_models(make, learn_from, settings, out, extra, callback, stream=stream)
             details = _details(models, data)
         train_rows, held_out = split_indices(data.shape[0], settings.val_fraction, settings.seed, device)
         self.reference_, self.calibration_, self.neighbours_ = None, {}, None
@@ -424,6 +436,15 @@ class BeatAnomalyDetector:
         """The share of anomalous training rows ``neighbours="auto"`` allows for."""
         fixed = self.threshold is not None or self.contamination == "auto"
         return KNN_SHARE if fixed else float(self.contamination)
+
+    def _model_rows(self, data: torch.Tensor) -> torch.Tensor:
+        """The rows the model trains on: every row, or where the scores do not use the model and
+        there are more than ``max_model_rows``, that many evenly spaced."""
+        n, limit = data.shape[0], self.max_model_rows
+        if limit is None or n <= limit or self._kind.uses_model:
+            return data
+        pick = torch.linspace(0, n - 1, limit, dtype=torch.float64).round().long()
+        return data[pick.to(data.device)]
 
     def _reference(self, data: torch.Tensor, train_rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The rows ``train_rows`` of ``data`` kept for nearest-neighbour scores (at most
