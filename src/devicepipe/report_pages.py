@@ -4,19 +4,24 @@ the captions of its figures, the flagged rows, the timing."""
 
 from __future__ import annotations
 
-import base64
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from markupsafe import Markup
 
-from devicepipe.artifacts import caption
+from devicepipe.report_parts import (
+    _figures,
+    _heart_rate_facts,
+    _holter_sections,
+    _number,
+    _Section,
+    _sparkline,
+)
 from devicepipe.scorers import SCORER_KINDS
-from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary, SpectralHRV
+from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary
 from devicepipe.units import format_duration
 
 REPORT_NAME = "report.html"
@@ -46,57 +51,6 @@ class FlaggedRows:
     many: str = "rows"
 
 
-@dataclass
-class _Section:
-    title: str
-    text: str = ""
-    table: dict[str, Any] | None = None
-    figures: list[dict[str, str]] = field(default_factory=list)
-    html: Markup | None = None
-
-
-def _sparkline(values: np.ndarray, typical: np.ndarray, width: int = 180, height: int = 46) -> Markup:
-    """An inline SVG of ``values`` (red) over ``typical`` (grey), on one vertical scale."""
-    both = np.concatenate([values, typical]).astype(np.float64)
-    both = both[np.isfinite(both)]
-    lo, hi = (float(both.min()), float(both.max())) if both.size else (0.0, 1.0)
-    span = hi - lo or 1.0
-
-    def points(v: np.ndarray) -> str:
-        x = np.linspace(1, width - 1, v.size)
-        y = height - 2 - (np.nan_to_num(v.astype(np.float64), nan=lo) - lo) / span * (height - 4)
-        return " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(x, y, strict=True))
-
-    return Markup(
-        f'<svg class="beat" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-        f'xmlns="http://www.w3.org/2000/svg" role="img">'
-        f'<polyline fill="none" stroke="#b0b0b0" stroke-width="2" points="{points(typical)}"/>'
-        f'<polyline fill="none" stroke="#c0392b" stroke-width="1.2" points="{points(values)}"/></svg>'
-    )
-
-
-def _number(value: Any, digits: int = 4) -> str:
-    if value is None or value is ABSENT or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:,.{digits}g}" if abs(value) < 1e4 else f"{value:,.0f}"
-    return str(value)
-
-
-def _figures(files: dict[str, Path], names: Sequence[str]) -> list[dict[str, str]]:
-    out = []
-    for name in names:
-        path = files.get(name)
-        if path is not None and Path(path).exists():
-            data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
-            out.append({"name": name, "caption": caption(name), "data": data})
-    return out
-
-
 def _timing(summary: RunSummary) -> _Section:
     seconds = summary.seconds or {}
     rows: list[list[Any]] = [[stage, round(float(s), 3)] for stage, s in seconds.items()]
@@ -110,29 +64,6 @@ def _timing(summary: RunSummary) -> _Section:
             f"counted in {t.counted_in or 'every stage'}."
         )
     return _Section("Seconds per stage and host-device transfers", text, {"header": ["stage", "seconds"], "rows": rows})
-
-
-def _heart_rate_facts(summary: RunSummary) -> list[tuple[str, str]]:
-    h = summary.heart_rate
-    if not h:
-        return []
-    return [
-        ("mean heart rate (bpm)", _number(h.mean_hr_bpm, 3)),
-        ("SDNN (ms)", _number(h.sdnn_ms, 3)),
-        ("RMSSD (ms)", _number(h.rmssd_ms, 3)),
-        ("pNN50 (%)", _number(h.pnn50_pct, 3)),
-        ("SDANN, 5 min (ms)", _number(h.sdann_ms, 3)),
-        ("SDNN index, 5 min (ms)", _number(h.sdnn_index_ms, 3)),
-        ("NN intervals used / excluded", f"{h.n_intervals:,} / {h.n_implausible + h.n_ectopic:,}"),
-        *_spectral_facts(h.frequency),
-    ]
-
-
-def _spectral_facts(f: SpectralHRV | None) -> list[tuple[str, str]]:
-    if not f:
-        return []
-    powers = " / ".join(_number(p, 3) for p in (f.vlf_ms2, f.lf_ms2, f.hf_ms2))
-    return [("VLF / LF / HF power (ms²)", powers), ("LF/HF", _number(f.lf_hf, 3))]
 
 
 def _quality_facts(summary: RunSummary) -> list[tuple[str, str]]:
@@ -251,63 +182,6 @@ def _learning_facts(summary: RunSummary, what: str) -> list[tuple[str, str]]:
         ("epoch kept", "-".join(str(v) for v in sorted(set(e.kept)))),
         ("converged", _number(summary.converged) + ("" if _uses_model(summary) else " (flags do not use it)")),
     ]
-
-
-#: What each event kind is, as the Holter table says it.
-_EVENT_WORDS = {
-    "couplet": "couplets (two ventricular beats in a row)",
-    "run": "runs (three or more ventricular beats)",
-    "bigeminy": "bigeminy (every other beat ventricular)",
-    "trigeminy": "trigeminy (every third beat ventricular)",
-    "pause": "pauses (an interval over 2 s)",
-    "afib": "irregularly irregular rhythm (suspected atrial fibrillation)",
-}
-
-
-def _clock(seconds: float | None) -> str:
-    """``h:mm:ss`` from the recording's start."""
-    if seconds is None:
-        return "-"
-    whole = int(round(seconds))
-    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
-
-
-def _holter_sections(summary: RunSummary, scored: bool, files: dict[str, Path]) -> list[_Section]:
-    """The Holter summary: beats per class, and the events (``scored``: the run also scored the
-    beats, and the page says which to read first)."""
-    h = summary.holter
-    if not h:
-        return []
-    first = (
-        "Read these first: each beat's class comes from its rhythm and its shape, whatever the share of "
-        "ectopic beats. The anomaly score below is for beats unusual beyond their class. "
-        if scored
-        else ""
-    )
-    warned = "".join(f"Warning: {w}. " for w in h.warnings or [])
-    text = (
-        f"{warned}{first}Classes (ANSI/AAMI EC57): N normal and bundle-branch block, S supraventricular ectopic, "
-        "V ventricular ectopic, F fusion, Q unclassifiable (in poor signal). Each beat's class and why are in "
-        "beats.parquet (class, reason) and the annotation file."
-    )
-    rows = [[name, _number(h.counts[name]), f"{h.burden_pct[name]:.2f} %", f"{h.per_hour[name]:,.1f}"]
-            for name in h.counts]  # fmt: skip
-    sections = [_Section("Beats by class", text, {"header": ["class", "beats", "share", "per hour"], "rows": rows})]
-    events = []
-    for kind, words in _EVENT_WORDS.items():
-        listed = h.listed.get(kind, [])
-        when = ", ".join(_clock(e["start_s"]) for e in listed[:5]) + (" ..." if len(listed) > 5 else "")
-        events.append([words, _number(h.events.get(kind, 0)), when or "-"])
-    facts = (
-        f"Heart rate: lowest one-minute median {_number(h.min_hr_bpm, 3)} bpm at {_clock(h.min_hr_at_s)}, highest "
-        f"{_number(h.max_hr_bpm, 3)} bpm at {_clock(h.max_hr_at_s)}, mean {_number(h.mean_hr_bpm, 3)} bpm. "
-        f"Longest run: {_number(h.longest_run_beats)} beats, fastest {_number(h.fastest_run_bpm, 3)} bpm; longest "
-        f"pause {_number(h.longest_pause_s, 3)} s; irregularly irregular rhythm {100 * h.af_share:.1f} % of the "
-        "recording. Times are from the recording's start (h:mm:ss)."
-    )
-    table = {"header": ["event", "count", "first at"], "rows": events}
-    sections.append(_Section("Events", facts, table, figures=_figures(files, ["events.png"])))
-    return sections
 
 
 def _beats_page(

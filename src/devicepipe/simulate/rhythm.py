@@ -100,23 +100,107 @@ def _moments(duration_s: float, counts: list[tuple[str, int]], rng: np.random.Ge
     return sorted(moments)
 
 
+class _Planner:
+    """The beats of :func:`plan_rhythm` as they are laid down: each beat's time, symbol and
+    rhythm label, and the events (kind, first beat, last beat)."""
+
+    def __init__(self, mean_rr: float, hrv: float, rng: np.random.Generator) -> None:
+        self.mean_rr, self.hrv, self.rng = mean_rr, hrv, rng
+        self.rsa, self.mayer = rng.uniform(0, 2 * np.pi, 2)
+        self.times: list[float] = []
+        self.symbols: list[str] = []
+        self.rhythms: list[str] = []
+        self.events: list[tuple[str, int, int]] = []
+
+    def sinus(self, t: float) -> float:
+        """A sinus interval at time ``t``, s (respiratory, 0.1 Hz and random variability)."""
+        hrv = self.hrv
+        rr = self.mean_rr * (
+            1
+            + hrv * np.sin(2 * np.pi * 0.25 * t + self.rsa)
+            + 0.6 * hrv * np.sin(2 * np.pi * 0.1 * t + self.mayer)
+            + 0.5 * hrv * self.rng.standard_normal()
+        )
+        return float(np.clip(rr, 0.6 * self.mean_rr, 1.6 * self.mean_rr))
+
+    def beat(self, dt: float, symbol: str = "N", kind: str = "N") -> None:
+        self.times.append(self.times[-1] + dt)
+        self.symbols.append(symbol)
+        self.rhythms.append(kind)
+
+    def ectopic_pause(self, rr: float, coupled: float) -> None:
+        """The sinus beat after a ventricular one: the compensatory pause."""
+        self.beat(max(2 * rr - coupled, 0.35))
+
+    def episode(self, stop: float, kind: str, end: float) -> None:
+        """Atrial fibrillation, bigeminy or trigeminy until ``stop`` (or ``end``), then sinus rhythm."""
+        times, start_beat = self.times, len(self.times)
+        if kind == "afib":
+            while times[-1] < min(stop, end):
+                self.beat(float(np.clip(self.rng.gamma(25.0, 0.8 * self.mean_rr / 25.0), 0.3, 2.0)), "N", "AFIB")
+        else:
+            every = 2 if kind == "bigeminy" else 3
+            label = "B" if kind == "bigeminy" else "T"
+            while times[-1] < min(stop, end):
+                rr = self.sinus(times[-1])
+                for _ in range(every - 2):
+                    self.beat(rr, "N", label)
+                coupled = max(0.6 * rr, min(0.3, 0.9 * rr))
+                self.beat(coupled, "V", label)
+                self.ectopic_pause(rr, coupled)
+                self.rhythms[-1] = label
+        first_v = next((i for i in range(start_beat, len(times)) if self.symbols[i] == "V"), start_beat)
+        self.events.append((kind, start_beat if kind == "afib" else first_v, len(times) - 1))
+        self.beat(self.sinus(times[-1]))  # back to sinus rhythm
+
+    def moment(self, kind: str, rr: float) -> None:
+        """A couplet, a run, a pause or an interpolated beat, where a sinus beat of ``rr`` was due."""
+        first = len(self.times)
+        if kind in ("couplet", "run"):
+            n = 2 if kind == "couplet" else int(self.rng.integers(3, 9))
+            label = "VT" if kind == "run" else "N"
+            self.beat(max(0.55 * rr, 0.3), "V", label)
+            fast = float(self.rng.uniform(0.32, 0.42))  # 140-190 bpm
+            for _ in range(n - 1):
+                self.beat(fast, "V", label)
+            self.events.append((kind, first, len(self.times) - 1))
+            self.beat(1.3 * rr)
+        elif kind == "pause":
+            self.beat(float(self.rng.uniform(2.2, 3.5)))
+            self.events.append((kind, first, first))  # (the beat that ends it)
+        elif rr - max(0.5 * rr, 0.3) >= 0.3:  # interpolated: where the sinus interval leaves room
+            coupled = max(0.5 * rr, 0.3)
+            self.beat(coupled, "V")
+            self.events.append((kind, first, first))
+            self.beat(rr - coupled + 0.04)  # the sinus beat after it, a little delayed
+        else:
+            self.beat(rr)
+
+    def ordinary(self, rr: float, rhythm: Rhythm, near_episode: bool) -> None:
+        """The next beat outside episodes and moments: sinus, or a lone ventricular or atrial one."""
+        draw = self.rng.random()
+        if near_episode:  # an episode's first beat is its own
+            self.beat(rr)
+        elif draw < rhythm.ectopic_rate and self.symbols[-1] == "N":
+            coupled = max(0.6 * rr, min(0.3, 0.9 * rr))
+            self.beat(coupled, "V")
+            self.ectopic_pause(rr, coupled)
+        elif draw < rhythm.ectopic_rate + rhythm.atrial_rate and self.symbols[-1] == "N":
+            times = self.times
+            last = times[-1] - times[-2] if len(times) > 1 else rr  # early against the interval before it
+            self.beat(min(rr, last) * float(self.rng.uniform(0.65, 0.8)), "A")
+            self.beat(rr * 1.02)  # the sinus node reset: one sinus interval after it
+        else:
+            self.beat(rr)
+
+
 def plan_rhythm(
     duration_s: float, heart_rate_bpm: float, hrv: float, rhythm: Rhythm, rng: np.random.Generator
 ) -> RhythmPlan:
     """The beats of a recording of ``duration_s`` seconds at a mean sinus rate of ``heart_rate_bpm``
     with relative variability ``hrv`` (respiratory, 0.1 Hz and random, as the plain simulator)."""
     mean_rr = 60.0 / heart_rate_bpm
-    rsa, mayer = rng.uniform(0, 2 * np.pi, 2)
-
-    def sinus(t: float) -> float:
-        rr = mean_rr * (
-            1
-            + hrv * np.sin(2 * np.pi * 0.25 * t + rsa)
-            + 0.6 * hrv * np.sin(2 * np.pi * 0.1 * t + mayer)
-            + 0.5 * hrv * rng.standard_normal()
-        )
-        return float(np.clip(rr, 0.6 * mean_rr, 1.6 * mean_rr))
-
+    plan = _Planner(mean_rr, hrv, rng)
     episodes = _episodes(
         duration_s,
         [("afib", rhythm.afib, (60.0, 300.0)), ("bigeminy", rhythm.bigeminy, (20.0, 90.0)),
@@ -129,77 +213,17 @@ def plan_rhythm(
          ("interpolated", rhythm.interpolated)],
         rng,
     )  # fmt: skip
-    times, symbols, rhythms = [float(rng.uniform(0.3, 0.3 + mean_rr))], ["N"], ["N"]
-    events: list[tuple[str, int, int]] = []
-
-    def beat(dt: float, symbol: str = "N", kind: str = "N") -> None:
-        times.append(times[-1] + dt)
-        symbols.append(symbol)
-        rhythms.append(kind)
-
-    def ectopic_pause(rr: float, coupled: float) -> None:  # the sinus beat after a ventricular one
-        beat(max(2 * rr - coupled, 0.35))
-
+    plan.times, plan.symbols, plan.rhythms = [float(rng.uniform(0.3, 0.3 + mean_rr))], ["N"], ["N"]
     end = duration_s + 1.0  # beats just past the end still shape the last samples
-    while times[-1] < end:
-        t = times[-1]
+    while plan.times[-1] < end:
+        t = plan.times[-1]
         episode = next((e for e in episodes if e[0] <= t < e[1]), None)
-        rr = sinus(t)
+        rr = plan.sinus(t)
         if episode is not None:
-            start_beat, (_, stop, kind) = len(times), episode
-            if kind == "afib":
-                while times[-1] < min(stop, end):
-                    beat(float(np.clip(rng.gamma(25.0, 0.8 * mean_rr / 25.0), 0.3, 2.0)), "N", "AFIB")
-            else:
-                every = 2 if kind == "bigeminy" else 3
-                label = "B" if kind == "bigeminy" else "T"
-                while times[-1] < min(stop, end):
-                    rr = sinus(times[-1])
-                    for _ in range(every - 2):
-                        beat(rr, "N", label)
-                    coupled = max(0.6 * rr, min(0.3, 0.9 * rr))
-                    beat(coupled, "V", label)
-                    ectopic_pause(rr, coupled)
-                    rhythms[-1] = label
-            first_v = next((i for i in range(start_beat, len(times)) if symbols[i] == "V"), start_beat)
-            events.append((kind, start_beat if kind == "afib" else first_v, len(times) - 1))
+            plan.episode(episode[1], episode[2], end)
             episodes.remove(episode)
-            beat(sinus(times[-1]))  # back to sinus rhythm
-            continue
-        if moments and moments[0][0] <= t:
-            _, kind = moments.pop(0)
-            first = len(times)
-            if kind in ("couplet", "run"):
-                n = 2 if kind == "couplet" else int(rng.integers(3, 9))
-                label = "VT" if kind == "run" else "N"
-                beat(max(0.55 * rr, 0.3), "V", label)
-                fast = float(rng.uniform(0.32, 0.42))  # 140-190 bpm
-                for _ in range(n - 1):
-                    beat(fast, "V", label)
-                events.append((kind, first, len(times) - 1))
-                beat(1.3 * rr)
-            elif kind == "pause":
-                beat(float(rng.uniform(2.2, 3.5)))
-                events.append((kind, first, first))  # (the beat that ends it)
-            elif rr - max(0.5 * rr, 0.3) >= 0.3:  # interpolated: where the sinus interval leaves room
-                coupled = max(0.5 * rr, 0.3)
-                beat(coupled, "V")
-                events.append((kind, first, first))
-                beat(rr - coupled + 0.04)  # the sinus beat after it, a little delayed
-            else:
-                beat(rr)
-            continue
-        draw = rng.random()
-        if any(0 <= e[0] - t < 3 * mean_rr for e in episodes):  # an episode's first beat is its own
-            beat(rr)
-        elif draw < rhythm.ectopic_rate and symbols[-1] == "N":
-            coupled = max(0.6 * rr, min(0.3, 0.9 * rr))
-            beat(coupled, "V")
-            ectopic_pause(rr, coupled)
-        elif draw < rhythm.ectopic_rate + rhythm.atrial_rate and symbols[-1] == "N":
-            last = times[-1] - times[-2] if len(times) > 1 else rr  # early against the interval before it
-            beat(min(rr, last) * float(rng.uniform(0.65, 0.8)), "A")
-            beat(rr * 1.02)  # the sinus node reset: one sinus interval after it
+        elif moments and moments[0][0] <= t:
+            plan.moment(moments.pop(0)[1], rr)
         else:
-            beat(rr)
-    return RhythmPlan(np.array(times), np.array(symbols), np.array(rhythms), events)
+            plan.ordinary(rr, rhythm, any(0 <= e[0] - t < 3 * mean_rr for e in episodes))
+    return RhythmPlan(np.array(plan.times), np.array(plan.symbols), np.array(plan.rhythms), plan.events)
