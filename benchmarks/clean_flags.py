@@ -1,0 +1,149 @@
+"""How many beats the default scorer flags where nothing is unusual, by how the beats are lined up.
+
+    python benchmarks/clean_flags.py            # 27 clean recordings and 2 with ectopy (about 6 min on 2 cores)
+
+A recording with nothing unusual should have (almost) nothing flagged. This simulates clean
+ECGs (sinus rhythm with heart-rate variability, baseline wander and white noise, no ectopic
+beat) at 250 and 500 Hz, 30 and 60 minutes, three noise levels and three seeds, cuts their beats
+as ``ecg`` does (levelled, resampled to 256 samples, standardised) and counts the beats the
+default detector flags (scorer ``local``, contamination 1 %, its fence), with the beats lined up
+three ways: to a fraction of a column (``ecg``'s), by whole columns, and not at all. The
+detector is fitted for one epoch: the ``local`` scores do not use the model, so its flags are
+those of a fully trained one (``tests/unit/test_detector.py`` checks that they stay the same
+when the model learns from other rows). The demo's recording (1 % ventricular beats) and MIT-BIH record 100 show
+what the lining up does to the flags of true ectopic beats.
+
+Results: ``benchmarks/results/clean_flags.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from results_io import machine, parser, table, write_results
+
+import devicepipe as dp
+from devicepipe.ecg import label_beats
+from devicepipe.pipelines.learning import model_rows
+from devicepipe.scale import StandardScaler
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("DEVICEPIPE_DATA", ROOT.parent / "shared" / "data"))
+WIDTH = 256
+#: (sampling rate in Hz, minutes) of the clean recordings.
+SHAPES = [(250.0, 30), (500.0, 30), (250.0, 60)]
+NOISE_MV = [0.01, 0.02, 0.05]
+SEEDS = [0, 1, 2]
+#: How the beats are lined up: model_rows' (align, fractional).
+ALIGNMENTS = {"fraction of a column": (True, True), "whole columns": (True, False), "none": (False, False)}
+
+
+def rows_of(signal: torch.Tensor, fs: float, align: bool, fractional: bool) -> tuple[torch.Tensor, Any]:
+    """The beats ``(n, WIDTH)`` of ``signal`` as ``ecg`` cuts and scales them, lined up as asked, and the beats."""
+    beats = dp.ecg_segment(signal, dp.ecg_peaks(signal, fs), fs, mode="centered")
+    matrix = model_rows(beats, signal, WIDTH, align=align, fractional=fractional)
+    scaler = StandardScaler().fit(matrix.reshape(-1))
+    return scaler.transform(matrix.reshape(-1)).reshape(matrix.shape), beats
+
+
+def flags(rows: torch.Tensor) -> np.ndarray:
+    """The default detector's flags of ``rows``, ``(n,)`` booleans."""
+    det = dp.BeatAnomalyDetector(epochs=1, device="cpu", seed=0, threads=1, width=WIDTH, scaling="none").fit(rows)
+    return det.labels_.astype(bool)
+
+
+def clean_rows() -> list[dict[str, Any]]:
+    """Flags on every clean recording, by alignment."""
+    out = []
+    for fs, minutes in SHAPES:
+        for noise in NOISE_MV:
+            for seed in SEEDS:
+                sim = dp.simulate_ecg(60.0 * minutes, fs, noise_mV=noise, seed=seed)
+                for name, (align, fractional) in ALIGNMENTS.items():
+                    flagged = flags(rows_of(sim.signal, fs, align, fractional)[0])
+                    out.append(
+                        {"hz": fs, "minutes": minutes, "noise_mV": noise, "seed": seed, "alignment": name}
+                        | {"beats": int(flagged.size), "flagged": int(flagged.sum())}
+                    )
+    return out
+
+
+def ectopic_rows() -> list[dict[str, Any]]:
+    """Flags by reference label on the demo's recording and MIT-BIH 100, by alignment."""
+    sim = dp.simulate_ecg(1800.0, 250.0, heart_rate_bpm=72.0, noise_mV=0.03, wander_mV=0.2, ectopic_rate=0.01, seed=0)
+    recordings = {"demo (1 % V)": (sim.signal, 250.0, sim.r_peaks, sim.symbols)}
+    if (DATA / "mitdb" / "100.dat").exists():
+        rec = dp.read_series(DATA / "mitdb" / "100", "MLII", device="cpu")
+        ref = dp.read_reference(DATA / "mitdb" / "100.atr")
+        recordings["MIT-BIH 100"] = (rec.samples, rec.sampling_rate, ref.samples_at(rec.sampling_rate), ref.symbols)
+    out = []
+    for recording, (signal, fs, r_peaks, symbols) in recordings.items():
+        for name, (align, fractional) in ALIGNMENTS.items():
+            rows, beats = rows_of(signal, fs, align, fractional)
+            labels = np.asarray(label_beats(r_peaks, np.asarray(symbols), beats.peaks, fs))
+            flagged = flags(rows)
+            counts = {str(s): (int(flagged[labels == s].sum()), int((labels == s).sum())) for s in np.unique(labels)}
+            by_label = {s: f"{f} of {n}" for s, (f, n) in counts.items() if s}
+            out.append({"recording": recording, "alignment": name, "flagged_by_label": by_label})
+    return out
+
+
+def summary(clean: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The clean flags pooled by recording shape and alignment: flagged of beats, and the range over seeds and noise."""
+    pooled = []
+    for fs, minutes in SHAPES:
+        for name in ALIGNMENTS:
+            part = [r for r in clean if (r["hz"], r["minutes"], r["alignment"]) == (fs, minutes, name)]
+            flagged, beats = sum(r["flagged"] for r in part), sum(r["beats"] for r in part)
+            each = [r["flagged"] for r in part]
+            pooled.append(
+                {"hz": fs, "minutes": minutes, "alignment": name, "flagged": flagged, "beats": beats}
+                | {"percent": round(100.0 * flagged / beats, 2), "fewest": min(each), "most": max(each)}
+            )
+    return pooled
+
+
+def main() -> int:
+    args = parser(__doc__).parse_args()
+    torch.set_num_threads(1)
+    clean = clean_rows()
+    pooled = summary(clean)
+    ectopic = ectopic_rows()
+    result = {**machine(), "clean": clean, "pooled": pooled, "ectopic": ectopic}
+    lines = [
+        f"# Flags where nothing is unusual, by how beats are lined up ({result['date'][:10]}, commit "
+        f"{result['commit']}, 1 thread, {result['cpu']})",
+        "",
+        f"Clean simulated ECGs (no ectopic beat), noise {', '.join(f'{n:g}' for n in NOISE_MV)} mV, seeds "
+        f"{', '.join(map(str, SEEDS))}: beats flagged by the default detector, pooled over the nine recordings "
+        "of each shape, and the fewest and most on one recording.",
+        "",
+        *table(
+            ["Hz", "minutes", "lined up by", "flagged", "share", "fewest / most on one"],
+            [
+                [f"{r['hz']:g}", r["minutes"], r["alignment"], f"{r['flagged']} of {r['beats']:,}"]
+                + [f"{r['percent']:.2f} %", f"{r['fewest']} / {r['most']}"]
+                for r in pooled
+            ],
+        ),
+        "",
+        "Recordings with ectopic beats: flagged of each reference label.",
+        "",
+        *table(
+            ["recording", "lined up by", "flagged by label"],
+            [
+                [r["recording"], r["alignment"], ", ".join(f"{k} {v}" for k, v in r["flagged_by_label"].items())]
+                for r in ectopic
+            ],
+        ),
+    ]
+    write_results(args.out, "clean_flags", result, "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
