@@ -55,3 +55,16 @@ def test_an_artifact_a_kind_does_not_make_is_not_written(tmp_path):
     assert write_artifacts(made) == {}
     with pytest.raises(KeyError):  # a kind that makes it, without what it is made from, says so
         write_artifacts(Made("series", tmp_path), only=("days.png",))
+
+
+def test_the_training_figure_says_how_many_rows_the_model_learned_from(tmp_path):
+    from types import SimpleNamespace
+
+    from devicepipe.artifacts.figures import _rows
+
+    scores = {"scores": np.zeros(5000)}
+    assert _rows(Made("ecg", tmp_path, host=scores)) == "5,000"  # no detector: every row
+    sampled = SimpleNamespace(fit_rows_={"rows": 5000, "held_out": 500, "model": 2000})
+    assert _rows(Made("ecg", tmp_path, host=scores, detector=sampled)) == "2,000 of 5,000"
+    every = SimpleNamespace(fit_rows_={"rows": 4000, "held_out": 400, "model": 4000})  # usable beats only
+    assert _rows(Made("ecg", tmp_path, host=scores, detector=every)) == "5,000"

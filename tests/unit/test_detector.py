@@ -573,6 +573,7 @@ def test_a_model_the_scores_do_not_use_learns_from_a_sample_and_the_flags_stay(m
     np.testing.assert_allclose(seen[1].numpy(), seen[0].numpy()[np.round(np.linspace(0, 305, 50)).astype(int)])
     np.testing.assert_array_equal(sampled.decision_scores_, every.decision_scores_)  # the scores use every row
     assert sampled.threshold_ == every.threshold_ and sampled.details_.embeddings.shape == (306, 2)
+    assert (sampled.fit_rows_["model"], every.fit_rows_["model"]) == (50, 306)  # what summaries and titles say
     seen.clear()
     small(epochs=2, max_model_rows=50, scorer="reconstruction").fit(rows)  # its scores are the model's
     assert [d.shape[0] for d in seen] == [306]

@@ -21,6 +21,7 @@ def scorer_summary(det: BeatAnomalyDetector, reason: str | None = None) -> dict[
     rows = det.fit_rows_["rows"]
     held = det.fit_rows_["held_out"]
     out: dict[str, Any] = {"scorer": det.scorer, "training_rows": rows, "held_out_for_stopping": held}
+    out["model_learned_from_rows"] = det.fit_rows_.get("model", rows)  # an evenly spaced sample where fewer
     why = [] if reason is None else [reason]
     kind = det._kind
     if kind.uses_reference:

@@ -36,8 +36,9 @@ from devicepipe.signal.resample import resample_rows
 from devicepipe.threads import ThreadChoice, choose_threads, using_threads
 from devicepipe.train import CHECKPOINT_NAME, load_checkpoint, split_indices
 
-#: The most rows a model trains on where the scores do not use it (see ``max_model_rows``).
-MAX_MODEL_ROWS = 10_000
+#: The most rows a model trains on where the scores do not use it (see ``max_model_rows``): about
+#: the beats of half an hour, what the maps of a 30-minute recording are drawn from.
+MAX_MODEL_ROWS = 2_000
 #: The VAE's KL weight where the scores use its reconstruction error: the seed notebook's.
 KL_WEIGHT_FOR_SCORES = 0.1
 #: The VAE's KL weight where it only maps and generates the beats: codes that carry their shapes.
@@ -94,8 +95,8 @@ class BeatAnomalyDetector:
         ``contamination`` (:data:`KNN_SHARE` when it is not a share).
     max_model_rows : where the scores do not use the model, the most rows it trains on: an evenly
         spaced sample of that many (None: every row). Its codes and figures need the shapes, not
-        every beat, and a day's 100,000 beats would take it ten times as long for the same maps;
-        the scores, thresholds and flags still come from every row.
+        every beat: a day's 100,000 beats would take it fifty times as long for the same maps.
+        The scores, thresholds and flags still come from every row, and every row is mapped.
     reference_rows : the most training rows kept for the nearest-neighbour scores (every row
         given to ``fit``, validation rows included, or a seeded sample of that many); they are
         saved with the model.
@@ -376,7 +377,7 @@ class BeatAnomalyDetector:
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
         with using_threads(threads.threads):
-            learn_from = self._model_rows(data)
+            learn_from = data[self.model_rows_of(data.shape[0]).to(data.device)]
             models, histories = train_models(make, learn_from, settings, out, extra, callback, stream=stream)
             details = _details(models, data)
         train_rows, held_out = split_indices(data.shape[0], settings.val_fraction, settings.seed, device)
@@ -403,7 +404,7 @@ class BeatAnomalyDetector:
         self.decision_scores_ = details.scores.detach().cpu().numpy()
         self.labels_ = (self.decision_scores_ > self.threshold_).astype(np.int64)
         self.geometry_: dict[str, Any] = {}
-        self.fit_rows_ = {"rows": int(data.shape[0]), "held_out": int(held_out.numel())}
+        self.fit_rows_ = {"rows": int(data.shape[0]), "held_out": int(held_out.numel()), "model": len(learn_from)}
         return self
 
     def _training_rows(self, rows: torch.Tensor) -> tuple[torch.Tensor, int, Any]:
@@ -437,14 +438,14 @@ class BeatAnomalyDetector:
         fixed = self.threshold is not None or self.contamination == "auto"
         return KNN_SHARE if fixed else float(self.contamination)
 
-    def _model_rows(self, data: torch.Tensor) -> torch.Tensor:
-        """The rows the model trains on: every row, or where the scores do not use the model and
-        there are more than ``max_model_rows``, that many evenly spaced."""
-        n, limit = data.shape[0], self.max_model_rows
+    def model_rows_of(self, n: int) -> torch.Tensor:
+        """Which of ``n`` training rows the model learns from, ``(m,)`` indices on the CPU: every
+        row, or where the scores do not use the model and there are more than ``max_model_rows``,
+        that many evenly spaced."""
+        limit = self.max_model_rows
         if limit is None or n <= limit or self._kind.uses_model:
-            return data
-        pick = torch.linspace(0, n - 1, limit, dtype=torch.float64).round().long()
-        return data[pick.to(data.device)]
+            return torch.arange(n)
+        return torch.linspace(0, n - 1, limit, dtype=torch.float64).round().long()
 
     def _reference(self, data: torch.Tensor, train_rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The rows ``train_rows`` of ``data`` kept for nearest-neighbour scores (at most

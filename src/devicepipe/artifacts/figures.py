@@ -231,8 +231,11 @@ def days(m: Made) -> Any:
 
 
 def _rows(m: Made) -> str:
+    """How many rows the model trained on: "2,000 of 100,000" where it learned from a sample."""
     n = m.wins.values.shape[0] if m.wins is not None else m.host["scores"].size
-    return f"{n:,}"
+    fitted = getattr(m.detector, "fit_rows_", None) or {}
+    rows, learned = fitted.get("rows", n), fitted.get("model", n)
+    return f"{n:,}" if learned >= rows else f"{learned:,} of {rows:,}"
 
 
 def _series_kind(m: Made) -> str:

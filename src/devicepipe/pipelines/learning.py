@@ -113,8 +113,13 @@ def _learn(
     run.out.mkdir(parents=True, exist_ok=True)
     (run.out / "summary.json").unlink(missing_ok=True)  # the directory is incomplete until the end
 
+    learns_from = len(detector.model_rows_of(rows.shape[0]))
+
     def started(threads: ThreadChoice) -> None:
-        run.note(f"training on {what} ({threads.threads} thread{'s' if threads.threads > 1 else ''})")
+        on = what if learns_from == rows.shape[0] else f"{learns_from:,} evenly spaced of {what}"
+        run.note(f"training on {on} ({threads.threads} thread{'s' if threads.threads > 1 else ''})")
+        if not SCORER_KINDS[detector.scorer].uses_model:
+            run.note(f"the model draws the maps; the scores and flags do not use it ({MODEL_USED_BY})")
 
     with run.stage("train"):
         detector.fit(
@@ -132,6 +137,9 @@ def _learn(
     unsettled = unsettled or convergence_warning(detector.histories_, at_stake)
     return _Learned(detector, detector.details_, settings.epoch_limit, unsettled)
 
+
+#: Where a model trained alongside the default scores is used instead (for the note a run prints).
+MODEL_USED_BY = "--scorer reconstruction or combined scores with it"
 
 #: What an unsettled model makes unreliable where the scores do not use it.
 FIGURES_AT_STAKE = (
