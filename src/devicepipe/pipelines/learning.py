@@ -232,23 +232,22 @@ def _fitted_model(model: Any, device: torch.device, takes: str) -> BeatAnomalyDe
 
 
 def model_rows(
-    beats: Beats, signal: torch.Tensor, width: int, *, level: bool = True, align: bool = True, fractional: bool = True
+    beats: Beats, signal: torch.Tensor, width: int, *, level: bool = True, align: bool = True
 ) -> torch.Tensor:
     """The rows of ``beats`` as a beat model takes them, before standardising: ``(n_kept, width)``.
 
     ``level``: less the baseline of ``signal`` (the ``(time,)`` lead they were cut from) under
     each (:func:`devicepipe.ecg.baseline_rows`), so that a beat at the top of a slow swing of the
     zero level has the shape of one at its foot. Then resampled to ``width`` columns. ``align``
-    (windows centred on the R peak only): each moved, to a fraction of a column, to line its QRS complex up
+    (windows centred on the R peak only): each moved by whole columns to line its QRS complex up
     with the typical beat's (:func:`devicepipe.ecg.align_rows`), so that a sample of detection
-    jitter does not make a beat unusual (``fractional=False``: by whole columns alone). A model's
-    geometry says which it was trained with.
+    jitter does not make a beat unusual. A model's geometry says which it was trained with.
     """
     matrix = beats.matrix - baseline_rows(signal, beats) if level else beats.matrix
     rows = resample_rows(matrix, width)
     if align and beats.mode == "centered" and matrix.shape[1]:
         r_column = (beats.before + 0.5) * width / matrix.shape[1] - 0.5  # where the R peak lands
-        rows, _ = align_rows(rows, r_column, width / beats.window_s, fractional=fractional)
+        rows, _ = align_rows(rows, r_column, width / beats.window_s)
     return rows
 
 
