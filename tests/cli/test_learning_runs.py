@@ -29,7 +29,7 @@ def test_ecg_end_to_end_small(tmp_path):
     assert emb.num_rows == summary["counts"]["beats_kept"] <= beats.num_rows == summary["counts"]["beats_found"]
     assert 250 < beats.num_rows < 310  # four minutes at about 70 bpm
     assert summary["counts"]["flagged"] == int(np.sum(emb.column("flag").to_numpy()))
-    # the default scores do not use the model: the run says so, and what it learned from (every beat, under 2,000)
+    # the default scores do not use the model: the run says so, and what it learned from (every beat, under 2,500)
     assert "the model draws the maps; the scores and flags do not use it" in " ".join(result.stdout.split())
     assert summary["scorer"]["model_learned_from_rows"] == emb.num_rows
     history = (out / "history.csv").read_text().splitlines()

@@ -36,9 +36,9 @@ from devicepipe.signal.resample import resample_rows
 from devicepipe.threads import ThreadChoice, choose_threads, using_threads
 from devicepipe.train import CHECKPOINT_NAME, load_checkpoint, split_indices
 
-#: The most rows a model trains on where the scores do not use it (see ``max_model_rows``): about
-#: the beats of half an hour, what the maps of a 30-minute recording are drawn from.
-MAX_MODEL_ROWS = 2_000
+#: The most rows a model trains on where the scores do not use it (see ``max_model_rows``):
+#: every beat of a 30-minute recording at up to 83 bpm, so that its maps are drawn as before.
+MAX_MODEL_ROWS = 2_500
 #: The VAE's KL weight where the scores use its reconstruction error: the seed notebook's.
 KL_WEIGHT_FOR_SCORES = 0.1
 #: The VAE's KL weight where it only maps and generates the beats: codes that carry their shapes.
@@ -95,7 +95,7 @@ class BeatAnomalyDetector:
         ``contamination`` (:data:`KNN_SHARE` when it is not a share).
     max_model_rows : where the scores do not use the model, the most rows it trains on: an evenly
         spaced sample of that many (None: every row). Its codes and figures need the shapes, not
-        every beat: a day's 100,000 beats would take it fifty times as long for the same maps.
+        every beat: a day's 100,000 beats would take it forty times as long for the same maps.
         The scores, thresholds and flags still come from every row, and every row is mapped.
     reference_rows : the most training rows kept for the nearest-neighbour scores (every row
         given to ``fit``, validation rows included, or a seeded sample of that many); they are
