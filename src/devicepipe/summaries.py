@@ -245,6 +245,7 @@ class Scorer(Record):
     why: list[str]
     training_rows: int
     held_out_for_stopping: int
+    model_learned_from_rows: int
     reference_rows: int
     neighbours: int | None
     local_neighbours: int
