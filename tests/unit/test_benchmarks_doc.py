@@ -18,6 +18,15 @@ def test_every_figure_quoted_in_benchmarks_md_is_in_the_committed_results():
     )
 
 
+def test_the_readme_s_set_up_times_are_in_the_committed_results():
+    # the demo's and the tests' times the README quotes come from benchmarks/readme_times.py
+    readme = (doc.DOC.parent / "README.md").read_text(encoding="utf-8")
+    setup = [body for heading, body in doc.sections(readme) if heading.startswith("Set-up")]
+    assert len(setup) == 1 and "benchmarks/results/readme_times.json" in setup[0]
+    missing = [token for heading, token in doc.unsourced(readme) if heading.startswith("Set-up")]
+    assert not missing, "README set-up figures with no source in readme_times.json: " + ", ".join(missing)
+
+
 def _page(tmp_path, prose: str) -> str:
     (tmp_path / "benchmarks/results").mkdir(parents=True)
     result = {"median_s": 0.0354, "ratio": 2.431, "share": 0.281, "rows": 93113, "note": "at 16 threads"}
