@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from results_io import machine, parser, table, write_results
+from results_io import heading, machine, parser, table, write_results
 
 import devicepipe as dp
 from devicepipe.ecg import label_beats
@@ -119,8 +119,7 @@ def main() -> int:
     ectopic = ectopic_rows()
     result = {**machine(), "clean": clean, "pooled": pooled, "ectopic": ectopic}
     lines = [
-        f"# Flags where nothing is unusual, by how beats are lined up ({result['date'][:10]}, commit "
-        f"{result['commit']}, 1 thread, {result['cpu']})",
+        heading("Flags where nothing is unusual, by how beats are lined up", result, "1 thread", result["cpu"]),
         "",
         f"Clean simulated ECGs (no ectopic beat), seeds {', '.join(map(str, SEEDS))}: beats flagged by the "
         "default detector, pooled over the three seeds, and the fewest and most on one recording. At most 1 % "

@@ -37,7 +37,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 from datasets_and_long import make_folder
-from results_io import machine, parser, table, write_results
+from results_io import heading, machine, parser, table, write_results
 
 import devicepipe
 from devicepipe.bench.paired import _bootstrap_ci
@@ -163,8 +163,12 @@ def main() -> int:
     rows = summary(runs, total)
     result = {**machine(), "recordings": made, "runs": runs, "summary": rows}
     lines = [
-        f"# Dask's gain on a folder of {total} recordings, idle and under load ({result['date'][:10]}, commit "
-        f"{result['commit']}, {result['cpu']}, {result['usable_cores']} cores)",
+        heading(
+            f"Dask's gain on a folder of {total} recordings, idle and under load",
+            result,
+            result["cpu"],
+            f"{result['usable_cores']} cores",
+        ),
         "",
         f"`devicepipe beats --no-figures`, {args.rounds} rounds, the two settings in a random order each round. "
         "Loop / Dask: the loop's wall time over Dask's within a round, median and bootstrap 95 % interval. "

@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 import sleepecg  # noqa: E402
 import torch  # noqa: E402
 from evaluation import detection_records  # noqa: E402
-from results_io import machine, parser, table, write_results  # noqa: E402
+from results_io import heading, machine, parser, table, write_results  # noqa: E402
 
 import devicepipe as dp  # noqa: E402
 from devicepipe.bench.paired import Contender, paired  # noqa: E402
@@ -179,8 +179,12 @@ def main() -> int:
             rows.append(compare(name, recs, args.repeats, pool))
     result = {**machine(), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "rows": rows}
     lines = [
-        f"# Beat detection against sleepecg, interleaved ({result['date'][:10]}, commit {result['commit']}, "
-        f"{result['cpu']}, OMP_WAIT_POLICY={result['omp_wait_policy']})",
+        heading(
+            "Beat detection against sleepecg, interleaved",
+            result,
+            result["cpu"],
+            f"OMP_WAIT_POLICY={result['omp_wait_policy']}",
+        ),
         "",
         f"{args.repeats} repeats in rotated order after a warm-up; ratio = sleepecg's time / ours within a "
         "repeat, median and bootstrap 95 % interval (quote the lower bound); F1 of each side against the truth.",

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from results_io import machine, parser, table, write_results
+from results_io import heading, machine, parser, table, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 DEVICEPIPE = Path(sys.executable).parent / "devicepipe"
@@ -66,8 +66,13 @@ def main() -> int:
     runs = [tests() for _ in range(args.tests)]
     result = {**machine(), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "demo": demos, "tests": runs}
     lines = [
-        f"# The README's set-up commands, timed ({result['date'][:16]}, commit {result['commit']}, {result['cpu']}, "
-        f"{result['usable_cores']} cores)",
+        heading(
+            "The README's set-up commands, timed",
+            result,
+            result["cpu"],
+            f"{result['usable_cores']} cores",
+            minutes=True,
+        ),
         "",
         *table(
             ["command", "wall (s)", "what it did"],

@@ -33,6 +33,14 @@ def table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return [f"| {' | '.join(header)} |", "|" + "---|" * len(header), *(f"| {' | '.join(map(str, r))} |" for r in rows)]
 
 
+def heading(title: str, result: dict[str, Any], *about: str, minutes: bool = False) -> str:
+    """A results page's first line: ``# TITLE (date, commit C, ABOUT...)`` from :func:`machine`'s
+    ``result`` (``minutes``: the date with the time of day to the minute)."""
+    when = result["date"][: 16 if minutes else 10]
+    commit = "commit " + str(result["commit"])
+    return f"# {title} ({', '.join([when, commit, *about])})"
+
+
 def machine() -> dict[str, Any]:
     """Date, commit, platform, CPU model, usable cores, torch version and its thread count."""
     cpu = device_report()["cpu"]

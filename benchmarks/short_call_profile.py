@@ -24,7 +24,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import sleepecg  # noqa: E402
 import torch  # noqa: E402
-from results_io import machine, parser, table, write_results  # noqa: E402
+from results_io import heading, machine, parser, table, write_results  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
 import devicepipe as dp  # noqa: E402
@@ -75,8 +75,7 @@ def main() -> int:
         "top_operators": rows,
     }
     lines = [
-        f"# One short detection call, profiled ({result['date'][:10]}, commit {result['commit']}, {result['cpu']}, "
-        "1 thread)",
+        heading("One short detection call, profiled", result, result["cpu"], "1 thread"),
         "",
         f"{source}, {signal.numel():,} samples: ours {ours_ms:.3f} ms, sleepecg {peer_ms:.3f} ms (medians of 250 "
         f"interleaved calls each). One detection makes {calls:.0f} operator calls (the nested ones counted), "
