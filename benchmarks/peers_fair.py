@@ -12,12 +12,13 @@ last 0.5 s not scored), so a fast wrong answer shows.
 Inputs: simulated ECGs at 250 Hz (the first 10 k, 100 k, 1 M and 20 M samples of one 22-hour
 recording; truth: the simulator's R peaks) and the shared real records (truth: their reference
 annotations): MIT-BIH 100 whole (650,000 samples at 360 Hz), the nine CPSC 2021 records one call
-each, and the 25 CPSC 2019 records (10 s at 500 Hz) one call each.
+each, and the 25 CPSC 2019 records (10 s at 500 Hz) one call each, and again with ours in one
+batched call on the 25 stacked (sleepecg has no batched call: a call each).
 
 One thread each: torch at one thread, OpenMP's wait policy passive (set before torch starts).
-Same cores: on the 20 M-sample input and on the CPSC 2019 records, ours at two threads against
-sleepecg in two worker processes (forked before timing, each taking half of the work; the
-halves of the long signal overlap by 2 s and are joined at the middle).
+Same cores: on the 20 M-sample input and on the CPSC 2019 records (a call each and batched),
+ours at two threads against sleepecg in two worker processes (forked before timing, each taking
+half of the work; the halves of the long signal overlap by 2 s and are joined at the middle).
 
 Results: ``benchmarks/results/peers_fair.{json,md}``.
 """
@@ -49,6 +50,8 @@ DATA = Path(os.environ.get("DEVICEPIPE_DATA", ROOT.parent / "shared" / "data"))
 SIM_HZ = 250.0
 SIM_SIZES = [10_000, 100_000, 1_000_000, 20_000_000]
 OVERLAP_S = 2.0
+#: The CPSC 2019 records stacked into one call of ours (sleepecg: a call each).
+BATCHED = "CPSC 2019, 10 s at 500 Hz (ours: one batched call)"
 
 #: One input: its name, and its recordings as (signal float32 (time,), Hz, true R peaks in samples).
 Input = tuple[str, list[tuple[np.ndarray, float, np.ndarray]]]
@@ -124,11 +127,24 @@ def _peer_share(share: list[tuple[int, int, int]]) -> list[np.ndarray]:
 
 
 def compare(
-    name: str, recordings: list[tuple[np.ndarray, float, np.ndarray]], repeats: int, pool: Any = None
+    name: str,
+    recordings: list[tuple[np.ndarray, float, np.ndarray]],
+    repeats: int,
+    pool: Any = None,
+    *,
+    batched: bool = False,
 ) -> dict[str, Any]:
-    """One interleaved comparison; with ``pool``, the same-cores one (ours at two threads)."""
+    """One interleaved comparison; with ``pool``, the same-cores one (ours at two threads);
+    ``batched``: ours in one call on the recordings stacked ``(recordings, time)`` (equal
+    lengths and rates), sleepecg a call each as always."""
     as64 = [(s.astype(np.float64), fs) for s, fs, _ in recordings]
     host = [(torch.from_numpy(s), fs) for s, fs, _ in recordings]
+    stacked = torch.from_numpy(np.stack([s for s, _, _ in recordings])) if batched else None
+    ours: Callable[[], Any] = (
+        (lambda: ecg_peaks(stacked, recordings[0][1]))
+        if stacked is not None
+        else (lambda: [ecg_peaks(x, fs) for x, fs in host])
+    )
     f1: dict[str, float] = {}
 
     def check(res: dict[str, Any]) -> None:
@@ -142,7 +158,7 @@ def compare(
     record = paired(
         [
             Contender("peer", "sleepecg" if pool is None else "sleepecg, 2 processes", peer),
-            Contender("ours", "ecg_peaks", lambda: [ecg_peaks(x, fs) for x, fs in host]),
+            Contender("ours", "ecg_peaks, one batched call" if batched else "ecg_peaks", ours),
         ],
         repeats=repeats,
         threads=1 if pool is None else 2,
@@ -154,6 +170,7 @@ def compare(
         "recordings": len(recordings),
         "samples": int(sum(s.size for s, _, _ in recordings)),
         "same_cores": pool is not None,
+        "batched": batched,
         "f1": f1,
         "ratio_median": round(ratio["median"], 3),
         "ratio_ci95": [round(v, 3) for v in ratio["ci95"]],
@@ -171,12 +188,14 @@ def main() -> int:
     if (args.data / "mitdb" / "100.hea").exists():
         inputs += real_inputs(args.data)
     rows = [compare(name, recs, args.repeats) for name, recs in inputs]
-    both = [(name, recs) for name, recs in inputs if name.startswith(("simulated, 20,000,000", "CPSC 2019"))]
-    for name, recs in both:
+    short = [(name, recs) for name, recs in inputs if name.startswith("CPSC 2019")]
+    rows += [compare(BATCHED, recs, args.repeats, batched=True) for _, recs in short]
+    both = [(name, recs, False) for name, recs in inputs if name.startswith(("simulated, 20,000,000", "CPSC 2019"))]
+    for name, recs, batched in both + [(BATCHED, recs, True) for _, recs in short]:
         _SHARED["recordings"] = recs
         with mp.get_context("fork").Pool(2) as pool:
             pool.map(_peer_share, _peer_tasks(recs))  # started and warm before timing
-            rows.append(compare(name, recs, args.repeats, pool))
+            rows.append(compare(name, recs, args.repeats, pool, batched=batched))
     result = {**machine(), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "rows": rows}
     lines = [
         heading(
