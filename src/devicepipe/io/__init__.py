@@ -5,6 +5,7 @@ One module a concern:
 - :mod:`~devicepipe.io.read`: :func:`read_series` (dispatch by source) and :class:`Recording`;
 - :mod:`~devicepipe.io.tables`: CSV/TSV, Parquet and in-memory frames through Arrow;
 - :mod:`~devicepipe.io.wfdb`: WFDB records and beat annotations;
+- :mod:`~devicepipe.io.wfdb_plain`: plain WFDB records, read without wfdb's slow header parse;
 - :mod:`~devicepipe.io.edf`: EDF, EDF+ and BDF recordings and their annotations;
 - :mod:`~devicepipe.io.chunks`: a recording's length from its header, and its samples a chunk at a time;
 - :mod:`~devicepipe.io.spill`: arrays that grow with a long recording, held on disk while it is worked through;

@@ -21,6 +21,7 @@ import numpy as np
 from devicepipe.errors import ReadError
 from devicepipe.interop import convert
 from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names
+from devicepipe.io.wfdb_plain import plain_header, read_plain
 from devicepipe.io.write import atomic_path
 
 if TYPE_CHECKING:
@@ -72,6 +73,9 @@ def wfdb_sampling_rate(path: Path) -> float | None:
     """The sampling rate in a WFDB record's header (None where the header cannot be read)."""
     wfdb = import_wfdb()
 
+    head = plain_header(record_base(path))
+    if head is not None:
+        return head.fs
     try:
         fs = float(wfdb.rdheader(str(record_base(path))).fs)
     except Exception:  # noqa: BLE001 - read_wfdb says what is wrong with it
@@ -83,7 +87,8 @@ def wfdb_signal_names(path: Path) -> list[str]:
     """The signal names in a WFDB record's header (raises what wfdb raises for a bad header)."""
     wfdb = import_wfdb()
 
-    return list(wfdb.rdheader(str(record_base(path))).sig_name or [])
+    head = plain_header(record_base(path))
+    return list(head.names) if head is not None else list(wfdb.rdheader(str(record_base(path))).sig_name or [])
 
 
 def read_wfdb(path: Path, column: ColumnSpec, start: int = 0, stop: int | None = None) -> RawSeries:
@@ -95,6 +100,12 @@ def read_wfdb(path: Path, column: ColumnSpec, start: int = 0, stop: int | None =
     if not base.with_name(base.name + ".hea").exists():
         raise ReadError(f"read_series(): WFDB header not found: {base}.hea.")
     wanted = column_list(column)
+    head = plain_header(base)
+    if head is not None:  # most records: read without wfdb's slow header parse (see devicepipe.io.wfdb_plain)
+        chosen = None if wanted is None else resolve_names(wanted, head.names, "channel", base.name)
+        plain = read_plain(head, chosen, start, stop, base.name)
+        if plain is not None:
+            return plain
     if wanted is None or all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) and i >= 0 for i in wanted):
         # channels by position: one read (wfdb.rdrecord parses the header itself, and the header
         # parse is most of a short record's cost); any failure is explained by the checked read below

@@ -9,6 +9,7 @@ from devicepipe.errors import ReadError
 from devicepipe.io.formats.base import FileFormat, ReadRequest
 from devicepipe.io.raw import ColumnSpec, RawSeries
 from devicepipe.io.wfdb import import_wfdb, is_wfdb_record, read_wfdb, record_base, wfdb_sampling_rate
+from devicepipe.io.wfdb_plain import plain_header
 
 
 class WfdbFormat(FileFormat):
@@ -30,7 +31,8 @@ class WfdbFormat(FileFormat):
 
     def length(self, path: Path, column: ColumnSpec = None) -> int:
         wfdb = import_wfdb()  # (imported where it is needed: see devicepipe.io.wfdb)
-        length = wfdb.rdheader(str(record_base(path))).sig_len
+        head = plain_header(record_base(path))
+        length = head.length if head is not None else wfdb.rdheader(str(record_base(path))).sig_len
         if length is None:  # (a record line wfdb could not parse: read_wfdb says more)
             raise ReadError(f"the header of {record_base(path).name} does not say how many samples it holds.")
         return int(length)
