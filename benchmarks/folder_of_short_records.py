@@ -1,0 +1,164 @@
+"""A folder of 10,000 10-s 12-lead records (PTB-XL's shape), files to R peaks, against a
+``wfdb.rdrecord`` + sleepecg loop: interleaved, one thread each.
+
+    python benchmarks/folder_of_short_records.py [--records 10000] [--repeats 15]   # about 10 min on 2 cores
+
+The folder: ``--records`` simulated 10-s ECGs at 500 Hz, written by ``wfdb.wrsamp`` as PTB-XL
+stores its records (12 signals in one format-16 file, 1 uV resolution); lead II is the
+simulator's ECG, the other leads scaled copies with noise of their own. Each side reads lead II
+of every record and finds its R peaks:
+
+- ``wfdb.rdrecord + sleepecg loop``: ``wfdb.rdrecord`` and ``sleepecg.detect_heartbeats`` per record;
+- ``wfdb.rdrecord + ours, one batched call``: the same reads, then one ``ecg_peaks`` call on the
+  records stacked ``(records, time)`` (what our reading added before plain records were read
+  without wfdb's header parse);
+- ``read_series + ours, one batched call``: ``read_series`` per record (plain WFDB records are
+  read without wfdb's header parse, :mod:`devicepipe.io.wfdb_plain`), then the same call.
+
+Each repeat runs the three once, in an order rotated from one repeat to the next, after a
+warm-up call each (the files are then in the page cache for every side alike); ratios are
+taken within a repeat and reported as the median with a bootstrap 95 % interval (quote the lower
+bound). Outputs: both of ours must find the same peaks (the values read are the same), and every
+side is scored against the simulator's truth (F1, 150 ms, the first and last 0.5 s not scored).
+
+Results: ``benchmarks/results/folder_of_short_records.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts its OpenMP runtime
+
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+import sleepecg  # noqa: E402
+import torch  # noqa: E402
+from results_io import heading, machine, parser, table, write_results  # noqa: E402
+
+import devicepipe as dp  # noqa: E402
+from devicepipe.bench.paired import Contender, paired  # noqa: E402
+from devicepipe.ecg import ecg_peaks, evaluate_beats  # noqa: E402
+from devicepipe.io import read_series  # noqa: E402
+from devicepipe.io.wfdb import import_wfdb  # noqa: E402
+
+FS = 500.0
+SECONDS = 10.0
+LEADS = ["I", "II", "III", "aVR", "aVL", "aVF", "V1", "V2", "V3", "V4", "V5", "V6"]
+LEAD = 1  # II
+
+
+def write_folder(root: Path, n: int) -> list[np.ndarray]:
+    """``n`` 12-lead records in ``root`` (``r00000.hea``/``.dat``, ...); the true R peaks of each."""
+    wfdb = import_wfdb()
+    truth = []
+    gains = np.random.default_rng(0).uniform(0.3, 1.2, len(LEADS))
+    gains[LEAD] = 1.0
+    for i in range(n):
+        sim = dp.simulate_ecg(SECONDS, FS, seed=i, noise_mV=0.03)
+        lead = sim.signal.numpy().astype(np.float64)
+        noise = np.random.default_rng(i).normal(0.0, 0.02, (lead.size, len(LEADS)))
+        noise[:, LEAD] = 0.0
+        signals = np.clip(lead[:, None] * gains[None, :] + noise, -32.0, 32.0)
+        wfdb.wrsamp(
+            f"r{i:05d}", fs=FS, units=["mV"] * len(LEADS), sig_name=LEADS, p_signal=signals,
+            fmt=["16"] * len(LEADS), adc_gain=[1000.0] * len(LEADS), baseline=[0] * len(LEADS), write_dir=str(root),
+        )  # fmt: skip
+        truth.append(sim.r_peaks.numpy())
+    return truth
+
+
+def f1(found: list[Any], truth: list[np.ndarray], n_samples: int) -> float:
+    """F1 of ``found`` (R peaks per record) against ``truth``, pooled over the records."""
+    tp = fp = fn = 0
+    for peaks, true in zip(found, truth, strict=True):
+        got = np.asarray(peaks.numpy() if isinstance(peaks, torch.Tensor) else peaks)
+        score = evaluate_beats(true, got, FS, n_samples=n_samples)
+        tp, fp, fn = tp + score.tp, fp + score.fp, fn + score.fn
+    return 2 * tp / max(2 * tp + fp + fn, 1)
+
+
+def main() -> int:
+    options = parser(__doc__)
+    options.add_argument("--records", type=int, default=10_000)
+    options.add_argument("--repeats", type=int, default=15)
+    args = options.parse_args()
+    torch.set_num_threads(1)
+    wfdb = import_wfdb()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        truth = write_folder(root, args.records)
+        bases = [str(root / f"r{i:05d}") for i in range(args.records)]
+        heads = [Path(b + ".hea") for b in bases]
+
+        def peer() -> list[np.ndarray]:
+            return [sleepecg.detect_heartbeats(wfdb.rdrecord(b, channels=[LEAD]).p_signal[:, 0], FS) for b in bases]
+
+        def wfdb_then_ours() -> list[torch.Tensor]:
+            rows = [wfdb.rdrecord(b, channels=[LEAD], return_res=32).p_signal[:, 0] for b in bases]
+            return ecg_peaks(torch.from_numpy(np.stack(rows)), FS)
+
+        def ours() -> list[torch.Tensor]:
+            return ecg_peaks(torch.stack([read_series(h, "II", device="cpu").samples for h in heads]), FS)
+
+        scores: dict[str, float] = {}
+
+        def check(found: dict[str, Any]) -> None:
+            mine, via_wfdb = found[labels[-1]], found[labels[1]]
+            same = all(torch.equal(a, b) for a, b in zip(mine, via_wfdb, strict=True))
+            if not same:
+                raise SystemExit("our two reads found different peaks: the values read differ")
+            scores.update({label: round(f1(v, truth, int(SECONDS * FS)), 4) for label, v in found.items()})
+
+        labels = ["wfdb.rdrecord + sleepecg loop", "wfdb.rdrecord + ours, one batched call"]
+        labels.append("read_series + ours, one batched call")
+        record = paired(
+            [
+                Contender("peer", labels[0], peer),
+                Contender("ours, reading through wfdb", labels[1], wfdb_then_ours),
+                Contender("ours", labels[2], ours),
+            ],
+            repeats=args.repeats,
+            threads=1,
+            check=check,
+        )
+    result = {
+        **machine(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "records": args.records,
+        "record": {"seconds": SECONDS, "hz": FS, "leads": len(LEADS), "format": "16", "detected_lead": "II"},
+        "f1": scores,
+        **record,
+    }
+    ratios = {r["versus"]: r for r in record["ratios"]}
+    lines = [
+        heading("A folder of short 12-lead records, files to R peaks", result, result["cpu"], "1 thread"),
+        "",
+        f"{args.records:,} records of {SECONDS:g} s at {FS:g} Hz, 12 leads in one format-16 file each (PTB-XL's "
+        f"shape), lead II read and detected. {args.repeats} repeats in rotated order after a warm-up; ratio = "
+        "that side's time / ours (`read_series` + one batched call) within a repeat, median and bootstrap 95 % "
+        "interval (quote the lower bound); F1 against the simulator's truth. Our two sides found the same peaks.",
+        "",
+        *table(
+            ["side", "seconds (median)", "ms per record", "its time / ours", "95 % interval", "F1"],
+            [
+                [c["label"], f"{c['median_s']:.2f}", f"{1000 * c['median_s'] / args.records:.3f}"]
+                + (
+                    [f"{ratios[c['label']]['median']:.2f}x", "{:.2f}-{:.2f}".format(*ratios[c["label"]]["ci95"])]
+                    if c["label"] in ratios
+                    else ["1", ""]
+                )
+                + [f"{scores[c['label']]:.4f}"]
+                for c in record["contenders"]
+            ],
+        ),
+    ]
+    write_results(args.out, "folder_of_short_records", result, "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
