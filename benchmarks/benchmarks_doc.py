@@ -377,7 +377,7 @@ NOT_FIGURES = [
     r"float\d+|int\d+|bf16|\d+x\d+ matmul|[\d,]+-(?:bit|tap|core|sample|minute|second|member)|\d+ Hz",
     r"reference beat within \d+ ms",  # the scoring convention
     r"seeds? \d(?:, \d)*(?: and \d)?",
-    r"\bformats? \d+(?:(?:, | or | and )\d+)*",  # WFDB's storage formats: names, not figures
+    r"\bformats? \d+(?![\d.])(?:(?:, | or | and )\d+(?![\d.]))*",  # WFDB's storage formats: names, not figures
 ]
 
 
