@@ -8,6 +8,9 @@ decides is the work of one training step, counted in floating-point operations b
 Below :data:`ONE_THREAD_BELOW_FLOPS` one thread is used, above it every usable core; the
 crossover was measured on a 2-core machine (``benchmarks/threads_crossover.py``).
 
+R-peak detection on a CPU (:func:`detection_threads`) is decided by its input's size instead:
+below :data:`DETECTION_THREADS_FROM` samples one thread, from there the threads torch has.
+
 An explicit choice wins: ``threads=`` (the CLI's ``--threads``), then the
 ``DEVICEPIPE_THREADS`` environment variable. On a GPU the host's threads are left as they are.
 """
@@ -27,11 +30,13 @@ from devicepipe.device import usable_cores
 from devicepipe.errors import DevicepipeError
 
 __all__ = [
+    "DETECTION_THREADS_FROM",
     "ONE_THREAD_BELOW_FLOPS",
     "THREADS_ENV",
     "ThreadChoice",
     "check_thread_count",
     "choose_threads",
+    "detection_threads",
     "requested_threads",
     "step_flops",
     "using_threads",
@@ -44,6 +49,12 @@ THREADS_ENV = "DEVICEPIPE_THREADS"
 #: steps up to 6 MFLOP in both, won 1.2-1.6x from 365 MFLOP, and between 12 and 91 MFLOP the runs
 #: disagreed (0.67-1.28x); under load it loses far more, so that band goes to one thread.
 ONE_THREAD_BELOW_FLOPS = 100e6
+#: Samples (all rows of a call together) from which R-peak detection on a CPU uses more than one
+#: thread. Measured at 1 and 2 threads, interleaved, with OMP_WAIT_POLICY=PASSIVE
+#: (benchmarks/results/detection_threads.json): on 2 idle cores one thread was faster up to
+#: 1,000,000 samples (0.81x for two at 1 M, 0.64x at 100 k) and two from about 2,000,000 (1.38x at
+#: 4 M, 1.60x at 20 M); with two busy processes one thread was as fast or faster up to 4 M.
+DETECTION_THREADS_FROM = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -135,6 +146,20 @@ def choose_threads(
     flops = step_flops(model, batch) * copies
     n = 1 if flops < ONE_THREAD_BELOW_FLOPS else max(1, cores or usable_cores())
     return ThreadChoice(n, "policy", flops)
+
+
+def detection_threads(n_samples: int, device: torch.device | str = "cpu") -> int:
+    """The intra-op threads for detecting R peaks in ``n_samples`` samples (all rows of a call) on
+    ``device``: ``DEVICEPIPE_THREADS`` where it is set; on a CPU one thread below
+    :data:`DETECTION_THREADS_FROM` samples, else torch's current count (never more); on a GPU
+    torch's current count (the host's threads are left as they are)."""
+    asked = requested_threads()
+    if asked is not None:
+        return asked[0]
+    current = torch.get_num_threads()
+    if torch.device(device).type != "cpu":
+        return current
+    return 1 if n_samples < DETECTION_THREADS_FROM else current
 
 
 @contextlib.contextmanager

@@ -84,3 +84,54 @@ def test_the_command_makes_idle_threads_sleep_unless_told_otherwise(given, expec
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
     assert out.strip().splitlines()[-1] == expected
+
+
+def test_detection_runs_short_inputs_on_one_thread_and_long_ones_on_the_threads_torch_has(monkeypatch):
+    from devicepipe.ecg import peaks as peak_module
+    from devicepipe.simulate import simulate_ecg
+    from devicepipe.threads import DETECTION_THREADS_FROM, detection_threads
+
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    seen: list[int] = []
+    ricker = peak_module.ECG_PEAK_METHODS["ricker"]
+
+    def spy(x, fs, **options):
+        seen.append(torch.get_num_threads())
+        return ricker(x, fs, **options)
+
+    monkeypatch.setitem(peak_module.ECG_PEAK_METHODS, "ricker", spy)
+    short = simulate_ecg(40.0, 250.0, seed=0).signal  # 10,000 samples
+    long = short.repeat(DETECTION_THREADS_FROM // short.numel() + 1)  # just past the crossover
+    with using_threads(2):
+        one, two = peak_module.ecg_peaks(short, 250.0), peak_module.ecg_peaks(long, 250.0)
+        assert torch.get_num_threads() == 2  # restored after each call
+        monkeypatch.setenv(THREADS_ENV, "2")  # an explicit choice wins
+        assert torch.equal(peak_module.ecg_peaks(short, 250.0), one)
+    assert seen == [1, 2, 2] and one.numel() > 40 and two.numel() > 7000
+    # never more threads than torch has; a GPU's host threads are left alone
+    monkeypatch.delenv(THREADS_ENV)
+    with using_threads(1):
+        assert detection_threads(DETECTION_THREADS_FROM) == 1
+    with using_threads(2):
+        assert detection_threads(DETECTION_THREADS_FROM - 1) == 1
+        assert detection_threads(DETECTION_THREADS_FROM) == 2
+        assert detection_threads(10, "cuda") == 2
+
+
+def test_chunked_detection_works_its_chunks_on_one_thread_below_the_crossover(monkeypatch):
+    from devicepipe.ecg import ecg_peaks, ecg_peaks_chunked
+    from devicepipe.simulate import simulate_ecg
+
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    x = simulate_ecg(120.0, 250.0, seed=1).signal
+    seen: list[int] = []
+
+    def read(a: int, b: int) -> torch.Tensor:
+        seen.append(torch.get_num_threads())
+        return x[a:b]
+
+    with using_threads(2):
+        got = ecg_peaks_chunked(read, x.numel(), 250.0, chunk=5_000)
+        assert torch.get_num_threads() == 2
+    assert set(seen) == {1} and len(seen) > 1
+    assert torch.equal(got, ecg_peaks(x, 250.0))

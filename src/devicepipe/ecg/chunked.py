@@ -24,6 +24,7 @@ from devicepipe.io.spill import Spill
 from devicepipe.signal.blocks import (
     lower_median_of_parts,
 )
+from devicepipe.threads import detection_threads, using_threads
 
 
 def ecg_peaks_chunked(
@@ -93,7 +94,8 @@ def _detect_into(
 ) -> torch.device:
     """The chunked detection into ``out``'s ``name``; the device ``read`` returns."""
     out.append(name, torch.zeros(0, dtype=torch.int64))  # (the name holds int64, even with no peak)
-    with torch.inference_mode():  # no autograd bookkeeping
+    threads = detection_threads(kw["chunk"])  # (on a GPU the kernels use none of the host's threads)
+    with using_threads(threads), torch.inference_mode():  # no autograd bookkeeping
         return _peaks_chunked(read, n_samples, sampling_rate, out=(out, name), **kw)
 
 

@@ -14,6 +14,7 @@ from devicepipe.ecg.ricker import _check_input, _ordinary, _peaks_ricker, _Ricke
 from devicepipe.ecg.seed import _peaks_seed
 from devicepipe.errors import DevicepipeError
 from devicepipe.signal.peaks import split_by_row
+from devicepipe.threads import detection_threads, using_threads
 
 # each method maps (batch, time) and a rate to the (rows, columns) of its peaks, sorted
 ECG_PEAK_METHODS: dict[str, Callable[..., tuple[torch.Tensor, torch.Tensor]]] = {
@@ -89,13 +90,14 @@ def ecg_peaks(
         raise DevicepipeError(
             f"ecg_peaks(): method {method!r} has no option {unknown[0]!r}; its options are {accepted or 'none'}."
         )
+    threads = using_threads(detection_threads(x.numel(), x.device))  # short inputs: one thread
     if leads == "fuse":
         many = x.ndim == 3
-        with torch.inference_mode():
+        with threads, torch.inference_mode():
             rows, cols = _peaks_ricker_fused(x if many else x[None], float(sampling_rate), **options)
         per_recording = split_by_row(*_ordinary(rows, cols), x.shape[0] if many else 1)
         return per_recording if many else per_recording[0]
-    with torch.inference_mode():  # no autograd bookkeeping: a tenth of a short call's time
+    with threads, torch.inference_mode():  # no autograd bookkeeping: a tenth of a short call's time
         rows, cols = find(x.reshape(-1, x.shape[-1]), float(sampling_rate), **options)
     per_row = split_by_row(*_ordinary(rows, cols), 1 if x.ndim == 1 else x.shape[0])
     return per_row[0] if x.ndim == 1 else per_row
