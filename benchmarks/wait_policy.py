@@ -5,7 +5,8 @@
 
 Each measurement runs in a fresh process (the policy is read once, when the OpenMP runtime
 starts) with ``OMP_WAIT_POLICY`` set to ``ACTIVE`` (idle threads spin), ``PASSIVE`` (they sleep:
-what the ``devicepipe`` command sets) or left unset (the runtime's default), torch at 2 threads,
+what the ``devicepipe`` command sets) or left unset (the runtime's default), torch at 2 threads
+(fixed by ``DEVICEPIPE_THREADS``: ``ecg_peaks`` itself would take one below 2 M samples),
 timing ``ecg_peaks`` on simulated ECGs of 10 k, 100 k and 1 M samples (warmed up, then
 ``--repeats`` calls each). Idle, and under a controlled load: two processes that spin on the
 2 cores for the whole measurement. The policies alternate in a rotated order, round by round.
@@ -47,6 +48,7 @@ print(json.dumps(out))
 
 def measure(policy: str, sizes: list[int], repeats: int) -> dict[int, list[float]]:
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
+    env["DEVICEPIPE_THREADS"] = "2"  # two threads at every size (ecg_peaks would pick one below 2 M samples)
     if policy != "default":
         env["OMP_WAIT_POLICY"] = policy
     proc = subprocess.run(
