@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from devicepipe.bench.results import source_commit
 from devicepipe.device import device_report
 
 #: Where the scripts write their results by default (committed).
@@ -44,12 +45,9 @@ def heading(title: str, result: dict[str, Any], *about: str, minutes: bool = Fal
 def machine() -> dict[str, Any]:
     """Date, commit, platform, CPU model, usable cores, torch version and its thread count."""
     cpu = device_report()["cpu"]
-    commit = subprocess.run(
-        ["git", "-C", str(RESULTS.parent), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    )
     return {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "commit": commit.stdout.strip() or None,
+        "commit": source_commit(RESULTS.parent),  # "-dirty" where tracked files differ from it
         "platform": platform.platform(),
         "cpu": cpu["model"],
         "usable_cores": cpu["usable_cores"],

@@ -122,6 +122,9 @@ def test_every_benchmark_runs_in_quick_mode(tmp_path):
     result = CliRunner().invoke(app, ["bench", "--quick", "--device", "cpu", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "bench.json").read_text())
+    from devicepipe.bench.results import source_commit
+
+    assert report["commit"] == source_commit()  # the code it measured (None outside a checkout)
     stages = {r["stage"] for r in report["stages"]}
     assert stages >= {
         "read_csv",
@@ -208,3 +211,25 @@ def test_achieved_rates_and_shares_by_hand():
 
 def test_ratios_keep_the_digits_that_matter():
     assert [format_ratio(x) for x in (0.37, 2.43, 37.2, 1234.0)] == ["0.37x", "2.4x", "37x", "1234x"]
+
+
+def test_a_results_file_names_the_commit_it_measured(tmp_path):
+    import shutil
+    import subprocess
+
+    from devicepipe.bench.results import source_commit
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    assert source_commit(tmp_path) is None  # not a checkout
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "a.py").write_text("x = 1\n")
+    subprocess.run([*git, "add", "a.py"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert source_commit(tmp_path) == head
+    (tmp_path / "new.txt").write_text("untracked files do not count\n")
+    assert source_commit(tmp_path) == head
+    (tmp_path / "a.py").write_text("x = 2\n")  # a tracked file changed: not the commit's code
+    assert source_commit(tmp_path) == head + "-dirty"

@@ -12,6 +12,33 @@ if TYPE_CHECKING:
     pass
 
 
+def source_commit(where: str | Path | None = None) -> str | None:
+    """The git commit of the source tree ``where`` (default: this package's checkout), short, with
+    ``-dirty`` when tracked files differ from it; None outside a git checkout (an installed
+    wheel) or without git. What a results file records, so that its figures name the code they
+    measured."""
+    import subprocess
+
+    root = Path(where) if where is not None else Path(__file__).resolve().parents[3]
+    if where is None and not (root / "pyproject.toml").is_file():
+        return None  # an installed package: not a checkout of its source
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+        )
+        if head.returncode != 0 or not head.stdout.strip():
+            return None
+        changed = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:  # no git on this machine
+        return None
+    return head.stdout.strip() + ("-dirty" if changed.stdout.strip() else "")
+
+
 def _flatten(result: dict[str, Any]) -> dict[str, float]:
     """Comparable medians keyed by section/name/device."""
     out: dict[str, float] = {}

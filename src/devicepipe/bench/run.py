@@ -19,6 +19,7 @@ from devicepipe.bench.interop import handoff_comparison
 from devicepipe.bench.limits import annotate, measure_limits
 from devicepipe.bench.micro import crossover, run_micro
 from devicepipe.bench.paired import detection_sweep, run_paired
+from devicepipe.bench.results import source_commit
 from devicepipe.bench.stages import STAGES, prepare_input, run_stages
 from devicepipe.bench.timer import measure
 from devicepipe.device import device_report, resolve_device
@@ -112,6 +113,7 @@ def run_benchmarks(
     )
     result: dict[str, Any] = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "commit": source_commit(),  # the code measured (None outside a git checkout)
         "machine": device_report(),
         "platform": platform.platform(),
         "threads": torch.get_num_threads(),
