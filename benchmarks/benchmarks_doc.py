@@ -378,6 +378,7 @@ NOT_FIGURES = [
     r"reference beat within \d+ ms",  # the scoring convention
     r"seeds? \d(?:, \d)*(?: and \d)?",
     r"\bformats? \d+(?![\d.])(?:(?:, | or | and )\d+(?![\d.]))*",  # WFDB's storage formats: names, not figures
+    r"\b95 ?% (?:interval|CI|confidence)",  # the confidence level: a setting
 ]
 
 

@@ -54,6 +54,8 @@ def test_the_figure_check_finds_figures_in_other_units_and_flags_invented_ones(t
     # a figure in backticks is still a figure (code in backticks is not)
     assert doc.unsourced(ok.replace("35.4 ms", "`35.5` ms"), root=tmp_path) == [("A section", "35.5")]
     assert doc.unsourced(ok.replace("35.4 ms", "35.4 ms (`--repeats 75`)"), root=tmp_path) == []
+    # the confidence level of an interval is a setting, not a figure
+    assert doc.unsourced(ok.replace("35.4 ms", "35.4 ms (95 % interval 2-3x)"), root=tmp_path) == []
     # WFDB's storage formats are names; a figure beside them is still checked
     assert doc.unsourced(ok.replace("35.4 ms", "35.4 ms in formats 16, 212 or 80"), root=tmp_path) == []
     assert doc.unsourced(ok.replace("35.4 ms", "35.4 ms in format 212, 47.5 ms"), root=tmp_path) == [
