@@ -4,13 +4,15 @@
     python benchmarks/detection_threads.py --quick    # checks that it runs
 
 ``ecg_peaks`` on simulated ECGs at 250 Hz of 10 k to 20 M samples, and on 1,000 10-s ECGs at
-500 Hz in one batched call (5 M samples), with torch at 1 and at 2 threads, interleaved in an
-order rotated from one repeat to the next, ``OMP_WAIT_POLICY=PASSIVE`` (what the ``devicepipe``
-command sets), the count fixed by ``DEVICEPIPE_THREADS`` (which ``ecg_peaks`` obeys over its own
-choice, ``devicepipe.threads.detection_threads``). Idle, and under a controlled load: two
-processes that spin on the 2 cores for the whole measurement. Per input, the ratio of the
-1-thread time to the 2-thread time within each repeat, median and bootstrap 95 % interval; above
-1, two threads were faster. Outputs are checked equal at both thread counts.
+500 Hz in one batched call (5 M samples), three ways, interleaved in an order rotated from one
+repeat to the next, ``OMP_WAIT_POLICY=PASSIVE`` (what the ``devicepipe`` command sets): torch at 1
+and at 2 threads, the count fixed by ``DEVICEPIPE_THREADS`` (which ``ecg_peaks`` obeys over its own
+choice), and torch at 2 threads with ``ecg_peaks`` choosing (``devicepipe.threads.detection_threads``:
+the default). Idle, and under a controlled load: two processes that spin on the 2 cores for the
+whole measurement. Per input, the ratio of the 1-thread time to the 2-thread time within each
+repeat, median and bootstrap 95 % interval; above 1, two threads were faster; and each input's
+loaded time over its idle time, for the policy and for 2 fixed threads. Outputs are checked equal
+on every side.
 
 Results: ``benchmarks/results/detection_threads.{json,md}``.
 """
@@ -47,9 +49,16 @@ def inputs(quick: bool) -> list[tuple[str, torch.Tensor, float]]:
     return [*out, (BATCH if not quick else f"{rows} x 5,000 (batched)", batch, 500.0)]
 
 
-def _timed(x: torch.Tensor, fs: float, threads: int) -> tuple[float, Any]:
-    os.environ[THREADS_ENV] = str(threads)  # ecg_peaks' own choice (detection_threads) set aside
-    torch.set_num_threads(threads)
+SIDES = ("1", "2", "policy")  # torch at 1 thread, at 2, and at 2 with ecg_peaks choosing (the default)
+
+
+def _timed(x: torch.Tensor, fs: float, side: str) -> tuple[float, Any]:
+    if side == "policy":
+        os.environ.pop(THREADS_ENV, None)  # ecg_peaks' own choice: detection_threads
+        torch.set_num_threads(2)
+    else:
+        os.environ[THREADS_ENV] = side  # ecg_peaks' own choice set aside
+        torch.set_num_threads(int(side))
     started = time.perf_counter()
     found = dp.ecg_peaks(x, fs)
     return time.perf_counter() - started, found
@@ -61,27 +70,50 @@ def _same(a: Any, b: Any) -> bool:
     return torch.equal(a, b)
 
 
-def compare(x: torch.Tensor, fs: float, repeats: int) -> dict[str, Any]:
-    """1 and 2 threads on one input, interleaved (rotated order), after a warm-up each."""
-    _, one = _timed(x, fs, 1)
-    _, two = _timed(x, fs, 2)
-    if not _same(one, two):
-        raise SystemExit("different peaks at 1 and 2 threads")
-    times: dict[int, list[float]] = {1: [], 2: []}
-    for r in range(repeats):
-        for threads in (1, 2) if r % 2 == 0 else (2, 1):
-            times[threads].append(_timed(x, fs, threads)[0])
-    ratios = np.asarray(times[1]) / np.asarray(times[2])
+def _interval(ratios: np.ndarray) -> list[float]:
     rng = np.random.default_rng(0)
     boot = np.median(ratios[rng.integers(0, ratios.size, (2000, ratios.size))], axis=1)
+    return [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))]
+
+
+def compare(x: torch.Tensor, fs: float, repeats: int) -> dict[str, Any]:
+    """1 thread, 2 threads and the policy on one input, interleaved (rotated order), after a warm-up each."""
+    first = [_timed(x, fs, side)[1] for side in SIDES]
+    if not all(_same(first[0], other) for other in first[1:]):
+        raise SystemExit("different peaks at 1 and 2 threads or under the policy")
+    times: dict[str, list[float]] = {side: [] for side in SIDES}
+    for r in range(repeats):
+        for side in SIDES[r % 3 :] + SIDES[: r % 3]:
+            times[side].append(_timed(x, fs, side)[0])
+    ratios = np.asarray(times["1"]) / np.asarray(times["2"])
     return {
-        "seconds_1_thread": times[1],
-        "seconds_2_threads": times[2],
-        "median_1_thread_s": float(np.median(times[1])),
-        "median_2_threads_s": float(np.median(times[2])),
+        "seconds_1_thread": times["1"],
+        "seconds_2_threads": times["2"],
+        "seconds_policy": times["policy"],
+        "median_1_thread_s": float(np.median(times["1"])),
+        "median_2_threads_s": float(np.median(times["2"])),
+        "median_policy_s": float(np.median(times["policy"])),
         "ratio_1_over_2": float(np.median(ratios)),
-        "ratio_ci95": [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))],
+        "ratio_ci95": _interval(ratios),
     }
+
+
+def loaded_over_idle(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
+    """Per input: the median loaded time over the median idle time of the side ``key``
+    (``seconds_policy``, ...), with a bootstrap 95 % interval (each phase resampled on its own)."""
+    rng = np.random.default_rng(1)
+    out = {}
+    for idle in (r for r in rows if r["load"] == "idle"):
+        loaded = next(r for r in rows if r["load"] != "idle" and r["input"] == idle["input"])
+        a, b = np.asarray(loaded[key]), np.asarray(idle[key])
+        boot = np.median(a[rng.integers(0, a.size, (2000, a.size))], axis=1) / np.median(
+            b[rng.integers(0, b.size, (2000, b.size))], axis=1
+        )
+        out[idle["input"]] = {
+            "ratio": float(np.median(a) / np.median(b)),
+            "ci95": [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))],
+        }
+    return out
 
 
 def main() -> int:
@@ -103,19 +135,41 @@ def main() -> int:
             for b in busy:
                 b.kill()
                 b.wait()
-    result = {**machine(), "omp_wait_policy": os.environ["OMP_WAIT_POLICY"], "repeats": repeats, "rows": rows}
+    slowdown = {key: loaded_over_idle(rows, key) for key in ("seconds_policy", "seconds_2_threads")}
+    result = {
+        **machine(),
+        "omp_wait_policy": os.environ["OMP_WAIT_POLICY"],
+        "repeats": repeats,
+        "rows": rows,
+        "loaded_over_idle": slowdown,
+    }
     lines = [
         heading("Detection at one and two threads", result, result["cpu"], "OMP_WAIT_POLICY=PASSIVE"),
         "",
-        f"Median ms per `ecg_peaks` call, {repeats} repeats in alternating order; ratio = the 1-thread time / "
-        "the 2-thread time within a repeat, median and bootstrap 95 % interval (above 1: two threads faster).",
+        f"Median ms per `ecg_peaks` call, {repeats} repeats in rotated order; torch at 1 thread, at 2, and at 2 "
+        "with `ecg_peaks` choosing (the policy, the default); ratio = the 1-thread time / the 2-thread time "
+        "within a repeat, median and bootstrap 95 % interval (above 1: two threads faster).",
         "",
         *table(
-            ["load", "samples", "1 thread (ms)", "2 threads (ms)", "1 / 2 threads", "95 % interval"],
+            ["load", "samples", "1 thread (ms)", "2 threads (ms)", "policy (ms)", "1 / 2 threads", "95 % interval"],
             [
                 [r["load"], r["input"], f"{1000 * r['median_1_thread_s']:.2f}", f"{1000 * r['median_2_threads_s']:.2f}"]
-                + [f"{r['ratio_1_over_2']:.2f}x", "{:.2f}-{:.2f}".format(*r["ratio_ci95"])]
+                + [f"{1000 * r['median_policy_s']:.2f}", f"{r['ratio_1_over_2']:.2f}x"]
+                + ["{:.2f}-{:.2f}".format(*r["ratio_ci95"])]
                 for r in rows
+            ],
+        ),
+        "",
+        "The same call under two busy processes against idle: median loaded time / median idle time, bootstrap "
+        "95 % interval (the target: at most 2x).",
+        "",
+        *table(
+            ["samples", "policy loaded / idle", "95 % interval", "2 threads loaded / idle", "95 % interval"],
+            [
+                [name, f"{p['ratio']:.2f}x", "{:.2f}-{:.2f}".format(*p["ci95"])]
+                + [f"{t['ratio']:.2f}x", "{:.2f}-{:.2f}".format(*t["ci95"])]
+                for name, p in slowdown["seconds_policy"].items()
+                for t in [slowdown["seconds_2_threads"][name]]
             ],
         ),
     ]

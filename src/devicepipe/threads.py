@@ -9,7 +9,9 @@ Below :data:`ONE_THREAD_BELOW_FLOPS` one thread is used, above it every usable c
 crossover was measured on a 2-core machine (``benchmarks/threads_crossover.py``).
 
 R-peak detection on a CPU (:func:`detection_threads`) is decided by its input's size instead:
-below :data:`DETECTION_THREADS_FROM` samples one thread, from there the threads torch has.
+below :data:`DETECTION_THREADS_FROM` samples one thread, from there the threads torch has, less
+the cores other work is running on at the moment of the call (:func:`runnable_elsewhere`): a
+second thread on a core that is already busy waits for its turn, and the whole call waits for it.
 
 An explicit choice wins: ``threads=`` (the CLI's ``--threads``), then the
 ``DEVICEPIPE_THREADS`` environment variable. On a GPU the host's threads are left as they are.
@@ -38,6 +40,7 @@ __all__ = [
     "choose_threads",
     "detection_threads",
     "requested_threads",
+    "runnable_elsewhere",
     "step_flops",
     "using_threads",
 ]
@@ -148,18 +151,41 @@ def choose_threads(
     return ThreadChoice(n, "policy", flops)
 
 
+def runnable_elsewhere(reads: int = 3, loadavg: str = "/proc/loadavg") -> int | None:
+    """Threads on this machine that are running or ready to run, other than the caller, now.
+
+    The kernel's instantaneous count (the fourth field of ``/proc/loadavg``, which includes the
+    thread reading it), the least of ``reads`` reads so that a process starting or ending
+    between them does not count; None where the file cannot be read (not Linux).
+    """
+    counts = []
+    try:
+        for _ in range(reads):
+            with open(loadavg, "rb") as f:
+                counts.append(int(f.read().split()[3].split(b"/")[0]))
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0, min(counts) - 1)
+
+
 def detection_threads(n_samples: int, device: torch.device | str = "cpu") -> int:
     """The intra-op threads for detecting R peaks in ``n_samples`` samples (all rows of a call) on
     ``device``: ``DEVICEPIPE_THREADS`` where it is set; on a CPU one thread below
-    :data:`DETECTION_THREADS_FROM` samples, else torch's current count (never more); on a GPU
-    torch's current count (the host's threads are left as they are)."""
+    :data:`DETECTION_THREADS_FROM` samples, else torch's current count (never more) less the
+    cores that other runnable threads occupy now (:func:`runnable_elsewhere`), at least one; on
+    a GPU torch's current count (the host's threads are left as they are)."""
     asked = requested_threads()
     if asked is not None:
         return asked[0]
     current = torch.get_num_threads()
     if torch.device(device).type != "cpu":
         return current
-    return 1 if n_samples < DETECTION_THREADS_FROM else current
+    if n_samples < DETECTION_THREADS_FROM or current == 1:
+        return 1
+    others = runnable_elsewhere()
+    if others is None:
+        return current
+    return max(1, min(current, (os.cpu_count() or 1) - others))
 
 
 @contextlib.contextmanager

@@ -1,5 +1,10 @@
 """The thread policy: one thread for a tiny model, the cores for a large one, explicit choices win."""
 
+import os
+import subprocess
+import sys
+import time
+
 import pytest
 import torch
 
@@ -71,10 +76,6 @@ def test_the_wait_policy_is_recorded_as_the_environment_set_it(monkeypatch):
 
 @pytest.mark.parametrize(("given", "expected"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
 def test_the_command_makes_idle_threads_sleep_unless_told_otherwise(given, expected):
-    import os
-    import subprocess
-    import sys
-
     code = (
         "import os\nfrom devicepipe.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
         "print(os.environ.get('OMP_WAIT_POLICY'))"
@@ -87,11 +88,14 @@ def test_the_command_makes_idle_threads_sleep_unless_told_otherwise(given, expec
 
 
 def test_detection_runs_short_inputs_on_one_thread_and_long_ones_on_the_threads_torch_has(monkeypatch):
+    from devicepipe import threads as threads_module
     from devicepipe.ecg import peaks as peak_module
     from devicepipe.simulate import simulate_ecg
     from devicepipe.threads import DETECTION_THREADS_FROM, detection_threads
 
     monkeypatch.delenv(THREADS_ENV, raising=False)
+    monkeypatch.setattr(threads_module, "runnable_elsewhere", lambda: 0)  # an idle 2-core machine
+    monkeypatch.setattr(threads_module.os, "cpu_count", lambda: 2)
     seen: list[int] = []
     ricker = peak_module.ECG_PEAK_METHODS["ricker"]
 
@@ -116,6 +120,59 @@ def test_detection_runs_short_inputs_on_one_thread_and_long_ones_on_the_threads_
         assert detection_threads(DETECTION_THREADS_FROM - 1) == 1
         assert detection_threads(DETECTION_THREADS_FROM) == 2
         assert detection_threads(10, "cuda") == 2
+
+
+def test_runnable_elsewhere_reads_the_kernels_count_less_the_reader(tmp_path):
+    from devicepipe.threads import runnable_elsewhere
+
+    f = tmp_path / "loadavg"
+    f.write_text("0.52 0.58 0.59 3/245 12345\n")
+    assert runnable_elsewhere(loadavg=str(f)) == 2
+    f.write_text("0.52 0.58 0.59 1/245 12345\n")
+    assert runnable_elsewhere(loadavg=str(f)) == 0
+    f.write_text("not a loadavg\n")
+    assert runnable_elsewhere(loadavg=str(f)) is None
+    assert runnable_elsewhere(loadavg=str(tmp_path / "absent")) is None
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="/proc/loadavg is Linux's")
+def test_runnable_elsewhere_sees_two_busy_processes():
+    from devicepipe.threads import runnable_elsewhere
+
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        time.sleep(1.0)  # started and spinning
+        seen = runnable_elsewhere()
+    finally:
+        for b in busy:
+            b.kill()
+            b.wait()
+    assert seen is not None and seen >= 2
+
+
+@pytest.mark.parametrize(
+    ("cores", "others", "torch_threads", "expected"),
+    [
+        (2, 0, 2, 2),  # idle: every thread torch has
+        (2, 1, 2, 1),  # one core busy elsewhere: one thread
+        (2, 2, 2, 1),  # two busy processes: one thread, never none
+        (2, None, 2, 2),  # no count to read: torch's
+        (8, 3, 4, 4),  # enough free cores
+        (8, 6, 4, 2),  # two free
+    ],
+)
+def test_long_detection_leaves_the_cores_other_work_runs_on(monkeypatch, cores, others, torch_threads, expected):
+    from devicepipe import threads as threads_module
+    from devicepipe.threads import DETECTION_THREADS_FROM, detection_threads
+
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    monkeypatch.setattr(threads_module, "runnable_elsewhere", lambda: others)
+    monkeypatch.setattr(threads_module.os, "cpu_count", lambda: cores)
+    with using_threads(torch_threads):
+        assert detection_threads(DETECTION_THREADS_FROM) == expected
+        assert detection_threads(DETECTION_THREADS_FROM - 1) == 1  # short calls: one thread regardless
+        monkeypatch.setenv(THREADS_ENV, str(torch_threads))  # an explicit count wins over the load
+        assert detection_threads(DETECTION_THREADS_FROM) == torch_threads
 
 
 def test_chunked_detection_works_its_chunks_on_one_thread_below_the_crossover(monkeypatch):
