@@ -56,7 +56,8 @@ ONE_THREAD_BELOW_FLOPS = 100e6
 #: thread. Measured at 1 and 2 threads, interleaved, with OMP_WAIT_POLICY=PASSIVE
 #: (benchmarks/results/detection_threads.json): on 2 idle cores one thread was faster up to
 #: 1,000,000 samples (0.81x for two at 1 M, 0.64x at 100 k) and two from about 2,000,000 (1.38x at
-#: 4 M, 1.60x at 20 M); with two busy processes one thread was as fast or faster up to 4 M.
+#: 4 M, 1.60x at 20 M); with two busy processes one thread was as fast or faster up to 4 M. From here
+#: the cores busy elsewhere are left out (:func:`detection_threads`).
 DETECTION_THREADS_FROM = 2_000_000
 
 
