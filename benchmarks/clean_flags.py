@@ -1,13 +1,15 @@
 """How many beats the default scorer flags where nothing is unusual, by noise level and lining up.
 
-    python benchmarks/clean_flags.py            # 27 clean recordings and 2 with ectopy (about 4 min on 2 cores)
+    python benchmarks/clean_flags.py            # 27 clean recordings and 2 with ectopy (about 6 min on 2 cores)
 
 A recording with nothing unusual should have (almost) nothing flagged. This simulates clean
 ECGs (sinus rhythm with heart-rate variability, baseline wander and white noise, no ectopic
 beat) at 250 and 500 Hz, 30 and 60 minutes, three noise levels and three seeds, cuts their beats
 as ``ecg`` does (levelled, resampled to 256 samples, standardised) and counts the beats the
-default detector flags (scorer ``local``, contamination 1 %, its fence), with the beats lined up
-by whole columns (``ecg``'s) and not at all. The
+default detector flags (scorer ``local``, contamination 1 %, its fence, and its least effect
+``min_effect``: 15 % of a typical beat), with the beats lined up by whole columns (``ecg``'s) and
+not at all, and, lined up, with the threshold alone (``min_effect=0``); with each flag's effect
+(how large its difference is, as a share of a typical beat). The
 detector is fitted for one epoch: the ``local`` scores do not use the model, so its flags are
 those of a fully trained one (``tests/unit/test_detector.py`` checks that they stay the same
 when the model learns from other rows). The demo's recording (1 % ventricular beats) and MIT-BIH record 100 show
@@ -30,6 +32,7 @@ import devicepipe as dp
 from devicepipe.ecg import label_beats
 from devicepipe.pipelines.learning import model_rows
 from devicepipe.scale import StandardScaler
+from devicepipe.scorers.neighbours import MIN_EFFECT
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("DEVICEPIPE_DATA", ROOT.parent / "shared" / "data"))
@@ -38,8 +41,12 @@ WIDTH = 256
 SHAPES = [(250.0, 30), (500.0, 30), (250.0, 60)]
 NOISE_MV = [0.01, 0.02, 0.05]
 SEEDS = [0, 1, 2]
-#: How the beats are lined up: model_rows' align.
-ALIGNMENTS = {"whole columns": True, "none": False}
+#: How the beats are lined up (model_rows' align) and the least effect of a flag, by name.
+RULES = {
+    "whole columns": (True, MIN_EFFECT),
+    "none": (False, MIN_EFFECT),
+    "whole columns, threshold alone": (True, 0.0),
+}
 
 
 def rows_of(signal: torch.Tensor, fs: float, align: bool) -> tuple[torch.Tensor, Any]:
@@ -50,10 +57,12 @@ def rows_of(signal: torch.Tensor, fs: float, align: bool) -> tuple[torch.Tensor,
     return scaler.transform(matrix.reshape(-1)).reshape(matrix.shape), beats
 
 
-def flags(rows: torch.Tensor) -> np.ndarray:
-    """The default detector's flags of ``rows``, ``(n,)`` booleans."""
-    det = dp.BeatAnomalyDetector(epochs=1, device="cpu", seed=0, threads=1, width=WIDTH, scaling="none").fit(rows)
-    return det.labels_.astype(bool)
+def flags(rows: torch.Tensor, min_effect: float) -> tuple[np.ndarray, np.ndarray]:
+    """The default detector's flags of ``rows`` with ``min_effect``, ``(n,)`` booleans, and each row's effect."""
+    det = dp.BeatAnomalyDetector(
+        epochs=1, device="cpu", seed=0, threads=1, width=WIDTH, scaling="none", min_effect=min_effect
+    ).fit(rows)
+    return det.labels_.astype(bool), det.details_.effects.numpy()
 
 
 def clean_rows() -> list[dict[str, Any]]:
@@ -63,11 +72,12 @@ def clean_rows() -> list[dict[str, Any]]:
         for noise in NOISE_MV:
             for seed in SEEDS:
                 sim = dp.simulate_ecg(60.0 * minutes, fs, noise_mV=noise, seed=seed)
-                for name, align in ALIGNMENTS.items():
-                    flagged = flags(rows_of(sim.signal, fs, align)[0])
+                for name, (align, least) in RULES.items():
+                    flagged, effects = flags(rows_of(sim.signal, fs, align)[0], least)
                     out.append(
                         {"hz": fs, "minutes": minutes, "noise_mV": noise, "seed": seed, "alignment": name}
                         | {"beats": int(flagged.size), "flagged": int(flagged.sum())}
+                        | {"flagged_effects": sorted(effects[flagged].round(4).tolist())}
                     )
     return out
 
@@ -82,13 +92,16 @@ def ectopic_rows() -> list[dict[str, Any]]:
         recordings["MIT-BIH 100"] = (rec.samples, rec.sampling_rate, ref.samples_at(rec.sampling_rate), ref.symbols)
     out = []
     for recording, (signal, fs, r_peaks, symbols) in recordings.items():
-        for name, align in ALIGNMENTS.items():
+        for name, (align, least) in RULES.items():
             rows, beats = rows_of(signal, fs, align)
             labels = np.asarray(label_beats(r_peaks, np.asarray(symbols), beats.peaks, fs))
-            flagged = flags(rows)
+            flagged, effects = flags(rows, least)
             counts = {str(s): (int(flagged[labels == s].sum()), int((labels == s).sum())) for s in np.unique(labels)}
             by_label = {s: f"{f} of {n}" for s, (f, n) in counts.items() if s}
-            out.append({"recording": recording, "alignment": name, "flagged_by_label": by_label})
+            out.append(
+                {"recording": recording, "alignment": name, "flagged_by_label": by_label}
+                | {"flagged_effects": sorted(effects[flagged].round(4).tolist())}
+            )
     return out
 
 
@@ -98,15 +111,16 @@ def summary(clean: list[dict[str, Any]]) -> list[dict[str, Any]]:
     pooled = []
     for fs, minutes in SHAPES:
         for noise in NOISE_MV:
-            for name in ALIGNMENTS:
+            for name in RULES:
                 key = (fs, minutes, noise, name)
                 part = [r for r in clean if (r["hz"], r["minutes"], r["noise_mV"], r["alignment"]) == key]
                 flagged, beats = sum(r["flagged"] for r in part), sum(r["beats"] for r in part)
                 each = [r["flagged"] for r in part]
+                largest = max((e for r in part for e in r["flagged_effects"]), default=None)
                 pooled.append(
                     {"hz": fs, "minutes": minutes, "noise_mV": noise, "alignment": name}
                     | {"flagged": flagged, "beats": beats, "percent": round(100.0 * flagged / beats, 2)}
-                    | {"fewest": min(each), "most": max(each)}
+                    | {"fewest": min(each), "most": max(each), "largest_flagged_effect": largest}
                 )
     return pooled
 
@@ -119,27 +133,32 @@ def main() -> int:
     ectopic = ectopic_rows()
     result = {**machine(), "clean": clean, "pooled": pooled, "ectopic": ectopic}
     lines = [
-        heading("Flags where nothing is unusual, by how beats are lined up", result, "1 thread", result["cpu"]),
+        heading("Flags where nothing is unusual, by lining up and least effect", result, "1 thread", result["cpu"]),
         "",
         f"Clean simulated ECGs (no ectopic beat), seeds {', '.join(map(str, SEEDS))}: beats flagged by the "
         "default detector, pooled over the three seeds, and the fewest and most on one recording. At most 1 % "
-        "is flagged (the contamination share); the fence flags fewer where the scores' upper tail is short.",
+        "is flagged (the contamination share); the fence flags fewer where the scores' upper tail is short; "
+        f"a flag needs a difference of at least {100 * MIN_EFFECT:g} % of a typical beat (min_effect), except "
+        "with the threshold alone. Effect: a flagged beat's difference as a share of a typical beat.",
         "",
         *table(
-            ["Hz", "minutes", "noise (mV)", "lined up by", "flagged", "share", "fewest / most on one"],
+            ["Hz", "minutes", "noise (mV)", "lined up by", "flagged", "share", "fewest / most on one"]
+            + ["largest effect flagged"],
             [
                 [f"{r['hz']:g}", r["minutes"], f"{r['noise_mV']:g}", r["alignment"]]
                 + [f"{r['flagged']} of {r['beats']:,}", f"{r['percent']:.2f} %", f"{r['fewest']} / {r['most']}"]
+                + ["-" if r["largest_flagged_effect"] is None else f"{r['largest_flagged_effect']:.3f}"]
                 for r in pooled
             ],
         ),
         "",
-        "Recordings with ectopic beats: flagged of each reference label.",
+        "Recordings with ectopic beats: flagged of each reference label, and the smallest effect of a flag.",
         "",
         *table(
-            ["recording", "lined up by", "flagged by label"],
+            ["recording", "lined up by", "flagged by label", "smallest effect flagged"],
             [
                 [r["recording"], r["alignment"], ", ".join(f"{k} {v}" for k, v in r["flagged_by_label"].items())]
+                + [f"{min(r['flagged_effects']):.3f}" if r["flagged_effects"] else "-"]
                 for r in ectopic
             ],
         ),

@@ -444,6 +444,13 @@ def plot_generated(
     return add_warning(fig, warning)
 
 
+def _verdict(above: bool, flagged: bool | None) -> str:
+    """A panel's word on a row: flagged, or above the threshold but too small a difference to flag."""
+    if flagged is None:
+        return " (flagged)" if above else ""
+    return " (flagged)" if flagged else (" (above; too small to flag)" if above else "")
+
+
 def plot_extremes(
     rows: np.ndarray,
     recon: np.ndarray,
@@ -458,11 +465,13 @@ def plot_extremes(
     ylabel: str | None = None,
     threshold: float | None = None,
     warning: str | None = None,
+    flags: np.ndarray | None = None,
 ) -> Figure:
     """The ``k`` highest- and ``k`` lowest-scoring rows with their reconstructions.
 
     Each panel's title gives the row's name (``names``: time, reference label ...), its score and,
-    with ``threshold``, whether it is flagged (score above the threshold).
+    with ``threshold``, whether it is flagged: by ``flags`` ``(n,)`` where given (a row above the
+    threshold whose difference is too small to flag says so), else by its score.
     """
     order = np.argsort(scores)
     picks = [("most anomalous", order[::-1][:k]), ("least anomalous", order[:k])]
@@ -482,7 +491,7 @@ def plot_extremes(
             ax.plot(t, rows[i], color="0.2", lw=1, label="data")
             ax.plot(t, recon[i], color="tab:red", lw=1, ls="--", label="reconstruction")
             name = names[i] if names is not None else f"#{i}"
-            verdict = "" if threshold is None else (" (flagged)" if scores[i] > threshold else "")
+            verdict = "" if threshold is None else _verdict(scores[i] > threshold, None if flags is None else flags[i])
             ax.set_title(f"{label}\n{name}, score {scores[i]:.3g}{verdict}", fontsize=8)
             ax.tick_params(labelsize=7)
     axes[0, 0].legend(fontsize=7)

@@ -93,17 +93,22 @@ def anomaly_threshold(train_scores: torch.Tensor, percentile: float = 99.0) -> f
 @dataclass(frozen=True)
 class Scores:
     """Per-row results: ``embeddings`` ``(n, latent)``, ``scores`` ``(n,)`` (ensemble mean),
-    ``spread`` ``(n,)`` (ensemble standard deviation; zeros for one model), ``threshold``, ``flags``."""
+    ``spread`` ``(n,)`` (ensemble standard deviation; zeros for one model), ``threshold``, ``flags``,
+    and ``effects`` ``(n,)`` where the scorer measures them (how large each row's difference is, as
+    a share of a typical row's shape; see ``BeatAnomalyDetector``'s ``min_effect``), else None."""
 
     embeddings: torch.Tensor
     scores: torch.Tensor
     spread: torch.Tensor
     threshold: float
     flags: torch.Tensor
+    effects: torch.Tensor | None = None
 
     def to_host(self) -> dict[str, np.ndarray]:
-        """Host copies of the per-row results: ``emb``, ``scores``, ``spread``, ``flags``."""
+        """Host copies of the per-row results: ``emb``, ``scores``, ``spread``, ``flags`` (and ``effects``)."""
         rows = {"emb": self.embeddings, "scores": self.scores, "spread": self.spread, "flags": self.flags}
+        if self.effects is not None:
+            rows["effects"] = self.effects
         return {name: t.detach().cpu().numpy() for name, t in rows.items()}
 
 

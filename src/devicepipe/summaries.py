@@ -250,6 +250,7 @@ class Scorer(Record):
     neighbours: int | None
     local_neighbours: int
     local_past_nearest: int
+    min_effect: float
 
 
 @_section

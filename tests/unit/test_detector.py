@@ -485,19 +485,35 @@ def test_the_pyramid_scorers_equal_their_definition_in_numpy(scorer):
         return (np.log(own) - median) / scale, (np.log(other) - median) / scale
 
     assert [r.shape[1] for r in halves(x)] == ([64, 32, 16, 8] if scorer == "local" else [64, 32, 16])
-    z_train, z_new = [], []
+    z_train, z_new, e_train, e_new = [], [], [], []
     for train, rows in zip(halves(x), halves(new), strict=True):
         if scorer == "local":
             own = local_residuals_by_hand(train, train, 14, leave_out=True, skip=k - 1)
-            a, b = z(own, local_residuals_by_hand(train, rows, 14, leave_out=False, skip=k - 1))
+            other = local_residuals_by_hand(train, rows, 14, leave_out=False, skip=k - 1)
         else:
             nn = NearestNeighbors(n_neighbors=k + 1).fit(train)
-            a, b = z(nn.kneighbors(train)[0][:, 1:].mean(1), nn.kneighbors(rows, n_neighbors=k)[0].mean(1))
+            own, other = nn.kneighbors(train)[0][:, 1:].mean(1), nn.kneighbors(rows, n_neighbors=k)[0].mean(1)
+        a, b = z(own, other)
         z_train.append(a)
         z_new.append(b)
+        # the effect: the distance over a typical training row's shape (its norm less its own mean)
+        size = np.median(np.linalg.norm(train - train.mean(1, keepdims=True), axis=1))
+        e_train.append(own / size)
+        e_new.append(other / size)
     np.testing.assert_allclose(det.decision_scores_, np.max(z_train, 0), rtol=1e-4, atol=2e-4)
     np.testing.assert_allclose(det.decision_function(new), np.max(z_new, 0), rtol=1e-4, atol=2e-4)
     assert det.decision_function(new)[-5:].min() > det.threshold_  # the anomalous rows are flagged
+    # each row's effect is taken at the resolution where its z-score is largest
+    pick = np.argmax(z_new, 0)
+    effects = np.asarray(e_new)[pick, np.arange(len(new))]
+    got = det.score_details(new)
+    np.testing.assert_allclose(got.effects.numpy(), effects, rtol=1e-4)
+    np.testing.assert_allclose(
+        det.details_.effects.numpy(), np.asarray(e_train)[np.argmax(z_train, 0), np.arange(200)], rtol=1e-4
+    )
+    flags = (np.max(z_new, 0) > det.threshold_) & (effects >= det.min_effect)
+    assert np.array_equal(got.flags.numpy(), flags) and np.array_equal(det.predict(new), flags.astype(np.int64))
+    assert np.array_equal(det.labels_, det.details_.flags.numpy().astype(np.int64))
     assert ("at 64, 32, 16, 8 samples" if scorer == "local" else "at 64, 32, 16 samples") in det.score_meaning()
     assert ("its 14 nearest past the 2 nearest of 200 training rows" in det.score_meaning()) == (scorer == "local")
 

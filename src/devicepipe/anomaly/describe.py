@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from devicepipe.scorers.neighbours import SMALL_SET
+from devicepipe.scorers.neighbours import AUTO_K, FENCE_IQRS, SMALL_SET
 
 
 def score_meaning(det: BeatAnomalyDetector, rows: str = "a row", units: str = "scaled values") -> str:
@@ -12,6 +12,34 @@ def score_meaning(det: BeatAnomalyDetector, rows: str = "a row", units: str = "s
     standardised by its recording's beats") whose values are in ``units``."""
     det._check_fitted("score_meaning()")
     return det._kind.meaning(det._against, rows, units)
+
+
+def threshold_rule(det: BeatAnomalyDetector) -> str:
+    """The detector's threshold rule in words, with its least effect where its scorer measures one
+    (for summaries and reports)."""
+    if det.threshold is not None:
+        rule = f"fixed at {float(det.threshold):g}"
+    elif det.contamination == "auto":
+        rule = (
+            f"robust: exp(median + {AUTO_K:g} x 1.4826 x MAD) of the log scores of the training rows "
+            "(the 99.87th percentile if they were normal)"
+        )
+    else:
+        q = 100.0 * (1.0 - float(det.contamination))
+        rule = (
+            f"the {q:g}th percentile of the training rows' scores (contamination {float(det.contamination):g}), "
+            f"raised to Tukey's far-out fence (upper quartile + {FENCE_IQRS:g} interquartile ranges"
+            + ("" if det._kind.z_scores else ", of the log scores")
+            + ") where that is higher, so that a share is flagged only where it stands out"
+        )
+    if det._kind.measures_effect and det.min_effect:
+        rule += (
+            f"; a row above it is flagged where, at the resolution where it stands out most, it differs from what "
+            f"the training rows rebuild of it by at least {100 * det.min_effect:g} % of a typical row's shape "
+            "(min_effect: a rare but small difference, such as the extremes of ordinary beat-to-beat variation "
+            "on a quiet recording, is not flagged)"
+        )
+    return rule
 
 
 def scorer_summary(det: BeatAnomalyDetector, reason: str | None = None) -> dict[str, Any]:
@@ -27,6 +55,8 @@ def scorer_summary(det: BeatAnomalyDetector, reason: str | None = None) -> dict[
     if kind.uses_reference:
         out |= {"neighbours": det.neighbours_, "reference_rows": int(det.reference_.shape[0])}
         out |= kind.facts(det._against)
+        if kind.measures_effect:
+            out["min_effect"] = float(det.min_effect)
         if det.neighbours == "auto":
             m = det.reference_.shape[0]
             why.append(

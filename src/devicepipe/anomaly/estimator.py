@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from devicepipe.anomaly.describe import score_meaning, scorer_summary
+from devicepipe.anomaly.describe import score_meaning, scorer_summary, threshold_rule
 from devicepipe.anomaly.model_format import _SCALERS, write_model
 from devicepipe.anomaly.rows import _Details, _details, _host_kind, _table_rows
 from devicepipe.device import resolve_device
@@ -23,9 +23,8 @@ from devicepipe.models.kinds import MODEL_KINDS, Sizes
 from devicepipe.score import Scores, reconstruction_error
 from devicepipe.scorers import DEFAULT_SCORER, SCORER_KINDS, Fitting, Reference, Scorer
 from devicepipe.scorers.neighbours import (
-    AUTO_K,
-    FENCE_IQRS,
     KNN_SHARE,
+    MIN_EFFECT,
     MIN_ROWS,
     _quantile,
     auto_threshold,
@@ -97,6 +96,10 @@ class BeatAnomalyDetector:
         spaced sample of that many (None: every row). Its codes and figures need the shapes, not
         every beat: a day's 100,000 beats would take it forty times as long for the same maps.
         The scores, thresholds and flags still come from every row, and every row is mapped.
+    min_effect : ``local`` and ``multiscale``: a row is flagged only where, at the resolution where it
+        stands out most, what the training rows rebuild of it misses by at least this share of a
+        typical row's shape (:data:`MIN_EFFECT`; 0: the threshold alone). A score says how rare a
+        difference is, this how large: on a quiet recording, ordinary variation is rare but small.
     reference_rows : the most training rows kept for the nearest-neighbour scores (every row
         given to ``fit``, validation rows included, or a seeded sample of that many); they are
         saved with the model.
@@ -130,6 +133,7 @@ class BeatAnomalyDetector:
         neighbours: int | str = "auto",
         reference_rows: int = 20_000,
         max_model_rows: int | None = MAX_MODEL_ROWS,
+        min_effect: float = MIN_EFFECT,
     ) -> None:
         self.model = model
         self.ensemble = ensemble
@@ -156,6 +160,7 @@ class BeatAnomalyDetector:
         self.neighbours = neighbours
         self.reference_rows = reference_rows
         self.max_model_rows = max_model_rows
+        self.min_effect = min_effect
 
     # ------------------------------------------------------------------ scikit-learn's parameter protocol
 
@@ -215,6 +220,8 @@ class BeatAnomalyDetector:
             raise DevicepipeError(
                 f"BeatAnomalyDetector: kl_weight must be a positive number or 'auto', got {self.kl_weight!r}."
             )
+        if not (isinstance(m := self.min_effect, (int, float)) and not isinstance(m, bool) and m >= 0):
+            raise DevicepipeError(f"BeatAnomalyDetector: min_effect must be a number >= 0, got {self.min_effect!r}.")
         if self.scaling not in (*_SCALERS, "none", "auto"):
             raise DevicepipeError(
                 f"BeatAnomalyDetector: scaling={self.scaling!r} is not 'standard', 'minmax', 'none' or 'auto'."
@@ -383,11 +390,12 @@ class BeatAnomalyDetector:
         train_rows, held_out = split_indices(data.shape[0], settings.val_fraction, settings.seed, device)
         self.reference_, self.calibration_, self.neighbours_ = None, {}, None
         every = torch.arange(data.shape[0], device=device)  # validation rows are normal rows too
+        effects = None
         if self._kind.uses_reference:
             self.reference_, positions = self._reference(data, every)
             self.neighbours_ = self._k(self.reference_.shape[0])
             with using_threads(threads.threads):
-                scores = self._nn_scores(details.scores, data, Fitting(positions, train_rows))
+                scores, effects = self._nn_scores(details.scores, data, Fitting(positions, train_rows))
             details = _Details(details.embeddings, scores, details.spread)
         # a row's distance leaves itself out, so every row's is a fair training score; the
         # reconstruction error is fair only on the rows that did not steer training
@@ -398,11 +406,10 @@ class BeatAnomalyDetector:
         self.threads_: ThreadChoice = threads
         self.train_scores_ = train_scores.sort().values
         self.threshold_ = self._threshold_of(train_scores)
-        self.details_ = Scores(
-            details.embeddings, details.scores, details.spread, self.threshold_, details.scores > self.threshold_
-        )
+        flags = self._flags(details.scores, effects)
+        self.details_ = Scores(details.embeddings, details.scores, details.spread, self.threshold_, flags, effects)
         self.decision_scores_ = details.scores.detach().cpu().numpy()
-        self.labels_ = (self.decision_scores_ > self.threshold_).astype(np.int64)
+        self.labels_ = flags.detach().cpu().numpy().astype(np.int64)
         self.geometry_: dict[str, Any] = {}
         self.fit_rows_ = {"rows": int(data.shape[0]), "held_out": int(held_out.numel()), "model": len(learn_from)}
         return self
@@ -471,13 +478,21 @@ class BeatAnomalyDetector:
         """What the fitted detector's scorer measures against."""
         return Reference(self.reference_, self.neighbours_, self.calibration_)
 
-    def _nn_scores(self, recon: torch.Tensor, data: torch.Tensor, fitting: Fitting | None = None) -> torch.Tensor:
+    def _nn_scores(
+        self, recon: torch.Tensor, data: torch.Tensor, fitting: Fitting | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The scorer's scores ``(n,)`` for the scaled rows ``data`` whose reconstruction errors are
-        ``recon``; in ``fit`` (``fitting``), its calibration is fitted first and kept."""
-        scores, calibration = self._kind.scores(recon, data, self._against, fitting)
+        ``recon``, and their effects ``(n,)`` where the scorer measures them (else None); in
+        ``fit`` (``fitting``), its calibration is fitted first and kept."""
+        scores, calibration, effects = self._kind.scores_and_effects(recon, data, self._against, fitting)
         if fitting is not None:
             self.calibration_ = calibration
-        return scores
+        return scores, effects
+
+    def _flags(self, scores: torch.Tensor, effects: torch.Tensor | None) -> torch.Tensor:
+        """Rows scoring above ``threshold_`` whose effect, where measured, is at least ``min_effect``: ``(n,)`` bool."""
+        flags = scores > self.threshold_
+        return flags if effects is None or not self.min_effect else flags & (effects >= self.min_effect)
 
     def _threshold_of(self, train_scores: torch.Tensor) -> float:
         """The threshold by the detector's rule, from the training split's scores ``(n,)``."""
@@ -491,20 +506,7 @@ class BeatAnomalyDetector:
     @property
     def threshold_rule(self) -> str:
         """The threshold's rule in words (for summaries and reports)."""
-        if self.threshold is not None:
-            return f"fixed at {float(self.threshold):g}"
-        if self.contamination == "auto":
-            return (
-                f"robust: exp(median + {AUTO_K:g} x 1.4826 x MAD) of the log scores of the training rows "
-                "(the 99.87th percentile if they were normal)"
-            )
-        q = 100.0 * (1.0 - float(self.contamination))
-        return (
-            f"the {q:g}th percentile of the training rows' scores (contamination {float(self.contamination):g}), "
-            f"raised to Tukey's far-out fence (upper quartile + {FENCE_IQRS:g} interquartile ranges"
-            + ("" if self._kind.z_scores else ", of the log scores")
-            + ") where that is higher, so that a share is flagged only where it stands out"
-        )
+        return threshold_rule(self)
 
     # ------------------------------------------------------------------ scoring
 
@@ -514,8 +516,8 @@ class BeatAnomalyDetector:
         data = self._prepare(X, "score_details()")
         with using_threads(self.threads_.threads):
             d = _details(self.models_, data)
-            scores = self._nn_scores(d.scores, data)
-        return Scores(d.embeddings, scores, d.spread, self.threshold_, scores > self.threshold_)
+            scores, effects = self._nn_scores(d.scores, data)
+        return Scores(d.embeddings, scores, d.spread, self.threshold_, self._flags(scores, effects), effects)
 
     def score_meaning(self, rows: str = "a row", units: str = "scaled values") -> str:
         """What a score of this fitted detector is, in words, for ``rows`` (e.g. "a beat
@@ -529,6 +531,9 @@ class BeatAnomalyDetector:
         return scorer_summary(self, reason)
 
     def _scores(self, X: Any, caller: str) -> torch.Tensor:
+        return self._scored(X, caller)[0]
+
+    def _scored(self, X: Any, caller: str) -> tuple[torch.Tensor, torch.Tensor | None]:
         data = self._prepare(X, caller)
         with using_threads(self.threads_.threads):
             recon = torch.stack([reconstruction_error(m, data) for m in self.models_]).mean(0)
@@ -547,8 +552,9 @@ class BeatAnomalyDetector:
         return self._out(X, -self._scores(X, "score_samples()"))
 
     def predict(self, X: Any) -> Any:
-        """1 for rows scoring above ``threshold_`` (anomalous), 0 for the others: ``(n,)`` int64."""
-        return self._out(X, (self._scores(X, "predict()") > self.threshold_).long())
+        """1 for the flagged rows (scoring above ``threshold_``, with at least ``min_effect`` where the
+        scorer measures it), 0 for the others: ``(n,)`` int64."""
+        return self._out(X, self._flags(*self._scored(X, "predict()")).long())
 
     def fit_predict(self, X: Any, y: Any = None) -> Any:
         """``fit(X)`` then the labels of its rows (``labels_``, as ``X`` came)."""

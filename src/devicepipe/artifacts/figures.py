@@ -156,6 +156,7 @@ def extreme_beats(whose: str) -> Any:
             ylabel="standardised amplitude",
             threshold=m.threshold,
             warning=m.warning,
+            flags=None if "flags" not in h else h["flags"][h["extreme_idx"]],
         )
 
     return draw
@@ -221,6 +222,7 @@ def window_extremes(m: Made) -> Any:
         ylabel=f"load ({unit})" if unit == "MW" else m.unit_name,
         threshold=m.threshold,
         warning=m.warning,
+        flags=m.host.get("flags"),
     )
 
 

@@ -56,9 +56,9 @@ def flag_share_warnings(
     if math.exp(-n * kl) > MAX_CHANCE:
         return []
     return [
-        f"{100 * share:.0f} % of the {what} were flagged, where the model flags {100 * own:.1f} % of its own "
-        f"training {what}: these {what} are unlike the ones it learned ({causes}?), so the flags say that rather "
-        f"than which {what} are unusual here; train a model on recordings like this one"
+        f"{100 * share:.0f} % of the {what} were flagged, where {100 * own:.1f} % of the model's own training "
+        f"{what} score above its threshold: these {what} are unlike the ones it learned ({causes}?), so the flags "
+        f"say that rather than which {what} are unusual here; train a model on recordings like this one"
     ]
 
 

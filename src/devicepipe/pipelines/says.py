@@ -54,12 +54,20 @@ def holter_lines(h: HolterSummary | None) -> list[str]:
     return [f"beats by class: {shares}", events, *(f"classes: {w}" for w in h.warnings or [])]
 
 
+def flag_rule(s: RunSummary, what: str = "beat") -> str:
+    """What a flag took, in words: a score above the threshold and, where the scorer measures it,
+    a difference of at least ``min_effect`` of a typical ``what``'s shape."""
+    least = held(s.scorer.min_effect) if held(s.scorer) is not None else None
+    size = f" and a difference of at least {100 * least:g} % of a typical {what}" if least else ""
+    return f"score above {s.threshold:.4g}{size}"
+
+
 def ecg_lines(result: LearnResult) -> list[str]:
     s = result.summary
     c = s.counts
     lines = [
         f"{c.beats_found:,} beats found, {c.beats_kept:,} kept (their window lies inside the recording), "
-        f"{c.flagged:,} flagged as anomalous (score above {s.threshold:.4g}); {final_loss(s)}"
+        f"{c.flagged:,} flagged as anomalous ({flag_rule(s)}); {final_loss(s)}"
     ]
     left = held(s.quality.left_out_of_training_and_flags) if s.quality else None
     if left is not None:
@@ -101,7 +109,7 @@ def series_lines(result: LearnResult) -> list[str]:
         f"{w.used:,} windows of {s.window} ({s.steps_per_window} steps); {w.windows_with_filled_slots} "
         f"had gaps filled ({w.filled_slots} slots), {len(w.dropped)} dropped; duplicates averaged: "
         f"{s.time['n_duplicates']}",
-        f"{len(s.flagged)} windows flagged (score above {s.threshold:.4g}); the top ones: "
+        f"{len(s.flagged)} windows flagged ({flag_rule(s, 'window')}); the top ones: "
         + ", ".join(f.start[:10] for f in s.flagged[:8]),
         training_line(s),
     ]

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from devicepipe.scorers.neighbours import _robust_log_scale, _robust_z, row_pyramid
+from devicepipe.scorers.neighbours import _robust_log_scale, _robust_z, row_pyramid, typical_size
 
 #: A calibration: by name, the median and robust scale of the log values it standardises.
 Calibration = Mapping[str, tuple[float, float]]
@@ -75,6 +75,8 @@ class Scorer(ABC):
     #: Whether its scores depend on the trained model (its reconstruction errors): only then does
     #: how well the model learned change the scores and flags.
     uses_model: ClassVar[bool] = False
+    #: Whether it measures each row's effect (:meth:`scores_and_effects`), which ``min_effect`` bounds.
+    measures_effect: ClassVar[bool] = False
 
     @abstractmethod
     def scores(
@@ -82,6 +84,13 @@ class Scorer(ABC):
     ) -> tuple[torch.Tensor, dict[str, tuple[float, float]]]:
         """The scores ``(n,)`` of the rows ``data`` ``(n, width)`` whose reconstruction errors are
         ``recon`` ``(n,)``, and the calibration: fitted when ``fitting`` is given, else ``ref``'s."""
+
+    def scores_and_effects(
+        self, recon: torch.Tensor, data: torch.Tensor, ref: Reference, fitting: Fitting | None = None
+    ) -> tuple[torch.Tensor, dict[str, tuple[float, float]], torch.Tensor | None]:
+        """:meth:`scores` and, where the scorer measures one, each row's effect ``(n,)``: how large
+        its difference is as a share of a typical row's shape; else None."""
+        return (*self.scores(recon, data, ref, fitting), None)
 
     @abstractmethod
     def meaning(self, ref: Reference, rows: str, units: str) -> str:
@@ -122,6 +131,7 @@ class PyramidScorer(DistanceScorer):
     robust z-score of its log against the training rows' own, the largest of them."""
 
     z_scores = True
+    measures_effect = True
     #: The coarsest resolution, in samples per row.
     floor: ClassVar[int]
 
@@ -139,17 +149,29 @@ class PyramidScorer(DistanceScorer):
     def scores(
         self, recon: torch.Tensor, data: torch.Tensor, ref: Reference, fitting: Fitting | None = None
     ) -> tuple[torch.Tensor, dict[str, tuple[float, float]]]:
+        scores, calibration, _ = self.scores_and_effects(recon, data, ref, fitting)
+        return scores, calibration
+
+    def scores_and_effects(
+        self, recon: torch.Tensor, data: torch.Tensor, ref: Reference, fitting: Fitting | None = None
+    ) -> tuple[torch.Tensor, dict[str, tuple[float, float]], torch.Tensor]:
+        """The scores, the calibration, and each row's effect: its distance at the resolution
+        where its z-score is largest, over :func:`typical_size` of the training rows there."""
         assert ref.rows is not None
         exclude = None if fitting is None else fitting.exclude
         calibration = dict(ref.calibration)
-        z = []
+        z, effects = [], []
         levels = zip(row_pyramid(data, self.floor), row_pyramid(ref.rows, self.floor), strict=True)
         for rows, reference in levels:
+            size = typical_size(reference)
             for name, d in self.distances(rows, reference, ref, exclude).items():
                 if fitting is not None:
                     calibration[name] = _robust_log_scale(d)
                 z.append(_robust_z(d, *calibration[name]))
-        return torch.stack(z).amax(0), calibration
+                effects.append(d / size)
+        stacked = torch.stack(z)
+        largest = stacked.argmax(0, keepdim=True)
+        return stacked.amax(0), calibration, torch.stack(effects).gather(0, largest)[0]
 
     def meaning(self, ref: Reference, rows: str, units: str) -> str:
         assert ref.rows is not None

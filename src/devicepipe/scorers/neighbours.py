@@ -55,6 +55,13 @@ def auto_threshold(train_scores: torch.Tensor, k: float = AUTO_K, *, log: bool =
 
 #: Tukey's "far out" fence: this many interquartile ranges above the upper quartile.
 FENCE_IQRS = 3.0
+#: The least effect of a flagged row (``min_effect``): at the resolution where the row stands out
+#: most, what the training rows rebuild of it must miss by at least this share of a typical
+#: row's shape (:func:`typical_size`). The robust z-scores measure how rare a difference is,
+#: not how large: on a recording with little noise the extremes of ordinary beat-to-beat
+#: variation stand 5-9 robust scales out while differing by 7-17 % of a beat
+#: (benchmarks/results/clean_flags.json).
+MIN_EFFECT = 0.15
 
 
 def outlier_fence(train_scores: torch.Tensor, *, log: bool = True) -> float:
@@ -224,6 +231,13 @@ def _local_error(block: torch.Tensor, neighbours: torch.Tensor, ridge: float) ->
     weights = torch.linalg.solve(gram + (ridge * trace)[:, None, None] * eye, torch.ones_like(gram[:, :, :1]))
     weights = weights / weights.sum(1, keepdim=True)  # (b, k, 1)
     return (weights.transpose(1, 2) @ diff)[:, 0].norm(dim=1)
+
+
+def typical_size(rows: torch.Tensor) -> float:
+    """The size of a typical row's shape: the median over the rows ``(m, w)`` of the Euclidean
+    norm of each row less its own mean, in the rows' units (floored above zero)."""
+    sizes = (rows.double() - rows.double().mean(1, keepdim=True)).norm(dim=1)
+    return max(float(_median(sizes)), torch.finfo(torch.float32).tiny)
 
 
 def row_pyramid(rows: torch.Tensor, floor: int = MULTISCALE_FLOOR) -> list[torch.Tensor]:
