@@ -1,6 +1,6 @@
 """How many beats the default scorer flags where nothing is unusual, by noise level and lining up.
 
-    python benchmarks/clean_flags.py            # 27 clean recordings and 2 with ectopy (about 6 min on 2 cores)
+    python benchmarks/clean_flags.py            # 27 clean recordings, 7 with ectopy (about 8 min on 2 cores)
 
 A recording with nothing unusual should have (almost) nothing flagged. This simulates clean
 ECGs (sinus rhythm with heart-rate variability, baseline wander and white noise, no ectopic
@@ -12,8 +12,9 @@ not at all, and, lined up, with the threshold alone (``min_effect=0``); with eac
 (how large its difference is, as a share of a typical beat). The
 detector is fitted for one epoch: the ``local`` scores do not use the model, so its flags are
 those of a fully trained one (``tests/unit/test_detector.py`` checks that they stay the same
-when the model learns from other rows). The demo's recording (1 % ventricular beats) and MIT-BIH record 100 show
-what the lining up does to the flags of true ectopic beats.
+when the model learns from other rows). The demo's recording (1 % ventricular beats), quiet
+recordings (0.01 mV) with 1 to 20 % ventricular beats, and MIT-BIH record 100 show what the
+lining up and the least effect do to the flags of true ectopic beats.
 
 Results: ``benchmarks/results/clean_flags.{json,md}``.
 """
@@ -41,6 +42,8 @@ WIDTH = 256
 SHAPES = [(250.0, 30), (500.0, 30), (250.0, 60)]
 NOISE_MV = [0.01, 0.02, 0.05]
 SEEDS = [0, 1, 2]
+#: (share of ventricular beats, Hz) of the quiet recordings with ectopy (0.01 mV of noise, 30 minutes).
+QUIET_ECTOPY = [(0.01, 250.0), (0.05, 250.0), (0.05, 500.0), (0.2, 250.0), (0.2, 500.0)]
 #: How the beats are lined up (model_rows' align) and the least effect of a flag, by name.
 RULES = {
     "whole columns": (True, MIN_EFFECT),
@@ -83,9 +86,13 @@ def clean_rows() -> list[dict[str, Any]]:
 
 
 def ectopic_rows() -> list[dict[str, Any]]:
-    """Flags by reference label on the demo's recording and MIT-BIH 100, by alignment."""
+    """Flags by reference label on the demo's recording, quiet recordings with 1 to 20 % ventricular
+    beats, and MIT-BIH 100, by rule."""
     sim = dp.simulate_ecg(1800.0, 250.0, heart_rate_bpm=72.0, noise_mV=0.03, wander_mV=0.2, ectopic_rate=0.01, seed=0)
     recordings = {"demo (1 % V)": (sim.signal, 250.0, sim.r_peaks, sim.symbols)}
+    for rate, fs in QUIET_ECTOPY:
+        sim = dp.simulate_ecg(1800.0, fs, noise_mV=0.01, ectopic_rate=rate, seed=7)
+        recordings[f"{100 * rate:g} % V, {fs:g} Hz, 0.01 mV"] = (sim.signal, fs, sim.r_peaks, sim.symbols)
     if (DATA / "mitdb" / "100.dat").exists():
         rec = dp.read_series(DATA / "mitdb" / "100", "MLII", device="cpu")
         ref = dp.read_reference(DATA / "mitdb" / "100.atr")
