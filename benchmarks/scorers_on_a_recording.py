@@ -14,19 +14,15 @@ Results: ``benchmarks/results/scorers_on_a_recording.{json,md}``.
 
 from __future__ import annotations
 
-import json
-import time
-from pathlib import Path
-
 import torch
+from results_io import heading, machine, parser, table, write_results
 
 import devicepipe as dp
 from devicepipe.ecg import label_beats
 
-RESULTS = Path(__file__).resolve().parent / "results"
-
 
 def main() -> int:
+    args = parser(__doc__).parse_args()
     torch.set_num_threads(1)
     rows = []
     cases = [
@@ -74,23 +70,20 @@ def main() -> int:
                 ).roc_auc,
             }
         )
-    out = {"date": time.strftime("%Y-%m-%d"), "threads": 1, "rows": rows}
-    (RESULTS / "scorers_on_a_recording.json").write_text(json.dumps(out, indent=2) + "\n")
+    result = {**machine(), "threads": 1, "rows": rows}
     lines = [
-        f"# Scorers on the demo recording ({out['date']}, 1 thread): anomalies among the training rows",
+        heading("Scorers on the demo recording: anomalies among the training rows", result, "1 thread", result["cpu"]),
         "",
-        "| ectopic beats | contamination | scorer | k | V flagged | N flagged | AUC V vs N |",
-        "|---|---|---|---|---|---|---|",
+        *table(
+            ["ectopic beats", "contamination", "scorer", "k", "V flagged", "N flagged", "AUC V vs N"],
+            [
+                [f"{r['ectopic_rate']:.0%}", f"{r['contamination']:g}", r["scorer"], r["neighbours"] or "-"]
+                + [f"{r['V_flagged']} of {r['V']}", f"{r['N_flagged']} of {r['N']}", f"{r['auc_V_vs_N']:.4f}"]
+                for r in rows
+            ],
+        ),
     ]
-    for r in rows:
-        k = r["neighbours"] or "-"
-        flagged = f"{r['V_flagged']} of {r['V']} | {r['N_flagged']} of {r['N']}"
-        lines.append(
-            f"| {r['ectopic_rate']:.0%} | {r['contamination']:g} | {r['scorer']} | {k} | {flagged} "
-            f"| {r['auc_V_vs_N']:.4f} |"
-        )
-    (RESULTS / "scorers_on_a_recording.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_results(args.out, "scorers_on_a_recording", result, "\n".join(lines) + "\n")
     return 0
 
 
