@@ -501,7 +501,7 @@ def plot_extremes(
         for ax in axes[:, 0]:
             ax.set_ylabel(ylabel, fontsize=8)
     if threshold is not None:
-        title += f"; flagged: score above {threshold:.3g}"
+        title += f"; flagged: score above {threshold:.3g}" + ("" if flags is None else " and a large enough difference")
     fig.suptitle(title)
     fig.tight_layout()
     return add_warning(fig, warning)

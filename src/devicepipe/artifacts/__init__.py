@@ -27,7 +27,8 @@ ARTIFACTS: tuple[Artifact, ...] = (
     Artifact(
         "extremes.png",
         "the most and least anomalous rows with the model's reconstructions; a flagged row scores above the "
-        "threshold, and the reconstruction shows what the model expected instead",
+        "threshold and differs by at least the least effect (a row above it by a smaller difference says so), "
+        "and the reconstruction shows what the model expected instead",
         {
             "ecg": figures.extreme_beats("their"),
             "score": figures.extreme_beats("the model's"),
