@@ -21,7 +21,7 @@ from devicepipe.report_parts import (
     _sparkline,
 )
 from devicepipe.scorers import SCORER_KINDS
-from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary
+from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary, flag_rule
 from devicepipe.units import format_duration
 
 REPORT_NAME = "report.html"
@@ -90,7 +90,7 @@ def _input_facts(summary: RunSummary) -> list[tuple[str, str]]:
     return facts
 
 
-def _flagged_section(flagged: FlaggedRows, threshold: float) -> _Section:
+def _flagged_section(flagged: FlaggedRows, summary: RunSummary) -> _Section:
     header = ["#", "where", "score"] + (["reference"] if flagged.labels is not None else [])
     header += ["what differs"] if flagged.reasons is not None else []
     header.append(f"{flagged.one} (red) and the typical {flagged.one}")
@@ -105,8 +105,8 @@ def _flagged_section(flagged: FlaggedRows, threshold: float) -> _Section:
         rows.append(row)
     shown = len(flagged.names)
     text = (
-        f"{flagged.total:,} {flagged.one if flagged.total == 1 else flagged.many} flagged (score above "
-        f"{threshold:.4g}); "
+        f"{flagged.total:,} {flagged.one if flagged.total == 1 else flagged.many} flagged "
+        f"({flag_rule(summary, flagged.one)}); "
         + (f"the {shown} highest scores are shown" if shown < flagged.total else "all are shown")
         + (f"; values in {flagged.unit}." if flagged.unit else ".")
     )
@@ -262,7 +262,7 @@ def _ecg_page(
     sections.extend(_holter_sections(summary, scored=True, files=files))
     sections.extend(_reference_sections(summary) + _accuracy_sections(summary))
     if flagged is not None:
-        sections.append(_flagged_section(flagged, summary.threshold))
+        sections.append(_flagged_section(flagged, summary))
     learned = _figures(files, ["extremes.png", "latent.png"])
     sections.append(_Section("What the model learned", _model_use(summary, "beats"), figures=learned))
     sections.append(_Section("Generated beats", figures=_figures(files, ["generated.png"])))
@@ -306,7 +306,7 @@ def _score_page(
     sections.extend(_holter_sections(summary, scored=True, files=files))
     sections.extend(_reference_sections(summary) + _accuracy_sections(summary))
     if flagged is not None:
-        sections.append(_flagged_section(flagged, summary.threshold))
+        sections.append(_flagged_section(flagged, summary))
     sections.append(
         _Section(
             "Scores against the model's training beats",
@@ -369,7 +369,7 @@ def _series_page(
         *facts,
     ]
     if flagged is not None:
-        sections.append(_flagged_section(flagged, summary.threshold))
+        sections.append(_flagged_section(flagged, summary))
     sections.append(_Section("Anomalous windows", figures=_figures(files, ["days.png", "extremes.png"])))
     codes = _figures(files, ["latent.png", "training.png"])
     sections.append(_Section("Codes and training", _model_use(summary, "windows"), figures=codes))
@@ -398,7 +398,7 @@ def _score_series_page(
         *facts,
     ]
     if flagged is not None:
-        sections.append(_flagged_section(flagged, summary.threshold))
+        sections.append(_flagged_section(flagged, summary))
     sections.append(_Section("Anomalous windows", figures=_figures(files, ["days.png", "extremes.png"])))
     sections.append(
         _Section(

@@ -465,6 +465,15 @@ class DatasetSummary(Record):
     files: list[str]
 
 
+def flag_rule(s: RunSummary, what: str = "beat") -> str:
+    """What a flag took, in words: a score above the run's threshold and, where its scorer measures
+    it, a difference of at least ``min_effect`` of a typical ``what``'s shape."""
+    scorer = held(s.scorer)
+    least = None if scorer is None else held(scorer.min_effect)
+    size = f" and a difference of at least {100 * least:g} % of a typical {what}" if least else ""
+    return f"score above {s.threshold:.4g}{size}"
+
+
 def read_summary(data: Mapping[str, Any]) -> RunSummary | DatasetSummary:
     """The typed summary of a ``summary.json`` object: a dataset's (it has ``kind``) or a run's."""
     return DatasetSummary.from_dict(data) if "kind" in data else RunSummary.from_dict(data)

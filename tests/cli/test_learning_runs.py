@@ -32,6 +32,16 @@ def test_ecg_end_to_end_small(tmp_path):
     # the default scores do not use the model: the run says so, and what it learned from (every beat, under 2,500)
     assert "the model draws the maps; the scores and flags do not use it" in " ".join(result.stdout.split())
     assert summary["scorer"]["model_learned_from_rows"] == emb.num_rows
+    # a flag needs a large enough difference, and the line, the report and the summary say so
+    rule = f"score above {summary['threshold']:.4g} and a difference of at least 15 % of a typical beat"
+    assert f"flagged as anomalous ({rule})" in " ".join(result.stdout.split())
+    assert f"flagged ({rule})" in (out / "report.html").read_text(encoding="utf-8")
+    assert summary["scorer"]["min_effect"] == 0.15
+    from devicepipe.summaries import flag_rule, read_summary
+
+    assert flag_rule(read_summary(summary)) == rule
+    del summary["scorer"]["min_effect"]  # a scorer that measures no effect (knn, reconstruction)
+    assert flag_rule(read_summary(summary)) == f"score above {summary['threshold']:.4g}"
     history = (out / "history.csv").read_text().splitlines()
     assert history[0].startswith('"epoch"') or history[0].startswith("epoch")
     assert len(history) == 4

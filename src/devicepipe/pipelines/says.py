@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
 from devicepipe.pipelines.results import BeatsResult, LearnResult
-from devicepipe.summaries import HolterSummary, RunSummary, held
+from devicepipe.summaries import HolterSummary, RunSummary, flag_rule, held
 from devicepipe.units import format_duration
 
 
@@ -52,14 +52,6 @@ def holter_lines(h: HolterSummary | None) -> list[str]:
         f"irregular rhythm {100 * h.af_share:.1f} % of the recording"
     )
     return [f"beats by class: {shares}", events, *(f"classes: {w}" for w in h.warnings or [])]
-
-
-def flag_rule(s: RunSummary, what: str = "beat") -> str:
-    """What a flag took, in words: a score above the threshold and, where the scorer measures it,
-    a difference of at least ``min_effect`` of a typical ``what``'s shape."""
-    least = held(s.scorer.min_effect) if held(s.scorer) is not None else None
-    size = f" and a difference of at least {100 * least:g} % of a typical {what}" if least else ""
-    return f"score above {s.threshold:.4g}{size}"
 
 
 def ecg_lines(result: LearnResult) -> list[str]:
