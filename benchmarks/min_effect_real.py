@@ -104,7 +104,8 @@ def main() -> int:
         heading("The least effect of a flag on real recordings and datasets", result, "1 thread", result["cpu"]),
         "",
         f"Rows flagged by the threshold alone (min_effect 0) and by the default (min_effect {MIN_EFFECT:g}): "
-        "anomalous (CPSC 2021: beats not labelled N; the datasets: rows of the other classes) and normal.",
+        "anomalous (CPSC 2021: beats labelled other than N, unlabelled beats counted with the normal ones; the "
+        "datasets: rows of the other classes) and normal.",
         "",
         *table(
             ["case", "rows", "anomalous", "threshold alone", "default", "smallest anomalous effect flagged"],
