@@ -58,9 +58,10 @@ FENCE_IQRS = 3.0
 #: The least effect of a flagged row (``min_effect``): at the resolution where the row stands out
 #: most, what the training rows rebuild of it must miss by at least this share of a typical
 #: row's shape (:func:`typical_size`). The robust z-scores measure how rare a difference is,
-#: not how large: on a recording with little noise the extremes of ordinary beat-to-beat
-#: variation stand 5-9 robust scales out while differing by 7-17 % of a beat
-#: (benchmarks/results/clean_flags.json).
+#: not how large: on simulated recordings with 0.01-0.02 mV of noise the threshold alone flagged
+#: 282 beats of ordinary beat-to-beat variation, differing by 6-15 % of a typical beat, and its
+#: flags on recordings with ectopic beats differed by 15 % or more (benchmarks/results/clean_flags.json;
+#: real recordings and datasets: benchmarks/results/min_effect_real.json, where no flag changed).
 MIN_EFFECT = 0.15
 
 
