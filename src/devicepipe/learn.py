@@ -23,6 +23,7 @@ from devicepipe.ensemble import Ensemble, fit_ensemble, save_ensemble
 from devicepipe.errors import DevicepipeError
 from devicepipe.score import Scores, score
 from devicepipe.scorers import DEFAULT_SCORER, SCORERS
+from devicepipe.scorers.neighbours import MIN_EFFECT
 from devicepipe.threads import check_thread_count, requested_threads
 from devicepipe.train import CHECKPOINT_NAME, History, distributed, fit, load_checkpoint, split_indices
 
@@ -67,6 +68,7 @@ class LearnSettings:
     latent: int = 2  # latent (code) dimensions
     ensemble: int = 1  # members trained at once with torch.func.vmap (1: a single model)
     percentile: float = 99.0  # rows scoring above this percentile of the training rows are flagged
+    min_effect: float = MIN_EFFECT  # and differing by at least this share of a typical row (local, multiscale)
     resume: bool = False  # continue the run directory's checkpoint
     tensorboard: str | None = None  # also log losses for TensorBoard here
     bf16: bool = False  # bfloat16 autocast (CUDA only)
@@ -94,6 +96,8 @@ class LearnSettings:
             raise DevicepipeError(f"validation fraction {self.val_fraction} must be within [0, 0.9).")
         if not 50 <= self.percentile < 100:
             raise DevicepipeError(f"anomaly percentile {self.percentile} must be within [50, 100).")
+        if not 0 <= self.min_effect <= 1:
+            raise DevicepipeError(f"least effect {self.min_effect} must be within [0, 1], e.g. 0.15.")
         if self.threads is not None:
             check_thread_count(self.threads)
         if self.scorer is not None and self.scorer not in SCORERS:

@@ -337,3 +337,26 @@ def test_a_series_trained_at_a_learning_rate_that_kills_it_is_not_converged(tmp_
     assert last["val_loss"].nunique() == 1 and np.ptp(last["train_loss"]) < 1e-6  # the weights stopped moving
     assert summary["converged"] is False and "the model did not learn" in summary["warnings"][0]
     assert "the model did not learn" in " ".join(result.stderr.split())
+
+
+def test_min_effect_sets_how_large_a_flagged_difference_must_be(tmp_path):
+    # a quiet clean recording: by the score alone its ordinary beat-to-beat variation is flagged;
+    # by default (a difference of 15 % of a typical beat) nothing is
+    src = tmp_path / "quiet.parquet"
+    made = run("simulate", "ecg", "--duration", "10min", "--noise", 0.01, "--seed", 1, "--out", src)
+    assert made.exit_code == 0, made.output
+    flagged = {}
+    for least in (None, 0):
+        out = tmp_path / f"run{least}"
+        more = () if least is None else ("--min-effect", least)
+        result = run("ecg", src, "--out", out, "--epochs", 1, "--device", "cpu", *more)
+        assert result.exit_code == 0, result.output
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["scorer"]["min_effect"] == (0.15 if least is None else 0.0)
+        flagged[least] = summary["counts"]["flagged"]
+        said = " ".join(result.stdout.split())
+        assert ("a difference of at least 15 % of a typical beat" in said) == (least is None)
+    assert flagged[None] == 0 and flagged[0] >= 3
+    bad = run("ecg", src, "--out", tmp_path / "bad", "--min-effect", 2, "--device", "cpu")
+    assert bad.exit_code == 2 and "--min-effect" in bad.output and "Traceback" not in bad.output
+    assert not (tmp_path / "bad").exists()

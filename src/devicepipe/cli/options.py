@@ -132,6 +132,10 @@ PercentileOpt = Annotated[
     float,
     typer.Option(help="Flag scores above this percentile.", min=50, max=99.999, metavar="P"),
 ]
+MinEffectOpt = Annotated[
+    float,
+    typer.Option(help="Flag only rows differing by this share of a typical row.", min=0, max=1, metavar="SHARE"),
+]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue the run in --out.")]
 TensorboardOpt = Annotated[Path | None, typer.Option(help="Also log losses for TensorBoard here.", metavar="DIR")]
 Bf16Opt = Annotated[bool, typer.Option("--bf16", help="bfloat16 autocast (CUDA only).")]

@@ -79,6 +79,7 @@ def _detector(
         scorer=settings.scorer or scorer,
         neighbours="auto" if settings.neighbours is None else settings.neighbours,
         contamination=(100.0 - settings.percentile) / 100.0,
+        min_effect=settings.min_effect,
         device=str(device),
         epochs=settings.epochs,
         max_epochs=settings.max_epochs,
