@@ -42,6 +42,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.svm import OneClassSVM
 
 import devicepipe as dp
+from devicepipe.bench.results import source_commit
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("DEVICEPIPE_DATA", ROOT.parent / "shared" / "data"))
@@ -177,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         print(task, {k: round(v["auc_mean"], 3) for k, v in per_model.items()}, flush=True)
     result = {
         "date": time.strftime("%Y-%m-%d"),
+        "commit": source_commit(),
         "machine": {"platform": platform.platform(), "cores": os.cpu_count(), "torch": torch.__version__},
         "threads": 1,
         "seeds": seeds,
@@ -188,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# One-class tasks: mean ROC AUC over seeds (min-max)",
         "",
-        f"{result['date']}, {result['machine']['platform']}, {result['machine']['cores']} cores, 1 torch thread, "
+        f"{result['date']}, commit {result['commit']}, {result['machine']['platform']}, "
+        f"{result['machine']['cores']} cores, 1 torch thread, "
         f"seeds {seeds}. Target: each of ours at least the best of {', '.join(BASELINES)} minus 0.01. "
         f"The detector's default scorer is {dp.BeatAnomalyDetector().scorer}.",
         "",
