@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# Beats from all leads: MIT-BIH 100 and the nine CPSC 2021 records",
         "",
-        f"{result['date']}, {result['cpu']}, {result['usable_cores']} cores, torch {result['torch']}. "
+        f"{result['date']}, commit {result['commit']}, {result['cpu']}, {result['usable_cores']} cores, "
+        f"torch {result['torch']}. "
         "Produced by `python benchmarks/ecg_leads.py`; 150 ms, edges of 0.5 s not scored.",
         "",
         *table(["input", "pooled F1", "sensitivity", "positive predictivity", "TP / FP / FN"], rows),

@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# Signal quality: false beats in marked beats and stretches",
         "",
-        f"{result['date']}, {result['cpu']}, torch {result['torch']}; first channel, beats cut centred, marked "
+        f"{result['date']}, commit {result['commit']}, {result['cpu']}, torch {result['torch']}; first channel, "
+        "beats cut centred, marked "
         f"under {POOR_QUALITY} (own correlation with the median beat, or its 10-s stretch's median). "
         "Produced by `python benchmarks/signal_quality.py`.",
         "",
