@@ -18,6 +18,7 @@ from pathlib import Path
 
 from evaluation import DETECTION_SETS, detection_records, score_record  # beside this script
 
+from devicepipe.bench.results import source_commit
 from devicepipe.ecg import BeatScore
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -77,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             json.dumps(
                 {
                     "date": datetime.date.today().isoformat(),
+                    "commit": source_commit(),
                     "note": args.note,
                     "method": args.method,
                     "records": rows,
