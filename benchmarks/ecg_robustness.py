@@ -28,6 +28,7 @@ import torch
 from ecg_accuracy import DEFAULT_DATA, records  # beside this script
 from evaluation import DETECTION_SETS
 
+from devicepipe.bench.results import source_commit
 from devicepipe.device import device_report
 from devicepipe.ecg import BeatScore, ecg_contrast, ecg_peaks, evaluate_beats, ricker_defaults
 from devicepipe.io import read_beat_annotations, read_series
@@ -135,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     base = defaults()
     result = {
         "date": datetime.datetime.now().isoformat(timespec="minutes"),
+        "commit": source_commit(),
         "machine": {"cpu": device_report()["cpu"], "platform": platform.platform()},
         "torch_threads": torch.get_num_threads(),
         "defaults": base,
