@@ -213,7 +213,7 @@ def test_ratios_keep_the_digits_that_matter():
     assert [format_ratio(x) for x in (0.37, 2.43, 37.2, 1234.0)] == ["0.37x", "2.4x", "37x", "1234x"]
 
 
-def test_a_results_file_names_the_commit_it_measured(tmp_path):
+def test_a_results_file_names_the_commit_it_measured(tmp_path, monkeypatch):
     import shutil
     import subprocess
 
@@ -221,7 +221,10 @@ def test_a_results_file_names_the_commit_it_measured(tmp_path):
 
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
+    monkeypatch.delenv("DEVICEPIPE_SOURCE_COMMIT", raising=False)
     assert source_commit(tmp_path) is None  # not a checkout
+    monkeypatch.setenv("DEVICEPIPE_SOURCE_COMMIT", "abc1234")  # a copy names the commit it came from
+    assert source_commit(tmp_path) == "abc1234"
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], check=True)
     (tmp_path / "a.py").write_text("x = 1\n")
@@ -232,4 +235,4 @@ def test_a_results_file_names_the_commit_it_measured(tmp_path):
     (tmp_path / "new.txt").write_text("untracked files do not count\n")
     assert source_commit(tmp_path) == head
     (tmp_path / "a.py").write_text("x = 2\n")  # a tracked file changed: not the commit's code
-    assert source_commit(tmp_path) == head + "-dirty"
+    assert source_commit(tmp_path) == head + "-dirty"  # git wins over the variable in a checkout

@@ -16,9 +16,15 @@ def source_commit(where: str | Path | None = None) -> str | None:
     """The git commit of the source tree ``where`` (default: this package's checkout), short, with
     ``-dirty`` when tracked files differ from it; None outside a git checkout (an installed
     wheel) or without git. What a results file records, so that its figures name the code they
-    measured."""
+    measured.
+
+    A copy of a checkout without its ``.git`` (a container image, a remote machine the tree was
+    sent to) names the commit it was copied from in ``DEVICEPIPE_SOURCE_COMMIT``; it is used
+    only where git cannot say."""
+    import os
     import subprocess
 
+    copied = os.environ.get("DEVICEPIPE_SOURCE_COMMIT", "").strip() or None
     root = Path(where) if where is not None else Path(__file__).resolve().parents[3]
     if where is None and not (root / "pyproject.toml").is_file():
         return None  # an installed package: not a checkout of its source
@@ -27,7 +33,7 @@ def source_commit(where: str | Path | None = None) -> str | None:
             ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
         )
         if head.returncode != 0 or not head.stdout.strip():
-            return None
+            return copied
         changed = subprocess.run(
             ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
             capture_output=True,
@@ -35,7 +41,7 @@ def source_commit(where: str | Path | None = None) -> str | None:
             check=False,
         )
     except OSError:  # no git on this machine
-        return None
+        return copied
     return head.stdout.strip() + ("-dirty" if changed.stdout.strip() else "")
 
 
