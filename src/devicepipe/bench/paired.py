@@ -274,6 +274,20 @@ def _ours_rows(x: torch.Tensor, indices: torch.Tensor, lower: int = 100, upper: 
     return matrix
 
 
+SETTLE_S = 2.0  # Pan-Tompkins-type detectors (sleepecg's) learn their thresholds over the first 2 s
+
+
+def check_detections(found: dict[str, Any], truth: np.ndarray, fs: float, n: int) -> None:
+    """Raise unless every contender's beats match the ``truth`` (sample indices) with F1 >= 0.98 on
+    the first ``n`` samples, ``SETTLE_S`` from either end left out: a detector that learns its
+    thresholds from the start may place the first beats of a slice off, and on a 40-second slice
+    (about 45 beats) one such beat alone would bring F1 under 0.98."""
+    for label, peaks in found.items():
+        beats = np.asarray(peaks.numpy() if isinstance(peaks, torch.Tensor) else peaks)
+        f1 = evaluate_beats(truth, beats, fs, tolerance_s=0.05, n_samples=n, edge_s=SETTLE_S).f1
+        require(f1 >= 0.98, f"{label}: F1 {f1:.3f} against the truth on {n:,} samples")
+
+
 def detection_sweep(
     inp: BenchInput,
     sizes: list[int] | None = None,
@@ -297,12 +311,6 @@ def detection_sweep(
         as64, host = part.astype(np.float64), torch.from_numpy(part)
         truth = inp.truth[inp.truth < n]
 
-        def check(res: dict[str, Any], n: int = n, truth: np.ndarray = truth) -> None:
-            for label, peaks in res.items():
-                found = np.asarray(peaks.numpy() if isinstance(peaks, torch.Tensor) else peaks)
-                f1 = evaluate_beats(truth, found, fs, tolerance_s=0.05, n_samples=n).f1
-                require(f1 >= 0.98, f"{label}: F1 {f1:.3f} against the truth on {n:,} samples")
-
         note(f"paired: detection on {n:,} samples")
         rec = paired(
             [
@@ -311,7 +319,7 @@ def detection_sweep(
             ],
             repeats=repeats,
             threads=1,
-            check=check,
+            check=lambda res, n=n, truth=truth: check_detections(res, truth, fs, n),
         )
         out.append({"n_samples": n, **rec})
     return out
