@@ -513,6 +513,36 @@ def test_a_parquet_page_that_contradicts_the_file_s_statistics_is_refused(tmp_pa
         read_series(path, sampling_rate=100, **kwargs)
 
 
+def test_the_row_group_check_reads_what_pyarrow_compute_reads():
+    # the statistics check reads each row group through NumPy when it has no nulls: the same least
+    # and greatest values as pyarrow.compute.min_max, NaN and nulls left out as Parquet leaves them
+    import pyarrow.compute as pc
+
+    from devicepipe.io.tables import _min_max
+
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=1000).astype(np.float32)
+    with_nan = x.copy()
+    with_nan[[3, 500]] = np.nan
+    cases = [
+        pa.chunked_array([x]),
+        pa.chunked_array([with_nan]),
+        pa.chunked_array([np.full(5, np.nan, np.float32)]),
+        pa.chunked_array([rng.integers(-(2**40), 2**40, 300)]),
+        pa.chunked_array([pa.array([1.5, None, -2.0, 7.0])]),
+        pa.chunked_array([x[:400], x[400:]]),
+        pa.chunked_array([x]).slice(100, 50),
+    ]
+    for values in cases:
+        low, high = pc.min_max(values).values()
+        expected = (low.as_py(), high.as_py()) if low.is_valid else (None, None)
+        if expected[0] is not None and np.isnan(expected[0]):  # pyarrow's answer on NaN, if it gave one
+            expected = (None, None)
+        assert _min_max(values) == expected, values.type
+    assert _min_max(pa.chunked_array([with_nan])) == (float(np.nanmin(with_nan)), float(np.nanmax(with_nan)))
+    assert _min_max(pa.chunked_array([pa.array([], pa.float32())])) == (None, None)
+
+
 @pytest.mark.parametrize("block", [1, 7, 65_536])
 @pytest.mark.parametrize("scored", [False, True])
 def test_beat_classes_and_rhythm_changes_are_the_bytes_wfdb_wrann_writes(tmp_path, monkeypatch, block, scored):

@@ -486,14 +486,29 @@ def _check_statistics(table: pa.Table, meta: pq.FileMetaData, groups: list[int],
             values = table.column(column).slice(offset, rows.num_rows)
             if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)):
                 continue
-            low, high = pc.min_max(values).values()
-            if low.is_valid and (low.as_py() < stats.min or high.as_py() > stats.max):
+            low, high = _min_max(values)
+            if low is not None and (low < stats.min or high > stats.max):
                 raise ReadError(
                     f"read_series(): {name} is damaged: column {column!r} of row group {group} holds values from "
-                    f"{low.as_py():g} to {high.as_py():g}, outside the {stats.min:g} to {stats.max:g} the file "
+                    f"{low:g} to {high:g}, outside the {stats.min:g} to {stats.max:g} the file "
                     "records for them. Write the file again from its source."
                 )
         offset += rows.num_rows
+
+
+def _min_max(values: pa.ChunkedArray) -> tuple[float | None, float | None]:
+    """The least and greatest number of a numeric column, nulls and NaN left out as Parquet's
+    statistics leave them out; (None, None) when none is left. Without nulls NumPy reads the
+    Arrow buffers in place (a 65,536-row group in about 20 us, where one ``pyarrow.compute``
+    call costs about 250 us, and a 20 M-sample file has 306 groups)."""
+    if values.null_count == 0 and values.num_chunks == 1:
+        a = values.chunk(0).to_numpy(zero_copy_only=True)
+        if a.size == 0:
+            return None, None
+        low, high = np.fmin.reduce(a), np.fmax.reduce(a)  # fmin/fmax pass NaN over
+        return (None, None) if np.isnan(low) else (low.item(), high.item())
+    low, high = pc.min_max(values).values()
+    return (low.as_py(), high.as_py()) if low.is_valid else (None, None)
 
 
 def _rate_of(schema: pa.Schema) -> float | None:
