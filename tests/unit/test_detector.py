@@ -215,11 +215,18 @@ def test_a_model_moves_between_gpu_and_cpu(tmp_path):
 )
 def test_training_on_a_gpu_gives_the_cpu_answers(scorer, contamination):
     # the split, batch order and VAE noise are drawn on the CPU whatever the device, so the
-    # two runs differ only by float32 summation order (and the distances by the order of cdist's sums)
+    # two runs differ only by float32 summation order (and the distances by the order of cdist's sums).
+    # Rounding alone moves scores by up to a few thousandths of their spread: on the CPU, the input
+    # changed by 2e-7 (its float32 rounding) moved multiscale scores by up to 4.1e-3 of their median
+    # absolute deviation and knn's by 7.5e-3. Multiscale's scores are robust z-scores, centred on
+    # 0, so a relative tolerance alone fails near 0 (an H200 run: 1.7e-4 apart at -0.073 against a
+    # spread of 0.63); the absolute one is a hundredth of the spread. Different random draws or
+    # TF32 move them by far more, and the flags must be the same.
     x = beats(300)
     x[::50] += 3 * np.sin(np.linspace(0, 20, x.shape[1]))  # six odd rows to flag, alike: knn's k = 7 outnumbers them
     cpu, gpu = (small(epochs=5, contamination=contamination, device=d, scorer=scorer).fit(x) for d in ("cpu", "cuda"))
-    np.testing.assert_allclose(gpu.decision_scores_, cpu.decision_scores_, rtol=1e-3, atol=1e-5)
+    spread = np.median(np.abs(cpu.decision_scores_ - np.median(cpu.decision_scores_)))
+    np.testing.assert_allclose(gpu.decision_scores_, cpu.decision_scores_, rtol=1e-3, atol=1e-2 * spread)
     assert gpu.threshold_ == pytest.approx(cpu.threshold_, rel=1e-3)
     assert np.array_equal(gpu.labels_, cpu.labels_)
     assert set(np.flatnonzero(cpu.labels_)) == set(range(0, 300, 50))  # the planted rows, found on both
