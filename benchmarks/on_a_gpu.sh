@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checks in one go, on a machine with a CUDA GPU and a copy of this checkout:
-# the CUDA tests, `devicepipe bench --device cpu,cuda` and the population model on the GPU.
+# the CUDA tests, `devicepipe bench --device cpu,cuda`, the population model on the GPU and how
+# far CPU- and GPU-trained detectors score apart (benchmarks/cpu_gpu_agreement.py).
 # The bench runs the sections that measure the GPU (stages, handoff, micro, crossover); the
 # comparisons with the notebooks and peers are CPU work, measured at one thread on the project's
 # own machine (BENCH_ONLY= runs every section).
@@ -12,7 +13,8 @@
 #              into /tmp/site without an index; absent: whatever is installed is used
 #   .devdata/  a copy of ../shared/data (the tests that read real records, the population model),
 #              and .devdata/COMMIT, the commit the tree was copied from (a copy has no .git)
-# Writes under $OUT: env.txt, pytest_cuda.{log,xml}, bench.{log,tgz}, population.{log,tgz}.
+# Writes under $OUT: env.txt, pytest_cuda.{log,xml}, bench.{log,tgz}, population.{log,tgz} (the
+# population model and the CPU/GPU agreement), agreement.log.
 # Each step has its own time limit, so a slow one does not cost the others' results.
 set -u
 OUT=${OUT:?set OUT to the folder for the results}
@@ -23,7 +25,13 @@ if compgen -G ".whl/*.whl" >/dev/null; then
 fi
 export PYTHONPATH="$PWD/src:/tmp/site" PYTHONUNBUFFERED=1 DEVICEPIPE_RUN_SLOW=1
 export MPLBACKEND=Agg DEVICEPIPE_DATA="$PWD/.devdata" DEVICEPIPE_REQUIRE_DATA=1
-[ -f .devdata/COMMIT ] && export DEVICEPIPE_SOURCE_COMMIT="$(cat .devdata/COMMIT)"
+# the benchmarks record the commit the tree was sent from: a .git that came along with the copy
+# may be stale, so git is pointed away from it for them (not for the tests, which run git)
+measured=(env)
+if [ -f .devdata/COMMIT ]; then
+    export DEVICEPIPE_SOURCE_COMMIT="$(cat .devdata/COMMIT)"
+    measured=(env GIT_DIR=/nonexistent)
+fi
 {
     date -u +%FT%TZ
     echo "commit ${DEVICEPIPE_SOURCE_COMMIT:-unknown}"
@@ -44,10 +52,12 @@ step() { # name, seconds, command...
 
 step pytest_cuda "${CUDA_TESTS_S:-180}" python3 -m pytest -m cuda -n 8 --dist loadfile -q -p no:cacheprovider \
     --junitxml="$OUT/pytest_cuda.xml"
-step bench "${BENCH_S:-240}" python3 -m devicepipe bench --device cpu,cuda --out /tmp/bench \
+step bench "${BENCH_S:-240}" "${measured[@]}" python3 -m devicepipe bench --device cpu,cuda --out /tmp/bench \
     ${BENCH_ONLY-"--only" "stages,handoff,micro,crossover"} ${BENCH_SAMPLES:+--samples "$BENCH_SAMPLES"}
 tar czf "$OUT/bench.tgz" -C /tmp bench 2>/dev/null
-step population "${POPULATION_S:-60}" python3 benchmarks/population_model.py --device cuda --nproc 1 \
+step population "${POPULATION_S:-60}" "${measured[@]}" python3 benchmarks/population_model.py --device cuda --nproc 1 \
     --out /tmp/population/population_model_cuda.json
+tar czf "$OUT/population.tgz" -C /tmp population 2>/dev/null
+step agreement "${AGREEMENT_S:-120}" "${measured[@]}" python3 benchmarks/cpu_gpu_agreement.py --out /tmp/population/cpu_gpu_agreement.json
 tar czf "$OUT/population.tgz" -C /tmp population 2>/dev/null
 exit 0

@@ -28,6 +28,7 @@ import torch
 import devicepipe as dp
 from devicepipe.anomaly import MODEL_NAME
 from devicepipe.bench.ddp import timed_train
+from devicepipe.bench.results import source_commit
 from devicepipe.pipelines import beat_rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         score = [scoring(model, listing, args.device, t, args.repeats) for t in sorted({1, args.nproc})]
     result = {
         "date": time.strftime("%Y-%m-%d"),
+        "commit": source_commit(ROOT),  # the code measured ("-dirty" where tracked files differ)
         "machine": {
             "platform": platform.platform(),
             "cpu": platform.processor() or platform.machine(),
