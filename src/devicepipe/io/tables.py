@@ -459,17 +459,26 @@ def read_parquet_table(
 def _row_range(path: Path, columns: list[str], start: int, stop: int | None) -> pa.Table:
     """Rows ``[start, stop)`` of some columns, reading only the row groups that hold them, each
     checked against the statistics the file keeps of it (:func:`_check_statistics`)."""
-    with pq.ParquetFile(path, page_checksum_verification=True) as f:
-        meta = f.metadata
-        ends = np.cumsum([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
-        stop = int(ends[-1]) if stop is None or not len(ends) else min(stop, int(ends[-1]))
-        groups = [i for i in range(len(ends)) if ends[i] > start and ends[i] - meta.row_group(i).num_rows < stop]
-        if not groups:
-            return pa.table({c: pa.array([], f.schema_arrow.field(c).type) for c in columns})
-        first = int(ends[groups[0]] - meta.row_group(groups[0]).num_rows)
-        table = f.read_row_groups(groups, columns=columns)
-        _check_statistics(table, meta, groups, path.name)
-        return table.slice(start - first, stop - start)
+    import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
+
+    with pq.ParquetFile(path) as f:
+        meta, schema = f.metadata, f.schema_arrow
+    ends = np.cumsum([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+    stop = int(ends[-1]) if stop is None or not len(ends) else min(stop, int(ends[-1]))
+    groups = [i for i in range(len(ends)) if ends[i] > start and ends[i] - meta.row_group(i).num_rows < stop]
+    if not groups:
+        return pa.table({c: pa.array([], schema.field(c).type) for c in columns})
+    first = int(ends[groups[0]] - meta.row_group(groups[0]).num_rows)
+    # a dataset fragment decodes the row groups on all cores (ParquetFile.read_row_groups decodes
+    # one column's groups one after another: 3x slower on 16 cores)
+    checked = ds.ParquetFragmentScanOptions(page_checksum_verification=True)
+    fragment = ds.ParquetFileFormat(default_fragment_scan_options=checked).make_fragment(
+        str(path), filesystem=pafs.LocalFileSystem(), row_groups=groups
+    )
+    table = fragment.to_table(columns=columns, use_threads=True)
+    _check_statistics(table, meta, groups, path.name)
+    return table.slice(start - first, stop - start)
 
 
 def _check_statistics(table: pa.Table, meta: pq.FileMetaData, groups: list[int], name: str) -> None:
