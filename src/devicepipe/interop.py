@@ -326,11 +326,12 @@ def shares_memory(a: Any, b: Any) -> bool:
     """Whether two array-likes (of any supported libraries) overlap in memory.
 
     Compares the byte ranges their data pointers and strides span on the same device; an
-    object that cannot be viewed without a copy shares memory with nothing.
+    object that cannot be viewed without a copy shares memory with nothing. Only looks: no
+    read-only warning for memory its owner keeps read-only (nothing is handed out to write).
     """
     try:
-        ta = to_torch(a, allow_copy=False)
-        tb = to_torch(b, allow_copy=False)
+        ta = convert(a, allow_copy=False).tensor
+        tb = convert(b, allow_copy=False).tensor
     except CopyRefusedError:
         return False
     if ta.device != tb.device:

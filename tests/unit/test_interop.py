@@ -270,6 +270,9 @@ def test_writable_arrays_and_copies_come_without_a_warning():
         to_torch(np.arange(10.0))
         to_torch(pa.array([1.0, None, 3.0]))  # nulls: a copy, which is the caller's to write
         to_torch(pa.chunked_array([[1.0], [2.0]]))
+        # shares_memory only looks: `devicepipe bench`'s handoff printed the warning through it
+        column = pa.array(np.arange(50, dtype=np.float64))
+        assert convert(column).read_only and shares_memory(column, convert(column).tensor)
 
 
 def test_a_table_is_refused_by_name_everywhere():
