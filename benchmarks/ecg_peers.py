@@ -31,6 +31,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ecg_accuracy import DEFAULT_DATA, by_set, records  # noqa: E402
 
+from devicepipe.bench.results import source_commit  # noqa: E402
 from devicepipe.device import device_report  # noqa: E402
 from devicepipe.ecg import ecg_peaks, evaluate_beats  # noqa: E402
 from devicepipe.io import read_beat_annotations, read_series  # noqa: E402
@@ -139,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     detectors = available()
     result = {
         "date": datetime.date.today().isoformat(),
+        "commit": source_commit(Path(__file__).resolve().parents[1]),  # "-dirty" where tracked files differ
         "machine": {"cpu": device_report()["cpu"], "platform": platform.platform()},
         "torch_threads": torch.get_num_threads(),
         "versions": {

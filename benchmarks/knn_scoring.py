@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 import devicepipe as dp
+from devicepipe.bench.results import source_commit
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TRAIN, SCORE, WIDTH, REPEATS = 20_000, 100_000, 256, 3
@@ -135,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         print(out[-1], flush=True)
     result = {
         "date": time.strftime("%Y-%m-%d %H:%M"),
+        "commit": source_commit(RESULTS.parent.parent),  # "-dirty" where tracked files differ
         "machine": {"platform": platform.platform(), "cores": os.cpu_count(), "torch": torch.__version__},
         "results": out,
     }

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 import torch
 from evaluation import ecg5000_auc  # beside this script
 
+from devicepipe.bench.results import source_commit
 from devicepipe.io import read_beat_annotations
 from devicepipe.pipelines import LearnSettings, run_ecg, run_series
 from devicepipe.score import roc_auc
@@ -105,7 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.data / "ecg5000").exists():
         print(f"no data under {args.data}; pass --data DIR", file=sys.stderr)
         return 2
-    result: dict = {"date": datetime.date.today().isoformat(), "torch_threads": torch.get_num_threads()}
+    result: dict = {
+        "date": datetime.date.today().isoformat(),
+        "commit": source_commit(Path(__file__).resolve().parents[1]),  # "-dirty" where tracked files differ
+        "torch_threads": torch.get_num_threads(),
+    }
     started = time.perf_counter()
     one = [ecg5000_auc(args.data / "ecg5000", members=1, epochs=300, latent=4, seed=s) for s in (0, 1, 2)]
     ens = ecg5000_auc(args.data / "ecg5000", members=5, epochs=300, latent=4, seed=0)

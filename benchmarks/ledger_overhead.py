@@ -28,6 +28,7 @@ from pathlib import Path
 
 import torch
 
+from devicepipe.bench.results import source_commit
 from devicepipe.device import device_report
 from devicepipe.interop import count_transfers
 from devicepipe.io import write_parquet
@@ -113,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     medians = {m: statistics.median(v) for m, v in wall.items()}
     result = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "commit": source_commit(Path(__file__).resolve().parents[1]),  # "-dirty" where tracked files differ
         "platform": platform.platform(),
         "cpu": device_report()["cpu"]["model"],
         "torch": torch.__version__,

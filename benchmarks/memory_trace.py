@@ -124,6 +124,7 @@ def main() -> int:
     sys.path.insert(0, str(HERE))
     from datasets_and_long import write_long
 
+    from devicepipe.bench.results import source_commit
     from devicepipe.ecg.chunked import SELECT_BLOCK
 
     rows = []
@@ -141,6 +142,7 @@ def main() -> int:
 
     result = {
         "date": time.strftime("%Y-%m-%d %H:%M"),
+        "commit": source_commit(RESULTS.parent.parent),  # "-dirty" where tracked files differ
         "machine": {"platform": platform.platform(), "cores": os.cpu_count(), "torch": torch.__version__},
         "threads": 2,
         "rows": rows,
