@@ -42,6 +42,7 @@ import torch
 from results_io import run_measured  # beside this script
 
 import devicepipe
+from devicepipe.bench.results import source_commit
 
 RESULTS = Path(__file__).parent / "results" / "datasets_long.json"
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -369,6 +370,7 @@ def main() -> None:
         started = time.perf_counter()
         part = PARTS[name](args.quick)
         part["date"] = time.strftime("%Y-%m-%d %H:%M")
+        part["commit"] = source_commit(RESULTS.parent.parent)  # "-dirty" where tracked files differ
         part["wall_s"] = time.perf_counter() - started
         part["machine"] = {
             "cpu": platform.processor() or platform.machine(),
