@@ -50,6 +50,9 @@ def test_atrial_premature_beats_are_s(share):
     se, ppv = _se_ppv(truth, got, "S")
     assert se >= 0.9 and ppv >= 0.8, (se, ppv)
     assert set(c.reasons[c.labels == "S"]) <= {"premature", "premature, P wave unlike"}
+    # a beat's reason refers to one of a few shared strings: 8 bytes a beat, not a fixed-width copy
+    # of the longest reason (148 bytes a beat: 418 MB of a 4-week recording's 2.8 M beats)
+    assert c.reasons.nbytes == 8 * c.reasons.size and all(isinstance(r, str) for r in c.reasons)
 
 
 def test_fibrillation_is_irregular_and_its_early_beats_are_not_s():

@@ -137,7 +137,9 @@ class BeatClasses:
     Attributes
     ----------
     labels : ``(n,)`` str array: ``"N"``, ``"S"``, ``"V"``, ``"F"`` or ``"Q"`` per R peak.
-    reasons : ``(n,)`` str array: a few words each (``"premature"``, ``"wide QRS"``, ...).
+    reasons : ``(n,)`` array of str (object dtype: each beat refers to one of a few shared
+        strings, 8 bytes a beat, where a fixed-width str array took 148): a few words each
+        (``"premature"``, ``"wide QRS"``, ...).
     family : ``(n,)`` int array: each beat's shape family (0 the largest; -1 none).
     normal_family : the family read as normal.
     prematurity : ``(n,)``: the interval before each beat over the local interval.
@@ -365,7 +367,7 @@ def _rhythm(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _too_few(n: int) -> BeatClasses:
     empty = np.zeros(n)
-    return BeatClasses(np.full(n, "Q"), np.full(n, "too few beats"), np.full(n, -1), -1, empty, empty,
+    return BeatClasses(np.full(n, "Q"), np.full(n, "too few beats", dtype=object), np.full(n, -1), -1, empty, empty,
                        np.zeros(n, bool))  # fmt: skip
 
 
@@ -439,7 +441,7 @@ def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
         lead = per_lead[other[i]]
         out_labels[i] = lead.labels[i]
         out_reasons[i] = f"{lead.reasons[i]} (V on {votes[i]} of {readable[i]} leads)"
-    return replace(first, labels=out_labels, reasons=out_reasons.astype(str))
+    return replace(first, labels=out_labels, reasons=out_reasons)
 
 
 def ecg_classes_chunked(
@@ -548,7 +550,7 @@ def _decide(
     # wave that detection took in (ventricular beats are larger than normal ones, not smaller)
     small = unlike & (height < SMALL * fit.normal_height)
     labels[small], reasons[small] = "Q", TOO_SMALL
-    return BeatClasses(labels, reasons.astype(str), family, normal, early, width, irregular)
+    return BeatClasses(labels, reasons, family, normal, early, width, irregular)
 
 
 def _poor_stretch(t: np.ndarray, corr_n: np.ndarray) -> np.ndarray:
