@@ -23,6 +23,8 @@ import numpy as np
 import pyedflib
 import torch
 
+from devicepipe.bench.results import source_commit
+
 
 def write_edf(path: Path, hours: float, rate: int = 250) -> int:
     n = int(hours * 3600 * rate)
@@ -82,6 +84,7 @@ def main() -> None:
         size = path.stat().st_size
     result = {
         "date": time.strftime("%Y-%m-%d"),
+        "commit": source_commit(Path(__file__).resolve().parents[1]),  # "-dirty" where tracked files differ
         "machine": platform.processor() or platform.machine(),
         "cores": os.cpu_count(),
         "threads": "one (neither library uses more)",
