@@ -48,9 +48,10 @@ __all__ = [
 #: Environment variable that fixes the thread count (an integer >= 1).
 THREADS_ENV = "DEVICEPIPE_THREADS"
 #: Training-step work (FLOP, forward and backward) below which one thread is used on a CPU. Measured
-#: in two runs on 2 idle cores (benchmarks/results/threads_crossover*.json): a second thread lost on
-#: steps up to 6 MFLOP in both, won 1.2-1.6x from 365 MFLOP, and between 12 and 91 MFLOP the runs
-#: disagreed (0.67-1.28x); under load it loses far more, so that band goes to one thread.
+#: on 2 idle cores (benchmarks/results/threads_crossover*.json): with OMP_WAIT_POLICY=PASSIVE, as the
+#: command sets it, a second thread lost on every step under 100 MFLOP (0.23-0.94x) and won from
+#: 365 MFLOP (1.31x); in two earlier runs without that policy it lost up to 6 MFLOP, won 1.2-1.6x
+#: from 365 MFLOP, and between 12 and 91 MFLOP the runs disagreed (0.67-1.28x).
 ONE_THREAD_BELOW_FLOPS = 100e6
 #: Samples (all rows of a call together) from which R-peak detection on a CPU uses more than one
 #: thread. Measured at 1 and 2 threads, interleaved, with OMP_WAIT_POLICY=PASSIVE
