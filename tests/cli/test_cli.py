@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 import devicepipe
 from conftest import require_data
+from devicepipe.bench.results import source_commit
 from devicepipe.cli import app
 from devicepipe.ecg import ecg_peaks, evaluate_beats
 from devicepipe.io import read_series
@@ -279,6 +280,9 @@ def test_interop_matrix_small():
     result = run("interop", "--size", 100_000, "--repeats", 1, "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
+    # what a committed result needs to be dated and traced to the code it measured
+    assert report["date"][:4].isdigit() and report["threads"] >= 1
+    assert report["commit"] == source_commit() and report["machine"]["cpu"]["logical_cores"] >= 1
     pairs = {(p["source"], p["target"]): p["status"] for p in report["pairs"]}
     for a in ("torch", "numpy", "pyarrow", "pandas", "polars"):
         for b in ("torch", "numpy", "pyarrow", "pandas", "polars"):

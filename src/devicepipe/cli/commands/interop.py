@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import sys
 from typing import Annotated
 
+import torch
 import typer
 from rich.table import Table
 
@@ -13,6 +15,7 @@ from devicepipe.bench.interop import handoff_comparison, installed_kinds, intero
 from devicepipe.bench.report import (
     format_ratio,
 )
+from devicepipe.bench.results import source_commit
 from devicepipe.cli.application import (
     _Command,
     app,
@@ -24,6 +27,7 @@ from devicepipe.cli.printing import (
     _console,
     _ms,
 )
+from devicepipe.device import device_report
 
 
 @app.command(cls=_Command, short_help="Zero-copy conversions between your libraries.")
@@ -44,7 +48,17 @@ def interop(
     if as_json:
         sys.stdout.write(
             json.dumps(
-                {"size": size, "kinds": kinds, "pairs": [p.__dict__ for p in pairs], "handoff": handoff}, indent=2
+                {
+                    "date": datetime.datetime.now().isoformat(timespec="seconds"),
+                    "commit": source_commit(),  # the code measured (None outside a git checkout)
+                    "machine": device_report(),
+                    "threads": torch.get_num_threads(),
+                    "size": size,
+                    "kinds": kinds,
+                    "pairs": [p.__dict__ for p in pairs],
+                    "handoff": handoff,
+                },
+                indent=2,
             )
             + "\n"
         )
