@@ -425,6 +425,7 @@ UNITS = [
     (re.compile(r"x\b"), (1.0,), _RATIO),
     (re.compile(r" ?%"), (100.0, 1.0), (*_RATIO, "share", "f1", "auc", "sensitivity", "ppv", "pct", "throughput")),
     (re.compile(r" ms\b"), (1e3, 1.0), _TIME),  # from seconds, or from milliseconds
+    (re.compile(r" us\b"), (1e6, 1.0), (*_TIME, "_us")),  # from seconds, or from microseconds
     (re.compile(r" s\b"), (1.0,), _TIME),
     (re.compile(r" Mi?B\b(?!/s)"), (2.0**-20, 1e-6, 1.0), ("bytes", "rss", "mb")),
     (re.compile(r" GB/s"), (1.0, 1e-9), ("gb", "bandwidth", "bytes")),

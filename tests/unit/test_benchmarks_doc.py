@@ -49,6 +49,9 @@ def test_the_figure_check_finds_figures_in_other_units_and_flags_invented_ones(t
     # the unit after a figure must fit the value's keys: 2.431 is a ratio, not a time or a size
     assert doc.unsourced(ok.replace("(2.4x;", "(2.4 ms;"), root=tmp_path) == [("A section", "2.4")]
     assert doc.unsourced(ok.replace("28% of copy", "28 MB"), root=tmp_path) == [("A section", "28")]
+    # microseconds from seconds
+    assert doc.unsourced(ok.replace("35.4 ms", "35400 us"), root=tmp_path) == []
+    assert doc.unsourced(ok.replace("35.4 ms", "354 us"), root=tmp_path) == [("A section", "354")]
     # rounding: the quoted digits must be the value's, not merely near it
     assert doc.unsourced(ok.replace("35.4 ms", "35.5 ms"), root=tmp_path) == [("A section", "35.5")]
     # a figure in backticks is still a figure (code in backticks is not)
