@@ -218,7 +218,7 @@ def test_the_command_imports_without_collections_and_freezes_them_when_it_runs()
     assert ran[-2:] == ["True", "True"]
 
 
-def test_the_command_imports_neither_wfdb_nor_pandas_until_a_record_needs_them(tmp_path):
+def test_the_command_imports_neither_wfdb_nor_pandas_nor_scipy_until_a_record_needs_them(tmp_path):
     import numpy as np
     import wfdb
 
@@ -227,12 +227,12 @@ def test_the_command_imports_neither_wfdb_nor_pandas_until_a_record_needs_them(t
     code = f"""
         import sys
         from devicepipe.cli import app
-        print("wfdb" in sys.modules, "pandas" in sys.modules)
+        print("wfdb" in sys.modules, "pandas" in sys.modules, "scipy" in sys.modules)
         from devicepipe.io import read_series
         rec = read_series({str(tmp_path / "rec.hea")!r})
         print("wfdb" in sys.modules, rec.n_samples, rec.sampling_rate)
         """
-    assert _python(code) == ["False", "False", "True", "2500", "250.0"]
+    assert _python(code) == ["False", "False", "False", "True", "2500", "250.0"]
 
 
 def test_the_workers_preload_is_imported_with_the_collector_paused_and_frozen():
