@@ -84,3 +84,42 @@ def test_the_summary_s_hrv_takes_only_intervals_between_two_normal_beats():
     assert classed["frequency"]["n_intervals"] == plain["n_intervals"] - 9
     assert classed["n_intervals"] == classed["frequency"]["n_intervals"]  # the time domain takes the same
     assert "between two N beats" in classed["nn_cleaning"] and "N beats" not in plain["nn_cleaning"]
+
+
+@pytest.mark.parametrize(
+    ("n", "per", "nfft"), [(4000, 2000, 4000), (4001, 999, 1998), (10_000, 301, 603), (64, 64, 128)]
+)
+def test_welch_psd_is_scipy_s_welch(n, per, nfft):
+    from scipy import signal
+
+    from devicepipe.spectral_hrv import welch_psd
+
+    x = np.random.default_rng(n).normal(size=n).cumsum()
+    freq, psd = welch_psd(x, 4.0, per, nfft)
+    f_ref, p_ref = signal.welch(x, fs=4.0, window="hann", nperseg=per, nfft=nfft, detrend=False, scaling="density")
+    np.testing.assert_allclose(freq, f_ref, rtol=1e-15)
+    np.testing.assert_allclose(psd, p_ref, rtol=1e-11, atol=1e-12 * p_ref.max())
+
+
+def test_a_day_s_spectrum_is_scipy_s_and_holds_half_of_what_scipy_s_welch_held():
+    import tracemalloc
+
+    from scipy import interpolate, signal
+
+    rng = np.random.default_rng(0)
+    rr = rng.normal(857.0, 40.0, 100_800)  # a day of beats
+    t = np.cumsum(rr) / 1000
+    hrv_frequency(rr[:300], t[:300])  # (imports and caches out of the measure)
+    tracemalloc.start()
+    ours = hrv_frequency(rr, t)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    # the same estimate in one call each, as SciPy gives it (about 150 MB at once)
+    rate = 2_000_000 / (t[-1] - t[0])
+    grid = np.arange(t[0], t[-1] + 1 / rate, 1 / rate)
+    even = interpolate.interp1d(t, rr, kind="quadratic", bounds_error=False, fill_value=(rr[0], rr[-1]))(grid)
+    per = grid.size // 4 * 2
+    freq, psd = signal.welch(even - even.mean(), fs=rate, window="hann", nperseg=per, nfft=2 * per, detrend=False)
+    band = (freq >= 0.04) & (freq < 0.15)
+    assert ours.lf_ms2 == pytest.approx(np.trapezoid(psd[band], freq[band]), rel=1e-9)
+    assert peak < 90 * 2**20, f"{peak / 2**20:.0f} MiB"
