@@ -133,6 +133,16 @@ def _ventricular_patterns(v: np.ndarray, t: np.ndarray) -> list[Event]:
     return events
 
 
+def _pauses(t: np.ndarray, not_beats: np.ndarray | None) -> list[Event]:
+    """The pauses between beats at times ``t`` (s, ``(n,)``) longer than :data:`PAUSE_S` (the
+    detections of ``not_beats`` not ending one)."""
+    real = np.flatnonzero(~not_beats) if not_beats is not None else np.arange(t.size)
+    rr = np.diff(t[real])
+    return [
+        _event("pause", int(real[i]), int(real[i + 1]), t, seconds=float(rr[i])) for i in np.flatnonzero(rr > PAUSE_S)
+    ]
+
+
 def holter_summary(
     t: np.ndarray, labels: np.ndarray, irregular: np.ndarray, duration_s: float, not_beats: np.ndarray | None = None
 ) -> Holter:
@@ -146,17 +156,14 @@ def holter_summary(
     burden = {c: 100.0 * k / n if n else 0.0 for c, k in counts.items()}
     per_hour = {c: k / hours for c, k in counts.items()}
     events = _ventricular_patterns(labels == "V", t) if n else []
-    real = np.flatnonzero(~not_beats) if not_beats is not None else np.arange(n)
-    rr = np.diff(t[real])
-    for i in np.flatnonzero(rr > PAUSE_S):
-        events.append(_event("pause", int(real[i]), int(real[i + 1]), t, seconds=float(rr[i])))
+    events += _pauses(t, not_beats)
     af_time = 0.0
     for a, b in _stretches(irregular):
         if b > a and t[b] - t[a] >= AF_MIN_S:
             events.append(_event("afib", a, b, t))
             af_time += float(t[b] - t[a])
     events.sort(key=lambda e: (e.start_s, e.kind))
-    rhythms = np.full(n, "(N", dtype=object)
+    rhythms = np.full(n, "(N", dtype="<U5")  # (as wide as "(AFIB"; an object array made a string a beat)
     for e in events:
         label = {"afib": "(AFIB", "bigeminy": "(B", "trigeminy": "(T", "run": "(VT"}.get(e.kind)
         if label:
@@ -178,5 +185,5 @@ def holter_summary(
         max_hr_at_s=float(60 * minutes.minute[hi]) if full else None,
         mean_hr_bpm=float(60.0 * (n - 1) / (t[-1] - t[0])) if n > 1 and t[-1] > t[0] else None,
         af_share=af_time / duration_s if duration_s > 0 else 0.0,
-        rhythms=rhythms.astype(str),
+        rhythms=rhythms,
     )

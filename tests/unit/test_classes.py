@@ -256,3 +256,44 @@ def test_the_rhythm_windows_are_measured_a_block_of_beats_at_a_time(monkeypatch)
     finally:
         tracemalloc.stop()
     assert peak < 60 * 2**20, f"{peak / 2**20:.0f} MiB"  # the arrays of n beats are about 2.4 MiB each
+
+
+def _decision_and_summary_peaks(n: int) -> tuple[float, float, BeatClasses]:
+    """Peak NumPy allocations (bytes) of the classes' decision and the Holter summary over ``n``
+    synthetic beats' measures (as ``benchmarks/classes_memory.py`` makes them)."""
+    import tracemalloc
+
+    from devicepipe.ecg import classes
+
+    rng = np.random.default_rng(0)
+    k = 4
+    t = np.cumsum(rng.normal(0.857, 0.05, n))
+    fit = classes._Fit(torch.randn(k, 50), 0, 90.0, torch.randn(30), 1.0)
+    family, corr = rng.integers(-1, k, n), rng.uniform(0.5, 1, (n, k))
+    corr_p, width, height = rng.uniform(0, 1, n), rng.normal(90, 5, n), rng.normal(1, 0.1, n)
+    rr_prev, early = classes._rhythm(t)
+    tracemalloc.start()
+    try:
+        decided = classes._decide(fit, t, rr_prev, early, width, height, family, corr, corr_p)
+        decide_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        h = holter_summary(t, decided.labels, decided.irregular, t[-1] + 1, decided.not_beats)
+        holter_peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert set(np.unique(decided.labels)) >= {"N", "V"} and h.rhythms.shape == (n,)
+    return decide_peak, holter_peak, decided
+
+
+def test_the_decision_and_the_holter_summary_hold_a_few_dozen_bytes_a_beat():
+    # a 4-week recording has about 2.8 million beats: every byte a beat held at once is 2.8 MB.
+    # The reasons were made one string a beat (np.full of a str into an object array: 63 bytes
+    # each) and the summary's rhythms too (59): 120 and 108 bytes a beat then. What each beat
+    # adds is the growth from n to 2n beats (the blocks of rhythm windows cost the same in both).
+    n = 200_000
+    decide_n, holter_n, decided = _decision_and_summary_peaks(n)
+    decide_2n, holter_2n, _ = _decision_and_summary_peaks(2 * n)
+    assert sum(decided.reasons == "normal") > n // 10 and len({id(r) for r in decided.reasons}) < 20
+    per_beat = ((decide_2n - decide_n) / n, (holter_2n - holter_n) / n)
+    assert max(per_beat) < 80, per_beat

@@ -220,16 +220,21 @@ def _by_rows(view: np.ndarray, measure: Callable[[np.ndarray], tuple[np.ndarray,
     """``measure`` of the rows of ``view`` (a beat's window each: a strided view, no copy),
     :data:`WINDOW_ROWS` rows at a time, joined: each row's result depends on that row alone, so
     the answer is that of one call, while the temporary ``(rows, window)`` arrays stay small (all
-    rows at once: about 1 GB for a week's 705,530 beats)."""
-    parts = [measure(view[a : a + WINDOW_ROWS]) for a in range(0, max(1, view.shape[0]), WINDOW_ROWS)]
-    return tuple(np.concatenate(columns) for columns in zip(*parts, strict=True))
+    rows at once: about 1 GB for a week's 705,530 beats). Each block's results go straight into
+    the answer's arrays (joining a list of parts would hold every result twice)."""
+    n, out = view.shape[0], ()
+    for a in range(0, max(1, n), WINDOW_ROWS):
+        part = measure(view[a : a + WINDOW_ROWS])
+        out = out or tuple(np.empty((n, *c.shape[1:]), dtype=c.dtype) for c in part)
+        for whole, c in zip(out, part, strict=True):
+            whole[a : a + len(c)] = c
+    return out
 
 
 def _local_rhythm(rr_prev: np.ndarray, rr_next: np.ndarray) -> np.ndarray:
     """The local interval at each beat: the median over :data:`RHYTHM_BEATS` beats either side
     of the mean of each beat's two intervals."""
-    pair = (rr_prev + rr_next) / 2
-    pad = np.pad(pair, RHYTHM_BEATS, mode="edge")
+    pad = np.pad((rr_prev + rr_next) / 2, RHYTHM_BEATS, mode="edge")
     view = np.lib.stride_tricks.sliding_window_view(pad, 2 * RHYTHM_BEATS + 1)
     return _by_rows(view, lambda rows: (np.median(rows, axis=1),))[0]
 
@@ -243,15 +248,15 @@ def _irregular_counts(view: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(all="ignore"):
         median = np.nanmedian(np.where(enough[:, None], view, 1.0), axis=1)
         typical = np.nansum(np.abs(view - median[:, None]) <= TYPICAL_SHARE * median[:, None], axis=1)
-    return counted, typical
+    return counted.astype(np.int32), typical.astype(np.int32)  # (counts of a window's few intervals)
 
 
 def _irregular(rr_prev: np.ndarray, nn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Whether each beat lies in irregularly irregular rhythm (see the module's step 5; ``nn``:
     the interval before each beat joins two normal-shaped beats): as found (where no beat is
     called S), and with each stretch's ends drawn back to where the rhythm changes."""
-    values = np.where(nn, rr_prev, np.nan)
-    pad = np.pad(values, IRREGULAR_BEATS, constant_values=np.nan)
+    pad = np.full(nn.size + 2 * IRREGULAR_BEATS, np.nan)  # NaN but the intervals between normal beats
+    np.copyto(pad[IRREGULAR_BEATS : IRREGULAR_BEATS + nn.size], rr_prev, where=nn)
     view = np.lib.stride_tricks.sliding_window_view(pad, 2 * IRREGULAR_BEATS + 1)
     counted, typical = _by_rows(view, _irregular_counts)
     enough = counted >= IRREGULAR_BEATS
@@ -365,9 +370,17 @@ def _rhythm(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rr_prev, rr_prev / _local_rhythm(rr_prev, rr_next)
 
 
+def _texts(n: int, text: str) -> np.ndarray:
+    """``(n,)`` object array whose every element is the one string ``text``: 8 bytes an element
+    (``np.full(n, text, dtype=object)`` makes a string of each: 63 bytes a beat for "normal")."""
+    out = np.empty(n, dtype=object)
+    out.fill(text)
+    return out
+
+
 def _too_few(n: int) -> BeatClasses:
     empty = np.zeros(n)
-    return BeatClasses(np.full(n, "Q"), np.full(n, "too few beats", dtype=object), np.full(n, -1), -1, empty, empty,
+    return BeatClasses(np.full(n, "Q"), _texts(n, "too few beats"), np.full(n, -1), -1, empty, empty,
                        np.zeros(n, bool))  # fmt: skip
 
 
@@ -519,7 +532,7 @@ def _decide(
     wide = unlike & (width >= WIDE * fit.normal_width)  # (a normal shape is never wide: noise widens it)
     ventricular_shape = wide | (unlike & (early < ON_TIME))
     labels = np.full(n, "N", dtype="<U1")
-    reasons = np.full(n, "normal", dtype=object)
+    reasons = _texts(n, "normal")
     labels[ventricular_shape] = "V"
     reasons[ventricular_shape & wide] = "wide QRS"
     reasons[ventricular_shape & ~wide] = "other shape, premature"
