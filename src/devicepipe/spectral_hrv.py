@@ -115,11 +115,14 @@ def hrv_frequency(
 
     rate_hz = min(rate_hz, MAX_GRID / (t[-1] - t[0]))
     grid = np.arange(t[0], t[-1] + 1 / rate_hz, 1 / rate_hz)
-    spline = interpolate.interp1d(t, rr, kind="quadratic", bounds_error=False, fill_value=(rr[0], rr[-1]))
+    # the quadratic spline through the intervals (interp1d(kind="quadratic")'s, without its copies
+    # of the knots: 45 MiB less for four weeks of beats), held at the last interval past the last beat
+    spline = interpolate.make_interp_spline(t, rr, k=2, check_finite=False)
     even = np.empty_like(grid)
     for a in range(0, grid.size, BLOCK):  # (each point's value is the spline's there: the same as one call)
         even[a : a + BLOCK] = spline(grid[a : a + BLOCK])
-    del grid  # (16 MB for a day's)
+    even[grid > t[-1]] = rr[-1]
+    del grid, spline  # (16 MB of grid for a day's, 16 bytes a beat of spline)
     even -= even.mean()
     # three windows that cover the grid (an even length, so that half of one is a whole step)
     per = min(int(window_s * rate_hz), even.size) if window_s else even.size // 4 * 2
