@@ -366,11 +366,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, to try the script")
     args = parser.parse_args()
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() and not args.quick else {}
+    # the code measured, read before the first part writes this results file (a tracked file:
+    # read after it, every later part would be recorded "-dirty")
+    commit = source_commit(RESULTS.parent.parent)
     for name in args.only.split(","):
         started = time.perf_counter()
         part = PARTS[name](args.quick)
         part["date"] = time.strftime("%Y-%m-%d %H:%M")
-        part["commit"] = source_commit(RESULTS.parent.parent)  # "-dirty" where tracked files differ
+        part["commit"] = commit  # "-dirty" where tracked files differed at the start
         part["wall_s"] = time.perf_counter() - started
         part["machine"] = {
             "cpu": platform.processor() or platform.machine(),
