@@ -125,8 +125,13 @@ def part_folder(quick: bool) -> dict:
         write_parquet({"ecg": simulate_ecg(10.0, 250.0, seed=n).signal}, one / "short.parquet", sampling_rate=250.0)
         seconds: dict[str, list[float]] = {k: [] for k in runs}
         startup: dict[str, list[float]] = {k: [] for k in runs}
-        for repeat in range(1 if quick else ROUNDS):  # interleaved
-            for name, (args, threads) in runs.items():
+        orders = []
+        for repeat in range(1 if quick else ROUNDS):  # interleaved, the order rotated each round
+            names = list(runs)
+            order = names[repeat % len(names) :] + names[: repeat % len(names)]  # (each setting first once)
+            orders.append(order)
+            for name in order:
+                args, threads = runs[name]
                 for folder, times, count in ((root, seconds, total), (one, startup, 1)):
                     out = Path(tmp) / f"out-{repeat}-{len(times[name])}"
                     # the run before wrote (and then deleted) thousands of files: flushed now, their
@@ -149,6 +154,7 @@ def part_folder(quick: bool) -> dict:
         "recordings": made,
         "seconds": seconds,
         "startup_seconds": startup,
+        "orders": orders,  # each round's order of the settings
         "records_per_s": {k: total / v for k, v in best.items()},
         "records_per_s_after_start": steady,
         "dask_2_workers_vs_best_loop": loop / best[dask2],
@@ -157,8 +163,9 @@ def part_folder(quick: bool) -> dict:
         * (1 / steady["dask, 1 worker (2 threads)"] - 1 / steady["loop, 2 threads"]),
         "note": "medians of the rounds per setting; 'seconds' include starting Python, torch and (for Dask) the "
         "cluster; 'startup_seconds' is the same command on a folder of one 10-s recording, and the rates after "
-        "the start are (recordings - 1) / (seconds - startup_seconds); os.sync() before every timed run; the "
-        "package's bytecode compiled once before the runs (as pip does at install)",
+        "the start are (recordings - 1) / (seconds - startup_seconds); the settings' order rotated each round; "
+        "os.sync() before every timed run; the package's bytecode compiled once before the runs (as pip does at "
+        "install)",
     }
 
 
