@@ -23,10 +23,9 @@ import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-from results_io import heading, machine, parser, table, write_results  # noqa: E402
+from results_io import machine, parser, write_table_page  # noqa: E402
 
 LOADS = (0, 1, 2)
 
@@ -76,18 +75,12 @@ def main() -> int:
          f"{result['slowdown_vs_idle'][f'{n} busy']:.2f}x", len(seconds[n])]
         for n in LOADS
     ]  # fmt: skip
-    markdown = "\n".join(
-        [
-            heading("One thread's computation beside busy processes", result, result["cpu"], "1 thread"),
-            "",
-            f"{os.cpu_count()} logical cores; {args.rounds} rounds, the loads in a rotated order, "
-            f"{args.repeats} calls each.",
-            "",
-            *table(["load", "median (ms)", "slowdown against idle", "calls"], rows),
-            "",
-        ]
-    )
-    write_results(Path(args.out), "fair_share", result, markdown)
+    write_table_page(
+        args.out, "fair_share", result, "One thread's computation beside busy processes",
+        ["load", "median (ms)", "slowdown against idle", "calls"], rows, "1 thread",
+        note=f"{os.cpu_count()} logical cores; {args.rounds} rounds, the loads in a rotated order, "
+        f"{args.repeats} calls each.",
+    )  # fmt: skip
     return 0
 
 

@@ -23,7 +23,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from fair_share import work  # noqa: E402
-from results_io import heading, machine, parser, table, write_results  # noqa: E402
+from results_io import machine, parser, write_table_page  # noqa: E402
 
 
 def steal_s() -> float:
@@ -62,15 +62,10 @@ def main() -> int:
         [r["minute"], r["calls"], f"{1000 * r['median_s']:.1f}", f"{r['vs_first_minute']:.3f}x", f"{r['steal_s']:.2f}"]
         for r in per_minute
     ]
-    markdown = "\n".join(
-        [
-            heading("A fixed computation over minutes", result, result["cpu"], "1 thread"),
-            "",
-            *table(["minute", "calls", "median (ms)", "against the first minute", "steal (s)"], rows),
-            "",
-        ]
-    )
-    write_results(Path(args.out), "machine_drift", result, markdown)
+    write_table_page(
+        args.out, "machine_drift", result, "A fixed computation over minutes",
+        ["minute", "calls", "median (ms)", "against the first minute", "steal (s)"], rows, "1 thread",
+    )  # fmt: skip
     return 0
 
 

@@ -56,6 +56,22 @@ def machine() -> dict[str, Any]:
     }
 
 
+def write_table_page(
+    out: Path,
+    name: str,
+    result: dict[str, Any],
+    title: str,
+    header: list[str],
+    rows: list[list[Any]],
+    *about: str,
+    note: str = "",
+) -> None:
+    """:func:`write_results` with a page of one table: its heading (:func:`heading`, the CPU and
+    ``about``), ``note`` and the table of ``header`` and ``rows``."""
+    lines = [heading(title, result, result["cpu"], *about), "", *([note, ""] if note else [])]
+    write_results(Path(out), name, result, "\n".join([*lines, *table(header, rows), ""]))
+
+
 def write_results(out: Path, name: str, result: dict[str, Any], markdown: str) -> None:
     """``out/NAME.json`` and ``out/NAME.md``; the Markdown is printed too."""
     out.mkdir(parents=True, exist_ok=True)
