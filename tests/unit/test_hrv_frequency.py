@@ -123,3 +123,64 @@ def test_a_day_s_spectrum_is_scipy_s_and_holds_half_of_what_scipy_s_welch_held()
     band = (freq >= 0.04) & (freq < 0.15)
     assert ours.lf_ms2 == pytest.approx(np.trapezoid(psd[band], freq[band]), rel=1e-9)
     assert peak < 90 * 2**20, f"{peak / 2**20:.0f} MiB"
+
+
+def _irregular(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` RR intervals (ms) and beat times (s) as hard on a spline as a Holter's: atrial
+    fibrillation's independent intervals, sinus stretches, pauses, and gaps of up to a minute where
+    excluded intervals were bridged."""
+    rng = np.random.default_rng(seed)
+    rr = np.where(rng.random(n) < 0.5, rng.uniform(300.0, 1500.0, n), rng.normal(850.0, 20.0, n))
+    rr[rng.random(n) < 0.01] = 3000.0  # pauses
+    gap = np.zeros(n)
+    gap[rng.random(n) < 0.005] = rng.uniform(1.0, 60.0)  # bridged stretches, s
+    return rr, np.cumsum(rr) / 1000 + np.cumsum(gap)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_spline_built_in_pieces_is_the_whole_spline(seed):
+    from scipy import interpolate
+
+    from devicepipe.spectral_hrv import spline_on_grid
+
+    rr, t = _irregular(20_000, seed)
+    grid = np.arange(t[0], t[-1], 0.05)
+    whole = interpolate.make_interp_spline(t, rr, k=2)(grid)
+    for piece in (1_000, 4_093, 19_999):  # pieces shorter and longer than the halo; a last piece of 1 interval
+        pieces = spline_on_grid(t, rr, grid, piece=piece)
+        np.testing.assert_allclose(pieces, whole, rtol=1e-12, atol=0)
+    # with no halo each piece's own end conditions show: the comparison above can fail
+    assert not np.allclose(spline_on_grid(t, rr, grid, piece=1_000, halo=0), whole, rtol=1e-12, atol=0)
+
+
+def test_a_spline_of_one_piece_is_scipy_s_exactly():
+    from scipy import interpolate
+
+    from devicepipe.spectral_hrv import spline_on_grid
+
+    rr, t = _irregular(5_000, 3)
+    grid = np.arange(t[0], t[-1], 0.01)
+    assert np.array_equal(spline_on_grid(t, rr, grid), interpolate.make_interp_spline(t, rr, k=2)(grid))
+
+
+def test_a_million_beats_hold_what_one_piece_does_not_the_whole_spline():
+    import tracemalloc
+
+    from scipy import interpolate
+
+    from devicepipe.spectral_hrv import MAX_GRID, spline_on_grid
+
+    rr, t = _irregular(1_000_000, 4)  # about ten days of beats
+    grid = np.linspace(t[0], t[-1], MAX_GRID)
+    spline_on_grid(t[:300], rr[:300], grid[:10])  # (imports out of the measure)
+    tracemalloc.start()
+    ours = spline_on_grid(t, rr, grid)
+    peak = tracemalloc.get_traced_memory()[1] - ours.nbytes
+    tracemalloc.reset_peak()
+    whole = interpolate.make_interp_spline(t, rr, k=2)
+    whole_peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    probe = grid[:: MAX_GRID // 1000]
+    np.testing.assert_allclose(ours[:: MAX_GRID // 1000], whole(probe), rtol=1e-12, atol=0)
+    assert whole_peak > 50 * 2**20, f"{whole_peak / 2**20:.0f} MiB"  # the whole spline's solve
+    assert peak < 20 * 2**20, f"{peak / 2**20:.0f} MiB"
