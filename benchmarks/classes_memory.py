@@ -7,8 +7,8 @@ The beats: intervals of 0.857 s +- 0.05 (a 4-week recording at 70 bpm has 2,822,
 families, measures drawn at random. Three steps of the classes stage, each measured from what
 it was handed: the rhythm (each beat's interval and prematurity), the decision (each beat's
 class from its measures) and the Holter summary; and the HRV spectrum of the beats' intervals
-(``hrv_frequency``: its grid stops growing past 5.5 hours, where it reaches its most points, but
-the spline through the intervals is built on every beat), with its time. Results:
+(``hrv_frequency``: its grid stops growing past 5.5 hours, where it reaches its most points, and
+the spline through the intervals is built a piece at a time), with its time. Results:
 ``benchmarks/results/classes_memory.{json,md}``.
 """
 
