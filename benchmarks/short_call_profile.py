@@ -6,7 +6,11 @@ Profiles ``ecg_peaks`` on a CPSC 2019 record (10 s at 500 Hz; a simulated one wi
 data) at one thread with ``torch.profiler``, after warm-up calls: how many operator calls one
 detection makes, their own time, the operators that take most of it, and the call's wall time
 beside sleepecg's on the same signal (medians of interleaved calls). A call of this size is
-fixed cost: the operators each take a few microseconds whatever the length.
+fixed cost: the operators each take a few microseconds whatever the length. Then the call's
+steps, each timed on its own (medians of interleaved calls): the checks of the input, the
+filter's kernel, the filtered signal, the thresholds from it, the candidates, and the rules that
+choose beats among them; the first four work on the signal, the last two on a few dozen
+candidates.
 
 Results: ``benchmarks/results/short_call_profile.{json,md}``.
 """
@@ -29,11 +33,52 @@ from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
 import devicepipe as dp  # noqa: E402
 from devicepipe.ecg import ecg_peaks  # noqa: E402
+from devicepipe.ecg.ricker import _abs_max, _check_input, _Ricker  # noqa: E402
 from devicepipe.io import read_series  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("DEVICEPIPE_DATA", ROOT.parent / "shared" / "data"))
 CALLS = 20
+
+
+#: The steps of one call, as ``_peaks_ricker_rows`` runs them; the first four on the signal.
+STEPS = ("input checks", "filter kernel", "filtered signal", "thresholds", "candidates", "beat rules")
+
+
+def _one_call(signal: torch.Tensor, fs: float, times: dict[str, list[float]]) -> None:
+    """One detection of ``signal``, step by step as ``_peaks_ricker_rows`` runs it, each step's
+    seconds appended to ``times``."""
+    clock = [time.perf_counter()]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        times[name].append(now - clock[0])
+        clock[0] = now
+
+    with torch.inference_mode():
+        x = _check_input(signal, fs, "ecg_peaks()").reshape(1, -1)
+        r, n = _Ricker(float(fs)), x.shape[-1]
+        lap("input checks")
+        kernel = r.kernel(x)
+        lap("filter kernel")
+        feature, negative = r.feature(x, kernel, *r.edge_means(x, x), start=True, end=True)
+        lap("filtered signal")
+        stride = r.subsample_stride(n)
+        limits = r.thresholds(*r.summaries(feature), feature[..., ::stride], _abs_max(x[..., ::stride]))
+        lap("thresholds")
+        cands = r.candidates(x, feature, negative, 0, (0, n))
+        lap("candidates")
+        r.select(r.accept(cands, *limits), 1, n)
+        lap("beat rules")
+
+
+def step_times(signal: torch.Tensor, fs: float, calls: int = 300) -> dict[str, float]:
+    """Median microseconds of each of :data:`STEPS` in one detection of ``signal``, over
+    ``calls`` calls (the first 50 left out)."""
+    times: dict[str, list[float]] = {k: [] for k in STEPS}
+    for _ in range(calls):
+        _one_call(signal, fs, times)
+    return {k: 1e6 * statistics.median(v[50:]) for k, v in times.items()}
 
 
 def main() -> int:
@@ -56,6 +101,7 @@ def main() -> int:
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(CALLS):
             ecg_peaks(signal, fs)
+    steps_us = step_times(signal, fs)
     ops = [e for e in prof.key_averages() if e.key.startswith("aten::")]
     calls = sum(e.count for e in ops) / CALLS
     self_us = sum(e.self_cpu_time_total for e in ops) / CALLS
@@ -73,6 +119,9 @@ def main() -> int:
         "operator_calls_per_detection": round(calls, 1),
         "operator_self_us_per_detection": round(self_us, 1),
         "top_operators": rows,
+        "steps_us_median": {k: round(v, 1) for k, v in steps_us.items()},
+        "signal_steps_us": round(sum(steps_us[k] for k in STEPS[:4]), 1),
+        "candidate_steps_us": round(sum(steps_us[k] for k in STEPS[4:]), 1),
     }
     lines = [
         heading("One short detection call, profiled", result, result["cpu"], "1 thread"),
@@ -85,6 +134,13 @@ def main() -> int:
             ["operator", "calls per detection", "own time per detection (us)"],
             [[r["op"], f"{r['calls_per_detection']:.0f}", f"{r['self_us_per_detection']:.1f}"] for r in rows],
         ),
+    ]
+    lines += [
+        "",
+        f"The call's steps, each timed on its own (medians of 250 calls): on the signal "
+        f"{result['signal_steps_us']:.0f} us, on the candidates {result['candidate_steps_us']:.0f} us.",
+        "",
+        *table(["step", "median (us)"], [[k, f"{v:.1f}"] for k, v in steps_us.items()]),
     ]
     write_results(args.out, "short_call_profile", result, "\n".join(lines) + "\n")
     return 0
