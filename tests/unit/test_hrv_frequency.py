@@ -146,7 +146,9 @@ def test_the_spline_built_in_pieces_is_the_whole_spline(seed):
     rr, t = _irregular(20_000, seed)
     grid = np.arange(t[0], t[-1], 0.05)
     whole = interpolate.make_interp_spline(t, rr, k=2)(grid)
-    for piece in (1_000, 4_093, 19_999):  # pieces shorter and longer than the halo; a last piece of 1 interval
+    # pieces shorter and longer than the halo; a last piece of two intervals (9,999); a tail of one
+    # interval that joins the piece before (19,999)
+    for piece in (1_000, 4_093, 9_999, 19_999):
         pieces = spline_on_grid(t, rr, grid, piece=piece)
         np.testing.assert_allclose(pieces, whole, rtol=1e-12, atol=0)
     # with no halo each piece's own end conditions show: the comparison above can fail
