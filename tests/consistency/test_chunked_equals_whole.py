@@ -63,7 +63,7 @@ def test_the_rules_applied_a_part_at_a_time_give_the_peaks_of_one_call(monkeypat
     t = torch.arange(sim.signal.numel())
     x = sim.signal * (1 - 0.9 * (torch.sin(t / 311 * 6.283) > 0.6).float())
     whole = ecg_peaks(x, 250)
-    assert whole.numel() - ecg_peaks(x, 250, searchback_rr=0).numel() >= 30  # beats only the search-back finds
+    assert whole.numel() - ecg_peaks(x, 250, searchback_rr=0).numel() >= 15  # beats only the search-back finds
     assert torch.equal(_chunked(x, 250, 20_000), whole)
     for path in sorted(require_data("cpsc2021").glob("*.hea"))[:records]:
         rec = read_series(path, 0)

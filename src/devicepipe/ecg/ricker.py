@@ -107,6 +107,7 @@ class _Ricker:
     close_ratio: float = 0.5
     min_contrast: float = 6.0
     polarity_ratio: float = 1.5
+    spike_ms: float = 10.0
     searchback_rr: float = 1.66
     searchback_ratio: float = 0.5
     edge_s: float = 1.0  # the level the filter assumes past either end: the mean of this first/last stretch
@@ -133,7 +134,8 @@ class _Ricker:
         """Samples either side of a stretch that decide its candidates: the filter, the
         refractory period, the sub-blocks and the refinement window."""
         width = self.sigma_s * self.fs
-        return 2 * math.ceil(4 * width) + 1 + self.refractory + 2 * self.sub + _samples(self.refine_s, self.fs) + 2
+        refine = _samples(self.refine_s, self.fs) + _samples(SPIKE_WINDOW_S, self.fs)
+        return 2 * math.ceil(4 * width) + 1 + self.refractory + 2 * self.sub + refine + 2
 
     @property
     def alignment(self) -> int:
@@ -284,8 +286,12 @@ class _Ricker:
         inside = (cols >= core[0] - offset) & (cols < core[1] - offset)
         rows, cols = rows[inside], cols[inside]
         sign = 1 - 2 * negative[rows, cols].to(x.dtype)  # +1 or -1: the polarity the filter saw
-        refined = _refined(x, sign, rows, cols, _samples(self.refine_s, self.fs)) + offset
-        return {"rows": rows, "cols": cols + offset, "height": feature[rows, cols], "sign": sign, "refined": refined}
+        refined = _refined(x, sign, rows, cols, _samples(self.refine_s, self.fs))
+        height = feature[rows, cols]
+        if self.spike_ms > 0 and rows.numel():  # a spike is no beat: it passes no threshold
+            narrow = _half_height_ms(x, sign, rows, refined, _samples(SPIKE_WINDOW_S, self.fs), self.fs)
+            height = torch.where(narrow < self.spike_ms, torch.zeros_like(height), height)
+        return {"rows": rows, "cols": cols + offset, "height": height, "sign": sign, "refined": refined + offset}
 
     def accept(
         self,
@@ -346,6 +352,12 @@ class _Ricker:
         if self.polarity_ratio > 0 and cols.numel():
             dominant, typical = polarity or _polarity(rows, sign, level, n_rows)
             keep = (sign == dominant[rows]) | (dominant[rows] == 0) | (height >= self.polarity_ratio * typical[rows])
+            # only where a T wave may lie: within close_s of the candidate before (a T wave often
+            # points against its QRS); later, a deflection of the other sign is a beat on its own
+            # (ventricular beats often point the other way)
+            soon = torch.zeros_like(keep)
+            soon[1:] = (rows[1:] == rows[:-1]) & (cols[1:] - cols[:-1] <= _samples(self.close_s, self.fs))
+            keep |= ~soon
             taken, left = _positions(keep)
             if self.searchback_rr > 0:  # the others are weak evidence: beats only where the rhythm wants one
                 both = [torch.cat([w, v[left]]) for w, v in zip(weak, (rows, cols, refined, height), strict=True)]
@@ -388,6 +400,26 @@ class _Ricker:
         # one row: its lower median, as row_median() gives it
         typical = lower_median_of_parts(lambda: held.spill.parts(levels, MEDIAN_PART))
         return torch.sign(signs), typical.reshape(1).to(held.device)
+
+
+#: Half the window (s) in which a candidate's width at half its height is measured.
+SPIKE_WINDOW_S = 0.02
+
+
+def _half_height_ms(
+    x: torch.Tensor, polarity: torch.Tensor, rows: torch.Tensor, at: torch.Tensor, half: int, fs: float
+) -> torch.Tensor:
+    """The width (ms) of each candidate's deflection at half its height: the samples within
+    ``half`` of its extremum ``at`` (columns of ``x``'s ``rows``) that stand above the halfway
+    point between the window's lowest value and the extremum, in the filter's ``polarity``
+    (``(n,)``). A QRS's main deflection lasts 20 ms or more at half height, even a narrow one; a
+    spike (a pacemaker's stimulus, an electrical or digital glitch) one or two samples."""
+    idx = (at[:, None] + torch.arange(-half, half + 1, device=x.device)).clamp(0, x.shape[-1] - 1)
+    window = x[rows[:, None], idx] * polarity[:, None]
+    peak = window[:, half : half + 1]
+    low = window.amin(1, keepdim=True)
+    above = (window >= (peak + low) / 2).sum(1)
+    return above.to(x.dtype) * (1000.0 / fs)
 
 
 def _abs_max(x: torch.Tensor) -> torch.Tensor:
