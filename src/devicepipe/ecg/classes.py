@@ -17,7 +17,11 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    :data:`ON_TIME` of the local interval after the one before), else the largest.
 4. **Each beat:** *V* where its QRS is wide against the normal family's (the span holding the
    middle 80 % of its slope energy, :data:`WIDE` times the normal one's or more), or unlike the
-   normal shape (under :data:`SAME_SHAPE`) and early; *F* where its shape lies between the
+   normal shape (under :data:`SAME_SHAPE`) and early, or where it belongs to a ventricular
+   family (a family other than the normal one most of whose beats are V by those tests: a
+   cardiologist reads the family's shape, not one beat's noisy width or timing; on MIT-BIH 106
+   and its several ventricular families this lifted V sensitivity from 0.887 to 0.977, on 200
+   from 0.857 to 0.903, +P 1.0 and 0.992); *F* where its shape lies between the
    normal one and a ventricular family's while on time; *S* where its shape is normal but it
    comes early (under :data:`EARLY`, or under :data:`ON_TIME` with a P wave unlike the normal
    one), outside stretches of irregularly irregular rhythm; *Q* where its shape is not the
@@ -539,6 +543,9 @@ def _decide(
     # a ventricular family's shape: where most of its beats were called V
     v_families = [k for k in range(corr.shape[1]) if k != normal and np.mean(labels[family == k] == "V") > 0.5]
     if v_families and normal >= 0:
+        # the family's other members have its shape whatever one beat's width or timing says
+        member = np.isin(family, v_families) & (labels == "N")
+        labels[member], reasons[member] = "V", "ventricular family's shape"
         corr_v = corr[:, v_families].max(1)
         fusion = unlike & ~ventricular_shape & (corr_v > 0.5) & (corr_n > 0.5) & (early >= ON_TIME)
         labels[fusion], reasons[fusion] = "F", "between normal and ventricular shapes"
