@@ -1,5 +1,7 @@
 """Beat classes and the Holter summary: against the truth of simulated rhythms and hand-made sequences."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -206,6 +208,16 @@ def test_v_needs_more_than_half_of_the_leads_that_read_the_beat():
     assert agree_on_ventricular(leads[:1]) is leads[0]  # one lead: its own classes
 
 
+def test_the_rhythm_is_irregular_where_any_lead_reads_it_so():
+    # the rhythm is the beats' times: a lead whose poor signal leaves too few normal intervals to
+    # read it does not hide the fibrillation the other lead reads
+    a, b = _hand_classes("NNNNNNNN", "a"), _hand_classes("NNNNNNNN", "b")
+    a = replace(a, irregular=np.array([0, 0, 1, 1, 0, 0, 0, 0], bool))
+    b = replace(b, irregular=np.array([0, 0, 0, 1, 1, 1, 0, 0], bool))
+    assert list(agree_on_ventricular([a, b]).irregular) == [0, 0, 1, 1, 1, 1, 0, 0]
+    assert list(agree_on_ventricular([b, a]).labels) == list(b.labels)
+
+
 def test_a_wide_shape_on_one_lead_only_is_not_v_and_a_ventricular_beat_stays_v():
     sim = simulate_ecg(300, 250, rhythm=Rhythm(ectopic_rate=0.05), noise_mV=0.02, seed=7)
     peaks = sim.r_peaks
@@ -239,10 +251,10 @@ def test_the_rhythm_windows_are_measured_a_block_of_beats_at_a_time(monkeypatch)
     pair = (rr + np.r_[rr[1:], rr[-1]]) / 2
     window = np.lib.stride_tricks.sliding_window_view(np.pad(pair, classes.RHYTHM_BEATS, mode="edge"),
                                                       2 * classes.RHYTHM_BEATS + 1)  # fmt: skip
-    whole_irregular = classes._irregular(rr, nn)
+    whole_irregular = classes._irregular(rr, nn, ~nn)
     monkeypatch.setattr(classes, "WINDOW_ROWS", 7)  # many blocks, and a last one of another size
     assert np.array_equal(classes._local_rhythm(rr, np.r_[rr[1:], rr[-1]]), np.median(window, axis=1))
-    for whole, blocked in zip(whole_irregular, classes._irregular(rr, nn), strict=True):
+    for whole, blocked in zip(whole_irregular, classes._irregular(rr, nn, ~nn), strict=True):
         assert np.array_equal(whole, blocked)
     assert whole_irregular[0].any() and not whole_irregular[0].all()  # both answers occur
     monkeypatch.undo()
@@ -250,7 +262,7 @@ def test_the_rhythm_windows_are_measured_a_block_of_beats_at_a_time(monkeypatch)
     rr, nn = rng.uniform(0.6, 1.2, n), rng.random(n) < 0.9
     tracemalloc.start()
     try:
-        classes._irregular(rr, nn)
+        classes._irregular(rr, nn, ~nn)
         classes._rhythm(np.cumsum(rr))
         peak = tracemalloc.get_traced_memory()[1]
     finally:

@@ -32,7 +32,10 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
 5. **Irregularly irregular rhythm** (suspected atrial fibrillation): where under
    :data:`IRREGULAR` of the normal-to-normal intervals around a beat (:data:`IRREGULAR_BEATS`
    either side) lie within :data:`TYPICAL_SHARE` of their median (gaps under
-   :data:`IRREGULAR_GAP` beats between two such stretches closed). Sinus rhythm keeps most of
+   :data:`IRREGULAR_GAP` beats between two such stretches, or between one and the recording's
+   end, closed; where poor signal leaves too few such intervals to read, the rhythm is taken to
+   go on as on both sides; a stretch's ends are drawn back by half a window, but not at the
+   recording's ends, so AF over a whole record is persistent AF). Sinus rhythm keeps most of
    its intervals near the typical one, early beats or not (ventricular ones are left out of the
    intervals); fibrillation has no typical interval. Early beats there are not called S (every
    beat of fibrillation comes at a random time).
@@ -42,7 +45,9 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    (not Q) call it V too. A wide or odd shape that the other leads do not show is noise on one
    lead (motion, electrode contact), not a ventricular beat, which changes the QRS on every
    lead; such a beat takes the class of the first lead that reads it otherwise. The other
-   classes are the first lead's.
+   classes are the first lead's. The rhythm is the beats' times, so a beat is in irregular
+   rhythm where any lead reads it so (another lead's poor signal or aberrant beats may leave it
+   too few normal-to-normal intervals to read).
 
 Every step is a tensor operation on the signal's device but the greedy families (a few passes
 over the beats) and the rules (a few comparisons per beat), which run on the host.
@@ -108,10 +113,14 @@ EARLY = 0.82
 ON_TIME = 0.90
 #: P wave correlation with the normal one under which a P wave is unlike it.
 OTHER_P = 0.5
-#: Normal-to-normal intervals either side whose spread says whether a rhythm is irregular.
-IRREGULAR_BEATS = 20
+#: Normal-to-normal intervals either side whose spread says whether a rhythm is irregular: 8,
+#: the window of Petrenas et al.'s low-complexity AF detector (Comput Biol Med 65, 2015), short
+#: enough for the 10-s paroxysms that CPSC 2021 annotates (20 either side missed every one of
+#: patient 92's; 8 finds all three records' and calls no AF on MIT-BIH 100, 105, 106, 200, CPSC
+#: 2021's patient 21 or the simulator's sinus rhythm with 1-50 % ectopy).
+IRREGULAR_BEATS = 8
 #: Gaps of fewer beats than this between two stretches of irregular rhythm are closed.
-IRREGULAR_GAP = 20
+IRREGULAR_GAP = 8
 #: A rhythm is irregularly irregular where fewer than this share of the normal-to-normal
 #: intervals around a beat lie within :data:`TYPICAL_SHARE` of their median (sinus rhythm,
 #: even with frequent early beats: most; atrial fibrillation, intervals spread about 20 %: a third).
@@ -255,7 +264,13 @@ def _irregular_counts(view: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return counted.astype(np.int32), typical.astype(np.int32)  # (counts of a window's few intervals)
 
 
-def _irregular(rr_prev: np.ndarray, nn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _stretches_of(mask: np.ndarray) -> list[tuple[int, int]]:
+    """``[start, end)`` of each run of True in ``mask``."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
+    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+
+
+def _irregular(rr_prev: np.ndarray, nn: np.ndarray, poor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Whether each beat lies in irregularly irregular rhythm (see the module's step 5; ``nn``:
     the interval before each beat joins two normal-shaped beats): as found (where no beat is
     called S), and with each stretch's ends drawn back to where the rhythm changes."""
@@ -265,17 +280,33 @@ def _irregular(rr_prev: np.ndarray, nn: np.ndarray) -> tuple[np.ndarray, np.ndar
     counted, typical = _by_rows(view, _irregular_counts)
     enough = counted >= IRREGULAR_BEATS
     irregular = enough & (typical < IRREGULAR * np.maximum(counted, 1))
+    # where too few intervals join normal-shaped beats to read the rhythm because the signal is
+    # poor (``poor``: most of the stretch's beats), the rhythm is taken to go on as it was on both
+    # sides: irregular between two irregular stretches, or between one and the recording's end
+    # (where ectopic beats leave too few, as in bigeminy, the rhythm is not read as irregular)
+    for a, b in _stretches_of(~enough):
+        left = irregular[a - 1] if a > 0 else None
+        right = irregular[b] if b < irregular.size else None
+        if left is not False and right is not False and (left or right) and 2 * poor[a:b].sum() > b - a:
+            irregular[a:b] = True
     edges = np.flatnonzero(np.diff(np.concatenate([[0], irregular.astype(np.int8), [0]])))
     for end, start in zip(edges[1:-1:2], edges[2::2], strict=True):  # (a gap between two stretches)
         if start - end < IRREGULAR_GAP:
             irregular[end:start] = True
+    if edges.size:  # so too between a stretch and the recording's end: too few beats to read as regular
+        if 0 < edges[0] < IRREGULAR_GAP:
+            irregular[: edges[0]] = True
+        if 0 < irregular.size - edges[-1] < IRREGULAR_GAP:
+            irregular[edges[-1] :] = True
     # a window half in fibrillation already reads as irregular: a stretch found reaches about half a
     # window past each end of the true one, so each end is drawn back by that much
     edges = np.flatnonzero(np.diff(np.concatenate([[0], irregular.astype(np.int8), [0]])))
     trim, drawn = IRREGULAR_BEATS // 2, irregular.copy()
-    for start, end in zip(edges[::2], edges[1::2], strict=True):
-        drawn[start : min(end, start + trim)] = False
-        drawn[max(start, end - trim) : end] = False
+    for start, end in zip(edges[::2], edges[1::2], strict=True):  # (a recording's ends are no change of rhythm)
+        if start > 0:
+            drawn[start : min(end, start + trim)] = False
+        if end < irregular.size:
+            drawn[max(start, end - trim) : end] = False
     return irregular, drawn
 
 
@@ -450,6 +481,11 @@ def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
     votes = (labels == "V").sum(0)
     readable = (labels != "Q").sum(0)
     alone = (first.labels == "V") & (2 * votes <= readable)
+    # the rhythm is the beats' times: a lead reads it where its beats have the normal shape, and a
+    # stretch that any lead reads as irregularly irregular is (another lead's poor signal or
+    # aberrant beats leave it too few intervals to read)
+    if len(per_lead) > 1:
+        first = replace(first, irregular=np.logical_or.reduce([c.irregular for c in per_lead]))
     if not alone.any():
         return first
     other = np.argmax(np.isin(labels, ("N", "S", "F")), axis=0)  # the first lead reading it otherwise
@@ -553,7 +589,8 @@ def _decide(
     nn = np.zeros(n, bool)
     normal_shaped = labels == "N"
     nn[1:] = normal_shaped[1:] & normal_shaped[:-1]
-    near_irregular, irregular = _irregular(rr_prev, nn)
+    poor = unlike & _poor_stretch(t, corr_n)
+    near_irregular, irregular = _irregular(rr_prev, nn, poor)
     # a P wave unlike the normal one: beyond what noise does to the normal beats' own
     on_time_normal = normal_shaped & (early >= ON_TIME)
     noise_floor = np.quantile(corr_p[on_time_normal], 0.02) if on_time_normal.any() else OTHER_P
@@ -564,7 +601,6 @@ def _decide(
     reasons[premature & (early >= EARLY)] = "premature, P wave unlike"
     reasons[(labels == "N") & irregular] = "irregular rhythm"
 
-    poor = unlike & _poor_stretch(t, corr_n)
     labels[poor], reasons[poor] = "Q", "poor signal"
     # a "beat" a fraction of the normal QRS's height and of another shape: a bump of noise or a T
     # wave that detection took in (ventricular beats are larger than normal ones, not smaller)
