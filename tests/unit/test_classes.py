@@ -283,10 +283,11 @@ def _decision_and_summary_peaks(n: int) -> tuple[float, float, BeatClasses]:
     fit = classes._Fit(torch.randn(k, 50), 0, 90.0, torch.randn(30), 1.0)
     family, corr = rng.integers(-1, k, n), rng.uniform(0.5, 1, (n, k))
     corr_p, width, height = rng.uniform(0, 1, n), rng.normal(90, 5, n), rng.normal(1, 0.1, n)
+    rough = rng.uniform(0, 1, n)
     rr_prev, early = classes._rhythm(t)
     tracemalloc.start()
     try:
-        decided = classes._decide(fit, t, rr_prev, early, width, height, family, corr, corr_p)
+        decided = classes._decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, rough)
         decide_peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.reset_peak()
         base = tracemalloc.get_traced_memory()[0]
