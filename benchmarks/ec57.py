@@ -248,6 +248,10 @@ def run(data: Path, with_peers: bool = True) -> dict[str, Any]:
     sims = {name: simulated(name, seed=11 + i) for i, name in enumerate(SIMULATED)}
     v_names = [n for n in records if n.startswith("mitdb_v/")]
     s_names = [n for n in records if n.startswith("cpsc2021/")]
+    s_all = [n for n in records if n.startswith(("cpsc2021/", "mitdb/"))]
+    beats = {f: sum(records[n]["beats"][f] for n in records) for f in ("tp", "fp", "fn")}
+    beats["se"] = beats["tp"] / max(beats["tp"] + beats["fn"], 1)
+    beats["ppv"] = beats["tp"] / max(beats["tp"] + beats["fp"], 1)
     af_names = list(records)
     af = {f: sum(records[n]["af"][f] for n in s_names) for f in ("truth_af_beats", "af_tp", "truth_other_beats",
                                                                  "other_tn")}  # fmt: skip
@@ -261,7 +265,9 @@ def run(data: Path, with_peers: bool = True) -> dict[str, Any]:
         "records": records,
         "simulated": sims,
         "gross": {
+            "beats (every labelled record)": beats,
             "V (mitdb_v 105, 106, 200)": gross(records, v_names, "V"),
+            "S (mitdb 100, cpsc2021)": gross(records, s_all, "S"),
             "S (cpsc2021)": gross(records, s_names, "S"),
             "V (cpsc2021)": gross(records, s_names, "V"),
             "AF (cpsc2021 beats; kinds over every record)": af,
@@ -300,9 +306,12 @@ def markdown(result: dict[str, Any]) -> str:
     lines += ["", "## Gross", ""]
     grows = []
     for name, c in result["gross"].items():
-        if "se" in c and "truth" in c:
+        if "missed" in c:
             grows.append([name, c["truth"], c["missed"], _pct(c["se"]), _pct(c["ppv"]), _pct(c["worst_fpr"])])
     lines += table(["class (records)", "reference beats", "never detected", "Se", "+P", "worst record's FPR"], grows)
+    b = result["gross"]["beats (every labelled record)"]
+    lines += ["", f"Beats over every labelled record: {b['tp']:,} found, {b['fn']:,} missed, {b['fp']:,} false; "
+              f"Se {_pct(b['se'])}, +P {_pct(b['ppv'])}."]  # fmt: skip
     af = result["gross"]["AF (cpsc2021 beats; kinds over every record)"]
     lines += ["", f"AF, CPSC 2021 beats: Se {_pct(af['se'])}, Sp {_pct(af['sp'])}; the record's kind right on "
               f"{af['kinds_right']} of {af['kinds_of']} records.", "",

@@ -13,6 +13,7 @@ import numpy as np
 from markupsafe import Markup
 
 from devicepipe.report_parts import (
+    _clinical_facts,
     _figures,
     _heart_rate_facts,
     _holter_sections,
@@ -194,8 +195,15 @@ def _beats_page(
     """The facts and sections of a ``beats`` run's page (``facts``: what was read, where)."""
     sections: list[_Section] = []
     c = summary.counts
-    facts = [("beats found", _number(c.beats_found)), ("beats kept", _number(c.beats_kept))] + facts
-    facts += _accuracy_facts(summary) + _heart_rate_facts(summary) + _quality_facts(summary)
+    facts = [  # the clinical answer first
+        ("beats found", _number(c.beats_found)),
+        *_clinical_facts(summary),
+        *_accuracy_facts(summary),
+        ("beats kept", _number(c.beats_kept)),
+        *facts,
+        *_heart_rate_facts(summary),
+        *_quality_facts(summary),
+    ]
     sections.extend(_holter_sections(summary, scored=False, files=files))
     names = ["excerpt.png", "heart_rate.png", "intervals.png", "quality.png"]
     sections.append(_Section("Beats", figures=_figures(files, names)))
@@ -250,14 +258,15 @@ def _ecg_page(
     """The facts and sections of a ``ecg`` run's page (``facts``: what was read, where)."""
     sections: list[_Section] = []
     c = summary.counts
-    facts = [
+    facts = [  # the clinical answer first; the model's flags and training after it
         ("beats found", _number(c.beats_found)),
-        ("beats kept", _number(c.beats_kept)),
-        *_learning_facts(summary, "beats"),
-        *facts,
+        *_clinical_facts(summary),
         *_accuracy_facts(summary),
+        ("beats kept", _number(c.beats_kept)),
+        *facts,
         *_heart_rate_facts(summary),
         *_quality_facts(summary),
+        *_learning_facts(summary, "beats"),
     ]
     sections.extend(_holter_sections(summary, scored=True, files=files))
     sections.extend(_reference_sections(summary) + _accuracy_sections(summary))

@@ -15,6 +15,7 @@ import numpy as np
 from markupsafe import Markup
 
 from devicepipe.artifacts import caption
+from devicepipe.ecg.validated import NOT_DIAGNOSTIC, VALIDATED, VALIDATED_ON
 from devicepipe.summaries import ABSENT, RunSummary, SpectralHRV
 
 
@@ -112,6 +113,48 @@ _EVENT_WORDS = {
 }
 
 
+def _af_words(h: Any) -> str:
+    """The rhythm as the Holter summary reads it: no atrial fibrillation, its episodes, or all of it."""
+    episodes = h.events.get("afib", 0)
+    if not episodes:
+        return "no atrial fibrillation"
+    share = 100 * h.af_share
+    if share >= 99.5 and episodes == 1:
+        return "atrial fibrillation throughout"
+    return f"atrial fibrillation: {episodes:,} episode{'s' if episodes != 1 else ''}, {share:.1f} % of the time"
+
+
+def _clinical_facts(summary: RunSummary) -> list[tuple[str, str]]:
+    """What a cardiologist reads first, for the page's first row: the ectopic beats with their
+    burden, the rhythm, the events and the heart rate (none where the beats were not classed)."""
+    h = summary.holter
+    if not h:
+        return []
+    kinds = (("couplet", "couplets"), ("run", "runs"), ("bigeminy", "bigeminy"), ("pause", "pauses"))
+    events = ", ".join(f"{_number(h.events.get(k, 0))} {word}" for k, word in kinds)
+    rate = f"{_number(h.mean_hr_bpm, 3)} (lowest minute {_number(h.min_hr_bpm, 3)}, highest {_number(h.max_hr_bpm, 3)})"
+    return [
+        ("ventricular ectopic beats (V)", f"{_number(h.counts['V'])} ({h.burden_pct['V']:.1f} %)"),
+        ("supraventricular ectopic beats (S)", f"{_number(h.counts['S'])} ({h.burden_pct['S']:.1f} %)"),
+        ("rhythm", _af_words(h)),
+        ("events", events),
+        ("heart rate (bpm)", rate),
+    ]
+
+
+def _trust_section() -> _Section:
+    """How far the classes can be trusted: the figures measured on annotated recordings."""
+    rows = [[v.what, v.records, _number(v.reference), f"{v.se:.3f}", f"{v.second} {v.ppv:.3f}", v.note or "-"]
+            for v in VALIDATED]  # fmt: skip
+    text = (
+        f"{NOT_DIAGNOSTIC} Measured on recordings annotated by cardiologists ({VALIDATED_ON}; matched within "
+        "150 ms as ANSI/AAMI EC57 scores them): what share of the reference's beats of each kind were found "
+        "(sensitivity) and what share of those called so were right (positive predictivity)."
+    )
+    header = ["what", "records", "reference beats", "sensitivity", "predictivity (or specificity)", "where it fails"]
+    return _Section("How far to trust these classes", text, {"header": header, "rows": rows})
+
+
 def _clock(seconds: float | None) -> str:
     """``h:mm:ss`` from the recording's start."""
     if seconds is None:
@@ -141,6 +184,7 @@ def _holter_sections(summary: RunSummary, scored: bool, files: dict[str, Path]) 
     rows = [[name, _number(h.counts[name]), f"{h.burden_pct[name]:.2f} %", f"{h.per_hour[name]:,.1f}"]
             for name in h.counts]  # fmt: skip
     sections = [_Section("Beats by class", text, {"header": ["class", "beats", "share", "per hour"], "rows": rows})]
+    sections.append(_trust_section())
     events = []
     for kind, words in _EVENT_WORDS.items():
         listed = h.listed.get(kind, [])
