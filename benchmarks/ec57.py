@@ -6,13 +6,14 @@ published figures.
 Each record is analysed as ``devicepipe beats RECORD`` analyses it with its defaults: the leads
 named as ECG leads read together, beats found on all of them at once, every beat classed on every
 lead (:func:`devicepipe.ecg.ecg_classes_leads`), the Holter summary made of them
-(:func:`devicepipe.holter.holter_summary`). Scoring (EC57): a detection matches a reference beat
-within 150 ms, each at most once, the first and last 0.5 s not scored. Per class k: Se = reference
-beats of k matched and classed k over the reference beats of k; +P = those over the matched beats
-classed k; the false-positive rate = the matched beats of other classes classed k over them.
-AF, as CPSC 2021 scores it: each matched reference beat inside or outside an ``(AFIB`` episode
-against whether we put it in one (Se and Sp per beat); and the record's kind: no AF, persistent AF
-(one episode over the whole record) or paroxysmal AF (anything else).
+(:func:`devicepipe.holter.holter_summary`, no pause across a stretch with no signal). Scoring
+(EC57): a detection matches a reference beat within 150 ms, each at most once, the first and last
+0.5 s not scored. Per class k: Se = reference beats of k matched and classed k over the reference
+beats of k; +P = those over the matched beats classed k; the false-positive rate = the matched beats
+of other classes classed k over them. AF, as CPSC 2021 scores it: each matched reference beat inside
+or outside an ``(AFIB`` episode against whether we put it in one (Se and Sp per beat); and the
+record's kind: no AF, persistent AF (one episode over the whole record) or paroxysmal AF (anything
+else).
 
 Reference labels: MIT-BIH 100's and CPSC 2021's ``.atr`` (every AAMI class; CPSC 2021's rhythm in
 its ``aux_note``); ``mitdb_v``'s ``REC_beats.csv`` (V exact, N covering record 200's 30 atrial
@@ -34,6 +35,7 @@ from results_io import machine, parser, table, write_results  # beside this scri
 
 from devicepipe.ecg import aami_class, ecg_peaks
 from devicepipe.ecg.classes import BeatClasses, ecg_classes_leads
+from devicepipe.ecg.flat import flat_stretches
 from devicepipe.holter import Holter, holter_summary
 from devicepipe.io import read_series
 from devicepipe.io.channels import choose_signal
@@ -85,7 +87,7 @@ def analyse_signal(x: torch.Tensor, fs: float) -> Analysed:
     classes = ecg_classes_leads(x, peaks, fs)
     t = peaks.numpy().astype(np.float64) / fs
     n = x.shape[-1]
-    holter = holter_summary(t, classes.labels, classes.irregular, n / fs, classes.not_beats)
+    holter = holter_summary(t, classes.labels, classes.irregular, n / fs, classes.not_beats, flat_stretches(x, fs))
     first = (x if x.ndim == 1 else x[0]).numpy()
     return Analysed(peaks.numpy(), classes, holter, fs, n, first)
 

@@ -135,30 +135,40 @@ def _ventricular_patterns(v: np.ndarray, t: np.ndarray) -> list[Event]:
     return events
 
 
-def _pauses(t: np.ndarray, not_beats: np.ndarray | None) -> list[Event]:
+def _pauses(t: np.ndarray, not_beats: np.ndarray | None, no_signal: np.ndarray | None = None) -> list[Event]:
     """The pauses between beats at times ``t`` (s, ``(n,)``) longer than :data:`PAUSE_S` (the
-    detections of ``not_beats`` not ending one)."""
+    detections of ``not_beats`` not ending one), but those across a stretch with no signal
+    (``no_signal``: ``(k, 2)`` start and end, s), where no beat could be seen."""
     real = np.flatnonzero(~not_beats) if not_beats is not None else np.arange(t.size)
     rr = np.diff(t[real])
-    return [
-        _event("pause", int(real[i]), int(real[i + 1]), t, seconds=float(rr[i])) for i in np.flatnonzero(rr > PAUSE_S)
-    ]
+    long = np.flatnonzero(rr > PAUSE_S)
+    if no_signal is not None and len(no_signal) and long.size:
+        a, b = t[real[long]], t[real[long + 1]]
+        blind = ((no_signal[None, :, 0] < b[:, None]) & (no_signal[None, :, 1] > a[:, None])).any(1)
+        long = long[~blind]
+    return [_event("pause", int(real[i]), int(real[i + 1]), t, seconds=float(rr[i])) for i in long]
 
 
 def holter_summary(
-    t: np.ndarray, labels: np.ndarray, irregular: np.ndarray, duration_s: float, not_beats: np.ndarray | None = None
+    t: np.ndarray,
+    labels: np.ndarray,
+    irregular: np.ndarray,
+    duration_s: float,
+    not_beats: np.ndarray | None = None,
+    no_signal: np.ndarray | None = None,
 ) -> Holter:
     """The Holter summary of beats at times ``t`` (s, ``(n,)``, increasing) with AAMI classes
     ``labels`` and ``irregular`` (bool: in irregularly irregular rhythm), of a recording
     ``duration_s`` seconds long. ``not_beats`` (bool, ``(n,)``): detections too small to be a
-    QRS, which do not end a pause (they are counted as Q)."""
+    QRS, which do not end a pause (they are counted as Q). ``no_signal`` (``(k, 2)``, s): stretches
+    where nothing was recorded (:func:`devicepipe.ecg.flat.flat_stretches`): no pause across them."""
     n = int(t.size)
     hours = max(duration_s, 1e-9) / 3600.0
     counts = {c: int((labels == c).sum()) for c in CLASSES}
     burden = {c: 100.0 * k / n if n else 0.0 for c, k in counts.items()}
     per_hour = {c: k / hours for c, k in counts.items()}
     events = _ventricular_patterns(labels == "V", t) if n else []
-    events += _pauses(t, not_beats)
+    events += _pauses(t, not_beats, no_signal)
     af_time = 0.0
     for a, b in _stretches(irregular):
         if b > a and t[b] - t[a] >= AF_MIN_S:

@@ -59,3 +59,46 @@ def test_the_kind_of_atrial_fibrillation(name, kind):
 def test_frequent_ectopy_is_not_atrial_fibrillation(group, name):
     af = _scored(group, name)["af"]
     assert af["kind_ours"] == "no AF", af
+
+
+def _read(group: str, name: str):
+    from devicepipe.io import read_series
+
+    path = require_data(f"{group}/{name}")
+    rec = read_series(path, None if group == "mitdb_v" else [0, 1])
+    return path, rec.samples.float(), float(rec.sampling_rate)
+
+
+def test_lead_polarity_and_lead_order_do_not_change_the_answer():
+    import torch
+    from ec57 import analyse_signal
+
+    path, x, fs = _read("mitdb_v", "200")
+    truth = truth_of("mitdb_v", path)
+    v = [score(analyse_signal(s, fs), truth)["classes"]["V"]["tp"] for s in (x, -x)]
+    assert abs(v[0] - v[1]) <= 0.005 * truth.classes.size, v  # an inverted lead: the same ventricular beats
+    path, x, fs = _read("mitdb", "100")
+    truth = truth_of("mitdb", path)
+    runs = [score(analyse_signal(s, fs), truth) for s in (x, x.flip(0), torch.stack([-x[0], x[1]]))]
+    for r in runs:  # V5 first (not MLII), or MLII inverted
+        assert r["beats"]["f1"] == 1.0 and r["classes"]["V"]["tp"] == 1 and r["af"]["kind_ours"] == "no AF"
+        assert r["classes"]["S"]["tp"] >= 30 and r["classes"]["S"]["given"] <= 36, r["classes"]["S"]
+
+
+def test_a_lead_off_minute_is_read_on_the_other_lead_or_said():
+    from ec57 import analyse_signal
+
+    from devicepipe.ecg.flat import flat_stretches
+
+    path, x, fs = _read("mitdb", "100")
+    a, b = int(600 * fs), int(660 * fs)
+    off = x.clone()
+    off[0, a:b] = off[0, a - 1]  # MLII off for a minute: V5 still records
+    r = analyse_signal(off, fs)
+    inside = (r.peaks >= a) & (r.peaks < b)
+    assert inside.sum() >= 70 and (r.classes.labels[inside] == "N").all()  # classed on V5, as a cardiologist would
+    assert r.holter.of("pause") == []
+    one = off[0]  # one lead only: nothing recorded for a minute, no beat, and no 60-s pause
+    r = analyse_signal(one, fs)
+    assert not ((r.peaks >= a) & (r.peaks < b)).any() and r.holter.of("pause") == []
+    assert flat_stretches(one, fs).shape == (1, 2)

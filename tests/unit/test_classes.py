@@ -124,17 +124,26 @@ def test_a_flat_lead_and_a_short_recording_say_why_their_beats_are_q(tmp_path):
     x = simulate_ecg(120, 250, seed=1).signal.numpy()
     pd.DataFrame({"II": np.zeros_like(x), "V5": x}).to_csv(tmp_path / "flat.csv", index=False)  # beats on V5
     pd.DataFrame({"ecg": x[: 5 * 250]}).to_csv(tmp_path / "short.csv", index=False)
+    pd.DataFrame({"ecg": np.zeros_like(x)}).to_csv(tmp_path / "off.csv", index=False)  # one lead, off
     said = {}
-    for name in ("flat", "short"):
+    for name in ("flat", "short", "off"):
         out = tmp_path / name
         args = ["beats", str(tmp_path / f"{name}.csv"), "--sampling-rate", "250", "--out", str(out), "--no-figures"]
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0, result.output
         h = json.loads((out / "summary.json").read_text())["holter"]
-        assert h["counts"]["Q"] == h["beats"] > 0 and h["burden_pct"]["V"] == 0  # no burden made up
-        said[name] = (h["warnings"], result.output)
-    assert "choose another lead" in said["flat"][0][0] and "choose another lead" in said["flat"][1]
-    assert "too few to tell which shape is normal" in said["short"][0][0]
+        said[name] = (h, result.output)
+    # a flat first lead: the beats are classed on the lead that reads them (V5), not Q
+    flat = said["flat"][0]
+    assert flat["beats"] > 100 and flat["counts"]["Q"] == 0 and flat["counts"]["N"] >= 0.95 * flat["beats"]
+    # too few beats: every one Q, no burden made up, and the reason said
+    short = said["short"][0]
+    assert short["counts"]["Q"] == short["beats"] > 0 and short["burden_pct"]["V"] == 0
+    assert "too few to tell which shape is normal" in short["warnings"][-1]
+    # nothing recorded at all: said so, and no two-minute "pause"
+    off = said["off"][0]
+    assert off["beats"] == 0 and off["events"]["pause"] == 0
+    assert "no signal for 120 s" in off["warnings"][0] and "no signal" in said["off"][1]
 
 
 def test_the_event_strips_show_the_first_event_of_each_kind(tmp_path):
@@ -310,3 +319,31 @@ def test_the_decision_and_the_holter_summary_hold_a_few_dozen_bytes_a_beat():
     assert sum(decided.reasons == "normal") > n // 10 and len({id(r) for r in decided.reasons}) < 20
     per_beat = ((decide_2n - decide_n) / n, (holter_2n - holter_n) / n)
     assert max(per_beat) < 80, per_beat
+
+
+def test_a_flat_stretch_is_no_signal_and_no_pause():
+    from devicepipe.ecg.flat import flat_stretches, flat_stretches_read
+
+    sim = simulate_ecg(300, 250, seed=5, noise_mV=0.02)
+    x = sim.signal.clone()
+    x[100 * 250 : 160 * 250] = x[100 * 250 - 1]  # a lead off for a minute: the last value held
+    x[200 * 250 : 200 * 250 + 250] = 0.0  # a second of zeros: shorter than a pause, not reported
+    flat = flat_stretches(x, 250)
+    assert flat.shape == (1, 2) and abs(flat[0, 0] - 100) <= 0.25 and abs(flat[0, 1] - 160) <= 0.25
+    for chunk in (1000, 7777, 250 * 61):
+        assert np.array_equal(flat_stretches_read(lambda a, b: x[a:b], x.numel(), 250, chunk=chunk), flat)
+    # with two leads, a stretch is flat only where both are
+    other = sim.signal + 0.01
+    assert flat_stretches(torch.stack([x, other]), 250).shape == (0, 2)
+    assert flat_stretches(torch.stack([x, x]), 250).shape == (1, 2)
+    # the minute without beats is no pause where it has no signal; a real pause still is
+    peaks = ecg_peaks(x, 250)
+    t = peaks.numpy() / 250
+    c = ecg_classes(x, peaks, 250.0)
+    blind = holter_summary(t, c.labels, c.irregular, 300.0, c.not_beats)
+    seen = holter_summary(t, c.labels, c.irregular, 300.0, c.not_beats, flat)
+    assert [round(e.start_s) for e in blind.of("pause")] == [round(t[t < 100][-1])]
+    assert seen.of("pause") == []
+    late = np.concatenate([t[t < 250], t[t >= 253] + 0.0])  # beats missing from 250 s to 253 s: a pause
+    c2 = ecg_classes(x, torch.as_tensor(np.rint(late * 250).astype(np.int64)), 250.0)
+    assert len(holter_summary(late, c2.labels, c2.irregular, 300.0, c2.not_beats, flat).of("pause")) == 1

@@ -48,8 +48,9 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    first lead calls V stays V only where more than half of the leads on which it can be read
    (not Q) call it V too. A wide or odd shape that the other leads do not show is noise on one
    lead (motion, electrode contact), not a ventricular beat, which changes the QRS on every
-   lead; such a beat takes the class of the first lead that reads it otherwise. The other
-   classes are the first lead's. The rhythm is the beats' times, so a beat is in irregular
+   lead; such a beat takes the class of the first lead that reads it otherwise. A beat the
+   first lead cannot read (Q: its signal flat, off or noisy there) takes the class of the first
+   lead that can. The other classes are the first lead's. The rhythm is the beats' times, so a beat is in irregular
    rhythm where any lead reads it so (another lead's poor signal or aberrant beats may leave it
    too few normal-to-normal intervals to read).
 
@@ -495,10 +496,12 @@ def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
     """One lead's classes from the classes of the same beats on several leads: the first lead's,
     but V only where more than half of the leads that read the beat (class not Q) call it V too.
     A beat the first lead calls V and fewer leads do takes the class of the first lead that reads
-    it as N, S or F, its reason saying on how many leads it was V. (No beat becomes V that the
-    first lead, the one the beats are cut from, does not call V: where it cannot read a beat,
-    the other leads of a noisy recording are seldom better, and on the CPSC 2021 records every
-    such call was false.)"""
+    it as N, S or F, its reason saying on how many leads it was V. A beat the first lead cannot
+    read (Q) takes the class of the first lead that reads it as N, S or F (a lead off or in noise
+    for a while: the beats there are classed on the others). (No beat becomes V that the first
+    lead, the one the beats are cut from, does not call V: where it cannot read a beat, the other
+    leads of a noisy recording are seldom better, and on the CPSC 2021 records every such call was
+    false.)"""
     first = per_lead[0]
     labels = np.stack([c.labels for c in per_lead])  # (leads, n)
     votes = (labels == "V").sum(0)
@@ -509,7 +512,10 @@ def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
     # aberrant beats leave it too few intervals to read)
     if len(per_lead) > 1:
         first = replace(first, irregular=np.logical_or.reduce([c.irregular for c in per_lead]))
-    if not alone.any():
+    # a beat the first lead cannot read (Q: its signal flat, noisy or off there) takes the class of
+    # the first lead that reads it
+    unread = (first.labels == "Q") & np.isin(labels, ("N", "S", "F")).any(0)
+    if not alone.any() and not unread.any():
         return first
     other = np.argmax(np.isin(labels, ("N", "S", "F")), axis=0)  # the first lead reading it otherwise
     out_labels, out_reasons = first.labels.copy(), first.reasons.astype(object)
@@ -517,6 +523,9 @@ def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
         lead = per_lead[other[i]]
         out_labels[i] = lead.labels[i]
         out_reasons[i] = f"{lead.reasons[i]} (V on {votes[i]} of {readable[i]} leads)"
+    for i in np.flatnonzero(unread):
+        out_labels[i] = labels[other[i], i]
+        out_reasons[i] = f"{per_lead[other[i]].reasons[i]} (lead {other[i] + 1}: the first cannot read it)"
     return replace(first, labels=out_labels, reasons=out_reasons)
 
 

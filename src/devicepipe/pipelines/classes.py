@@ -16,6 +16,7 @@ from devicepipe.ecg.classes import (
     ecg_classes_chunked,
     ecg_classes_leads,
 )
+from devicepipe.ecg.flat import flat_stretches, flat_stretches_read
 from devicepipe.holter import Holter, holter_summary
 from devicepipe.io import Recording
 from devicepipe.pipelines.context import _Run
@@ -38,6 +39,7 @@ class Labelled:
 
     classes: BeatClasses
     holter: Holter
+    no_signal: np.ndarray | None = None  # (k, 2) s: stretches where nothing was recorded
 
     @property
     def columns(self) -> tuple[np.ndarray, np.ndarray]:
@@ -48,14 +50,24 @@ class Labelled:
     def warnings(self) -> list[str]:
         """What makes the classes less than they seem: too few beats, or mostly unclassifiable ones."""
         n, q = self.holter.beats, self.holter.counts["Q"]
+        said = []
+        if self.no_signal is not None and len(self.no_signal):
+            total = float((self.no_signal[:, 1] - self.no_signal[:, 0]).sum())
+            a = self.no_signal[0, 0]
+            first = f"{int(a // 3600)}:{int(a // 60 % 60):02d}:{int(a % 60):02d}"
+            said.append(
+                f"no signal for {total:,.0f} s in {len(self.no_signal):,} stretch(es), the first at {first} "
+                "(a lead off or a flat line): the rhythm cannot be read there, and no pause is counted across it"
+            )
         if n < MIN_BEATS:
-            return [f"{n} beats are too few to tell which shape is normal: every beat is Q (unclassifiable)"]
+            return [*said, f"{n} beats are too few to tell which shape is normal: every beat is Q (unclassifiable)"]
         if q >= n / 2:
             return [
+                *said,
                 f"{q:,} of {n:,} beats are Q (unclassifiable): the lead they were cut from has poor signal around "
-                "them (flat, noisy or moving); choose another lead (channel) for classes that can be read"
+                "them (flat, noisy or moving); choose another lead (channel) for classes that can be read",
             ]
-        return []
+        return said
 
     def summary(self) -> dict[str, Any]:
         """``summary.json``'s ``holter``: what it is, the classes' meaning, the summary, its warnings."""
@@ -71,8 +83,9 @@ def label_beats_chunked(
     with run.stage("classes", count=False):  # (chunks cross to the device in read(), counted there)
         classes = ecg_classes_chunked(read, n_samples, peaks, fs, chunk=part)
         t = np.asarray(peaks[:], dtype=np.float64) / fs
-        summary = holter_summary(t, classes.labels, classes.irregular, n_samples / fs, classes.not_beats)
-    return Labelled(classes, summary)
+        flat = flat_stretches_read(read, n_samples, fs, chunk=part)
+        summary = holter_summary(t, classes.labels, classes.irregular, n_samples / fs, classes.not_beats, flat)
+    return Labelled(classes, summary, flat)
 
 
 def label_beats(run: _Run, rec: Recording, peaks: torch.Tensor) -> Labelled:
@@ -82,5 +95,6 @@ def label_beats(run: _Run, rec: Recording, peaks: torch.Tensor) -> Labelled:
     with run.stage("classes"):
         classes = ecg_classes_leads(rec.samples, peaks, fs)
         t = peaks.detach().cpu().numpy().astype(np.float64) / fs
-        summary = holter_summary(t, classes.labels, classes.irregular, rec.n_samples / fs, classes.not_beats)
-    return Labelled(classes, summary)
+        flat = flat_stretches(rec.samples, fs)
+        summary = holter_summary(t, classes.labels, classes.irregular, rec.n_samples / fs, classes.not_beats, flat)
+    return Labelled(classes, summary, flat)
