@@ -151,7 +151,7 @@ def score(a: Analysed, truth: Truth) -> dict[str, Any]:
     """A record's figures: detection, per-class counts, AF per beat and the record's kind."""
     scored, best, extra = match(truth.samples, a.peaks, a.fs, a.n_samples)
     tp, fn, fp = int((best >= 0).sum()), int((best < 0).sum()), int(extra.size)
-    det = {"tp": tp, "fp": fp, "fn": fn, "se": tp / max(tp + fn, 1), "ppv": tp / max(tp + fp, 1),
+    det = {"tp": tp, "fp": fp, "fn": fn, "sensitivity": tp / max(tp + fn, 1), "ppv": tp / max(tp + fp, 1),
            "f1": 2 * tp / max(2 * tp + fp + fn, 1)}  # fmt: skip
     ref = truth.classes[scored]
     got = np.where(best >= 0, a.classes.labels[np.clip(best, 0, None)], "-")
@@ -233,7 +233,7 @@ def gross(records: dict[str, dict[str, Any]], names: list[str], k: str) -> dict[
     """Class ``k``'s counts added over ``names``, with Se, +P and the worst record's FPR."""
     keys = ("truth", "missed", "tp", "given", "others", "others_given", "unmatched_given")
     c = {f: sum(records[n]["classes"][k][f] for n in names if k in records[n]["classes"]) for f in keys}
-    c["se"] = c["tp"] / c["truth"] if c["truth"] else None
+    c["sensitivity"] = c["tp"] / c["truth"] if c["truth"] else None
     c["ppv"] = c["tp"] / c["given"] if c["given"] else None
     fprs = [records[n]["classes"][k]["others_given"] / max(records[n]["classes"][k]["others"], 1)
             for n in names if k in records[n]["classes"]]  # fmt: skip
@@ -252,13 +252,13 @@ def run(data: Path, with_peers: bool = True) -> dict[str, Any]:
     s_names = [n for n in records if n.startswith("cpsc2021/")]
     s_all = [n for n in records if n.startswith(("cpsc2021/", "mitdb/"))]
     beats = {f: sum(records[n]["beats"][f] for n in records) for f in ("tp", "fp", "fn")}
-    beats["se"] = beats["tp"] / max(beats["tp"] + beats["fn"], 1)
+    beats["sensitivity"] = beats["tp"] / max(beats["tp"] + beats["fn"], 1)
     beats["ppv"] = beats["tp"] / max(beats["tp"] + beats["fp"], 1)
     af_names = list(records)
     af = {f: sum(records[n]["af"][f] for n in s_names) for f in ("truth_af_beats", "af_tp", "truth_other_beats",
                                                                  "other_tn")}  # fmt: skip
-    af["se"] = af["af_tp"] / max(af["truth_af_beats"], 1)
-    af["sp"] = af["other_tn"] / max(af["truth_other_beats"], 1)
+    af["sensitivity"] = af["af_tp"] / max(af["truth_af_beats"], 1)
+    af["specificity"] = af["other_tn"] / max(af["truth_other_beats"], 1)
     af["kinds_right"] = sum(records[n]["af"]["kind_ours"] == records[n]["af"]["kind_truth"] for n in af_names)
     af["kinds_of"] = len(af_names)
     return {
@@ -309,13 +309,13 @@ def markdown(result: dict[str, Any]) -> str:
     grows = []
     for name, c in result["gross"].items():
         if "missed" in c:
-            grows.append([name, c["truth"], c["missed"], _pct(c["se"]), _pct(c["ppv"]), _pct(c["worst_fpr"])])
+            grows.append([name, c["truth"], c["missed"], _pct(c["sensitivity"]), _pct(c["ppv"]), _pct(c["worst_fpr"])])
     lines += table(["class (records)", "reference beats", "never detected", "Se", "+P", "worst record's FPR"], grows)
     b = result["gross"]["beats (every labelled record)"]
     lines += ["", f"Beats over every labelled record: {b['tp']:,} found, {b['fn']:,} missed, {b['fp']:,} false; "
-              f"Se {_pct(b['se'])}, +P {_pct(b['ppv'])}."]  # fmt: skip
+              f"Se {_pct(b['sensitivity'])}, +P {_pct(b['ppv'])}."]  # fmt: skip
     af = result["gross"]["AF (cpsc2021 beats; kinds over every record)"]
-    lines += ["", f"AF, CPSC 2021 beats: Se {_pct(af['se'])}, Sp {_pct(af['sp'])}; the record's kind right on "
+    lines += ["", f"AF, CPSC 2021 beats: Se {_pct(af['sensitivity'])}, Sp {_pct(af['specificity'])}; the record's kind right on "
               f"{af['kinds_right']} of {af['kinds_of']} records.", "",
               f"For context (other beats, other data): {PUBLISHED['source']}: V Se {PUBLISHED['V_se_pct']} %, "
               f"+P {PUBLISHED['V_ppv_pct']} %; S Se {PUBLISHED['S_se_pct']} %, +P {PUBLISHED['S_ppv_pct']} %.",

@@ -16,10 +16,10 @@ def _measured() -> dict[str, tuple[int, float, float]]:
     beats, v, s = g["beats (every labelled record)"], g["V (mitdb_v 105, 106, 200)"], g["S (mitdb 100, cpsc2021)"]
     af = g["AF (cpsc2021 beats; kinds over every record)"]
     return {
-        "beats found": (beats["tp"] + beats["fn"], beats["se"], beats["ppv"]),
-        "V (ventricular ectopic)": (v["truth"], v["se"], v["ppv"]),
-        "S (supraventricular ectopic)": (s["truth"], s["se"], s["ppv"]),
-        "atrial fibrillation, per beat": (af["truth_af_beats"] + af["truth_other_beats"], af["se"], af["sp"]),
+        "beats found": (beats["tp"] + beats["fn"], beats["sensitivity"], beats["ppv"]),
+        "V (ventricular ectopic)": (v["truth"], v["sensitivity"], v["ppv"]),
+        "S (supraventricular ectopic)": (s["truth"], s["sensitivity"], s["ppv"]),
+        "atrial fibrillation, per beat": (af["truth_af_beats"] + af["truth_other_beats"], af["sensitivity"], af["specificity"]),
     }
 
 
