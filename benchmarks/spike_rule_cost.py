@@ -62,9 +62,10 @@ def main() -> None:
     rows = [[name, f"{1e3 * c['with_s']:.3f}", f"{1e3 * c['without_s']:.3f}", f"{c['ratio_median']:.3f}",
              f"{c['ratio_min']:.3f}-{c['ratio_max']:.3f}", c["same_peaks"]]
             for name, c in result["cases"].items()]  # fmt: skip
-    write_table_page(args.out, "spike_rule_cost", result, "The spike rule's cost per call",
-                     ["input", "with the rule (ms)", "without (ms)", "ratio (median)", "ratio (range)", "same peaks"],
-                     rows, "torch at 1 thread", note="Medians of alternated repeats; ratio: with over without.")  # fmt: skip
+    header = ["input", "with the rule (ms)", "without (ms)", "ratio (median)", "ratio (range)", "same peaks"]
+    note = "Medians of alternated repeats; ratio: with over without."
+    write_table_page(args.out, "spike_rule_cost", result, "The spike rule's cost per call", header, rows,
+                     "torch at 1 thread", note=note)  # fmt: skip
 
 
 if __name__ == "__main__":
