@@ -315,8 +315,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines += ["", f"Beats over every labelled record: {b['tp']:,} found, {b['fn']:,} missed, {b['fp']:,} false; "
               f"Se {_pct(b['sensitivity'])}, +P {_pct(b['ppv'])}."]  # fmt: skip
     af = result["gross"]["AF (cpsc2021 beats; kinds over every record)"]
-    lines += ["", f"AF, CPSC 2021 beats: Se {_pct(af['sensitivity'])}, Sp {_pct(af['specificity'])}; the record's kind right on "
-              f"{af['kinds_right']} of {af['kinds_of']} records.", "",
+    lines += ["", f"AF, CPSC 2021 beats: Se {_pct(af['sensitivity'])}, Sp {_pct(af['specificity'])}; the record's "
+              f"kind right on {af['kinds_right']} of {af['kinds_of']} records.", "",
               f"For context (other beats, other data): {PUBLISHED['source']}: V Se {PUBLISHED['V_se_pct']} %, "
               f"+P {PUBLISHED['V_ppv_pct']} %; S Se {PUBLISHED['S_se_pct']} %, +P {PUBLISHED['S_ppv_pct']} %.",
               ""]  # fmt: skip

@@ -19,7 +19,11 @@ def _measured() -> dict[str, tuple[int, float, float]]:
         "beats found": (beats["tp"] + beats["fn"], beats["sensitivity"], beats["ppv"]),
         "V (ventricular ectopic)": (v["truth"], v["sensitivity"], v["ppv"]),
         "S (supraventricular ectopic)": (s["truth"], s["sensitivity"], s["ppv"]),
-        "atrial fibrillation, per beat": (af["truth_af_beats"] + af["truth_other_beats"], af["sensitivity"], af["specificity"]),
+        "atrial fibrillation, per beat": (
+            af["truth_af_beats"] + af["truth_other_beats"],
+            af["sensitivity"],
+            af["specificity"],
+        ),
     }
 
 
