@@ -138,7 +138,7 @@ def _clinical_facts(summary: RunSummary) -> list[tuple[str, str]]:
         ("supraventricular ectopic beats (S)", f"{_number(h.counts['S'])} ({h.burden_pct['S']:.1f} %)"),
         ("rhythm", _af_words(h)),
         ("events", events),
-        ("heart rate (bpm)", rate),
+        ("heart rate, every beat (bpm)", rate),
     ]
 
 

@@ -159,6 +159,13 @@ def test_ecg_report_lists_the_flagged_beats(tmp_path, shots):
     beats = f"{flagged} beat{'s' if flagged != 1 else ''} flagged"
     _check_page(seen, [f"{s['counts']['beats_found']:,}", beats, scorer, *warnings], images=6)
     assert seen["text"].count("\nV\n") + seen["text"].count("\tV\t") > 0  # reference labels of flagged beats
+    # the clinical answer leads the page: the ventricular beats and their burden before the model's
+    # flags, and how far the classes were validated, with the word that they are not a diagnosis
+    text, h = seen["text"], s["holter"]
+    v = f"{h['counts']['V']:,} ({h['burden_pct']['V']:.1f} %)"
+    assert text.index(v) < text.index("ventricular ectopic beats (V)") < text.index("flagged as anomalous")
+    assert text.index("How far to trust these classes") < text.index("What the model learned")
+    assert "not a diagnostic device" in text
 
 
 def test_score_and_train_reports_open_cleanly(tmp_path, shots):
