@@ -493,12 +493,19 @@ def test_refinement_moves_each_candidate_to_its_extremum(n):
         rows = torch.randint(0, 3, (400,), generator=g)
         cols = torch.randint(0, n, (400,), generator=g)
         polarity = torch.where(torch.rand(400, generator=g) < 0.5, -1.0, 1.0)
-        got = _refined(x, polarity, rows, cols, reach)
+        got, none = _refined(x, polarity, rows, cols, reach)
+        same, width = _refined(x, polarity, rows, cols, reach, spike=5)
+        assert none is None and torch.equal(got, same)
         xs = x.numpy()
-        for r, c, p, moved in zip(rows.tolist(), cols.tolist(), polarity.tolist(), got.tolist(), strict=True):
+        for r, c, p, moved, w in zip(rows.tolist(), cols.tolist(), polarity.tolist(), got.tolist(), width.tolist(),
+                                     strict=True):  # fmt: skip
             idx = np.clip(np.arange(c - reach, c + reach + 1), 0, n - 1)
             window = xs[r, idx]
-            assert moved == idx[np.argmax((window - window.mean()) * p)]
+            best = int(np.argmax((window - window.mean()) * p))
+            assert moved == idx[best]
+            # the spike test: samples within 5 of the extremum (inside the window) at half its height or above
+            near = window[np.clip(np.arange(best - 5, best + 6), 0, window.size - 1)] * p
+            assert w == int(np.sum(near >= (near[5] + near.min()) / 2))
 
 
 def test_peaks_are_ordinary_tensors():

@@ -134,8 +134,7 @@ class _Ricker:
         """Samples either side of a stretch that decide its candidates: the filter, the
         refractory period, the sub-blocks and the refinement window."""
         width = self.sigma_s * self.fs
-        refine = _samples(self.refine_s, self.fs) + _samples(SPIKE_WINDOW_S, self.fs)
-        return 2 * math.ceil(4 * width) + 1 + self.refractory + 2 * self.sub + refine + 2
+        return 2 * math.ceil(4 * width) + 1 + self.refractory + 2 * self.sub + _samples(self.refine_s, self.fs) + 2
 
     @property
     def alignment(self) -> int:
@@ -286,11 +285,11 @@ class _Ricker:
         inside = (cols >= core[0] - offset) & (cols < core[1] - offset)
         rows, cols = rows[inside], cols[inside]
         sign = 1 - 2 * negative[rows, cols].to(x.dtype)  # +1 or -1: the polarity the filter saw
-        refined = _refined(x, sign, rows, cols, _samples(self.refine_s, self.fs))
+        spike = _samples(SPIKE_WINDOW_S, self.fs) if self.spike_ms > 0 else 0
+        refined, wide = _refined(x, sign, rows, cols, _samples(self.refine_s, self.fs), spike)
         height = feature[rows, cols]
-        if self.spike_ms > 0 and rows.numel():  # a spike is no beat: it passes no threshold
-            narrow = _half_height_ms(x, sign, rows, refined, _samples(SPIKE_WINDOW_S, self.fs), self.fs)
-            height = torch.where(narrow < self.spike_ms, torch.zeros_like(height), height)
+        if wide is not None:  # a spike is no beat: it passes no threshold
+            height = torch.where(wide * (1000.0 / self.fs) < self.spike_ms, torch.zeros_like(height), height)
         return {"rows": rows, "cols": cols + offset, "height": height, "sign": sign, "refined": refined + offset}
 
     def accept(
@@ -404,22 +403,6 @@ class _Ricker:
 
 #: Half the window (s) in which a candidate's width at half its height is measured.
 SPIKE_WINDOW_S = 0.02
-
-
-def _half_height_ms(
-    x: torch.Tensor, polarity: torch.Tensor, rows: torch.Tensor, at: torch.Tensor, half: int, fs: float
-) -> torch.Tensor:
-    """The width (ms) of each candidate's deflection at half its height: the samples within
-    ``half`` of its extremum ``at`` (columns of ``x``'s ``rows``) that stand above the halfway
-    point between the window's lowest value and the extremum, in the filter's ``polarity``
-    (``(n,)``). A QRS's main deflection lasts 20 ms or more at half height, even a narrow one; a
-    spike (a pacemaker's stimulus, an electrical or digital glitch) one or two samples."""
-    idx = (at[:, None] + torch.arange(-half, half + 1, device=x.device)).clamp(0, x.shape[-1] - 1)
-    window = x[rows[:, None], idx] * polarity[:, None]
-    peak = window[:, half : half + 1]
-    low = window.amin(1, keepdim=True)
-    above = (window >= (peak + low) / 2).sum(1)
-    return above.to(x.dtype) * (1000.0 / fs)
 
 
 def _abs_max(x: torch.Tensor) -> torch.Tensor:
@@ -585,12 +568,17 @@ def _coarse_peaks(feature: torch.Tensor, min_distance: int, sub: int) -> tuple[t
 
 
 def _refined(
-    x: torch.Tensor, polarity: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, reach: int
-) -> torch.Tensor:
+    x: torch.Tensor, polarity: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, reach: int, spike: int = 0
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Each candidate moved to the extremum of ``x`` within ``reach`` samples, in the filter's
-    ``polarity`` (+1 or -1 per candidate): the new columns, ``(n,)``."""
+    ``polarity`` (+1 or -1 per candidate): the new columns, ``(n,)``; and, with ``spike``
+    samples, how many samples within ``spike`` of that extremum (inside the same window) stand
+    above the halfway point between their lowest value and it: the deflection's width at half
+    its height, in samples (``(n,)``; None without ``spike``). A QRS's main deflection lasts 20 ms
+    or more at half height, even a narrow one; a spike (a pacemaker's stimulus, an electrical or
+    digital glitch) one or two samples."""
     if rows.numel() == 0:
-        return cols
+        return cols, (torch.zeros_like(cols) if spike else None)
     n, width = x.shape[-1], 2 * reach + 1
     start = cols - reach
     if n >= width:  # each window a slice of a strided view (a copy of whole rows, not a gather per sample)
@@ -608,7 +596,13 @@ def _refined(
     refined = start + best
     if edge.numel():
         refined[edge] = idx.gather(1, best[edge, None]).squeeze(1)
-    return refined
+    if not spike:
+        return refined, None
+    near = (best[:, None] + torch.arange(-spike, spike + 1, device=x.device)).clamp(0, width - 1)
+    around = window.gather(1, near) * polarity[:, None]
+    peak = around[:, spike : spike + 1]  # (the extremum itself: the clamp never moves the centre)
+    above = (around >= (peak + around.amin(1, keepdim=True)) / 2).sum(1)
+    return refined, above
 
 
 def _ordinary(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
