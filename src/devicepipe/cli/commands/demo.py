@@ -27,7 +27,7 @@ from devicepipe.pipelines import (
     PIPELINES,
     run_demo,
 )
-from devicepipe.pipelines.says import training_line
+from devicepipe.pipelines.says import holter_lines, training_line
 
 
 @app.command(cls=_Command, short_help="Run ecg on a simulated ECG: no data needed.")
@@ -44,6 +44,8 @@ def demo(
     con.print(training_line(result.run.summary), markup=False)
     for warning in result.run.summary.warnings or []:
         _warn(con, warning)
+    for line in holter_lines(result.run.summary.holter):  # the answer first: classes and events
+        con.print(line, markup=False)
     con.print(
         f"{result.run.summary.counts.flagged} beats flagged as anomalous; {result.ectopic_flagged} of the "
         f"{result.n_ectopic} simulated ventricular ectopic beats are among them"
