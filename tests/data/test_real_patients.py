@@ -102,3 +102,14 @@ def test_a_lead_off_minute_is_read_on_the_other_lead_or_said():
     r = analyse_signal(one, fs)
     assert not ((r.peaks >= a) & (r.peaks < b)).any() and r.holter.of("pause") == []
     assert flat_stretches(one, fs).shape == (1, 2)
+
+
+@pytest.mark.parametrize("name", ["data_84_1", "data_84_2", "data_84_3", "data_92_4", "data_92_12", "data_92_19"])
+def test_no_beat_inside_atrial_fibrillation_is_supraventricular(name):
+    import numpy as np
+
+    a = analyse(require_data(f"cpsc2021/{name}"))
+    in_af = np.zeros(a.peaks.size, bool)
+    for e in a.holter.of("afib"):
+        in_af[e.first_beat : e.last_beat + 1] = True
+    assert in_af.any() and not (in_af & (a.classes.labels == "S")).any()

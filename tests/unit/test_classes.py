@@ -225,6 +225,10 @@ def test_the_rhythm_is_irregular_where_any_lead_reads_it_so():
     b = replace(b, irregular=np.array([0, 0, 0, 1, 1, 1, 0, 0], bool))
     assert list(agree_on_ventricular([a, b]).irregular) == [0, 0, 1, 1, 1, 1, 0, 0]
     assert list(agree_on_ventricular([b, a]).labels) == list(b.labels)
+    # and no beat inside it is S: in fibrillation every beat comes at a random time
+    s = replace(_hand_classes("NSNNSNSN", "s"), irregular=np.zeros(8, bool))
+    agreed = agree_on_ventricular([s, b])
+    assert list(agreed.labels) == list("NSNNNNSN") and agreed.reasons[4] == "irregular rhythm"
 
 
 def test_a_wide_shape_on_one_lead_only_is_not_v_and_a_ventricular_beat_stays_v():

@@ -515,7 +515,7 @@ def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
     # a beat the first lead cannot read (Q: its signal flat, noisy or off there) takes the class of
     # the first lead that reads it
     unread = (first.labels == "Q") & np.isin(labels, ("N", "S", "F")).any(0)
-    if not alone.any() and not unread.any():
+    if not alone.any() and not unread.any() and not _early_in_fibrillation(first.labels, first.irregular).any():
         return first
     other = np.argmax(np.isin(labels, ("N", "S", "F")), axis=0)  # the first lead reading it otherwise
     out_labels, out_reasons = first.labels.copy(), first.reasons.astype(object)
@@ -526,7 +526,15 @@ def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
     for i in np.flatnonzero(unread):
         out_labels[i] = labels[other[i], i]
         out_reasons[i] = f"{per_lead[other[i]].reasons[i]} (lead {other[i] + 1}: the first cannot read it)"
+    early = _early_in_fibrillation(out_labels, first.irregular)  # (a lead's S inside what another read as AF)
+    out_labels[early], out_reasons[early] = "N", "irregular rhythm"
     return replace(first, labels=out_labels, reasons=out_reasons)
+
+
+def _early_in_fibrillation(labels: np.ndarray, irregular: np.ndarray) -> np.ndarray:
+    """Beats called S inside irregularly irregular rhythm: in fibrillation every beat comes at a
+    random time, so none is early (``(n,)`` bool)."""
+    return (labels == "S") & irregular
 
 
 def ecg_classes_chunked(
