@@ -168,6 +168,8 @@ def score(a: Analysed, truth: Truth) -> dict[str, Any]:
             "others": int(np.sum(known & (ref != k) & (best >= 0))),
             "others_given": int(np.sum(known & (ref != k) & (got == k))),
             "unmatched_given": int(np.sum(a.classes.labels[extra] == k)),
+            # what the reference's beats of k were called instead ("-": never detected)
+            "called": {c: int(np.sum((ref == k) & (got == c))) for c in ("N", "S", "V", "F", "Q", "-")},
         }
     in_af = np.zeros(a.peaks.size, bool)  # (the rhythm labels: a run inside AF is labelled (VT)
     for e in a.holter.of("afib"):
