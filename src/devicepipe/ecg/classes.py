@@ -365,10 +365,15 @@ def _roughness(wide: torch.Tensor, half: int, fs: float) -> np.ndarray:
     the window's centre) left out, ``(m,)``. P and T waves and an ectopic beat's broad T wave are
     smooth; muscle noise and motion are not."""
     lag = max(1, round(SLOPE_S * fs))
-    d2 = wide[:, 2 * lag :] - 2 * wide[:, lag:-lag] + wide[:, : -2 * lag]
-    centre = wide.shape[1] // 2 - lag
-    outside = (torch.arange(d2.shape[1], device=wide.device) - centre).abs() > half
-    return d2[:, outside].pow(2).mean(1).sqrt().cpu().numpy()
+    out = torch.empty(wide.shape[0], dtype=wide.dtype, device=wide.device)
+    for a in range(0, wide.shape[0], WINDOW_ROWS):  # (temporaries of a block of rows: a few MiB)
+        w = wide[a : a + WINDOW_ROWS]
+        d2 = (w[:, 2 * lag :] - 2 * w[:, lag:-lag] + w[:, : -2 * lag]).square_()
+        centre = wide.shape[1] // 2 - lag  # (column j of d2 is centred on column j + lag of the window)
+        lo, hi = max(0, centre - half), min(d2.shape[1], centre + half + 1)
+        total = d2[:, :lo].sum(1) + d2[:, hi:].sum(1)
+        out[a : a + len(w)] = (total / max(1, lo + d2.shape[1] - hi)).sqrt()
+    return out.cpu().numpy()
 
 
 @dataclass(frozen=True)

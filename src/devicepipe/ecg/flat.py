@@ -33,11 +33,12 @@ def flat_blocks(x: torch.Tensor, sampling_rate: float) -> np.ndarray:
     judged on its samples)."""
     leads = x.reshape(-1, x.shape[-1])
     block, n = _block(sampling_rate), leads.shape[-1]
-    pad = (-n) % block
-    if pad:  # the last block repeats its last sample: a repeat changes neither its max nor its min
-        leads = torch.cat([leads, leads[:, -1:].expand(-1, pad)], dim=1)
-    parts = leads.reshape(leads.shape[0], -1, block)
+    whole = n - n % block
+    parts = leads[:, :whole].reshape(leads.shape[0], -1, block)  # (a view where the signal is contiguous)
     flat = (parts.amax(-1) == parts.amin(-1)).all(0)
+    if whole < n:  # the last, partial block on its own samples
+        tail = leads[:, whole:]
+        flat = torch.cat([flat, (tail.amax(-1) == tail.amin(-1)).all(0, keepdim=True)])
     return flat.cpu().numpy()
 
 
