@@ -351,3 +351,37 @@ def test_a_flat_stretch_is_no_signal_and_no_pause():
     late = np.concatenate([t[t < 250], t[t >= 253] + 0.0])  # beats missing from 250 s to 253 s: a pause
     c2 = ecg_classes(x, torch.as_tensor(np.rint(late * 250).astype(np.int64)), 250.0)
     assert len(holter_summary(late, c2.labels, c2.irregular, 300.0, c2.not_beats, flat).of("pause")) == 1
+
+
+def test_frequent_atrial_premature_beats_are_s_not_fibrillation():
+    # a quarter of the beats atrial premature: the intervals are irregular over a few beats, but
+    # the beats between the premature ones keep their sinus P wave, so it is no fibrillation
+    # and the premature beats are S; fibrillation (no P wave) in the same recorder is found
+    for seed in (10, 11):
+        sim = simulate_ecg(600, 360, noise_mV=0.02, rhythm=Rhythm(atrial_rate=0.25), seed=seed)
+        peaks = ecg_peaks(sim.signal, 360)
+        c = ecg_classes(sim.signal, peaks, 360.0)
+        h = holter_summary(peaks.numpy() / 360, c.labels, c.irregular, 600.0, c.not_beats)
+        assert h.of("afib") == [], seed
+        truth, found = sim.r_peaks.numpy(), peaks.numpy()
+        at = np.abs(found[:, None] - truth[sim.classes == "S"][None]).argmin(0)
+        assert np.mean(c.labels[at] == "S") >= 0.9, seed
+    sim = simulate_ecg(600, 360, noise_mV=0.02, rhythm=Rhythm(afib=0.4, atrial_rate=0.1), seed=3)
+    peaks = ecg_peaks(sim.signal, 360)
+    c = ecg_classes(sim.signal, peaks, 360.0)
+    h = holter_summary(peaks.numpy() / 360, c.labels, c.irregular, 600.0, c.not_beats)
+    assert h.of("afib") and not (c.labels[c.irregular] == "S").any()
+
+
+def test_an_irregular_stretch_with_sinus_p_waves_is_not_fibrillation():
+    from devicepipe.ecg.classes import _without_p_waves
+
+    near = np.zeros(60, bool)
+    near[10:20] = near[30:40] = True
+    drawn = near.copy()
+    corr_p = np.full(60, 0.9)  # the on-time beats' P waves like the normal one
+    corr_p[30:40] = 0.1  # no P wave: fibrillation
+    kept_near, kept_drawn = _without_p_waves(near, drawn, corr_p, np.ones(60, bool))
+    assert not kept_near[10:20].any() and kept_near[30:40].all() and np.array_equal(kept_near, kept_drawn)
+    # fibrillation throughout: no sinus beat to compare with, every stretch kept
+    assert _without_p_waves(near, drawn, corr_p, np.zeros(60, bool))[0] is near
