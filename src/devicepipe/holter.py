@@ -82,6 +82,16 @@ class Holter:
         """The events of one kind."""
         return [e for e in self.events if e.kind == kind]
 
+    @property
+    def af_kind(self) -> str:
+        """The recording's kind as CPSC 2021 scores it: ``"no AF"``, ``"persistent AF"`` (one
+        episode from the first beat to the last) or ``"paroxysmal AF"`` (any other episodes)."""
+        episodes = self.of("afib")
+        if not episodes:
+            return "no AF"
+        whole = len(episodes) == 1 and episodes[0].first_beat == 0 and episodes[0].last_beat == self.beats - 1
+        return "persistent AF" if whole else "paroxysmal AF"
+
     def to_dict(self) -> dict[str, Any]:
         """``summary.json``'s ``holter``: the counts, and up to :data:`LISTED` events of each kind."""
         kinds = ("couplet", "run", "bigeminy", "trigeminy", "pause", "afib")
@@ -102,6 +112,7 @@ class Holter:
             "max_hr_at_s": self.max_hr_at_s,
             "mean_hr_bpm": self.mean_hr_bpm,
             "af_share": self.af_share,
+            "af_kind": self.af_kind,
             "listed": {kind: [asdict(e) for e in self.of(kind)[:LISTED]] for kind in kinds},
         }
 

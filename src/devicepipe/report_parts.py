@@ -119,9 +119,11 @@ def _af_words(h: Any) -> str:
     if not episodes:
         return "no atrial fibrillation"
     share = 100 * h.af_share
-    if share >= 99.5 and episodes == 1:
-        return "atrial fibrillation throughout"
-    return f"atrial fibrillation: {episodes:,} episode{'s' if episodes != 1 else ''}, {share:.1f} % of the time"
+    if h.af_kind == "persistent AF":
+        return "atrial fibrillation throughout (persistent)"
+    return (
+        f"paroxysmal atrial fibrillation: {episodes:,} episode{'s' if episodes != 1 else ''}, {share:.1f} % of the time"
+    )
 
 
 def _clinical_facts(summary: RunSummary) -> list[tuple[str, str]]:

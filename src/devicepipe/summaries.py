@@ -371,6 +371,7 @@ class HolterSummary(Record):
     af_share: float
     listed: dict[str, list[dict[str, Any]]]
     warnings: list[str]
+    af_kind: str = ABSENT  # "no AF", "paroxysmal AF" or "persistent AF" (absent in older runs)
 
 
 @_section

@@ -50,9 +50,12 @@ def test_noise_is_not_ventricular():
      ("data_92_4", "paroxysmal AF"), ("data_92_12", "paroxysmal AF"), ("data_92_19", "paroxysmal AF")],
 )  # fmt: skip
 def test_the_kind_of_atrial_fibrillation(name, kind):
-    af = _scored("cpsc2021", name)["af"]
+    path = require_data(f"cpsc2021/{name}")
+    a = analyse(path)
+    af = score(a, truth_of("cpsc2021", path))["af"]
     assert af["kind_truth"] == kind  # the reference says so
-    assert af["kind_ours"] == kind, af
+    assert af["kind_ours"] == kind, af  # each beat's rhythm, scored
+    assert a.holter.af_kind == kind  # and as the summary says it (summary.json's holter.af_kind)
 
 
 @pytest.mark.parametrize(("group", "name"), [("mitdb", "100"), ("mitdb_v", "200"), ("mitdb_v", "106")])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
 from devicepipe.pipelines.results import BeatsResult, LearnResult
-from devicepipe.summaries import HolterSummary, RunSummary, flag_rule, held
+from devicepipe.summaries import ABSENT, HolterSummary, RunSummary, flag_rule, held
 from devicepipe.units import format_duration
 
 
@@ -51,6 +51,11 @@ def holter_lines(h: HolterSummary | None) -> list[str]:
         f"{e.get('trigeminy', 0)} trigeminy episodes, {e.get('pause', 0)} pauses over 2 s{pauses}; irregularly "
         f"irregular rhythm {100 * h.af_share:.1f} % of the recording"
     )
+    if e.get("afib"):  # the rhythm's answer: which kind of atrial fibrillation, and when it starts
+        first = h.listed["afib"][0] if h.listed.get("afib") else None
+        at = f", the first from {first['start_s']:.0f} s to {first['end_s']:.0f} s" if first else ""
+        kind = h.af_kind if h.af_kind is not ABSENT else "atrial fibrillation"
+        events += f" ({kind}: {e['afib']} episode{'s' if e['afib'] != 1 else ''}{at})"
     return [f"beats by class: {shares}", events, *(f"classes: {w}" for w in h.warnings or [])]
 
 
