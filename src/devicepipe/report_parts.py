@@ -121,9 +121,8 @@ def _af_words(h: Any) -> str:
     share = 100 * h.af_share
     if h.af_kind == "persistent AF":
         return "atrial fibrillation throughout (persistent)"
-    return (
-        f"paroxysmal atrial fibrillation: {episodes:,} episode{'s' if episodes != 1 else ''}, {share:.1f} % of the time"
-    )
+    kind = "paroxysmal atrial fibrillation" if h.af_kind == "paroxysmal AF" else "atrial fibrillation"  # (older runs)
+    return f"{kind}: {episodes:,} episode{'s' if episodes != 1 else ''}, {share:.1f} % of the time"
 
 
 def _clinical_facts(summary: RunSummary) -> list[tuple[str, str]]:

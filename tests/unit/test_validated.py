@@ -33,3 +33,19 @@ def test_the_report_quotes_the_committed_evaluation(quoted):
     assert quoted.reference == reference
     assert quoted.se == pytest.approx(se, abs=0.0006)
     assert quoted.ppv == pytest.approx(second, abs=0.0006)
+
+
+def test_the_rhythm_tile_names_the_kind_of_fibrillation():
+    from types import SimpleNamespace
+
+    from devicepipe.report_parts import _af_words
+    from devicepipe.summaries import ABSENT
+
+    def h(episodes, share, kind):
+        return SimpleNamespace(events={"afib": episodes}, af_share=share, af_kind=kind)
+
+    assert _af_words(h(0, 0.0, "no AF")) == "no atrial fibrillation"
+    assert _af_words(h(1, 0.999, "persistent AF")) == "atrial fibrillation throughout (persistent)"
+    assert _af_words(h(2, 0.093, "paroxysmal AF")) == "paroxysmal atrial fibrillation: 2 episodes, 9.3 % of the time"
+    # a summary.json written before the kind was recorded: the episodes, without a kind made up
+    assert _af_words(h(1, 0.5, ABSENT)) == "atrial fibrillation: 1 episode, 50.0 % of the time"
