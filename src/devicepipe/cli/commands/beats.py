@@ -93,7 +93,7 @@ _BUDGET = Annotated[
 _RESUME = Annotated[bool, typer.Option("--resume", help="Many recordings: skip those done.")]
 
 
-@app.command(cls=_Command, short_help="Find an ECG's heartbeats and cut them into a matrix.")
+@app.command(cls=_Command, short_help="Heartbeats, each classed (N/S/V/F/Q), Holter events and AF.")
 def beats(
     input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
     out: _OUT,
@@ -115,7 +115,10 @@ def beats(
     devices: DevicesOpt = None,
     resume: _RESUME = False,
 ) -> None:
-    """Find the heartbeats of an ECG, cut them into a fixed-width matrix and plot them.
+    """Find the heartbeats of an ECG, class each (AAMI N, S, V, F, Q), count the ectopic burden and
+    the Holter events (couplets, runs, bigeminy, pauses, atrial fibrillation and its kind), cut the
+    beats into a fixed-width matrix and plot them. The report says how far the classes were
+    validated on annotated recordings.
 
     Given a folder, a glob or a list of recordings, runs each (on a Dask cluster) into its own
     directory under --out, with index.parquet (one row per recording) and summary.json.

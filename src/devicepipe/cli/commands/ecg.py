@@ -76,7 +76,7 @@ _ECG_REFERENCE = Annotated[
 ]
 
 
-@app.command(cls=_Command, short_help="Beats, a VAE on them, every beat scored and flagged.")
+@app.command(cls=_Command, short_help="Beats classed, Holter events and AF, a VAE, each beat scored.")
 def ecg(
     input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
     out: OutOpt,
@@ -109,7 +109,9 @@ def ecg(
     scheduler: SchedulerOpt = None,
     devices: DevicesOpt = None,
 ) -> None:
-    """Find the heartbeats of an ECG, train a convolutional VAE on them, score and plot every beat.
+    """Find the heartbeats of an ECG, class each (AAMI N, S, V, F, Q) with the Holter events and
+    atrial fibrillation, as beats does, then train a convolutional VAE on them, score and plot
+    every beat.
 
     Many recordings: one run directory each, on Dask. Every option in full: docs/commands.md.
     """
