@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from devicepipe.heart import minute_rates
+from devicepipe.signal.runs import true_runs
 
 __all__ = ["AF_MIN_S", "PAUSE_S", "Event", "Holter", "holter_summary"]
 
@@ -119,8 +120,7 @@ class Holter:
 
 def _stretches(mask: np.ndarray) -> list[tuple[int, int]]:
     """``(first, last)`` index of each run of True in ``mask``."""
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
-    return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+    return [(a, b - 1) for a, b in true_runs(mask)]
 
 
 def _event(kind: str, a: int, b: int, t: np.ndarray, **more: Any) -> Event:

@@ -70,6 +70,7 @@ import numpy as np
 import torch
 
 from devicepipe.errors import DevicepipeError
+from devicepipe.signal.runs import true_runs
 
 __all__ = [
     "BEAT_CLASSES",
@@ -295,17 +296,11 @@ def _without_p_waves(
         return near, drawn
     limit = np.quantile(reference, 0.25)
     near, drawn = near.copy(), drawn.copy()
-    for a, b in _stretches_of(near):
+    for a, b in true_runs(near):
         if np.mean(corr_p[a:b] >= limit) >= AF_P_SHARE:  # P waves as in sinus rhythm: ectopy, not fibrillation
             near[a:b] = False
             drawn[a:b] = False
     return near, drawn
-
-
-def _stretches_of(mask: np.ndarray) -> list[tuple[int, int]]:
-    """``[start, end)`` of each run of True in ``mask``."""
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
-    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
 
 
 def _irregular(rr_prev: np.ndarray, nn: np.ndarray, poor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -322,25 +317,24 @@ def _irregular(rr_prev: np.ndarray, nn: np.ndarray, poor: np.ndarray) -> tuple[n
     # poor (``poor``: most of the stretch's beats), the rhythm is taken to go on as it was on both
     # sides: irregular between two irregular stretches, or between one and the recording's end
     # (where ectopic beats leave too few, as in bigeminy, the rhythm is not read as irregular)
-    for a, b in _stretches_of(~enough):
+    for a, b in true_runs(~enough):
         left = irregular[a - 1] if a > 0 else None
         right = irregular[b] if b < irregular.size else None
         if left is not False and right is not False and (left or right) and 2 * poor[a:b].sum() > b - a:
             irregular[a:b] = True
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], irregular.astype(np.int8), [0]])))
-    for end, start in zip(edges[1:-1:2], edges[2::2], strict=True):  # (a gap between two stretches)
+    runs = true_runs(irregular)
+    for (_, end), (start, _) in zip(runs[:-1], runs[1:], strict=True):  # (a gap between two stretches)
         if start - end < IRREGULAR_GAP:
             irregular[end:start] = True
-    if edges.size:  # so too between a stretch and the recording's end: too few beats to read as regular
-        if 0 < edges[0] < IRREGULAR_GAP:
-            irregular[: edges[0]] = True
-        if 0 < irregular.size - edges[-1] < IRREGULAR_GAP:
-            irregular[edges[-1] :] = True
+    if runs:  # so too between a stretch and the recording's end: too few beats to read as regular
+        if 0 < runs[0][0] < IRREGULAR_GAP:
+            irregular[: runs[0][0]] = True
+        if 0 < irregular.size - runs[-1][1] < IRREGULAR_GAP:
+            irregular[runs[-1][1] :] = True
     # a window half in fibrillation already reads as irregular: a stretch found reaches about half a
     # window past each end of the true one, so each end is drawn back by that much
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], irregular.astype(np.int8), [0]])))
     trim, drawn = IRREGULAR_BEATS // 2, irregular.copy()
-    for start, end in zip(edges[::2], edges[1::2], strict=True):  # (a recording's ends are no change of rhythm)
+    for start, end in true_runs(irregular):  # (a recording's ends are no change of rhythm)
         if start > 0:
             drawn[start : min(end, start + trim)] = False
         if end < irregular.size:

@@ -14,6 +14,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from devicepipe.signal.runs import true_runs
+
 __all__ = ["FLAT_BLOCK_S", "FLAT_MIN_S", "flat_blocks", "flat_stretches", "flat_stretches_read"]
 
 #: Blocks (s) whose samples are compared: a block of one value on every lead is flat.
@@ -44,11 +46,7 @@ def flat_blocks(x: torch.Tensor, sampling_rate: float) -> np.ndarray:
 
 def _stretches(flat: np.ndarray, sampling_rate: float, n_samples: int) -> np.ndarray:
     block = _block(sampling_rate)
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], flat.astype(np.int8), [0]])))
-    out = [
-        (a * block / sampling_rate, min(b * block, n_samples) / sampling_rate)
-        for a, b in zip(edges[::2], edges[1::2], strict=True)
-    ]
+    out = [(a * block / sampling_rate, min(b * block, n_samples) / sampling_rate) for a, b in true_runs(flat)]
     return np.array([s for s in out if s[1] - s[0] >= FLAT_MIN_S], dtype=np.float64).reshape(-1, 2)
 
 

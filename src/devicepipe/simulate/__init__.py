@@ -26,6 +26,7 @@ import torch
 from devicepipe.device import resolve_device
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import write_csv, write_npy, write_parquet
+from devicepipe.signal.runs import true_runs
 from devicepipe.simulate.rhythm import Rhythm, plan_rhythm
 
 __all__ = [
@@ -271,9 +272,8 @@ def _fibrillation(
     for f, a, p in zip(rng.uniform(4, 8, 3), rng.uniform(0.02, 0.05, 3), rng.uniform(0, 2 * np.pi, 3), strict=True):
         waves += float(a) * torch.sin(2 * np.pi * float(f) * seconds + float(p))
     afib = rhythms == "AFIB"
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], afib.astype(np.int8), [0]])))
     mask = torch.zeros(n, dtype=torch.bool, device=like.device)
-    for a, b in zip(edges[::2], edges[1::2], strict=True):
+    for a, b in true_runs(afib):
         lo, hi = int(times[a - 1] * fs) if a else 0, min(int(times[b - 1] * fs), n)
         mask[lo:hi] = True
     return torch.where(mask, waves, 0.0)
