@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results_io import RESULTS, machine, write_results  # noqa: E402
 
 from devicepipe.ecg import classes  # noqa: E402
+from devicepipe.ecg.rhythm import beat_rhythm  # noqa: E402
 from devicepipe.holter import holter_summary  # noqa: E402
 from devicepipe.spectral_hrv import hrv_frequency  # noqa: E402
 
@@ -42,6 +43,7 @@ def main() -> int:
     fit = classes._Fit(torch.randn(k, 50), 0, 90.0, torch.randn(30), 1.0)
     family, corr = rng.integers(-1, k, n), rng.uniform(0.5, 1, (n, k))
     corr_p, width, height = rng.uniform(0, 1, n), rng.normal(90, 5, n), rng.normal(1, 0.1, n)
+    rough = rng.uniform(0, 1, n)  # each beat's roughness outside its QRS
     peaks: dict[str, float] = {}
     tracemalloc.start()
 
@@ -52,8 +54,10 @@ def main() -> int:
         peaks[name] = tracemalloc.get_traced_memory()[1] - base
         return out
 
-    rr_prev, early = step("rhythm", lambda: classes._rhythm(t))
-    labelled = step("decision", lambda: classes._decide(fit, t, rr_prev, early, width, height, family, corr, corr_p))
+    rr_prev, early = step("rhythm", lambda: beat_rhythm(t))
+    labelled = step(
+        "decision", lambda: classes._decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, rough)
+    )
     step(
         "holter_summary", lambda: holter_summary(t, labelled.labels, labelled.irregular, t[-1] + 1, labelled.not_beats)
     )

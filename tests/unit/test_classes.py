@@ -8,6 +8,7 @@ import torch
 
 from devicepipe.ecg import ecg_peaks
 from devicepipe.ecg.classes import BeatClasses, agree_on_ventricular, ecg_classes, ecg_classes_leads
+from devicepipe.ecg.rhythm import beat_rhythm
 from devicepipe.holter import holter_summary
 from devicepipe.simulate import Rhythm, simulate_ecg
 
@@ -254,7 +255,7 @@ def test_the_rhythm_windows_are_measured_a_block_of_beats_at_a_time(monkeypatch)
     # week's run. A block of beats at a time gives the same values with a few MB.
     import tracemalloc
 
-    from devicepipe.ecg import classes
+    from devicepipe.ecg import rhythm
 
     rng = np.random.default_rng(3)
     n = 3000
@@ -262,12 +263,12 @@ def test_the_rhythm_windows_are_measured_a_block_of_beats_at_a_time(monkeypatch)
     rr[1000:1600] = 0.8  # a regular stretch inside an irregular one, and gaps of not-normal beats
     nn = rng.random(n) < 0.85
     pair = (rr + np.r_[rr[1:], rr[-1]]) / 2
-    window = np.lib.stride_tricks.sliding_window_view(np.pad(pair, classes.RHYTHM_BEATS, mode="edge"),
-                                                      2 * classes.RHYTHM_BEATS + 1)  # fmt: skip
-    whole_irregular = classes._irregular(rr, nn, ~nn)
-    monkeypatch.setattr(classes, "WINDOW_ROWS", 7)  # many blocks, and a last one of another size
-    assert np.array_equal(classes._local_rhythm(rr, np.r_[rr[1:], rr[-1]]), np.median(window, axis=1))
-    for whole, blocked in zip(whole_irregular, classes._irregular(rr, nn, ~nn), strict=True):
+    window = np.lib.stride_tricks.sliding_window_view(np.pad(pair, rhythm.RHYTHM_BEATS, mode="edge"),
+                                                      2 * rhythm.RHYTHM_BEATS + 1)  # fmt: skip
+    whole_irregular = rhythm.irregular_rhythm(rr, nn, ~nn)
+    monkeypatch.setattr(rhythm, "WINDOW_ROWS", 7)  # many blocks, and a last one of another size
+    assert np.array_equal(rhythm.local_rhythm(rr, np.r_[rr[1:], rr[-1]]), np.median(window, axis=1))
+    for whole, blocked in zip(whole_irregular, rhythm.irregular_rhythm(rr, nn, ~nn), strict=True):
         assert np.array_equal(whole, blocked)
     assert whole_irregular[0].any() and not whole_irregular[0].all()  # both answers occur
     monkeypatch.undo()
@@ -275,8 +276,8 @@ def test_the_rhythm_windows_are_measured_a_block_of_beats_at_a_time(monkeypatch)
     rr, nn = rng.uniform(0.6, 1.2, n), rng.random(n) < 0.9
     tracemalloc.start()
     try:
-        classes._irregular(rr, nn, ~nn)
-        classes._rhythm(np.cumsum(rr))
+        rhythm.irregular_rhythm(rr, nn, ~nn)
+        rhythm.beat_rhythm(np.cumsum(rr))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -297,7 +298,7 @@ def _decision_and_summary_peaks(n: int) -> tuple[float, float, BeatClasses]:
     family, corr = rng.integers(-1, k, n), rng.uniform(0.5, 1, (n, k))
     corr_p, width, height = rng.uniform(0, 1, n), rng.normal(90, 5, n), rng.normal(1, 0.1, n)
     rough = rng.uniform(0, 1, n)
-    rr_prev, early = classes._rhythm(t)
+    rr_prev, early = beat_rhythm(t)
     tracemalloc.start()
     try:
         decided = classes._decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, rough)
@@ -374,7 +375,7 @@ def test_frequent_atrial_premature_beats_are_s_not_fibrillation():
 
 
 def test_an_irregular_stretch_with_sinus_p_waves_is_not_fibrillation():
-    from devicepipe.ecg.classes import _without_p_waves
+    from devicepipe.ecg.rhythm import without_p_waves as _without_p_waves
 
     near = np.zeros(60, bool)
     near[10:20] = near[30:40] = True

@@ -9,8 +9,8 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    removed first); families are gathered greedily (the beat most like the most others, and
    every beat within :data:`FAMILY_CORR` of its family's median shape), largest first.
 2. **The rhythm around each beat.** The interval before it and after it, against the local
-   rhythm: the median, over :data:`RHYTHM_BEATS` beats either side, of the mean of each beat's
-   two intervals. That mean is one sinus interval around an isolated ectopic beat, and in
+   rhythm (:mod:`devicepipe.ecg.rhythm`): the median, over ``RHYTHM_BEATS`` beats either side,
+   of the mean of each beat's two intervals. That mean is one sinus interval around an isolated ectopic beat, and in
    bigeminy too, so the reference holds whether ectopy is rare or every other beat.
 3. **The normal family** is not simply the largest: at 50 % ventricular beats it may not be.
    It is the largest family that is not early as a family (its median beat comes at least
@@ -33,17 +33,17 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    roughest 5 % of the normal beats (muscle noise or motion made it: on MIT-BIH 105 this took
    the share of its other beats called V from 1.3 % to 0.6 %; it costs the lone ectopic beats of
    noisy stretches, 4 of 200's 826 and both of CPSC 2021 patient 84's 2); else *N*.
-5. **Irregularly irregular rhythm** (suspected atrial fibrillation): where under
-   :data:`IRREGULAR` of the normal-to-normal intervals around a beat (:data:`IRREGULAR_BEATS`
-   either side) lie within :data:`TYPICAL_SHARE` of their median (gaps under
-   :data:`IRREGULAR_GAP` beats between two such stretches, or between one and the recording's
+5. **Irregularly irregular rhythm** (suspected atrial fibrillation, :mod:`devicepipe.ecg.rhythm`):
+   where under ``IRREGULAR`` of the normal-to-normal intervals around a beat (``IRREGULAR_BEATS``
+   either side) lie within ``TYPICAL_SHARE`` of their median (gaps under
+   ``IRREGULAR_GAP`` beats between two such stretches, or between one and the recording's
    end, closed; where poor signal leaves too few such intervals to read, the rhythm is taken to
    go on as on both sides; a stretch's ends are drawn back by half a window, but not at the
    recording's ends, so AF over a whole record is persistent AF). Sinus rhythm keeps most of
    its intervals near the typical one, early beats or not (ventricular ones are left out of the
    intervals); fibrillation has no typical interval. A stretch is fibrillation only where its
-   beats have lost the normal P wave (:func:`_without_p_waves`): frequent atrial premature beats
-   make the intervals irregular too, but the beats between them keep theirs. Early beats in
+   beats have lost the normal P wave (``without_p_waves``): frequent atrial premature beats make
+   the intervals irregular too, but the beats between them keep theirs. Early beats in
    fibrillation are not called S (every beat of it comes at a random time).
 
 6. **Several leads** (:func:`ecg_classes_leads`): each lead is classed alone, and a beat the
@@ -69,8 +69,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from devicepipe.ecg.rhythm import WINDOW_ROWS, beat_rhythm, irregular_rhythm, without_p_waves
 from devicepipe.errors import DevicepipeError
-from devicepipe.signal.runs import true_runs
 
 __all__ = [
     "BEAT_CLASSES",
@@ -109,8 +109,6 @@ FAMILY_CORR = 0.90
 MAX_FAMILIES = 8
 #: A family smaller than this share of the beats is not a candidate for the normal one.
 NORMAL_MIN_SHARE = 0.05
-#: Beats either side whose intervals make the local rhythm (and the irregularity measure).
-RHYTHM_BEATS = 8
 #: Correlation with the normal shape at and above which a QRS has the normal shape.
 SAME_SHAPE = 0.85
 #: A QRS this many times the normal one's width is wide.
@@ -121,25 +119,6 @@ EARLY = 0.82
 ON_TIME = 0.90
 #: P wave correlation with the normal one under which a P wave is unlike it.
 OTHER_P = 0.5
-#: Normal-to-normal intervals either side whose spread says whether a rhythm is irregular: 8,
-#: the window of Petrenas et al.'s low-complexity AF detector (Comput Biol Med 65, 2015), short
-#: enough for the 10-s paroxysms that CPSC 2021 annotates (20 either side missed every one of
-#: patient 92's; 8 finds all three records' and calls no AF on MIT-BIH 100, 105, 106, 200, CPSC
-#: 2021's patient 21 or the simulator's sinus rhythm with 1-50 % ectopy).
-IRREGULAR_BEATS = 8
-#: Gaps of fewer beats than this between two stretches of irregular rhythm are closed.
-IRREGULAR_GAP = 8
-#: A rhythm is irregularly irregular where fewer than this share of the normal-to-normal
-#: intervals around a beat lie within :data:`TYPICAL_SHARE` of their median (sinus rhythm,
-#: even with frequent early beats: most; atrial fibrillation, intervals spread about 20 %: a third).
-IRREGULAR = 0.55
-TYPICAL_SHARE = 0.10
-#: A stretch of irregular rhythm is fibrillation where fewer than this share of its beats have a
-#: normal P wave (:func:`_without_p_waves`): a third of the share sinus rhythm has by definition
-#: (three in four). Between frequent atrial premature beats half the beats or more keep theirs
-#: (the simulator at 25 %); in CPSC 2021 patient 92's paroxysms the median P-wave correlation is
-#: 0.07, 0.05 and -0.33, against 0.73, 0.98 and 0.99 in the same records' sinus rhythm.
-AF_P_SHARE = 0.25
 #: Half the span of the central difference that measures a QRS's slope, s.
 SLOPE_S = 0.008
 #: A beat of another shape under a third of the normal QRS's height is too small to be one.
@@ -155,9 +134,6 @@ STRETCH_S = 10.0
 #: upper quartile of their correlation is lower) has poor signal: a clean one's is about 0.98,
 #: even in bigeminy, where half its beats have another shape.
 CLEAN_CORR = 0.90
-#: Beats whose rhythm windows (:func:`_local_rhythm`, :func:`_irregular`) are measured at once: the
-#: temporary ``(rows, window)`` arrays then take a few MiB whatever the recording's length.
-WINDOW_ROWS = 16_384
 
 
 @dataclass(frozen=True)
@@ -244,102 +220,6 @@ def _slope_width(qrs: torch.Tensor, fs: float) -> torch.Tensor:
     lo = (cum < 0.1).sum(1)
     hi = (cum < 0.9).sum(1)
     return (hi - lo + 1).float() * (1000.0 / fs)
-
-
-def _by_rows(view: np.ndarray, measure: Callable[[np.ndarray], tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
-    """``measure`` of the rows of ``view`` (a beat's window each: a strided view, no copy),
-    :data:`WINDOW_ROWS` rows at a time, joined: each row's result depends on that row alone, so
-    the answer is that of one call, while the temporary ``(rows, window)`` arrays stay small (all
-    rows at once: about 1 GB for a week's 705,530 beats). Each block's results go straight into
-    the answer's arrays (joining a list of parts would hold every result twice)."""
-    n, out = view.shape[0], ()
-    for a in range(0, max(1, n), WINDOW_ROWS):
-        part = measure(view[a : a + WINDOW_ROWS])
-        out = out or tuple(np.empty((n, *c.shape[1:]), dtype=c.dtype) for c in part)
-        for whole, c in zip(out, part, strict=True):
-            whole[a : a + len(c)] = c
-    return out
-
-
-def _local_rhythm(rr_prev: np.ndarray, rr_next: np.ndarray) -> np.ndarray:
-    """The local interval at each beat: the median over :data:`RHYTHM_BEATS` beats either side
-    of the mean of each beat's two intervals."""
-    pad = np.pad((rr_prev + rr_next) / 2, RHYTHM_BEATS, mode="edge")
-    view = np.lib.stride_tricks.sliding_window_view(pad, 2 * RHYTHM_BEATS + 1)
-    return _by_rows(view, lambda rows: (np.median(rows, axis=1),))[0]
-
-
-def _irregular_counts(view: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each row of interval windows (NaN: not an interval between normal-shaped beats): how
-    many intervals it holds, and how many of them lie within :data:`TYPICAL_SHARE` of its median
-    (where it holds at least :data:`IRREGULAR_BEATS`)."""
-    counted = np.sum(~np.isnan(view), axis=1)
-    enough = counted >= IRREGULAR_BEATS
-    with np.errstate(all="ignore"):
-        median = np.nanmedian(np.where(enough[:, None], view, 1.0), axis=1)
-        typical = np.nansum(np.abs(view - median[:, None]) <= TYPICAL_SHARE * median[:, None], axis=1)
-    return counted.astype(np.int32), typical.astype(np.int32)  # (counts of a window's few intervals)
-
-
-def _without_p_waves(
-    near: np.ndarray, drawn: np.ndarray, corr_p: np.ndarray, on_time: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The stretches of irregular rhythm (``near``: as found; ``drawn``: their ends drawn back) kept
-    where their beats have no normal P wave: fibrillation has none, while frequent atrial premature
-    beats leave the beats between them their sinus P wave. A beat has a normal P wave where its
-    P wave's correlation with the normal one (``corr_p``) reaches the lower quartile of the on-time
-    normal-shaped beats' outside every stretch (``on_time``): three in four sinus beats do. A
-    stretch is kept where fewer than :data:`AF_P_SHARE` of its beats do; all are kept where the
-    recording has no such sinus beats to compare with (fibrillation throughout)."""
-    reference = corr_p[on_time & ~near]
-    if reference.size < MIN_BEATS:
-        return near, drawn
-    limit = np.quantile(reference, 0.25)
-    near, drawn = near.copy(), drawn.copy()
-    for a, b in true_runs(near):
-        if np.mean(corr_p[a:b] >= limit) >= AF_P_SHARE:  # P waves as in sinus rhythm: ectopy, not fibrillation
-            near[a:b] = False
-            drawn[a:b] = False
-    return near, drawn
-
-
-def _irregular(rr_prev: np.ndarray, nn: np.ndarray, poor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Whether each beat lies in irregularly irregular rhythm (see the module's step 5; ``nn``:
-    the interval before each beat joins two normal-shaped beats): as found (where no beat is
-    called S), and with each stretch's ends drawn back to where the rhythm changes."""
-    pad = np.full(nn.size + 2 * IRREGULAR_BEATS, np.nan)  # NaN but the intervals between normal beats
-    np.copyto(pad[IRREGULAR_BEATS : IRREGULAR_BEATS + nn.size], rr_prev, where=nn)
-    view = np.lib.stride_tricks.sliding_window_view(pad, 2 * IRREGULAR_BEATS + 1)
-    counted, typical = _by_rows(view, _irregular_counts)
-    enough = counted >= IRREGULAR_BEATS
-    irregular = enough & (typical < IRREGULAR * np.maximum(counted, 1))
-    # where too few intervals join normal-shaped beats to read the rhythm because the signal is
-    # poor (``poor``: most of the stretch's beats), the rhythm is taken to go on as it was on both
-    # sides: irregular between two irregular stretches, or between one and the recording's end
-    # (where ectopic beats leave too few, as in bigeminy, the rhythm is not read as irregular)
-    for a, b in true_runs(~enough):
-        left = irregular[a - 1] if a > 0 else None
-        right = irregular[b] if b < irregular.size else None
-        if left is not False and right is not False and (left or right) and 2 * poor[a:b].sum() > b - a:
-            irregular[a:b] = True
-    runs = true_runs(irregular)
-    for (_, end), (start, _) in zip(runs[:-1], runs[1:], strict=True):  # (a gap between two stretches)
-        if start - end < IRREGULAR_GAP:
-            irregular[end:start] = True
-    if runs:  # so too between a stretch and the recording's end: too few beats to read as regular
-        if 0 < runs[0][0] < IRREGULAR_GAP:
-            irregular[: runs[0][0]] = True
-        if 0 < irregular.size - runs[-1][1] < IRREGULAR_GAP:
-            irregular[runs[-1][1] :] = True
-    # a window half in fibrillation already reads as irregular: a stretch found reaches about half a
-    # window past each end of the true one, so each end is drawn back by that much
-    trim, drawn = IRREGULAR_BEATS // 2, irregular.copy()
-    for start, end in true_runs(irregular):  # (a recording's ends are no change of rhythm)
-        if start > 0:
-            drawn[start : min(end, start + trim)] = False
-        if end < irregular.size:
-            drawn[max(start, end - trim) : end] = False
-    return irregular, drawn
 
 
 @dataclass(frozen=True)
@@ -450,14 +330,6 @@ def _against(measured: _Measured, fit: _Fit) -> tuple[np.ndarray, np.ndarray, np
     return family, corr, corr_p
 
 
-def _rhythm(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each beat's interval before it (s) and that over the local interval (its prematurity)."""
-    rr = np.diff(t)
-    rr_prev = np.concatenate([[rr[0]], rr])
-    rr_next = np.concatenate([rr, [rr[-1]]])
-    return rr_prev, rr_prev / _local_rhythm(rr_prev, rr_next)
-
-
 def _texts(n: int, text: str) -> np.ndarray:
     """``(n,)`` object array whose every element is the one string ``text``: 8 bytes an element
     (``np.full(n, text, dtype=object)`` makes a string of each: 63 bytes a beat for "normal")."""
@@ -498,7 +370,7 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
     x = signal.float()
     at = peaks.to(x.device).long()
     t = peaks.detach().cpu().numpy().astype(np.float64) / fs
-    rr_prev, early = _rhythm(t)
+    rr_prev, early = beat_rhythm(t)
     pick = _sample(n)
     chosen = torch.as_tensor(pick, device=x.device)
     sampled = _wide(x, at[chosen], fs)
@@ -584,7 +456,7 @@ def ecg_classes_chunked(
         return _too_few(n)
     all_peaks = np.asarray(peaks[:], dtype=np.int64)  # (8 bytes a beat: a week's are 6 MB)
     t = all_peaks.astype(np.float64) / fs
-    rr_prev, early = _rhythm(t)
+    rr_prev, early = beat_rhythm(t)
     pick = _sample(n)
     picked = np.zeros(n, bool)
     picked[pick] = True
@@ -660,8 +532,8 @@ def _decide(
     normal_shaped = labels == "N"
     nn[1:] = normal_shaped[1:] & normal_shaped[:-1]
     poor = unlike & _poor_stretch(t, corr_n)
-    near_irregular, irregular = _irregular(rr_prev, nn, poor)
-    near_irregular, irregular = _without_p_waves(near_irregular, irregular, corr_p, normal_shaped & (early >= ON_TIME))
+    near_irregular, irregular = irregular_rhythm(rr_prev, nn, poor)
+    near_irregular, irregular = without_p_waves(near_irregular, irregular, corr_p, normal_shaped & (early >= ON_TIME))
     # a P wave unlike the normal one: beyond what noise does to the normal beats' own
     on_time_normal = normal_shaped & (early >= ON_TIME)
     noise_floor = np.quantile(corr_p[on_time_normal], 0.02) if on_time_normal.any() else OTHER_P
