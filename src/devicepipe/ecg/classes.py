@@ -494,6 +494,37 @@ def _sign(wide: torch.Tensor) -> float:
     return 1.0 if float((wide[:, middle] - wide.median(1).values).median()) >= 0 else -1.0
 
 
+def _ventricular(
+    fit: _Fit,
+    unlike: np.ndarray,
+    width: np.ndarray,
+    early: np.ndarray,
+    family: np.ndarray,
+    corr: np.ndarray,
+    corr_n: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The V and F calls of the module's step 4 (every other beat N so far): each beat's label
+    (``<U1``) and reason (object, shared strings), ``(n,)`` each."""
+    n, normal = early.size, fit.normal
+    wide = unlike & (width >= WIDE * fit.normal_width)  # (a normal shape is never wide: noise widens it)
+    ventricular_shape = wide | (unlike & (early < ON_TIME))
+    labels = np.full(n, "N", dtype="<U1")
+    reasons = _texts(n, "normal")
+    labels[ventricular_shape] = "V"
+    reasons[ventricular_shape & wide] = "wide QRS"
+    reasons[ventricular_shape & ~wide] = "other shape, premature"
+    # a ventricular family's shape: where most of its beats were called V
+    v_families = [k for k in range(corr.shape[1]) if k != normal and np.mean(labels[family == k] == "V") > 0.5]
+    if v_families and normal >= 0:
+        # the family's other members have its shape whatever one beat's width or timing says
+        member = np.isin(family, v_families) & (labels == "N")
+        labels[member], reasons[member] = "V", "ventricular family's shape"
+        corr_v = corr[:, v_families].max(1)
+        fusion = unlike & ~ventricular_shape & (corr_v > 0.5) & (corr_n > 0.5) & (early >= ON_TIME)
+        labels[fusion], reasons[fusion] = "F", "between normal and ventricular shapes"
+    return labels, reasons
+
+
 def _decide(
     fit: _Fit,
     t: np.ndarray,
@@ -511,23 +542,7 @@ def _decide(
     normal = fit.normal
     corr_n = corr[:, normal] if normal >= 0 else np.zeros(n)
     unlike = corr_n < SAME_SHAPE
-    wide = unlike & (width >= WIDE * fit.normal_width)  # (a normal shape is never wide: noise widens it)
-    ventricular_shape = wide | (unlike & (early < ON_TIME))
-    labels = np.full(n, "N", dtype="<U1")
-    reasons = _texts(n, "normal")
-    labels[ventricular_shape] = "V"
-    reasons[ventricular_shape & wide] = "wide QRS"
-    reasons[ventricular_shape & ~wide] = "other shape, premature"
-    # a ventricular family's shape: where most of its beats were called V
-    v_families = [k for k in range(corr.shape[1]) if k != normal and np.mean(labels[family == k] == "V") > 0.5]
-    if v_families and normal >= 0:
-        # the family's other members have its shape whatever one beat's width or timing says
-        member = np.isin(family, v_families) & (labels == "N")
-        labels[member], reasons[member] = "V", "ventricular family's shape"
-        corr_v = corr[:, v_families].max(1)
-        fusion = unlike & ~ventricular_shape & (corr_v > 0.5) & (corr_n > 0.5) & (early >= ON_TIME)
-        labels[fusion], reasons[fusion] = "F", "between normal and ventricular shapes"
-
+    labels, reasons = _ventricular(fit, unlike, width, early, family, corr, corr_n)
     nn = np.zeros(n, bool)
     normal_shaped = labels == "N"
     nn[1:] = normal_shaped[1:] & normal_shaped[:-1]

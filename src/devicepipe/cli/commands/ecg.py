@@ -109,9 +109,8 @@ def ecg(
     scheduler: SchedulerOpt = None,
     devices: DevicesOpt = None,
 ) -> None:
-    """Find the heartbeats of an ECG, class each (AAMI N, S, V, F, Q) with the Holter events and
-    atrial fibrillation, as beats does, then train a convolutional VAE on them, score and plot
-    every beat.
+    """The beats of an ECG classed (N, S, V, F, Q) with the Holter events and AF, as beats does; then a
+    convolutional VAE trained on them, every beat scored and plotted.
 
     Many recordings: one run directory each, on Dask. Every option in full: docs/commands.md.
     """
