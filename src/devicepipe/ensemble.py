@@ -12,6 +12,7 @@ ends, within float tolerance.
 from __future__ import annotations
 
 import copy
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,7 +33,6 @@ from devicepipe.train import (
     PerRowLoss,
     adam,
     check_finite_rows,
-    diverged,
     epoch_noise,
     split_indices,
 )
@@ -105,30 +105,43 @@ def fit_ensemble(
     if stoppers is not None and val.shape[0] == 0:
         raise DevicepipeError("fit_ensemble(): early stopping watches the validation loss; use val_fraction > 0.")
     best = {k: v.detach().clone() for k, v in params.items()}  # each member's kept weights
+    first = val if val.shape[0] else train[:VAL_BATCH]
+    for h, loss in zip(histories, _val_sums(base, params, buffers, first, members, device).tolist(), strict=True):
+        h.initial = loss / max(1, first.shape[0])
+    dead: set[int] = set()  # members whose loss became NaN or infinite: they keep the weights before
     n = train.shape[0]
     for epoch in range(epochs):
-        if stoppers is not None and all(st.done for st in stoppers):
+        live = [i for i in range(members) if i not in dead and (stoppers is None or not stoppers[i].done)]
+        if not live:
             break
         started = time.perf_counter()
+        before = {k: v.detach().clone() for k, v in params.items()}
         noises = [epoch_noise(n, latent, seed=s, epoch=epoch, device=device, dtype=data.dtype) for s in seeds]
         totals = _train_epoch(base, params, buffers, optimizer, train, noises, batch_size, device)
         val_sum = _val_sums(base, params, buffers, val, members, device)
         elapsed = time.perf_counter() - started
-        bad = torch.nonzero(~torch.isfinite(totals)).flatten().tolist()
-        if bad:
-            raise diverged(epoch + 1, float(totals[bad[0]]) / n, member=bad[0])
         for i, h in enumerate(histories):
+            if i in dead:
+                continue
             h.train.append(float(totals[i]) / n)
             h.val.append(float(val_sum[i]) / max(1, val.shape[0]))
             h.seconds.append(elapsed)
+            if not (math.isfinite(h.train[-1]) and (val.shape[0] == 0 or math.isfinite(h.val[-1]))):
+                dead.add(i)
+                h.diverged = True
+                if stoppers is None:
+                    h.best_epoch = epoch
+                    for k, v in before.items():
+                        best[k][i] = v[i]
+                continue
             if stoppers is not None and not stoppers[i].done and stoppers[i].improved(h.val[-1], epoch + 1):
                 for k, v in params.items():
                     best[k][i] = v[i].detach()
-        if callback is not None:
-            mean_val = sum(h.val[-1] for h in histories) / members
-            callback(epoch + 1, sum(h.train[-1] for h in histories) / members, mean_val)
-    kept = params if stoppers is None else best
+        if callback is not None and live:
+            mean_val = sum(histories[i].val[-1] for i in live) / len(live)
+            callback(epoch + 1, sum(histories[i].train[-1] for i in live) / len(live), mean_val)
     for i, model in enumerate(models):
+        kept = best if stoppers is not None or i in dead else params
         state = {k.removeprefix("m."): v[i].detach().clone() for k, v in {**kept, **buffers}.items()}
         model.load_state_dict(state, strict=False)
         model.eval()

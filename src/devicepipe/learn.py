@@ -36,6 +36,7 @@ __all__ = [
     "SeriesLearnSettings",
     "check_before_start",
     "convergence_warning",
+    "kept_epoch",
     "learning_failed",
     "recent_fall",
     "score_rows",
@@ -298,7 +299,7 @@ def convergence_warning(histories: list[dict[str, Any]], at_stake: str = SCORES_
     or only its figures of the model where the scores do not use it)."""
     worst: tuple[float, int, int] | None = None
     for h in histories:
-        if h.get("stopped_early"):
+        if h.get("stopped_early") or h.get("diverged"):  # stopped by itself, or failed (learning_failed)
             continue
         val = [v for v in h.get("val", []) if np.isfinite(v)]
         losses = val if len(val) == len(h["train"]) else h["train"]
@@ -334,14 +335,21 @@ def stuck_loss(losses: list[float], *, share: float = 0.2, least: int = 3) -> bo
     return float(last.max() - last.min()) <= STUCK * max(abs(float(np.median(last))), 1e-12)
 
 
+#: A kept model whose loss is this many times its untrained loss (or the lowest of its run) got worse
+#: by an order of magnitude or more: its training diverged. Healthy training ends far below both.
+GREW = 10.0
+
+
 def learning_failed(
     histories: list[dict[str, Any]], embeddings: torch.Tensor | None = None, at_stake: str = SCORES_AT_STAKE
 ) -> str | None:
-    """A sentence when training produced a dead model: a loss that stopped changing entirely (its
-    units saturated or died), or a latent space most of whose dimensions are constant over the
-    ``embeddings`` ``(n, latent)``; None otherwise. Such a model is not "converged", whatever its
-    loss curve's slope. ``at_stake`` as :func:`convergence_warning`'s."""
-    said = []
+    """A sentence when training produced a broken model; None otherwise. Broken: a loss that became
+    NaN or infinite (training stopped there and the weights before were kept), a kept model whose
+    loss grew by an order of magnitude or more (over the untrained model's, or over the lowest of
+    its run), a loss that stopped changing entirely (its units saturated or died), or a latent space
+    most of whose dimensions are constant over the ``embeddings`` ``(n, latent)``. Such a model is
+    not "converged", whatever its loss curve's slope. ``at_stake`` as :func:`convergence_warning`'s."""
+    said = [s for s in (_diverged(histories), _grew(histories)) if s]
     stuck = [i for i, h in enumerate(histories) if stuck_loss(h["train"])]
     if stuck:
         h = histories[stuck[0]]
@@ -352,14 +360,68 @@ def learning_failed(
     if embeddings is not None and embeddings.ndim == 2 and embeddings.shape[0] > 1 and embeddings.shape[1] > 1:
         spread = embeddings.detach().float().std(0).cpu()
         constant = int((spread <= CONSTANT_DIMENSION * float(spread.max())).sum())
-        if constant * 2 > embeddings.shape[1] or float(spread.max()) == 0.0:
+        if constant * 2 > embeddings.shape[1] or not float(spread.max()) > 0.0:
             said.append(f"{constant} of its {embeddings.shape[1]} latent dimensions are constant over the rows")
     if not said:
         return None
     return (
-        f"the model did not learn: {'; '.join(said)}. {at_stake[0].upper()}{at_stake[1:]} mean little; its units "
-        "saturated or died, most often from a learning rate too high: lower --lr and train again"
+        f"the model did not learn: {'; '.join(said)}. {at_stake[0].upper()}{at_stake[1:]} mean little; "
+        "most often a learning rate too high does this: lower --lr and train again"
     )
+
+
+def kept_epoch(history: dict[str, Any]) -> int:
+    """The epoch (from 1; 0: the untrained weights) whose weights a model trained with ``history`` has."""
+    best = history.get("best_epoch")
+    return len(history["train"]) if best is None else int(best)
+
+
+def _member(histories: list[dict[str, Any]], i: int) -> str:
+    return "" if len(histories) == 1 else f" (ensemble member {i})"
+
+
+def _diverged(histories: list[dict[str, Any]]) -> str | None:
+    """What a loss that became NaN or infinite did, in words (the first member it happened to)."""
+    for i, h in enumerate(histories):
+        if h.get("diverged"):
+            kept = kept_epoch(h)
+            weights = f"epoch {kept}'s weights are kept" if kept else "the untrained weights are kept"
+            at = f"epoch {len(h['train'])}{_member(histories, i)}"
+            return f"its loss became {_last_bad(h)} at {at}, so training stopped ({weights})"
+    return None
+
+
+def _last_bad(h: dict[str, Any]) -> str:
+    for v in (h["train"][-1], *h.get("val", [])[-1:]):
+        if v is None or not np.isfinite(v):
+            return "NaN" if v is None or np.isnan(v) else "infinite"
+    return "NaN"
+
+
+def _losses(values: list[float | None]) -> np.ndarray:
+    return np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
+
+
+def _grew(histories: list[dict[str, Any]]) -> str | None:
+    """What a kept model whose loss grew by an order of magnitude or more did, in words: its loss
+    against the untrained model's (``initial``) and against the lowest of its run."""
+    for i, h in enumerate(histories):
+        kept = kept_epoch(h)
+        if kept < 1:
+            continue
+        val = _losses(h.get("val", [])[:kept])
+        losses, which = (
+            (val, "validation")
+            if val.size == kept and np.all(np.isfinite(val))
+            else (_losses(h["train"][:kept]), "training")
+        )
+        at, lowest, start = float(losses[-1]), float(np.nanmin(losses)), h.get("initial")
+        who = _member(histories, i)
+        if start is not None and np.isfinite(start) and start > 0 and at >= GREW * start:
+            return f"its {which} loss grew from {start:.3g} untrained to {at:.3g} at the epoch kept ({kept}){who}"
+        if lowest > 0 and at >= GREW * lowest:
+            return f"its {which} loss grew from {lowest:.3g} to {at:.3g} at the epoch kept ({kept}){who}"
+    return None
 
 
 def _stuck_since(losses: list[float]) -> int:

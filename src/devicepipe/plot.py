@@ -280,8 +280,8 @@ def plot_training(histories: list[dict[str, Any]], *, title: str = "Training", w
             ax.plot(
                 epochs, h["val"], color="tab:orange", alpha=0.8, ls="--", label="validation" + each if i < 1 else None
             )
-        best = h.get("best_epoch") or len(h["train"])  # a run of exact epochs keeps its last
-        line = h["val"] if h.get("val") and np.isfinite(h["val"][best - 1]) else h["train"]
+        best = len(h["train"]) if h.get("best_epoch") is None else h["best_epoch"]  # exact epochs keep the last
+        line = h["val"] if best and h.get("val") and np.isfinite(h["val"][best - 1]) else h["train"]
         if best and len(line) >= best:
             kept = f"kept: epoch {best}" if members == 1 else "kept: each member's kept epoch"
             ax.plot([best], [line[best - 1]], "o", color="tab:red", label=None if i else kept)

@@ -22,7 +22,7 @@ from devicepipe.report_parts import (
     _sparkline,
 )
 from devicepipe.scorers import SCORER_KINDS
-from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary, flag_rule
+from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary, flag_rule, held
 from devicepipe.units import format_duration
 
 REPORT_NAME = "report.html"
@@ -162,6 +162,9 @@ def _model_use(summary: RunSummary, what: str) -> str:
     """What the trained model gives the run, in words: whether the scores (and so the flags) of
     ``what`` use it, and what an unsettled model leaves unreliable."""
     name = summary.scorer.scorer if summary.scorer else "?"
+    failed = held(summary.model_failed)
+    if failed:
+        return f"Training failed, so the figures below are drawn from a broken model: {failed[0].upper()}{failed[1:]}."
     if _uses_model(summary):
         text = f"The scores and flags use the model's reconstruction errors (scorer {name})."
         return text + ("" if summary.converged else " The model had not settled, so read them with care.")
@@ -170,6 +173,12 @@ def _model_use(summary: RunSummary, what: str) -> str:
         f"model gives the map of codes, the reconstructions and each row's code in embeddings.parquet."
     )
     return text + ("" if summary.converged else " It had not settled: those figures may still change; the flags stand.")
+
+
+def _converged_words(summary: RunSummary) -> str:
+    if held(summary.model_failed):
+        return "no: training failed" + ("" if _uses_model(summary) else " (flags do not use it)")
+    return _number(summary.converged) + ("" if _uses_model(summary) else " (flags do not use it)")
 
 
 def _learning_facts(summary: RunSummary, what: str) -> list[tuple[str, str]]:
@@ -181,7 +190,7 @@ def _learning_facts(summary: RunSummary, what: str) -> list[tuple[str, str]]:
         *_scorer_facts(summary),
         ("epochs trained", "-".join(str(v) for v in sorted(set(e.run)))),
         ("epoch kept", "-".join(str(v) for v in sorted(set(e.kept)))),
-        ("converged", _number(summary.converged) + ("" if _uses_model(summary) else " (flags do not use it)")),
+        ("converged", _converged_words(summary)),
     ]
 
 

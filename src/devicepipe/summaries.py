@@ -416,6 +416,7 @@ class RunSummary(Record):
     epochs: Epochs
     final_loss: FinalLoss
     converged: bool
+    model_failed: str | None
     threads: Threads
     settings: dict[str, Any]
     distributed: Distributed | None

@@ -35,7 +35,6 @@ __all__ = [
     "check_finite_rows",
     "distributed",
     "distributed_summary",
-    "diverged",
     "epoch_noise",
     "fit",
     "load_checkpoint",
@@ -55,6 +54,11 @@ class History:
     seconds: list[float] = field(default_factory=list)
     best_epoch: int | None = None  # 1-based; None when every epoch ran and the last weights were kept
     stopped_early: bool = False
+    #: The validation loss (the training loss without validation rows) of the untrained model.
+    initial: float | None = None
+    #: Set when the loss became NaN or infinite: training stopped there and the weights of the
+    #: epoch before (``best_epoch``, 0 for the untrained ones) were kept.
+    diverged: bool = False
 
     def add(self, train: float, val: float, seconds: float) -> None:
         """Record one epoch: its mean train and validation losses per row, its seconds."""
@@ -69,6 +73,8 @@ class History:
             "seconds": list(self.seconds),
             "best_epoch": self.best_epoch,
             "stopped_early": self.stopped_early,
+            "initial": self.initial,
+            "diverged": self.diverged,
         }
 
     @classmethod
@@ -79,6 +85,8 @@ class History:
             list(d.get("seconds", [])),
             d.get("best_epoch"),
             bool(d.get("stopped_early", False)),
+            d.get("initial"),
+            bool(d.get("diverged", False)),
         )
 
 
@@ -279,13 +287,6 @@ def check_finite_rows(data: torch.Tensor, caller: str) -> None:
         )
 
 
-def diverged(epoch: int, loss: float, member: int | None = None) -> DevicepipeError:
-    """The error for a training loss that became NaN or infinite on finite inputs: the step size."""
-    who = "" if member is None else f" (ensemble member {member})"
-    problem = f"training diverged at epoch {epoch}{who}: the loss became {loss} on finite inputs"
-    return DevicepipeError(problem, fix="lower the learning rate ({lr}).", param="lr")
-
-
 @full_float32()
 def fit(
     model: nn.Module,
@@ -343,16 +344,21 @@ def fit(
     scalars = _Scalars(tensorboard)
     step_losses = _step_losses(model, device)
     fit_settings = {"batch_size": batch_size, "lr": lr, "weight_decay": weight_decay, "val_fraction": val_fraction}
+    if history.initial is None:
+        history.initial = evaluate_loss(model, val if val.shape[0] else train)
     try:
         for epoch in range(start_epoch, epochs):
             if stopper is not None and stopper.done:
                 break  # (a resumed run that had already stopped)
             started = time.perf_counter()
+            before = copy.deepcopy(model.state_dict())
             train_loss = _train_epoch(model, step_losses, optimizer, train, batch_size, bf16, seed, epoch)
             val_loss = evaluate_loss(model, val)
             history.add(train_loss, val_loss, time.perf_counter() - started)
-            if not math.isfinite(train_loss):
-                raise diverged(epoch + 1, train_loss)
+            if not (math.isfinite(train_loss) and (val.shape[0] == 0 or math.isfinite(val_loss))):
+                history.diverged, history.best_epoch = True, epoch  # the weights before this epoch
+                model.load_state_dict(before)
+                break
             if stopper is not None and stopper.improved(val_loss, epoch + 1):
                 best_state = copy.deepcopy(model.state_dict())
             scalars.add(epoch + 1, train_loss, val_loss)

@@ -115,7 +115,7 @@ def test_summary_json_is_strict_json(tmp_path):
     assert summary["heart_rate"]["sdann_ms"] is None
 
 
-def test_training_on_nan_or_with_a_step_too_large_says_which():
+def test_training_on_nan_is_refused_and_a_step_too_large_stops():
     from devicepipe.ensemble import fit_ensemble
     from devicepipe.models import MLPAutoencoder, MLPAutoencoderConfig
 
@@ -124,8 +124,8 @@ def test_training_on_nan_or_with_a_step_too_large_says_which():
         return MLPAutoencoder(MLPAutoencoderConfig(input=8, sigmoid_output=False))
 
     x = torch.rand(200, 8, generator=torch.Generator().manual_seed(0))
-    with pytest.raises(DevicepipeError, match=r"diverged at epoch \d+ \(ensemble member \d\).*lower the learning"):
-        fit_ensemble(make, x * 1000, members=3, epochs=5, lr=1e6)
+    ens = fit_ensemble(make, x * 1000, members=3, epochs=5, lr=1e6)  # a step too large: stopped, said
+    assert all(h.diverged for h in ens.histories)
     x[3, 2] = float("nan")
     with pytest.raises(DevicepipeError, match="non-finite value.*NaN or inf in the input.*row 3"):
         fit_ensemble(make, x, members=2, epochs=2)

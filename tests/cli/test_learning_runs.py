@@ -364,3 +364,39 @@ def test_min_effect_sets_how_large_a_flagged_difference_must_be(tmp_path):
     bad = run("ecg", src, "--out", tmp_path / "bad", "--min-effect", 2, "--device", "cpu")
     assert bad.exit_code == 2 and "--min-effect" in bad.output and "Traceback" not in bad.output
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "args", "said"),
+    [  # each scored by the default scorer, which does not use the model: a failed model is said all the same
+        ("ecg 2min", ("--epochs", "4", "--lr", "0.2"), "validation loss grew from"),  # finite, orders of magnitude
+        ("ecg 5min", ("--epochs", "3", "--lr", "0.99"), "its loss became NaN at epoch"),
+        ("load", ("--epochs", "12", "--lr", "0.99"), "has not changed at all since epoch"),  # frozen
+    ],
+    ids=["grew", "nan", "frozen"],
+)
+def test_a_model_whose_training_failed_says_so_everywhere(tmp_path, kind, args, said):
+    if kind.startswith("ecg"):
+        made = run("simulate", "ecg", "--duration", kind.split()[1], "--out", tmp_path / "in.parquet")
+        command = ("ecg", tmp_path / "in.parquet")
+    else:
+        made = run("simulate", "load", "--days", "40", "--out", tmp_path / "in.csv")
+        command = ("series", tmp_path / "in.csv")
+    assert made.exit_code == 0, made.output
+    result = run(*command, "--out", tmp_path / "r", "-d", "cpu", *args)
+    assert result.exit_code == 0, result.output
+    stderr = " ".join(result.stderr.split())
+    assert "warning: the model did not learn" in stderr and said in stderr and "lower --lr" in stderr
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["converged"] is False and said in summary["model_failed"]
+    assert any(said in w for w in summary["warnings"])
+    page = " ".join((tmp_path / "r" / "report.html").read_text().split())
+    assert "Training failed, so the figures below are drawn from a broken model" in page and said in page
+    assert "no: training failed (flags do not use it)" in page
+    history = pd.read_csv(tmp_path / "r" / "history.csv")  # every epoch run, the failed one included
+    assert len(history) == summary["epochs"]["run"][0]
+    if kind == "ecg 2min":  # the model reused: its file keeps the histories, so scoring with it says so too
+        scored = run("score", tmp_path / "in.parquet", "--model", tmp_path / "r", "--out", tmp_path / "s")
+        assert scored.exit_code == 0, scored.output
+        assert "warning: the model given was broken in training" in " ".join(scored.stderr.split())
+        assert any(said in w for w in json.loads((tmp_path / "s" / "summary.json").read_text())["warnings"])

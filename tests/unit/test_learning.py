@@ -306,3 +306,62 @@ def test_a_loss_that_stopped_changing_is_a_dead_model_not_a_converged_one():
     dead[:, 1:] = 0.7  # three of four latent dimensions constant
     said = learning_failed([{"train": [1.0, 0.5, 0.4, 0.35, 0.34, 0.33]}], dead)
     assert said is not None and "3 of its 4 latent dimensions are constant" in said
+
+
+def test_a_loss_that_grew_or_became_nan_is_a_failed_model():
+    from devicepipe.learn import convergence_warning, learning_failed
+
+    # kept model ten times worse than the untrained one (initial), by hand
+    grew = {"train": [1.1, 8.0, 700.0], "val": [3.4, 670.0, 99.0], "initial": 1.06, "best_epoch": None}
+    said = learning_failed([grew])
+    assert said is not None and "validation loss grew from 1.06 untrained to 99 at the epoch kept (3)" in said
+    # ... or ten times worse than the lowest of its run (no untrained loss recorded)
+    said = learning_failed([{"train": [5.0, 0.5, 0.4, 9.0]}])
+    assert said is not None and "training loss grew from 0.4 to 9 at the epoch kept (4)" in said
+    # an ordinary noisy descent, and one that ends 9.9 times above its untrained loss, are not failures
+    assert learning_failed([{"train": [1.0, 0.6, 0.7, 0.5], "val": [0.9, 0.7, 0.75, 0.6], "initial": 1.2}]) is None
+    assert learning_failed([{"train": [2.0, 9.9], "initial": 1.0}]) is None
+    # early stopping kept epoch 2, before the blow-up: the model kept is a good one
+    assert (
+        learning_failed([{"train": [1.0, 0.5, 90.0], "val": [1.0, 0.5, 95.0], "initial": 1.2, "best_epoch": 2}]) is None
+    )
+    nan = {"train": [1.0, float("nan")], "val": [1.2, float("nan")], "initial": 1.3, "best_epoch": 1, "diverged": True}
+    said = learning_failed([grew, nan])
+    assert (
+        "its loss became NaN at epoch 2 (ensemble member 1), so training stopped (epoch 1's weights are kept)" in said
+    )
+    first = {"train": [float("inf")], "val": [float("inf")], "initial": 1.3, "best_epoch": 0, "diverged": True}
+    assert "became infinite at epoch 1, so training stopped (the untrained weights are kept)" in learning_failed(
+        [first]
+    )
+    assert convergence_warning([nan]) is None and convergence_warning([first]) is None
+
+
+@pytest.mark.parametrize("members", [1, 2])
+def test_training_whose_loss_becomes_nan_stops_and_keeps_the_weights_before(members):
+    """The loss of an MLP autoencoder at a huge learning rate becomes NaN at some epoch e: training
+    stops there, and the model kept has the weights of a run of exactly e - 1 epochs."""
+    x = torch.rand(300, 8, generator=torch.Generator().manual_seed(0)) * 1000
+
+    def make(seed):
+        torch.manual_seed(seed)
+        return MLPAutoencoder(MLPAutoencoderConfig(input=8, sigmoid_output=False))
+
+    def train(epochs):
+        if members == 1:
+            model = make(0)
+            return [model], [fit(model, x, epochs=epochs, lr=1e3, seed=0)]
+        ens = fit_ensemble(make, x, members=members, epochs=epochs, lr=1e3, seed=0)
+        return ens.members, ens.histories
+
+    models, histories = train(30)
+    h = histories[0]
+    assert h.diverged and not np.isfinite(h.train[-1]) and np.isfinite(h.train[:-1]).all()
+    e = len(h.train)
+    assert h.best_epoch == e - 1 and h.initial is not None and np.isfinite(h.initial)
+    assert e == 2  # (at this rate; epoch 1 finite, so the weights kept are a trained model's)
+    before, _ = train(1)
+    for i, m in enumerate(models):
+        assert histories[i].diverged
+        for p, q in zip(m.parameters(), before[i].parameters(), strict=True):
+            torch.testing.assert_close(p, q)

@@ -24,6 +24,7 @@ from devicepipe.learn import (
     SCORES_AT_STAKE,
     LearnSettings,
     convergence_warning,
+    kept_epoch,
     learning_failed,
 )
 from devicepipe.outputs import (
@@ -50,11 +51,16 @@ class _Learned:
     #: Set when a model was still learning when training ended, or did not learn: for the figures
     #: of the model (its latent map, generated beats, reconstructions) in every case.
     unsettled: str | None
+    #: Set when training failed (the loss became NaN, grew by orders of magnitude or froze; the
+    #: latent space collapsed): said everywhere, whether or not the scores use the model.
+    failed: str | None = None
 
     @property
     def warning(self) -> str | None:
-        """``unsettled`` where it changes the result, for the terminal and the summary's warnings:
-        only when the scorer uses the model (the default ``local`` scores the rows themselves)."""
+        """What the terminal and the summary's warnings say of the model: a failed model always; one
+        still learning only when the scorer uses it (the default ``local`` scores the rows themselves)."""
+        if self.failed is not None:
+            return self.failed
         return self.unsettled if SCORER_KINDS[self.detector.scorer].uses_model else None
 
     @property
@@ -134,9 +140,9 @@ def _learn(
             stream=stream,
         )
     at_stake = SCORES_AT_STAKE if SCORER_KINDS[detector.scorer].uses_model else FIGURES_AT_STAKE
-    unsettled = learning_failed(detector.histories_, detector.details_.embeddings, at_stake)
-    unsettled = unsettled or convergence_warning(detector.histories_, at_stake)
-    return _Learned(detector, detector.details_, settings.epoch_limit, unsettled)
+    failed = learning_failed(detector.histories_, detector.details_.embeddings, at_stake)
+    unsettled = failed or convergence_warning(detector.histories_, at_stake)
+    return _Learned(detector, detector.details_, settings.epoch_limit, unsettled, failed)
 
 
 #: Where a model trained alongside the default scores is used instead (for the note a run prints).
@@ -188,11 +194,12 @@ def _finish(
         epochs={
             "limit": learned.epoch_limit,
             "run": [len(h["train"]) for h in histories],
-            "kept": [h["best_epoch"] or len(h["train"]) for h in histories],  # whose weights the models have
+            "kept": [kept_epoch(h) for h in histories],  # whose weights the models have
             "stopped_early": [h["stopped_early"] for h in histories],
         },
         final_loss={"train": [h["train"][-1] for h in histories], "val": [h["val"][-1] for h in histories]},
         converged=learned.unsettled is None,
+        model_failed=learned.failed,
         warnings=([] if learned.warning is None else [learned.warning]) + summary.get("warnings", []),
         seconds=run.timer.seconds,
         transfers=run.timer.transfers(),

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from devicepipe.anomaly import BeatAnomalyDetector
+from devicepipe.learn import SCORES_AT_STAKE, learning_failed
+from devicepipe.scorers import SCORER_KINDS
 
 #: A flagged share this many times the model's own (and at least :data:`MIN_EXCESS` above it)
 #: is too many to be the model's usual rate by chance, given :data:`MAX_CHANCE`.
@@ -100,3 +102,11 @@ def scale_fit_warnings(detector: BeatAnomalyDetector, values: np.ndarray, unit: 
         f"trained on (about {trained:.4g}): another unit (kW against MW) or another kind of series? The model "
         "scores at its own scale, so most windows will look anomalous"
     ]
+
+
+def failed_model_warnings(detector: BeatAnomalyDetector) -> list[str]:
+    """A warning when the model was broken by its own training (its loss became NaN, grew by orders
+    of magnitude or froze), from the histories its file keeps; none otherwise."""
+    at_stake = SCORES_AT_STAKE if SCORER_KINDS[detector.scorer].uses_model else "the figures drawn from it"
+    failed = learning_failed(getattr(detector, "histories_", None) or [], None, at_stake)
+    return [] if failed is None else [f"the model given was broken in training: {failed}"]

@@ -30,7 +30,7 @@ from devicepipe.pipelines.classes import label_beats
 from devicepipe.pipelines.context import Progress, _Run, _start, _to_host
 from devicepipe.pipelines.ecg import _flagged_beats, _scored_beat_files
 from devicepipe.pipelines.learning import _fitted_model, _model_summary, beat_rows, model_rows
-from devicepipe.pipelines.model_fit import flag_share_warnings, rate_fit_warnings
+from devicepipe.pipelines.model_fit import failed_model_warnings, flag_share_warnings, rate_fit_warnings
 from devicepipe.pipelines.reading import _no_beats, _read_and_cut
 from devicepipe.pipelines.results import LearnResult
 from devicepipe.pipelines.scored import beat_counts, flagged_beats, label_with_reference, score_views
@@ -148,5 +148,6 @@ def _score_summary(
         "threads": detector.threads_.to_dict(),
         "warnings": rate_warnings(host["all_peaks"], rec.sampling_rate, rec.n_samples)
         + rate_fit_warnings(detector.geometry_, rec.sampling_rate)
-        + flag_share_warnings(detector, host["flags"]),
+        + flag_share_warnings(detector, host["flags"])
+        + failed_model_warnings(detector),
     }

@@ -42,7 +42,7 @@ from devicepipe.pipelines.context import (
     _to_host,
 )
 from devicepipe.pipelines.learning import _detector, _finish, _fitted_model, _identity, _learn, _model_summary
-from devicepipe.pipelines.model_fit import flag_share_warnings, scale_fit_warnings
+from devicepipe.pipelines.model_fit import failed_model_warnings, flag_share_warnings, scale_fit_warnings
 from devicepipe.pipelines.results import LearnResult
 from devicepipe.report import MAX_FLAGGED_ROWS, REPORT_NAME, FlaggedRows, write_report
 from devicepipe.score import group_scores, reconstruct
@@ -342,7 +342,8 @@ def run_score_series(
         "transfers": run.timer.transfers(),
         "threads": detector.threads_.to_dict(),
         "warnings": scale_fit_warnings(detector, host["days"], rec.channels[0])
-        + flag_share_warnings(detector, host["flags"], "windows", "another place, period or unit"),
+        + flag_share_warnings(detector, host["flags"], "windows", "another place, period or unit")
+        + failed_model_warnings(detector),
     }
     page = _flagged_windows(wins, host, flagged, rec.channels[0])
     typed = RunSummary.from_dict(summary)
