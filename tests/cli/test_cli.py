@@ -445,7 +445,7 @@ def test_beats_on_all_leads_of_mitdb(tmp_path):
     assert summary["accuracy"]["f1"] >= 0.999
     # --channel all with chunks is refused in one line, nothing written
     refused = run("beats", record, "--out", tmp_path / "c", "--channel", "all", "--chunk", "10min")
-    assert_user_error(refused, "--channel all finds beats on every lead in one piece")
+    assert_user_error(refused, "--channel all finds beats on every channel in one piece")
     assert not (tmp_path / "c").exists()
 
 

@@ -152,3 +152,27 @@ def test_a_non_finite_sample_is_named_by_its_place_in_the_recording():
     x[12_345] = float("nan")
     with pytest.raises(ValueError, match="sample 12,345"):
         _chunked(x, 250, 4000)
+
+
+def _fused_chunked(x, fs, chunk):
+    from devicepipe.ecg import ecg_peaks_fused_chunked_to
+    from devicepipe.io.spill import Spill
+
+    with Spill() as held:
+        reads = [lambda a, b, lead=lead: x[lead, a:b] for lead in range(x.shape[0])]
+        ecg_peaks_fused_chunked_to(held, reads, x.shape[-1], fs, chunk=chunk)
+        return held.read("peaks")
+
+
+def test_chunks_of_every_two_lead_shared_record_give_the_fused_peaks_of_one_call():
+    records = [require_data("mitdb/100")] + sorted(p.with_suffix("") for p in require_data("cpsc2021").glob("*.hea"))
+    assert len(records) >= 10
+    for path in records:
+        rec = read_series(path, [0, 1])
+        assert rec.samples.shape[0] == 2
+        whole = ecg_peaks(rec.samples, rec.sampling_rate, leads="fuse")
+        # both leads' own peaks differ somewhere, so the fusion (the lead chosen per stretch) is at work
+        own = [ecg_peaks(lead, rec.sampling_rate) for lead in rec.samples]
+        assert not torch.equal(own[0], own[1])
+        for chunk in (1, 7_777, 43_200):  # (1: a block alignment, a few seconds)
+            assert torch.equal(_fused_chunked(rec.samples, rec.sampling_rate, chunk), whole), (path.name, chunk)

@@ -116,3 +116,31 @@ def test_no_beat_inside_atrial_fibrillation_is_supraventricular(name):
     for e in a.holter.of("afib"):
         in_af[e.first_beat : e.last_beat + 1] = True
     assert in_af.any() and not (in_af & (a.classes.labels == "S")).any()
+
+
+@pytest.mark.parametrize("record", ["mitdb/100", "cpsc2021/data_92_4"])
+def test_a_two_lead_record_read_in_chunks_gives_the_answer_of_one_piece(tmp_path, record):
+    """Read in 2-minute chunks, a two-lead record's beats are found on both leads together and
+    classed on both, as in one piece: the same peaks, classes, reasons, Holter summary and HRV."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from devicepipe.pipelines import run_beats
+
+    source = require_data(record + ".hea").with_suffix("")
+    whole = run_beats(source, tmp_path / "whole", device="cpu", figures=False)
+    chunked = run_beats(source, tmp_path / "chunked", device="cpu", figures=False, chunk="2min")
+    summaries = [json.loads((tmp_path / d / "summary.json").read_text()) for d in ("whole", "chunked")]
+    assert summaries[1]["chunked"]["chunks"] > 1 and "chunked" not in summaries[0]
+    assert (
+        summaries[0]["beats_found_on_leads"] == summaries[1]["beats_found_on_leads"]
+        and len(summaries[0]["beats_found_on_leads"]) == 2
+    )
+    tables = [pq.read_table(tmp_path / d / "beats.parquet").to_pandas() for d in ("whole", "chunked")]
+    assert tables[0].equals(tables[1])  # peaks, intervals, quality, class and reason of every beat
+    assert summaries[0]["holter"] == summaries[1]["holter"] and summaries[0]["heart_rate"] == summaries[1]["heart_rate"]
+    assert whole.holter == chunked.holter and len(whole.peaks) == len(chunked.peaks) > 300
+    # the first lead alone (what chunks read before) gives other beats here: the second lead counts
+    first = run_beats(source, tmp_path / "first", device="cpu", figures=False, channel=0)
+    assert len(first.peaks) != len(whole.peaks) or not (first.peaks == whole.peaks).all()

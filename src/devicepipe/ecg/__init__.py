@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from devicepipe.ecg.align import ALIGNED_WORDS, align_rows
 from devicepipe.ecg.baseline import BASELINE_WORDS, baseline_rows, ecg_baseline
-from devicepipe.ecg.chunked import detection_chunk, ecg_peaks_chunked, ecg_peaks_chunked_to
+from devicepipe.ecg.chunked import detection_chunk, ecg_peaks_chunked, ecg_peaks_chunked_to, ecg_peaks_fused_chunked_to
 from devicepipe.ecg.classes import BEAT_CLASSES, BeatClasses, ecg_classes, ecg_classes_leads
 from devicepipe.ecg.evaluate import AAMI_CLASSES, BeatScore, aami_class, evaluate_beats, label_beats
 from devicepipe.ecg.peaks import ECG_PEAK_METHODS, ecg_contrast, ecg_peaks, ricker_defaults
@@ -91,6 +91,7 @@ __all__ = [
     "POOR_QUALITY",
     "QUALITY_WINDOW_S",
     "ecg_peaks_chunked_to",
+    "ecg_peaks_fused_chunked_to",
     "poor_stretches_stored",
     "segment_kept_parts",
     "stretch_quality_stored",

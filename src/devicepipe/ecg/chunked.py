@@ -10,7 +10,9 @@ import torch
 
 from devicepipe.device import all_finite
 from devicepipe.ecg import ricker
+from devicepipe.ecg.fuse import fuse_leads, stretch_medians_of_correlations
 from devicepipe.ecg.peaks import _options_of, ecg_peaks
+from devicepipe.ecg.quality import beat_correlation, template_rows, typical_beat
 from devicepipe.ecg.ricker import (
     _PACKED_KEYS,
     SELECT_HALO_BEATS,
@@ -19,6 +21,7 @@ from devicepipe.ecg.ricker import (
     _Ricker,
     _samples,
 )
+from devicepipe.ecg.segment import ecg_segment_chunked, segment_kept_parts
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.spill import Spill
 from devicepipe.signal.blocks import (
@@ -87,6 +90,70 @@ def ecg_peaks_chunked_to(
     sorted): nothing that grows with the recording stays in memory. Returns their number."""
     _detect_into(out, name, read, n_samples, sampling_rate, chunk=chunk, progress=progress, **options)
     return out.size(name)
+
+
+def ecg_peaks_fused_chunked_to(
+    out: Spill,
+    reads: list[Callable[[int, int], torch.Tensor]],
+    n_samples: int,
+    sampling_rate: float,
+    *,
+    chunk: int,
+    name: str = "peaks",
+    progress: Callable[[int, int], None] | None = None,
+    **options: Any,
+) -> int:
+    """The R peaks :func:`ecg_peaks` finds with ``leads="fuse"`` on the leads ``reads`` read (one
+    ``read(start, stop)`` each, as :func:`ecg_peaks_chunked` takes), each read a chunk at a time:
+    the same peaks as one call on all of them, left in ``out`` under ``name``. Returns their number.
+
+    Each lead's peaks are found as :func:`ecg_peaks_chunked` finds them; then each lead's beats
+    are cut a chunk at a time twice (the rows of its typical beat, then every beat's correlation
+    with it) for how clearly the lead shows them in each stretch; the fusion
+    (:func:`~devicepipe.ecg.fuse.fuse_leads`) holds every lead's peaks in memory (8 bytes a beat).
+    ``progress`` is called with ``(samples done, n_samples * leads)``."""
+    fs, leads = float(sampling_rate), len(reads)
+    if leads == 1:
+        return ecg_peaks_chunked_to(out, reads[0], n_samples, fs, chunk=chunk, name=name, progress=progress, **options)
+    per_lead, medians = [], []
+    r = _Ricker(fs, **options)
+    cut = _aligned(chunk, r.alignment)  # (the beats cut as many samples at a time as detection reads)
+    for i, read in enumerate(reads):
+        done = None if progress is None else (lambda d, _t, i=i: progress(i * n_samples + d, leads * n_samples))
+        _detect_into(out, f"{name}_lead{i}", read, n_samples, fs, chunk=chunk, progress=done, **options)
+        peaks = out.read(f"{name}_lead{i}")
+        with torch.inference_mode():
+            medians.append(_lead_medians_chunked(read, n_samples, peaks, fs, cut))
+        per_lead.append(peaks.to(medians[-1].device))
+    rows = torch.cat([torch.full_like(p, i) for i, p in enumerate(per_lead)])
+    _, fused = fuse_leads(rows, torch.cat(per_lead), torch.stack(medians), 1, n_samples, fs, refractory=r.refractory)
+    out.append(name, fused)
+    return out.size(name)
+
+
+def _lead_medians_chunked(
+    read: Callable[[int, int], torch.Tensor], n_samples: int, peaks: torch.Tensor, fs: float, chunk: int
+) -> torch.Tensor:
+    """:func:`~devicepipe.ecg.fuse.lead_stretch_medians` of one lead read a chunk at a time: its
+    beats cut twice (:func:`ecg_segment_chunked`), for the rows of its typical beat and then for
+    every row's correlation with it."""
+    kept = sum(int(k.sum()) for k in segment_kept_parts(peaks, n_samples, fs, part=1 << 16, mode="centered"))
+    pick = template_rows(kept)
+    rows, seen = [], 0
+    for _, part in ecg_segment_chunked(read, n_samples, peaks, fs, chunk=chunk, mode="centered"):
+        k = part.matrix.shape[0]
+        mine = pick[(pick >= seen) & (pick < seen + k)] - seen
+        rows.append(part.matrix[mine.to(part.matrix.device)])
+        seen += k
+    if not kept:
+        empty = read(0, min(n_samples, 1)).new_zeros(0)
+        return stretch_medians_of_correlations(empty, peaks[:0].to(empty.device), n_samples, fs)
+    template = typical_beat(torch.cat(rows))
+    corr, at = [], []
+    for _, part in ecg_segment_chunked(read, n_samples, peaks, fs, chunk=chunk, mode="centered"):
+        corr.append(beat_correlation(part.matrix, template))
+        at.append(part.peaks)
+    return stretch_medians_of_correlations(torch.cat(corr), torch.cat(at), n_samples, fs)
 
 
 def _detect_into(

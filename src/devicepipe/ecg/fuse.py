@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from devicepipe.ecg.quality import beat_quality, stretch_medians
+from devicepipe.ecg.quality import beat_correlation, beat_quality_of, stretch_medians, typical_beat
 from devicepipe.ecg.ricker import _peaks_ricker, _Ricker, _samples
 from devicepipe.ecg.segment import ecg_segment
 from devicepipe.signal.peaks import split_by_row
@@ -29,20 +29,65 @@ def _peaks_ricker_fused(x: torch.Tensor, sampling_rate: float, **options: float)
     batch, leads, n = x.shape
     flat = x.reshape(batch * leads, n)
     rows, cols = _peaks_ricker(flat, sampling_rate, **options)
-    window = _samples(LEAD_STRETCH_S, r.fs)
-    stretches = -(-n // window)
-    medians = torch.full((batch * leads, stretches), -torch.inf, dtype=x.dtype, device=x.device)
-    for row, peaks in enumerate(split_by_row(rows, cols, batch * leads)):
-        beats = ecg_segment(flat[row], peaks, r.fs, mode="centered")
-        quality = beat_quality(beats, window_s=LEAD_STRETCH_S)
-        medians[row] = stretch_medians(quality, beats.peaks, n, r.fs).nan_to_num(nan=-torch.inf)
+    medians = torch.stack(
+        [
+            lead_stretch_medians(flat[row], peaks, r.fs)
+            for row, peaks in enumerate(split_by_row(rows, cols, batch * leads))
+        ]
+    ) if batch * leads else flat.new_zeros((0, lead_stretches(n, r.fs)))  # fmt: skip
+    return fuse_leads(rows, cols, medians, batch, n, r.fs, refractory=r.refractory)
+
+
+def lead_stretches(n_samples: int, sampling_rate: float) -> int:
+    """How many :data:`LEAD_STRETCH_S` stretches a lead of ``n_samples`` samples has (the last shorter)."""
+    return max(1, -(-int(n_samples) // _samples(LEAD_STRETCH_S, float(sampling_rate))))
+
+
+def lead_stretch_medians(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float) -> torch.Tensor:
+    """How clearly one lead ``signal`` ``(time,)`` shows its beats at ``peaks`` in each stretch:
+    the median over the stretch of each beat's correlation with the lead's typical beat
+    (:func:`beat_quality`), ``(stretches,)``, -inf where no beat was cut."""
+    beats = ecg_segment(signal, peaks, float(sampling_rate), mode="centered")
+    m = beats.matrix
+    corr = beat_correlation(m, typical_beat(m)) if m.shape[0] else m.new_zeros(0)
+    return stretch_medians_of_correlations(corr, beats.peaks, signal.shape[-1], sampling_rate)
+
+
+def stretch_medians_of_correlations(
+    corr: torch.Tensor, peaks: torch.Tensor, n_samples: int, sampling_rate: float
+) -> torch.Tensor:
+    """:func:`lead_stretch_medians` from the cut beats' correlations with the typical beat ``corr``
+    ``(k,)`` and their R peaks ``(k,)`` (computed chunk by chunk, say)."""
+    quality = beat_quality_of(corr, peaks, sampling_rate, window_s=LEAD_STRETCH_S)
+    return stretch_medians(quality, peaks, n_samples, sampling_rate).nan_to_num(nan=-torch.inf)
+
+
+def fuse_leads(
+    rows: torch.Tensor,
+    cols: torch.Tensor,
+    medians: torch.Tensor,
+    batch: int,
+    n_samples: int,
+    sampling_rate: float,
+    *,
+    refractory: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One set of R peaks per recording from each lead's: ``rows`` (recording * leads + lead) and
+    ``cols`` of every lead's peaks (sorted by row, then column), ``medians`` ``(batch * leads,
+    stretches)`` each lead's :func:`lead_stretch_medians`. Returns the recordings' rows and
+    columns, sorted: in each stretch the beats of the lead with the highest median (a tie: the
+    first), a beat seen on several leads (within half of ``refractory`` samples) taken once."""
+    leads = medians.shape[0] // max(batch, 1)
+    n = int(n_samples)
+    window = _samples(LEAD_STRETCH_S, float(sampling_rate))
+    stretches = medians.shape[1]
     chosen = medians.reshape(batch, leads, stretches).argmax(1)  # (batch, stretches); a tie: the first lead
     recording, lead = rows // leads, rows % leads
     order = torch.argsort(recording * n + cols)
     recording, lead, cols = recording[order], lead[order], cols[order]
     # the same beat on several leads: peaks of one recording within half a refractory period
     new = torch.ones_like(cols, dtype=torch.bool)
-    new[1:] = (recording[1:] != recording[:-1]) | (cols[1:] - cols[:-1] > r.refractory // 2)
+    new[1:] = (recording[1:] != recording[:-1]) | (cols[1:] - cols[:-1] > refractory // 2)
     beat = torch.cumsum(new.to(torch.int64), 0) - 1
     first = cols[new][beat] if cols.numel() else cols
     wanted = chosen[recording, (first // window).clamp(max=stretches - 1)]

@@ -98,9 +98,17 @@ def beat_quality(
     if corr is None:
         m = beats.matrix
         corr = beat_correlation(m, typical_beat(m)) if m.shape[0] else m.new_zeros(0)
+    return beat_quality_of(corr, beats.peaks, beats.sampling_rate, window_s=window_s)
+
+
+def beat_quality_of(
+    corr: torch.Tensor, peaks: torch.Tensor, sampling_rate: float, *, window_s: float = QUALITY_WINDOW_S
+) -> BeatQuality:
+    """:func:`beat_quality` of cut beats given as each one's correlation with the typical beat
+    ``corr`` ``(k,)`` and its R peak ``peaks`` ``(k,)`` (samples)."""
     if corr.numel() == 0:
         return BeatQuality(corr, corr, window_s)
-    stretch_of = torch.div(beats.peaks.to(corr.device), _samples(window_s, beats.sampling_rate), rounding_mode="floor")
+    stretch_of = torch.div(peaks.to(corr.device), _samples(window_s, sampling_rate), rounding_mode="floor")
     return BeatQuality(corr, _stretch_median(corr, stretch_of), window_s)
 
 

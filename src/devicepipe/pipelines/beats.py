@@ -4,7 +4,6 @@ recording or a batch of them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -74,13 +73,11 @@ def run_beats(
     )
     size = _chunk_size(source, opts, run.device)
     if size is not None:
-        if isinstance(channel, list):  # leads chosen, not asked for: the chunks take the first
-            run.note(f"read in chunks: beats from {channel[0]} alone (finding them on all leads needs one piece)")
-            channel, opts = channel[0], replace(opts, channel=channel[0])
         if channel == ALL_LEADS:
             raise DevicepipeError(
-                "--channel all finds beats on every lead in one piece, and this recording is read in chunks "
-                "(--chunk, or beyond --memory-budget); pick one channel (--channel 0) or raise --memory-budget."
+                "--channel all finds beats on every channel in one piece, and this recording is read in chunks "
+                "(--chunk, or beyond --memory-budget); drop --channel (every lead named as an ECG lead is read, "
+                "in chunks too), pick one (--channel 0), or raise --memory-budget."
             )
         return _run_beats_chunked(run, source, ref, opts, size)
     rec = _read_ecg(run, source, channel, sampling_rate, nan, encoding, time_column)

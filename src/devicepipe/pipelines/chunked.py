@@ -15,7 +15,7 @@ from devicepipe.device import free_memory, release_freed_memory
 from devicepipe.ecg import (
     Beats,
     detection_chunk,
-    ecg_peaks_chunked_to,
+    ecg_peaks_fused_chunked_to,
     ecg_segment_chunked,
     segment_kept_parts,
 )
@@ -110,30 +110,40 @@ def _run_beats_chunked(
             param="nan",
             value=opts.nan,
         )
-    channel = opts.channel  # (chosen by run_beats where none was named)
-    read, n, fs = chunk_reader(
-        source, channel, sampling_rate=opts.sampling_rate, device=run.device, encoding=opts.encoding
-    )
+    # (chosen by run_beats where none was named: every lead named as an ECG lead, the beats found
+    # on all of them together and cut from the first, as in one piece)
+    leads = opts.channel if isinstance(opts.channel, list) else [opts.channel]
+    channel = leads[0]
+    readers = [
+        chunk_reader(source, lead, sampling_rate=opts.sampling_rate, device=run.device, encoding=opts.encoding)
+        for lead in leads
+    ]
+    _, n, fs = readers[0]
     # no stage in chunks smaller than detection's smallest (a few seconds): a --chunk of 1ms had
     # segmentation cut a 1-hour recording one sample at a time
     size = max(size, detection_chunk(1, fs))
     run.note(f"finding beats in {n:,} samples at {fs:g} Hz on {run.device}, {size:,} samples at a time")
-    read = run.timer.counted(read)  # chunks cross to the device in read() alone: count there, not every operator
+    # chunks cross to the device in read() alone: count there, not every operator
+    reads = [run.timer.counted(r) for r, _, _ in readers]
+    read = reads[0]
     with Spill() as held:  # what grows with the recording (peaks, kept beats, quality) waits on disk
         peaks, kept = Stored(held, "peaks"), Stored(held, "kept")
         with run.stage("detect", count=False):
-            ecg_peaks_chunked_to(
-                held, read, n, fs, chunk=size,
+            ecg_peaks_fused_chunked_to(
+                held, reads, n, fs, chunk=size,
                 progress=lambda done, total: run.note(f"finding beats: {100 * done / total:.0f} %"),
             )  # fmt: skip
         release_freed_memory()  # the chunks' blocks, freed, would hold the resident size up
+        found_on = {"beats_found_on_leads": [str(lead) for lead in leads]} if len(leads) > 1 else {}
+        if found_on:
+            run.note(f"beats found on all {len(leads)} leads together, cut from {channel}")
         with run.stage("read"):  # ten seconds for the excerpt (and the channel's name and unit)
             first = _excerpt_start(peaks, n, fs)
             rec = read_series(
                 source, channel, device=run.device, sampling_rate=fs,
                 start=first, stop=min(n, first + int(round(10 * fs))), encoding=opts.encoding,
             )  # fmt: skip
-        labelled = label_beats_chunked(run, read, n, peaks, fs, size)
+        labelled = label_beats_chunked(run, reads, n, peaks, fs, size)
         release_freed_memory()
         checked = _check_beats(run, rec, n, peaks, peaks, ref, opts, labelled.classes.labels)
         release_freed_memory()
@@ -153,7 +163,7 @@ def _run_beats_chunked(
             columns = (Stored(held, "quality_column"), Stored(held, "stretch_column"))
             summary = {"quality": _quality_summary_stored(held, n, fs), "n_samples": n, "chunked": chunking}
             files.update(_write_beats(stage, run, source, rec, signal, kept, cut, checked, opts, columns, rated=rated,
-                                      labelled=labelled, **summary))  # fmt: skip
+                                      labelled=labelled, **summary, **found_on))  # fmt: skip
         remove_stale(run.out, run.earlier, list(files))  # (a directory holds one run)
         # what the caller is given (9 bytes a beat), mapped from disk: in memory only where it is used
         host_peaks, host_kept = held.mapped("peaks"), held.mapped("kept")
@@ -163,7 +173,8 @@ def _run_beats_chunked(
         cut.lengths.new_empty(0), torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64),
         torch.from_numpy(host_kept), fs, cut.mode, cut.before, cut.length_range,
     )  # fmt: skip
-    result = _beats_result(run, rec, n, host_peaks, beats, files, checked)
+    found = tuple(found_on.get("beats_found_on_leads", ()))
+    result = _beats_result(run, rec, n, host_peaks, beats, files, checked, found)
     return replace(result, holter=HolterSummary.from_dict(labelled.summary()))
 
 

@@ -13,6 +13,7 @@ from devicepipe.ecg.classes import (
     BEAT_CLASSES,
     MIN_BEATS,
     BeatClasses,
+    agree_on_ventricular,
     ecg_classes_chunked,
     ecg_classes_leads,
 )
@@ -75,15 +76,21 @@ class Labelled:
 
 
 def label_beats_chunked(
-    run: _Run, read: Callable[[int, int], torch.Tensor], n_samples: int, peaks: Any, fs: float, chunk: int
+    run: _Run, reads: list[Callable[[int, int], torch.Tensor]], n_samples: int, peaks: Any, fs: float, chunk: int
 ) -> Labelled:
-    """:func:`label_beats` of a recording read ``chunk`` samples at a time (``read(start, stop)``),
-    its R peaks ``peaks`` held on disk: the same classes and summary."""
+    """:func:`label_beats` of a recording read ``chunk`` samples at a time (``reads``: a
+    ``read(start, stop)`` per lead, the beats' own first), its R peaks ``peaks`` held on disk:
+    the same classes and summary."""
     part = max(chunk, round(CLASSES_PART_S * fs))  # (a tiny chunk would read its margins many times over)
     with run.stage("classes", count=False):  # (chunks cross to the device in read(), counted there)
-        classes = ecg_classes_chunked(read, n_samples, peaks, fs, chunk=part)
+        per_lead = [ecg_classes_chunked(read, n_samples, peaks, fs, chunk=part) for read in reads]
+        classes = per_lead[0] if len(per_lead) == 1 else agree_on_ventricular(per_lead)
         t = np.asarray(peaks[:], dtype=np.float64) / fs
-        flat = flat_stretches_read(read, n_samples, fs, chunk=part)
+
+        def every_lead(a: int, b: int) -> torch.Tensor:
+            return torch.stack([read(a, b) for read in reads]) if len(reads) > 1 else reads[0](a, b)
+
+        flat = flat_stretches_read(every_lead, n_samples, fs, chunk=part)
         summary = holter_summary(t, classes.labels, classes.irregular, n_samples / fs, classes.not_beats, flat)
     return Labelled(classes, summary, flat)
 
