@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from one_line import one_line_error
@@ -548,3 +549,20 @@ def test_a_reference_without_beat_annotations_is_refused(tmp_path):
             result = run(command, src, "--out", tmp_path / "o", "--reference", tmp_path / ref)
             one_line_error(result, f"{ref} holds no beat annotations", f"it has {others} other annotation")
             assert not (tmp_path / "o").exists()
+
+
+def test_a_table_timed_by_its_time_column_alone_read_in_chunks_asks_for_the_rate(tmp_path):
+    sim = simulate_ecg(120, 250, seed=3)
+    times = pd.date_range("2024-01-01", periods=sim.signal.numel(), freq="4ms").strftime("%Y-%m-%d %H:%M:%S.%f")
+    pd.DataFrame({"time": times, "ecg": sim.signal.numpy()}).to_csv(tmp_path / "timed.csv", index=False)
+    assert run("beats", tmp_path / "timed.csv", "--out", tmp_path / "whole").exit_code == 0  # in one piece: read
+    refused = run("beats", tmp_path / "timed.csv", "--out", tmp_path / "c", "--chunk", "1min")
+    one_line_error(
+        refused, "read in chunks, and its rate is in its time column 'time' alone", "say 250 Hz", "--sampling-rate"
+    )
+    assert not (tmp_path / "c").exists()
+    given = run("beats", tmp_path / "timed.csv", "--out", tmp_path / "g", "--chunk", "1min", "--sampling-rate", "250")
+    assert given.exit_code == 0, given.output
+    whole = json.loads((tmp_path / "whole" / "summary.json").read_text())
+    chunked = json.loads((tmp_path / "g" / "summary.json").read_text())
+    assert whole["counts"]["beats_found"] == chunked["counts"]["beats_found"] > 100

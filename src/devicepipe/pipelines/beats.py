@@ -19,6 +19,7 @@ from devicepipe.io import (
     ReferenceBeats,
     read_reference,
 )
+from devicepipe.io.read import header_sampling_rate, read_series
 from devicepipe.io.write import holds_output
 from devicepipe.pipelines.beats_finish import BeatsOptions, _finish_beats
 from devicepipe.pipelines.chunked import _chunk_size, _run_beats_chunked
@@ -71,8 +72,11 @@ def run_beats(
     opts = BeatsOptions(
         channel, sampling_rate, method, mode, nan, encoding, figures, strict, count_transfers, chunk, memory_budget
     )
+    if chunk is not None:
+        _check_rate_for_chunks(source, channel, time_column, sampling_rate)
     size = _chunk_size(source, opts, run.device)
     if size is not None:
+        _check_rate_for_chunks(source, channel, time_column, sampling_rate)
         if channel == ALL_LEADS:
             raise DevicepipeError(
                 "--channel all finds beats on every channel in one piece, and this recording is read in chunks "
@@ -85,6 +89,34 @@ def run_beats(
     with run.stage("detect"):
         peaks = _find_peaks(rec, method, channel)
     return _finish_beats(run, source, rec, peaks, ref, opts)
+
+
+#: Rows whose timestamps a recording read in chunks without a rate is probed with, for the error's fix.
+TIME_PROBE_ROWS = 10_000
+
+
+def _check_rate_for_chunks(source: Any, channel: Any, time_column: str | None, sampling_rate: float | None) -> None:
+    """Refuse, in one line, a table whose rate only its time column gives, to be read in chunks:
+    the chunks cannot check the timestamps of the whole (their order, gaps and rate), so the
+    rate must be given; the fix names the rate its first timestamps show."""
+    if sampling_rate is not None or time_column is None or not isinstance(source, (str, Path)):
+        return
+    first = channel[0] if isinstance(channel, list) else channel
+    if header_sampling_rate(Path(source), None if first == ALL_LEADS else first) is not None:
+        return
+    head = read_series(source, None if first == ALL_LEADS else first, time_column=time_column, stop=TIME_PROBE_ROWS)
+    shown = (
+        ""
+        if head.sampling_rate is None
+        else f" (its first {head.n_samples:,} timestamps say {head.sampling_rate:g} Hz)"
+    )
+    raise DevicepipeError(
+        f"{Path(source).name} is read in chunks, and its rate is in its time column {time_column!r} alone{shown}: "
+        "chunks cannot check the timestamps of the whole recording",
+        fix="pass {sampling_rate} (the rate of its samples), or read it in one piece: drop {chunk} "
+        "(and {memory_budget}).",
+        param="sampling_rate",
+    )
 
 
 def run_beats_many(
