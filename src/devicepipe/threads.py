@@ -102,11 +102,29 @@ def step_flops(model: nn.Module, batch: torch.Tensor) -> float:
     return float(counter.get_total_flops())
 
 
+#: Threads per core beyond which a count is refused: more than the cores run gives no speed, and
+#: tens of thousands of threads exhaust the process (PyTorch's pool crashed at 100,000).
+THREADS_PER_CORE = 4
+
+
+def most_threads() -> int:
+    """The largest thread count this process accepts: :data:`THREADS_PER_CORE` per usable core."""
+    return THREADS_PER_CORE * usable_cores()
+
+
 def check_thread_count(threads: int) -> int:
-    """``threads`` when it is a usable count (>= 1), else a clear error."""
+    """``threads`` when it is a usable count (1 to :func:`most_threads`), else a clear error."""
     if threads < 1:
         raise DevicepipeError(
             f"{{param}} must be at least 1, got {threads}", fix="use e.g. {threads=1}.", param="threads", value=threads
+        )
+    if threads > most_threads():
+        cores = usable_cores()
+        raise DevicepipeError(
+            f"{{param}} {threads:,} is more than this machine can run: it has {cores} core{'s' if cores > 1 else ''}",
+            fix=f"use at most {{threads={most_threads()}}} (or drop {{threads}}: chosen by the size of a step).",
+            param="threads",
+            value=threads,
         )
     return threads
 
@@ -123,8 +141,11 @@ def requested_threads(threads: int | None = None) -> tuple[int, str] | None:
         value = int(env)
     except ValueError:
         value = 0
-    if value < 1:
-        raise DevicepipeError(f"{THREADS_ENV}={env!r} is not a thread count; set a whole number >= 1 or unset it.")
+    if not 1 <= value <= most_threads():
+        raise DevicepipeError(
+            f"{THREADS_ENV}={env!r} is not a thread count this machine runs; set a whole number from 1 to "
+            f"{most_threads()} or unset it."
+        )
     return value, THREADS_ENV
 
 

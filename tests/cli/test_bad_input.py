@@ -566,3 +566,63 @@ def test_a_table_timed_by_its_time_column_alone_read_in_chunks_asks_for_the_rate
     whole = json.loads((tmp_path / "whole" / "summary.json").read_text())
     chunked = json.loads((tmp_path / "g" / "summary.json").read_text())
     assert whole["counts"]["beats_found"] == chunked["counts"]["beats_found"] > 100
+
+
+def test_crashes_of_the_audit_end_in_one_line(tmp_path, monkeypatch):
+    """Each of these ended in a traceback (or a segfault) in one command or another; now one line."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sim = simulate_ecg(60, 250, seed=4)
+    src, _ = write_simulated_ecg(sim, tmp_path / "e.parquet")
+    # a damaged Parquet file and an empty WFDB header, in beats as in read and ecg (the probes before the read)
+    (tmp_path / "cut.parquet").write_bytes(src.read_bytes()[:20_000])
+    (tmp_path / "empty.hea").write_text("")
+    for command in ("beats", "read", "ecg"):
+        out = () if command == "read" else ("--out", tmp_path / f"o_{command}")
+        one_line_error(run(command, tmp_path / "cut.parquet", *out), "cut.parquet", "Parquet")
+        one_line_error(run(command, tmp_path / "empty", *out), "empty.hea")
+    # duplicate column names (the channel choice read them by name)
+    (tmp_path / "dup.csv").write_text("a,a\n" + "\n".join(f"{v},{v}" for v in sim.signal.numpy()[:3000]))
+    one_line_error(run("beats", tmp_path / "dup.csv", "--sampling-rate", 250, "--out", tmp_path / "d"), "'a'")
+    # an encoding Python does not know
+    one_line_error(
+        run("beats", tmp_path / "dup.csv", "--sampling-rate", 250, "--encoding", "nonsense", "--out", tmp_path / "n"),
+        "unknown text encoding 'nonsense'",
+        "--encoding utf-8",
+    )
+    # far more threads than the machine runs (PyTorch's pool segfaulted), asked for or in the environment
+    one_line_error(run("ecg", src, "--threads", 100_000, "--out", tmp_path / "t"), "--threads 100,000", "at most")
+    monkeypatch.setenv("DEVICEPIPE_THREADS", "100000")
+    one_line_error(run("ecg", src, "--out", tmp_path / "t"), "DEVICEPIPE_THREADS='100000'")
+    monkeypatch.delenv("DEVICEPIPE_THREADS")
+    assert not any((tmp_path / name).exists() for name in ("o_beats", "o_ecg", "d", "n", "t"))
+    # a float16 column: read (the damage check compares it with the minimum and maximum Parquet records
+    # for it, which pyarrow gives as two bytes), and a page changed out of that range still refused
+    half = sim.signal.numpy().astype(np.float16)
+    pq.write_table(pa.table({"ecg": half}), tmp_path / "half.parquet")
+    made = run("beats", tmp_path / "half.parquet", "--sampling-rate", 250, "--out", tmp_path / "h", "--no-figures")
+    assert made.exit_code == 0, made.output
+    assert run("beats", src, "--out", tmp_path / "w", "--no-figures").exit_code == 0
+    counts = [json.loads((tmp_path / d / "summary.json").read_text())["counts"]["beats_found"] for d in ("h", "w")]
+    assert counts[0] == counts[1] > 50
+    from devicepipe.io.tables import _stat
+
+    assert _stat(np.float16(1.5).tobytes(), pa.float16()) == 1.5 and _stat(b"\x00", pa.float16()) is None
+    assert _stat(2.0, pa.float32()) == 2.0 and _stat(True, pa.bool_()) is None
+
+
+def test_a_model_file_trained_with_more_threads_than_this_machine_has_still_loads(tmp_path):
+    from devicepipe.anomaly import load_model
+    from devicepipe.threads import most_threads
+
+    sim = simulate_ecg(120, 250, seed=2)
+    src, _ = write_simulated_ecg(sim, tmp_path / "e.parquet")
+    assert run("ecg", src, "--epochs", 2, "--out", tmp_path / "m", "--threads", 1).exit_code == 0
+    state = torch.load(tmp_path / "m" / "model.pt", weights_only=True)
+    state["params"]["threads"] = 100_000  # (a model trained on a machine of many cores, or changed)
+    torch.save(state, tmp_path / "m" / "model.pt")
+    det = load_model(tmp_path / "m", device="cpu")
+    assert det.threads_.threads <= most_threads()
+    scored = run("score", src, "--model", tmp_path / "m", "--out", tmp_path / "s")
+    assert scored.exit_code == 0, scored.output

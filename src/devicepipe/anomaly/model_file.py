@@ -24,7 +24,7 @@ from devicepipe.learn import (
 )
 from devicepipe.models.kinds import ModelKind, kind_of_module
 from devicepipe.scorers import SCORER_KINDS
-from devicepipe.threads import choose_threads
+from devicepipe.threads import choose_threads, most_threads
 from devicepipe.train import CHECKPOINT_NAME
 
 
@@ -128,7 +128,9 @@ def load_model(path: str | Path, device: str | torch.device = "auto") -> BeatAno
     det.histories_ = state.get("histories", [])
     probe = torch.zeros(det.batch_size, det.width_, device=dev)
     try:
-        det.threads_ = choose_threads(models[0], probe, threads=det.threads, copies=len(models))
+        # (the threads it was trained with are a setting of that machine: at most what this one runs)
+        threads = None if det.threads is None else max(1, min(int(det.threads), most_threads()))
+        det.threads_ = choose_threads(models[0], probe, threads=threads, copies=len(models))
     except RuntimeError as exc:
         raise DevicepipeError(
             f"{file}: the model's parts do not fit together: its models do not take rows of its width "

@@ -83,6 +83,8 @@ def choose_signal(source: Any) -> SignalChoice:
     except Exception:  # noqa: BLE001 - the read proper says what is wrong
         return first
     names = head.column_names
+    if len(set(names)) < len(names):  # (a column is known by its name: reading says which is named twice)
+        return first
     signals = [name for name in names if not _is_axis(head.column(name))]
     at = names.index(signals[0]) if signals else 0
     leads = _ecg_leads(signals, names[at] if names else None)

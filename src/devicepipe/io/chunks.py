@@ -21,7 +21,7 @@ from devicepipe.errors import ReadError
 from devicepipe.io.formats import format_of
 from devicepipe.io.formats.npy import npy_header
 from devicepipe.io.raw import ColumnSpec
-from devicepipe.io.read import OverrideRate, chosen_rate, header_sampling_rate, read_series
+from devicepipe.io.read import OverrideRate, check_encoding, chosen_rate, header_sampling_rate, read_series
 
 __all__ = ["Chunk", "chunk_reader", "iter_chunks", "npy_rows", "recording_length", "samples_at_most"]
 
@@ -63,6 +63,7 @@ def chunk_reader(
     """``read(start, stop)`` (samples ``[start, stop)`` of one channel as a ``(time,)`` tensor on
     ``device``), the recording's length and its rate (Hz): what
     :func:`devicepipe.ecg.ecg_peaks_chunked` takes."""
+    check_encoding(encoding)
     rate = chosen_rate(sampling_rate, header_sampling_rate(Path(source), column), Path(source).name, override_rate)
     if rate is None:
         raise ReadError(

@@ -14,6 +14,7 @@ time (:func:`npy_time_first`).
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import math
 import os
@@ -197,6 +198,7 @@ def read_series(
     Recording with ``samples`` of shape ``(time,)`` (one channel) or ``(channels, time)``.
     """
     column = _check_read(column, channel, nan, duplicates, dtype, sampling_rate)  # before any reading
+    check_encoding(encoding)
     _check_stated_rate(source, column, sampling_rate, override_rate)
     target = resolve_device(device)
     span = _span(source, column, start, stop, sampling_rate)
@@ -277,6 +279,21 @@ def _rate(
         rate = 1.0 / report.step_s
     check_rate(rate, f"the sampling rate of {raw.source}")
     return rate
+
+
+def check_encoding(encoding: str | None) -> None:
+    """A clear error for a text encoding Python does not know (``None``: detect)."""
+    if encoding is None:
+        return
+    try:
+        codecs.lookup(encoding)
+    except (LookupError, TypeError):
+        raise ReadError(
+            f"unknown text encoding {encoding!r}",
+            fix="use a Python codec name, e.g. {encoding='utf-8'}, 'latin-1' or 'utf-16' (or drop {encoding}).",
+            param="encoding",
+            value=encoding,
+        ) from None
 
 
 def _check_read(

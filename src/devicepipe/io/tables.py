@@ -495,14 +495,25 @@ def _check_statistics(table: pa.Table, meta: pq.FileMetaData, groups: list[int],
             values = table.column(column).slice(offset, rows.num_rows)
             if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)):
                 continue
+            least, most = _stat(stats.min, values.type), _stat(stats.max, values.type)
+            if least is None or most is None:
+                continue
             low, high = _min_max(values)
-            if low is not None and (low < stats.min or high > stats.max):
+            if low is not None and (low < least or high > most):
                 raise ReadError(
                     f"read_series(): {name} is damaged: column {column!r} of row group {group} holds values from "
-                    f"{low:g} to {high:g}, outside the {stats.min:g} to {stats.max:g} the file "
+                    f"{low:g} to {high:g}, outside the {least:g} to {most:g} the file "
                     "records for them. Write the file again from its source."
                 )
         offset += rows.num_rows
+
+
+def _stat(value: Any, kind: pa.DataType) -> float | None:
+    """A row group's recorded minimum or maximum as a number: half floats are recorded as their two
+    bytes (pyarrow does not decode them); None for anything else that is not a number."""
+    if isinstance(value, bytes) and pa.types.is_float16(kind) and len(value) == 2:
+        return float(np.frombuffer(value, dtype="<f2")[0])
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _min_max(values: pa.ChunkedArray) -> tuple[float | None, float | None]:

@@ -8,8 +8,14 @@ the stated sampling rate and a run's input fingerprint all go through this list.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
+
+from devicepipe.errors import DevicepipeError, ReadError
 from devicepipe.io.formats.base import FileFormat, Format, ReadRequest, Span
 from devicepipe.io.formats.csv import CsvFormat
 from devicepipe.io.formats.edf import EdfFormat
@@ -32,8 +38,47 @@ FORMATS: tuple[Format, ...] = (
 
 
 def format_of(path: Path) -> Format | None:
-    """The first of :data:`FORMATS` that reads ``path``, or None."""
-    return next((fmt for fmt in FORMATS if fmt.probe(path)), None)
+    """The first of :data:`FORMATS` that reads ``path``, or None; guarded (:class:`Guarded`), so
+    that every probe of a file (its rate, length, channels) fails as its read does: in one line."""
+    fmt = next((fmt for fmt in FORMATS if fmt.probe(path)), None)
+    return None if fmt is None else Guarded(fmt)
+
+
+#: What the libraries formats read with raise for a file that is not what its name says (damaged,
+#: cut short, empty, in another format): said as a :class:`~devicepipe.errors.ReadError`. A
+#: TypeError or AttributeError is no file's fault, and is left to be seen.
+FILE_FAULTS = (OSError, ValueError, IndexError, KeyError, EOFError, LookupError, pa.ArrowException)
+
+
+class Guarded:
+    """A :class:`Format` whose every call (and every reader one returns) turns an error of the
+    library it reads with (:data:`FILE_FAULTS`) into one line naming the file and the format."""
+
+    def __init__(self, fmt: Format) -> None:
+        self._fmt = fmt
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._fmt, name)
+        return _guarded(value, self._fmt) if callable(value) and name != "probe" else value
+
+
+def _guarded(call: Callable[..., Any], fmt: Format) -> Callable[..., Any]:
+    @functools.wraps(call)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            out = call(*args, **kwargs)
+        except DevicepipeError:
+            raise
+        except FILE_FAULTS as exc:
+            path = next((a for a in args if isinstance(a, Path)), None)
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            what = "the recording" if path is None else path.name
+            raise ReadError(
+                f"cannot read {what} as {fmt.described} ({first}); is the file whole, and of that format?"
+            ) from None
+        return _guarded(out, fmt) if callable(out) else out
+
+    return guarded
 
 
 def known_formats() -> str:
