@@ -57,3 +57,73 @@ def test_the_lock_is_another_process_s_too_and_is_released_however_a_run_ends(ec
         pass
     run_beats(ecg, out, device="cpu", figures=False)
     assert not lock_path(out).exists()  # nothing left behind
+
+
+def test_a_planted_symbolic_link_is_never_followed(ecg, tmp_path):
+    out = tmp_path / "out"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("another user's file\n")
+    lock_path(out).symlink_to(victim)  # planted where the run's lock goes
+    result = runner.invoke(app, ["beats", str(ecg), "--out", str(out), "--no-figures"])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is a symbolic link, which a run never follows" in lines[0]
+    assert victim.read_text() == "another user's file\n" and not out.exists()
+
+
+def test_the_lock_holds_across_temporary_folders_and_a_lock_file_only_readable(ecg, tmp_path):
+    import os
+
+    out = tmp_path / "out"
+    holder = (
+        "import sys\n"
+        "from devicepipe.io.write import output_lock\n"
+        f"with output_lock({str(out)!r}):\n"
+        "    print('held', flush=True)\n"
+        "    sys.stdin.readline()\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path / "elsewhere")}
+    (tmp_path / "elsewhere").mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        with pytest.raises(OutputError, match="another devicepipe run is writing to"):
+            run_beats(ecg, out, device="cpu", figures=False)
+    finally:
+        proc.communicate("\n", timeout=30)
+    lock_path(out).touch(mode=0o444)  # a lock file left readable only (another user's): a lock is only read
+    run_beats(ecg, out, device="cpu", figures=False)
+    assert (out / "summary.json").exists() and not lock_path(out).exists()
+
+
+def test_no_two_holders_overlap_under_contention(tmp_path):
+    """Eight processes take and release the lock 300 times each (the lock of an earlier version let
+    two hold it at once here); while holding it, each makes a
+    marker file that must not exist (O_EXCL): a second holder at once would find it there."""
+    out = tmp_path / "out"
+    worker = (
+        "import os, sys\n"
+        "from devicepipe.errors import OutputError\n"
+        "from devicepipe.io.write import output_lock\n"
+        "held = overlaps = 0\n"
+        "for _ in range(300):\n"
+        "    try:\n"
+        f"        with output_lock({str(out)!r}):\n"
+        "            held += 1\n"
+        "            try:\n"
+        f"                fd = os.open({str(tmp_path / 'marker')!r}, os.O_CREAT | os.O_EXCL | os.O_WRONLY)\n"
+        "            except FileExistsError:\n"
+        "                overlaps += 1\n"
+        "                continue\n"
+        "            os.close(fd)\n"
+        f"            os.unlink({str(tmp_path / 'marker')!r})\n"
+        "    except OutputError:\n"
+        "        pass\n"
+        "print(held, overlaps)\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", worker], stdout=subprocess.PIPE, text=True) for _ in range(8)]
+    counts = [tuple(map(int, p.communicate(timeout=120)[0].split())) for p in procs]
+    assert sum(h for h, _ in counts) >= 300  # the lock was taken, often
+    assert sum(o for _, o in counts) == 0, counts

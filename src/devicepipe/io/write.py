@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import glob
-import hashlib
 import io
 import json
 import math
@@ -298,48 +297,111 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-#: Where the locks on run directories are kept (one small file per directory being written).
-LOCK_DIR = "devicepipe-locks"
+#: The lock file of a run directory ``out`` is ``.{out's name}`` + this, beside ``out``.
+LOCK_SUFFIX = ".devicepipe-lock"
+
+#: Times a lock is taken again when the file it locked was removed meanwhile (by the run that
+#: held it, ending): then it is another file, and another run may hold that one.
+LOCK_TRIES = 20
 
 
 def lock_path(out: str | os.PathLike[str]) -> Path:
-    """The lock file of the run directory ``out`` (see :func:`output_lock`)."""
+    """The lock file of the run directory ``out`` (see :func:`output_lock`): beside it, in the
+    folder the user chose, so every run into ``out`` finds it, whoever runs it and whatever its
+    temporary folder. Where ``out`` is a folder in a folder the user cannot write, inside ``out``."""
     target = Path(out).expanduser().resolve()
-    return Path(tempfile.gettempdir()) / LOCK_DIR / (hashlib.sha1(str(target).encode()).hexdigest()[:24] + ".lock")
+    beside = target.parent / f".{target.name}{LOCK_SUFFIX}"
+    if target.is_dir() and beside.parent.exists() and not os.access(beside.parent, os.W_OK):
+        return target / LOCK_SUFFIX  # (a folder of its own in a folder the user cannot write: inside it)
+    return beside
 
 
 @contextlib.contextmanager
 def output_lock(out: str | os.PathLike[str]) -> Iterator[None]:
     """Hold the lock on the run directory ``out`` while the block runs: a second run into the
-    same directory (another process, or another call in this one) is refused with one line
-    instead of the two replacing each other's files. The lock is a file in the machine's temporary
-    directory, named by ``out``'s absolute path, released (and removed) when the block ends,
-    however it ends, and by the system if the process dies. (On a system without ``fcntl``,
-    Windows, runs are not locked.)"""
+    same directory (another process, another user, or another call in this one) is refused with
+    one line instead of the two replacing each other's files. The lock is an empty file beside
+    ``out`` (:func:`lock_path`), opened without following a symbolic link and never written, released
+    (and removed) when the block ends, however it ends, and by the system if the process dies.
+    Folders it had to make for ``out`` are removed again if the block leaves them empty. (On a
+    system without ``fcntl``, Windows, runs are not locked.)"""
     try:
         import fcntl  # noqa: PLC0415 - POSIX only: elsewhere runs are not locked
     except ImportError:
         yield
         return
     target, path = Path(out).expanduser().resolve(), lock_path(out)
-    path.parent.mkdir(exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    made = _make_parents(path.parent, out)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise OutputError(
-            f"another devicepipe run is writing to {target}", fix="wait for it to end, or choose another {out}.",
-            param="out",
-        ) from None  # fmt: skip
-    try:
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()} {target}\n".encode())
-        yield
+        fd = _locked_file(path, target, fcntl)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                if _same_file(fd, path):
+                    path.unlink()
+            os.close(fd)
     finally:
-        with contextlib.suppress(OSError):
-            path.unlink()
-        os.close(fd)
+        for folder in made:  # the innermost first
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # (only where the run left it empty)
+
+
+def _make_parents(folder: Path, out: str | os.PathLike[str]) -> list[Path]:
+    """Make ``folder`` and the folders above it that are missing; those made, innermost first."""
+    missing = []
+    at = folder
+    while not at.exists() and at != at.parent:
+        missing.append(at)
+        at = at.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write in {folder} ({exc.strerror or exc})", fix="choose another {out}.", param="out"
+        ) from None
+    return missing
+
+
+def _locked_file(path: Path, target: Path, fcntl: Any) -> int:
+    """A descriptor of ``path`` holding its exclusive lock (a symbolic link there is refused, and
+    the file is never written); a clear error where another run holds it."""
+    for _ in range(LOCK_TRIES):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as exc:
+            if path.is_symlink():
+                raise OutputError(
+                    f"the lock file {path} of {target} is a symbolic link, which a run never follows",
+                    fix="remove it, or choose another {out}.",
+                    param="out",
+                ) from None
+            raise OutputError(
+                f"cannot take the lock {path} of {target} ({exc.strerror or exc})",
+                fix="choose another {out}.",
+                param="out",
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise OutputError(
+                f"another devicepipe run is writing to {target}", fix="wait for it to end, or choose another {out}.",
+                param="out",
+            ) from None  # fmt: skip
+        if _same_file(fd, path):
+            return fd
+        os.close(fd)  # the file was removed as its holder ended: lock the one there now
+    raise OutputError(f"cannot take the lock {path} of {target}: it keeps being replaced", fix="try again.")
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file open as ``fd`` (not removed, nor replaced)."""
+    try:
+        now, held = os.lstat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
