@@ -626,3 +626,21 @@ def test_a_model_file_trained_with_more_threads_than_this_machine_has_still_load
     assert det.threads_.threads <= most_threads()
     scored = run("score", src, "--model", tmp_path / "m", "--out", tmp_path / "s")
     assert scored.exit_code == 0, scored.output
+
+
+def test_an_input_that_is_a_named_pipe_is_refused_not_waited_on(tmp_path):
+    sim = simulate_ecg(60, 250, seed=4)
+    src, _ = write_simulated_ecg(sim, tmp_path / "e.parquet")
+    os.mkfifo(tmp_path / "pipe.csv")
+    (tmp_path / "m").mkdir()
+    os.mkfifo(tmp_path / "m" / "model.pt")
+    cases = [
+        (("read", tmp_path / "pipe.csv", "--sampling-rate", 250), "INPUT"),
+        (("beats", tmp_path / "pipe.csv", "--sampling-rate", 250, "--out", tmp_path / "o"), "INPUT"),
+        (("beats", src, "--reference", tmp_path / "pipe.csv", "--out", tmp_path / "o"), "--reference"),
+        (("score", src, "--model", tmp_path / "pipe.csv", "--out", tmp_path / "o"), "--model"),
+    ]
+    for args, name in cases:  # (each would block for ever on open: a hang ends the test run, not a failure)
+        one_line_error(run(*args), f"{name} ", "pipe.csv is not a file nor a folder")
+    one_line_error(run("score", src, "--model", tmp_path / "m", "--out", tmp_path / "o"), "model.pt is not a file")
+    assert not (tmp_path / "o").exists()

@@ -33,7 +33,7 @@ def _model_file(path: str | Path) -> Path:
     if p.is_dir():
         candidate = p / MODEL_NAME
         if candidate.exists():
-            return candidate
+            return _model_file(candidate)
         others = [n for n in (CHECKPOINT_NAME, ENSEMBLE_NAME) if (p / n).exists()]
         why = (
             f"it holds {others[0]}, written by an older devicepipe that saved no {MODEL_NAME}; rerun that run"
@@ -43,6 +43,8 @@ def _model_file(path: str | Path) -> Path:
         raise DevicepipeError(f"no model in {p}: {MODEL_NAME} not found ({why}).")
     if not p.exists():
         raise DevicepipeError(f"model {p} does not exist; give a run directory or its {MODEL_NAME}.")
+    if not p.is_file():  # (a named pipe or a device: reading it would wait for ever)
+        raise DevicepipeError(f"model {p} is not a file; give a run directory or its {MODEL_NAME}.")
     return p
 
 

@@ -61,8 +61,46 @@ class _Command(_PlainHelp, TyperCommand):
                     formatter.write_dl(rows, col_max=24)
 
 
+#: The parameters that name a file the command reads (a recording or folder, a model, a reference).
+INPUT_PARAMETERS = ("input", "model", "reference")
+
+
+def _a_file_to_read(ctx: Any, param: Any, value: Any) -> Any:
+    """Refuse an input that is neither a file nor a folder (a named pipe, a device, a socket):
+    reading one would wait for a writer that may never come."""
+    for path in value if isinstance(value, (list, tuple)) else [value]:
+        if isinstance(path, Path) and path.exists() and not (path.is_file() or path.is_dir()):
+            name = "--" + param.name if param.param_type_name == "option" else param.name.upper()
+            raise DevicepipeError(
+                f"{name} {path} is not a file nor a folder (a named pipe, a device or a socket), which a run "
+                "would wait on for ever; give a file or a folder"
+            )
+    return value
+
+
+def _reading_files_only(command: Any) -> None:
+    """Check every input parameter of ``command`` (and of its subcommands) with :func:`_a_file_to_read`."""
+    for sub in getattr(command, "commands", {}).values():
+        _reading_files_only(sub)
+    for param in getattr(command, "params", []):
+        if param.name in INPUT_PARAMETERS and not getattr(param, "_reads_files_only", False):
+            given = param.callback
+
+            def checked(ctx: Any, p: Any, value: Any, given: Any = given) -> Any:
+                value = _a_file_to_read(ctx, p, value)
+                return given(ctx, p, value) if given is not None else value
+
+            param.callback, param._reads_files_only = checked, True
+
+
 class _OneLineErrors(_PlainHelp, TyperGroup):
     """Turn usage errors and DevicepipeErrors into one line on stderr and exit status 2."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _reading_files_only(command)
+        return command
 
     def _options_of(self, args: Any) -> set[str]:
         """The long options of the subcommand named in ``args`` (the command line when None)."""
