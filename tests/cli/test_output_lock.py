@@ -23,6 +23,26 @@ def ecg(tmp_path):
     return path
 
 
+def _refused_while_another_process_holds(out, ecg, env=None):
+    """Hold ``out``'s lock in another process (with ``env``) while a run into ``out`` is refused."""
+    holder = (
+        "import sys\n"
+        "from devicepipe.io.write import output_lock\n"
+        f"with output_lock({str(out)!r}):\n"
+        "    print('held', flush=True)\n"
+        "    sys.stdin.readline()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        with pytest.raises(OutputError, match="another devicepipe run is writing to"):
+            run_beats(ecg, out, device="cpu", figures=False)
+    finally:
+        proc.communicate("\n", timeout=30)
+
+
 def test_a_second_run_into_a_directory_being_written_is_refused(ecg, tmp_path):
     out = tmp_path / "out"
     for args in (["beats", ecg], ["beats", ecg.parent, "--workers", "0"], ["ecg", ecg, "--epochs", "1"]):
@@ -37,20 +57,7 @@ def test_a_second_run_into_a_directory_being_written_is_refused(ecg, tmp_path):
 
 def test_the_lock_is_another_process_s_too_and_is_released_however_a_run_ends(ecg, tmp_path):
     out = tmp_path / "out"
-    holder = (
-        "import sys, time\n"
-        "from devicepipe.io.write import output_lock\n"
-        f"with output_lock({str(out)!r}):\n"
-        "    print('held', flush=True)\n"
-        "    sys.stdin.readline()\n"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "held"
-        with pytest.raises(OutputError, match="another devicepipe run is writing to"):
-            run_beats(ecg, out, device="cpu", figures=False)
-    finally:
-        proc.communicate("\n", timeout=30)
+    _refused_while_another_process_holds(out, ecg)
     with pytest.raises(DevicepipeError):
         run_beats(tmp_path / "missing.csv", out, device="cpu")  # a run that fails ...
     with output_lock(out):  # ... holds nothing afterwards
@@ -75,24 +82,8 @@ def test_the_lock_holds_across_temporary_folders_and_a_lock_file_only_readable(e
     import os
 
     out = tmp_path / "out"
-    holder = (
-        "import sys\n"
-        "from devicepipe.io.write import output_lock\n"
-        f"with output_lock({str(out)!r}):\n"
-        "    print('held', flush=True)\n"
-        "    sys.stdin.readline()\n"
-    )
-    env = {**os.environ, "TMPDIR": str(tmp_path / "elsewhere")}
     (tmp_path / "elsewhere").mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
-    )
-    try:
-        assert proc.stdout.readline().strip() == "held"
-        with pytest.raises(OutputError, match="another devicepipe run is writing to"):
-            run_beats(ecg, out, device="cpu", figures=False)
-    finally:
-        proc.communicate("\n", timeout=30)
+    _refused_while_another_process_holds(out, ecg, {**os.environ, "TMPDIR": str(tmp_path / "elsewhere")})
     lock_path(out).touch(mode=0o444)  # a lock file left readable only (another user's): a lock is only read
     run_beats(ecg, out, device="cpu", figures=False)
     assert (out / "summary.json").exists() and not lock_path(out).exists()
