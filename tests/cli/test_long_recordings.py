@@ -26,7 +26,7 @@ def assert_same_beats(whole, chunked, names=SAME):
         assert (whole / name).read_bytes() == (chunked / name).read_bytes(), name
 
 
-#: A recording read in chunks finds its beats on its first lead alone (on all of them, in one piece).
+#: One lead of a two-lead record (by default its beats are found on both, whole or in chunks).
 FIRST_LEAD = ("--channel", "MLII")
 
 
@@ -44,7 +44,7 @@ def test_chunks_write_the_files_of_one_piece(tmp_path, monkeypatch, mode, parts)
     from devicepipe.signal import blocks
 
     record = require_data("mitdb/100")
-    whole = beats(record, "--out", tmp_path / "whole", "--mode", mode, "--no-figures", *FIRST_LEAD)
+    whole = beats(record, "--out", tmp_path / "whole", "--mode", mode, "--no-figures")  # (both leads, as in chunks)
     if parts == "small parts":  # what a week's beats meet: every per-beat stage cut into many parts on disk
         for module, name, value in (
             (context, "BEAT_PART", 97),
@@ -64,7 +64,7 @@ def test_chunks_write_the_files_of_one_piece(tmp_path, monkeypatch, mode, parts)
     assert summary["chunked"]["chunks"] == 16 and summary["n_samples"] == 650_000
     one = json.loads((tmp_path / "whole" / "summary.json").read_text())
     assert "chunked" not in one
-    for key in ("counts", "heart_rate", "quality", "warnings", "holter"):  # HRV, quality, classes from parts on disk
+    for key in ("counts", "heart_rate", "quality", "warnings", "holter", "beats_found_on_leads"):  # (parts on disk)
         assert summary[key] == one[key], key
     assert one["holter"]["counts"]["S"] > 20  # (MIT-BIH 100's atrial premature beats, each read in its part)
     assert one["heart_rate"]["n_ectopic"] > 0 and one["quality"]["beats_rated"] > 2000
@@ -82,7 +82,7 @@ def test_a_chunked_run_draws_the_figures_of_one_piece(tmp_path):
     from PIL import Image
 
     record = require_data("mitdb/100")
-    whole = beats(record, "--out", tmp_path / "whole", *FIRST_LEAD)
+    whole = beats(record, "--out", tmp_path / "whole")
     chunked = beats(record, "--out", tmp_path / "chunked", "--chunk", "5min")
     assert whole.exit_code == 0 and chunked.exit_code == 0, chunked.output
     for name in ("excerpt.png", "heart_rate.png", "intervals.png", "quality.png"):
@@ -93,7 +93,7 @@ def test_a_chunked_run_draws_the_figures_of_one_piece(tmp_path):
 def test_a_tiny_chunk_is_raised_to_the_detectors_smallest(tmp_path):
     # 1 ms is a third of a sample at 360 Hz: no stage may work a sample at a time
     record = require_data("mitdb/100")
-    result = beats(record, "--out", tmp_path / "o", "--chunk", "1ms", "--no-figures")
+    result = beats(record, "--out", tmp_path / "o", "--chunk", "1ms", "--no-figures", *FIRST_LEAD)
     assert result.exit_code == 0, result.output
     chunked = json.loads((tmp_path / "o" / "summary.json").read_text())["chunked"]
     assert chunked["seconds_per_chunk"] >= 1.0  # (the detector aligns its chunks to whole blocks of beats)
@@ -108,9 +108,11 @@ def test_a_small_memory_budget_switches_chunking_on(tmp_path):
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["chunked"]["samples_per_chunk"] > 0 and summary["counts"]["beats_found"] == 2273
-    assert "beats_found_on_leads" not in summary and "(MLII, 360 Hz" in result.output  # the first lead alone
-    whole = beats(record, "--out", tmp_path / "whole", "--no-figures")  # in one piece: its two leads together
-    assert "(beats found on MLII and V5 together, cut from MLII, 360 Hz" in whole.output
+    assert summary["beats_found_on_leads"] == ["MLII", "V5"]  # both leads, in chunks as in one piece
+    whole = beats(record, "--out", tmp_path / "whole", "--no-figures")
+    for output in (result.output, whole.output):
+        assert "(beats found on MLII and V5 together, cut from MLII, 360 Hz" in output
+    assert_same_beats(tmp_path / "whole", tmp_path / "o")
 
 
 def test_a_csv_is_counted_only_when_its_size_could_exceed_the_budget(tmp_path, monkeypatch):
