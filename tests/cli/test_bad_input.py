@@ -644,3 +644,22 @@ def test_an_input_that_is_a_named_pipe_is_refused_not_waited_on(tmp_path):
         one_line_error(run(*args), f"{name} ", "pipe.csv is not a file nor a folder")
     one_line_error(run("score", src, "--model", tmp_path / "m", "--out", tmp_path / "o"), "model.pt is not a file")
     assert not (tmp_path / "o").exists()
+
+
+def test_a_rate_given_against_a_time_column_is_refused_as_against_a_stated_one(tmp_path):
+    sim = simulate_ecg(120, 250, seed=3)
+    times = pd.date_range("2024-01-01", periods=sim.signal.numel(), freq="4ms").strftime("%Y-%m-%d %H:%M:%S.%f")
+    pd.DataFrame({"time": times, "ecg": sim.signal.numpy()}).to_csv(tmp_path / "timed.csv", index=False)
+    for command, more in (
+        ("read", ()),
+        ("beats", ("--out", tmp_path / "b")),
+        ("beats", ("--out", tmp_path / "c", "--chunk", "1min")),
+    ):
+        refused = run(command, tmp_path / "timed.csv", "--sampling-rate", 500, *more)
+        one_line_error(refused, "timestamps show 250 Hz", "--sampling-rate 500 was given", "--override-rate")
+    assert not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
+    for rate, more in ((250, ()), (500, ("--override-rate",))):  # the timestamps' own rate, or a rate overriding them
+        made = run("beats", tmp_path / "timed.csv", "--sampling-rate", rate, *more, "--out", tmp_path / f"r{rate}")
+        assert made.exit_code == 0, made.output
+        summary = json.loads((tmp_path / f"r{rate}" / "summary.json").read_text())
+        assert summary["sampling_rate_hz"] == rate

@@ -273,12 +273,38 @@ def _check_stated_rate(source: Any, column: ColumnSpec, sampling_rate: float | N
 def _rate(
     sampling_rate: float | None, raw: RawSeries, report: TimeReport | None, override: bool = False
 ) -> float | None:
-    """The rate given, else the source's, else one over the time column's step (Hz); checked."""
+    """The rate given, else the source's, else one over the time column's step (Hz); checked. A
+    rate given against the one a time column's timestamps show is refused as against a stated one."""
     rate = chosen_rate(sampling_rate, raw.sampling_rate, raw.source, override)
+    if sampling_rate is not None and report is not None and not (override or isinstance(sampling_rate, OverrideRate)):
+        _check_timed_rate(float(sampling_rate), report, raw.source)
     if rate is None and report is not None and report.step_s > 0:
         rate = 1.0 / report.step_s
     check_rate(rate, f"the sampling rate of {raw.source}")
     return rate
+
+
+#: A rate given may differ this much (a share) from the one the timestamps show over their span.
+TIMED_RATE_TOLERANCE = 0.02
+
+
+def _check_timed_rate(given: float, report: TimeReport, source: str) -> None:
+    """Refuse a rate ``given`` that the time column's timestamps contradict: the samples over its
+    span (gaps filled, duplicates counted once) say another rate."""
+    span = float((report.end - report.start) / np.timedelta64(1, "s"))
+    steps = report.n_rows - 1 - report.n_duplicates + report.missing_steps
+    if span <= 0 or steps < 1:
+        return
+    shown = steps / span
+    if abs(shown - given) > TIMED_RATE_TOLERANCE * shown:
+        raise ReadError(
+            f"{source}'s timestamps show {shown:.4g} Hz ({report.n_rows:,} rows over {span:,.4g} s), and "
+            f"{{param}} {given:g} was given",
+            fix="drop {sampling_rate} (the timestamps give the rate), or pass {override_rate=True} to read it at "
+            "the rate given.",
+            param="sampling_rate",
+            value=given,
+        )
 
 
 def check_encoding(encoding: str | None) -> None:

@@ -98,13 +98,19 @@ TIME_PROBE_ROWS = 10_000
 def _check_rate_for_chunks(source: Any, channel: Any, time_column: str | None, sampling_rate: float | None) -> None:
     """Refuse, in one line, a table whose rate only its time column gives, to be read in chunks:
     the chunks cannot check the timestamps of the whole (their order, gaps and rate), so the
-    rate must be given; the fix names the rate its first timestamps show."""
-    if sampling_rate is not None or time_column is None or not isinstance(source, (str, Path)):
+    rate must be given; the fix names the rate its first timestamps show. A rate given that
+    those timestamps contradict is refused too."""
+    if time_column is None or not isinstance(source, (str, Path)):
         return
     first = channel[0] if isinstance(channel, list) else channel
     if header_sampling_rate(Path(source), None if first == ALL_LEADS else first) is not None:
         return
-    head = read_series(source, None if first == ALL_LEADS else first, time_column=time_column, stop=TIME_PROBE_ROWS)
+    head = read_series(  # (a rate given that the first timestamps contradict is refused here, as in one piece)
+        source, None if first == ALL_LEADS else first, time_column=time_column, stop=TIME_PROBE_ROWS,
+        sampling_rate=sampling_rate,
+    )  # fmt: skip
+    if sampling_rate is not None:
+        return
     shown = (
         ""
         if head.sampling_rate is None

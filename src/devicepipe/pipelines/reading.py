@@ -49,7 +49,8 @@ def _read_ecg(
     rate is that of ``time_column``'s timestamps (a table's, as :func:`_signal_choice` finds it)."""
     if channel is None:
         channel, time_column = _signal_choice(run, source, None)
-    times = sampling_rate is None and declares_sampling_rate(source) is False
+    timed = declares_sampling_rate(source) is False  # (then a time column is read, to give the rate or check it)
+    times = sampling_rate is None and timed
     if times and time_column is None and Path(source).exists():  # (a missing file: read_series says so)
         raise _unknown_rate(Path(source).name)  # said before a long read, not after
     with run.stage("read"):
@@ -58,7 +59,7 @@ def _read_ecg(
             None if channel == ALL_LEADS else channel,
             device=run.device,
             sampling_rate=sampling_rate,
-            time_column=time_column if times else None,
+            time_column=time_column if timed else None,
             nan=nan,
             encoding=encoding,
         )
