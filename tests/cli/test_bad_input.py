@@ -614,14 +614,15 @@ def test_crashes_of_the_audit_end_in_one_line(tmp_path, monkeypatch):
 
 def test_a_model_file_trained_with_more_threads_than_this_machine_has_still_loads(tmp_path):
     from devicepipe.anomaly import load_model
+    from devicepipe.anomaly.model_format import content_digest
     from devicepipe.threads import most_threads
 
     sim = simulate_ecg(120, 250, seed=2)
     src, _ = write_simulated_ecg(sim, tmp_path / "e.parquet")
     assert run("ecg", src, "--epochs", 2, "--out", tmp_path / "m", "--threads", 1).exit_code == 0
     state = torch.load(tmp_path / "m" / "model.pt", weights_only=True)
-    state["params"]["threads"] = 100_000  # (a model trained on a machine of many cores, or changed)
-    torch.save(state, tmp_path / "m" / "model.pt")
+    state["params"]["threads"] = 100_000  # (a model trained on a machine of many cores: its digest written anew)
+    torch.save({**state, "digest": content_digest(state)}, tmp_path / "m" / "model.pt")
     det = load_model(tmp_path / "m", device="cpu")
     assert det.threads_.threads <= most_threads()
     scored = run("score", src, "--model", tmp_path / "m", "--out", tmp_path / "s")
@@ -663,3 +664,25 @@ def test_a_rate_given_against_a_time_column_is_refused_as_against_a_stated_one(t
         assert made.exit_code == 0, made.output
         summary = json.loads((tmp_path / f"r{rate}" / "summary.json").read_text())
         assert summary["sampling_rate_hz"] == rate
+
+
+def test_a_model_file_with_a_bit_flipped_is_refused(tmp_path):
+    from devicepipe.anomaly import load_model
+
+    sim = simulate_ecg(120, 250, seed=2)
+    src, _ = write_simulated_ecg(sim, tmp_path / "e.parquet")
+    assert run("ecg", src, "--epochs", 2, "--out", tmp_path / "m").exit_code == 0
+    path = tmp_path / "m" / "model.pt"
+    state = torch.load(path, weights_only=True)
+    data = bytearray(path.read_bytes())
+    scores = state["train_scores"].numpy().tobytes()  # the training rows' scores, stored as they are
+    at = bytes(data).find(scores)
+    assert at > 0
+    data[at + 5] ^= 0x10  # one bit of one score
+    path.write_bytes(bytes(data))
+    flipped = torch.load(path, weights_only=True)  # (the file still loads: nothing else would notice)
+    assert not torch.equal(flipped["train_scores"], state["train_scores"])
+    with pytest.raises(DevicepipeError, match="has changed since devicepipe wrote it"):
+        load_model(path)
+    one_line_error(run("score", src, "--model", tmp_path / "m", "--out", tmp_path / "s"), "has changed since")
+    assert not (tmp_path / "s").exists()

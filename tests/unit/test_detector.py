@@ -12,6 +12,7 @@ from sklearn.metrics import average_precision_score, f1_score, roc_auc_score
 
 import devicepipe as dp
 from devicepipe.anomaly import MODEL_FORMAT_VERSION, auto_threshold, load_model, nearest_power_of_two, smallest
+from devicepipe.anomaly.model_format import content_digest
 from devicepipe.errors import DevicepipeError
 
 
@@ -184,6 +185,7 @@ def test_foreign_damaged_and_newer_files_are_refused(fitted, tmp_path):
         dp.load_model(tmp_path / "older.pt")
     knn = small(epochs=1, scorer="knn").fit(beats(40, seed=5))
     older = torch.load(knn.save(tmp_path / "knn.pt"), weights_only=True) | {"format_version": 1}
+    del older["digest"]  # (format 1 files were written without one)
     torch.save(older, tmp_path / "knn1.pt")
     x = beats(6, seed=6)
     np.testing.assert_array_equal(dp.load_model(tmp_path / "knn1.pt").decision_function(x), knn.decision_function(x))
@@ -553,7 +555,8 @@ def test_each_kind_of_model_is_found_by_its_name_and_its_module_s():
 def test_a_model_changed_after_it_was_written_is_one_line(fitted, tmp_path, change, says):
     fitted.save(tmp_path / "m.pt")
     state = torch.load(tmp_path / "m.pt", weights_only=True)
-    torch.save({**state, **change}, tmp_path / "changed.pt")
+    changed = {**state, **change}  # an edit that also writes the digest anew, to reach the part's own check
+    torch.save({**changed, "digest": content_digest(changed)}, tmp_path / "changed.pt")
     with pytest.raises(DevicepipeError, match="the model's parts do not fit together") as info:
         load_model(tmp_path / "changed.pt", device="cpu")
     assert says in str(info.value) and len(str(info.value).splitlines()) == 1

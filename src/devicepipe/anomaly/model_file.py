@@ -16,6 +16,7 @@ from devicepipe.anomaly.model_format import (
     MODEL_FORMAT,
     MODEL_FORMAT_VERSION,
     MODEL_NAME,
+    content_digest,
 )
 from devicepipe.device import resolve_device
 from devicepipe.errors import DevicepipeError
@@ -75,6 +76,11 @@ def _read_state(file: Path) -> tuple[dict[str, Any], ModelKind]:
         raise DevicepipeError(
             f"{file} is a model of the local scorer written by devicepipe {state.get('devicepipe')}, whose rule "
             "has changed since: train it again (devicepipe train, or the run that wrote it)."
+        )
+    if "digest" in state and state["digest"] != content_digest(state):  # (files of older versions have none)
+        raise DevicepipeError(
+            f"{file} has changed since devicepipe wrote it: its contents no longer match the digest written with "
+            "them (a damaged disk or copy, or an edit); copy it again from where it was written, or train it again."
         )
     kind = kind_of_module(str(state.get("model_kind")))
     if kind is None or state.get("estimator") != BeatAnomalyDetector.__name__:
