@@ -163,7 +163,12 @@ def check_before_start(out: Path, settings: LearnSettings, identity: dict[str, A
         )
     saved = checkpoint.get("identity")
     if identity is not None and saved is not None:
-        changed = [f"{k} {saved.get(k)!r} then, {v!r} now" for k, v in identity.items() if saved.get(k) != v]
+        # every key either holds (a key given now and not then, or then and not now, differs), but
+        # those a checkpoint of an older version never saved
+        keys = [k for k in {**identity, **saved} if k in saved]
+        changed = [
+            f"{k} {saved.get(k)!r} then, {identity.get(k)!r} now" for k in keys if saved.get(k) != identity.get(k)
+        ]
         if changed:
             raise DevicepipeError(
                 f"cannot resume {out}: this is not the run it holds ({'; '.join(changed)}); resume with the same "

@@ -19,6 +19,7 @@ import torch
 
 from devicepipe.heart import hrv, hrv_stored, nn_intervals
 from devicepipe.io import Recording, write_beat_annotations, write_csv, write_json, write_parquet
+from devicepipe.io.read import recording_files
 from devicepipe.io.spill import Stored
 from devicepipe.spectral_hrv import hrv_frequency
 from devicepipe.summaries import RunSummary
@@ -45,7 +46,21 @@ def input_summary(source: Any, rec: Recording, device: torch.device, *, channel_
         "n_samples": rec.n_samples,
         "non_finite_values": {"count": rec.n_nan, "policy": rec.nan_policy},
         **({} if rec.stated_rate is None else {"stated_sampling_rate_hz": rec.stated_rate}),
+        **({"input_files": input_files(source)} if isinstance(source, (str, Path)) else {}),
     }
+
+
+def input_files(source: str | Path) -> list[dict[str, Any]]:
+    """The files a recording's path names (a WFDB record: its header and signal file), each with
+    its size and time of change: what a resumed folder run compares to tell a file replaced since."""
+    out = []
+    for file in recording_files(Path(source)):
+        try:
+            stat = file.stat()
+        except OSError:
+            continue
+        out.append({"name": file.name, "bytes": stat.st_size, "modified_ns": stat.st_mtime_ns})
+    return out
 
 
 def write_beat_files(

@@ -381,6 +381,7 @@ class RunSummary(Record):
 
     schema: int
     input: str
+    input_files: list[dict[str, Any]]
     channel: str
     column: str
     device: str

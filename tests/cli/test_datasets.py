@@ -510,3 +510,34 @@ def test_the_index_carries_each_recording_s_burden_and_events(tmp_path):
         assert rows.loc[run, "couplets"] == h["events"]["couplet"]
     assert rows.loc["r0", "v_beats"] == 0 and rows.loc["r2", "v_burden_pct"] > 40  # bigeminy: about half the beats
     assert "V %" in (out / "report.html").read_text()
+
+
+def test_resume_runs_again_a_recording_whose_file_was_replaced(tmp_path):
+    make_folder(tmp_path / "in", 3)
+    args = ["beats", str(tmp_path / "in"), "--workers", "0", "--no-figures"]
+    out = tmp_path / "out"
+    assert runner.invoke(app, [*args, "--out", str(out)]).exit_code == 0
+    before = json.loads((out / "rec001" / "summary.json").read_text())["counts"]["beats_found"]
+    # another recording under the same name (two minutes, where the first was seconds long)
+    write_simulated_ecg(simulate_ecg(120, 250, seed=99), tmp_path / "in" / "rec001.parquet")
+    result = runner.invoke(app, [*args, "--out", str(out), "--resume"])
+    assert result.exit_code == 0, result.output
+    assert "(2 complete from an earlier run)" in result.stdout
+    assert list(index(out).resumed) == [True, False, True]
+    after = json.loads((out / "rec001" / "summary.json").read_text())
+    assert after["counts"]["beats_found"] > 1.5 * before
+    assert after["input_files"][0]["bytes"] == (tmp_path / "in" / "rec001.parquet").stat().st_size
+
+
+def test_resume_of_runs_whose_settings_were_never_written_is_refused(tmp_path):
+    # a run killed (kill -9) after a recording's run ended but before settings.json was written:
+    # the settings those runs were made with cannot be checked, so resuming would mix two settings
+    make_folder(tmp_path / "in", 3)
+    args = ["beats", str(tmp_path / "in"), "--workers", "0", "--no-figures"]
+    out = tmp_path / "out"
+    assert runner.invoke(app, [*args, "--out", str(out)]).exit_code == 0
+    (out / "settings.json").unlink()
+    result = runner.invoke(app, [*args, "--out", str(out), "--resume", "--mode", "seed"])
+    assert result.exit_code == 2, result.output
+    assert "have no settings.json" in result.stderr and "without --resume" in result.stderr
+    assert runner.invoke(app, [*args, "--out", str(out), "--mode", "seed"]).exit_code == 0  # run again: fine

@@ -32,7 +32,7 @@ from devicepipe.errors import DevicepipeError
 from devicepipe.io import check_output_dir, write_json, write_parquet
 from devicepipe.io.discover import INDEX_NAME, Dataset, find_recordings
 from devicepipe.io.write import holds_output
-from devicepipe.outputs import SUMMARY_SCHEMA
+from devicepipe.outputs import SUMMARY_SCHEMA, input_files
 from devicepipe.report import REPORT_NAME, dataset_table, write_report
 from devicepipe.summaries import DatasetSummary
 from devicepipe.threads import requested_threads, using_threads
@@ -116,10 +116,11 @@ def run_recordings(
     return rows, how
 
 
-def _finished(out: Path) -> dict[str, Any] | None:
+def _finished(out: Path, source: str | None = None) -> dict[str, Any] | None:
     """The ``summary.json`` of a finished run in ``out`` (written last), or None: none there, one
-    that does not read as a JSON object (cut short, edited), or one listing a file that is not
-    there; such a run is done again."""
+    that does not read as a JSON object (cut short, edited), one listing a file that is not
+    there, or one of a recording ``source`` whose files have changed since (their sizes and times
+    of change, ``input_files``); such a run is done again."""
     try:
         summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
@@ -129,6 +130,9 @@ def _finished(out: Path) -> dict[str, Any] | None:
     files = summary.get("files", [])
     if not isinstance(files, list) or not all(isinstance(f, str) and (out / f).is_file() for f in files):
         return None
+    then = summary.get("input_files")
+    if source is not None and then is not None and then != input_files(source):
+        return None  # (the recording was replaced or changed since its run)
     return summary
 
 
@@ -251,6 +255,14 @@ def run_dataset(
     asked = _settings_of(kind, options or {}, reference)
     if resume:
         _check_same_settings(out, asked)
+    finished = [_finished(Path(item.out), item.path) if resume else None for item in items]
+    if resume and any(f is not None for f in finished) and not (out / SETTINGS_NAME).is_file():
+        raise DevicepipeError(
+            f"the runs in {out} have no {SETTINGS_NAME} (the run that made them was stopped, by kill -9 or a crash, "
+            "before writing it), so the settings they were made with cannot be checked",
+            fix="run again without {resume=True}, or choose another {out}.",
+            param="resume",
+        )
     reported, said = on_rows, []
 
     def on_rows(rows: list[dict[str, Any]]) -> None:  # the first rows: a run stopped part-way says what it was asked
@@ -260,7 +272,6 @@ def run_dataset(
         if reported:
             reported(rows)
 
-    finished = [_finished(Path(item.out)) if resume else None for item in items]
     todo = [item for item, summary in zip(items, finished, strict=True) if summary is None]
     if on_start:
         on_start(len(items), len(todo))

@@ -107,7 +107,7 @@ def run_ecg(
     run = _start(out, device, count_transfers, progress)
     choices = {"channel": channel, "sampling_rate": sampling_rate, "method": method, "mode": mode, "width": width}
     identity = _identity(source, settings, **choices, nan=nan)
-    identity |= {} if min_quality is None else {"min_quality": min_quality}
+    identity |= {"min_quality": min_quality}  # (the rows trained on: a resume with it dropped is another run)
     check_before_start(run.out, settings, identity)
     every, rec, peaks, beats, leads = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan, encoding)
     labelled = label_beats(run, every, peaks)
