@@ -225,3 +225,19 @@ def test_an_edf_signal_without_a_physical_range_is_one_warning_of_our_own(tmp_pa
         "warning: signal 'ECG0' of flat.edf has no physical range (its minimum equals its maximum): its values are "
         "the file's digital units, not calibrated ones; beats are found, but amplitudes mean nothing"
     ]
+
+
+def test_a_discontinuous_edf_is_refused_not_joined_over_its_gaps(tmp_path):
+    from devicepipe.errors import ReadError
+
+    path = write_edf(tmp_path / "d.edf", [np.sin(np.arange(2500) / 40)], 250, annotations=[(1.0, "x")])
+    data = bytearray(path.read_bytes())
+    assert data[192:197] == b"EDF+C"
+    data[192:197] = b"EDF+D"  # discontinuous allowed, but its records still back to back: read as before
+    (tmp_path / "contiguous.edf").write_bytes(bytes(data))
+    assert read_series(tmp_path / "contiguous.edf").n_samples == 2500
+    at = bytes(data).find(b"+5\x14\x14\x00\x00\x00")  # the 6th record's onset: 905 s, a gap of 900 s
+    data[at : at + 7] = b"+905\x14\x14\x00"
+    (tmp_path / "gap.edf").write_bytes(bytes(data))
+    with pytest.raises(ReadError, match="discontinuous EDF\\+ file .*EDF\\+D.*not back to back"):
+        read_series(tmp_path / "gap.edf")

@@ -72,7 +72,22 @@ def _open(path: Path, where: str) -> Any:
     duration = float(edf.data_record_duration)
     if _signals(edf) and not (math.isfinite(duration) and duration > 0):  # (0 only in annotation-only files)
         raise _no_rate(where, path, duration)
+    if str(edf.reserved).strip().upper().startswith("EDF+D") and not _continuous(edf):
+        raise ReadError(
+            f"{where}: {path.name} is a discontinuous EDF+ file (EDF+D): its data records are not back to back, "
+            "and reading them as one signal would join the stretches over their gaps",
+            fix="export it as EDF+C, or split it at its gaps into continuous files.",
+        )
     return edf
+
+
+def _continuous(edf: Any) -> bool:
+    """Whether an EDF+D file's data records follow each other without a gap (by its timekeeping
+    annotations, as the EDF+ specification defines it); a file whose timekeeping cannot be read is not."""
+    try:
+        return bool(edf.is_continuous)
+    except Exception:  # noqa: BLE001 - a timekeeping signal edfio cannot parse: not known to be continuous
+        return False
 
 
 def _no_rate(where: str, path: Path, duration: float) -> ReadError:
