@@ -263,20 +263,18 @@ def run_dataset(
             fix="run again without {resume=True}, or choose another {out}.",
             param="resume",
         )
-    reported, said = on_rows, []
+    told = on_cluster
 
-    def on_rows(rows: list[dict[str, Any]]) -> None:  # the first rows: a run stopped part-way says what it was asked
-        if not said:
-            _write_settings(out, asked)
-            said.append(True)
-        if reported:
-            reported(rows)
+    def on_cluster(how: dict[str, Any]) -> None:  # the workers are up, no recording has started: a run
+        _write_settings(out, asked)  # stopped part-way (kill -9 included) says what it was asked
+        if told:
+            told(how)
 
     todo = [item for item, summary in zip(items, finished, strict=True) if summary is None]
     if on_start:
         on_start(len(items), len(todo))
     rows = [_row(item, "", True, summary) for item, summary in zip(items, finished, strict=True) if summary is not None]
-    if rows:
+    if rows and on_rows:
         on_rows(rows)
     fresh, how = run_recordings(kind, todo, options or {}, engine, on_rows=on_rows, on_cluster=on_cluster)
     order = {item.path: i for i, item in enumerate(items)}

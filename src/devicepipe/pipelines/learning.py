@@ -180,9 +180,8 @@ def _identity(source: Any, settings: LearnSettings, **choices: Any) -> dict[str,
     """What a resumed run must share with the checkpointed one: the input (by content), the
     training settings that shape the model and its data, and the pipeline's ``choices``."""
     fingerprint = input_fingerprint(source)
-    kept = {
-        k: getattr(settings, k) for k in ("seed", "batch_size", "lr", "latent", "ensemble", "weight_decay", "scorer")
-    }
+    # (not the scorer: it reads the model once trained, so a resumed run may score with another)
+    kept = {k: getattr(settings, k) for k in ("seed", "batch_size", "lr", "latent", "ensemble", "weight_decay")}
     return {"input": None if fingerprint is None else fingerprint[:16], **kept, **choices}
 
 
