@@ -275,11 +275,19 @@ def plot_training(histories: list[dict[str, Any]], *, title: str = "Training", w
     each = f" (each of {members} members)" if members > 1 else ""
     for i, h in enumerate(histories):
         epochs = np.arange(1, len(h["train"]) + 1)
-        ax.plot(epochs, h["train"], color="tab:blue", alpha=0.8, label="train" + each if i < 1 else None)
-        if h.get("val") and np.isfinite(h["val"]).any():
+        dots = "." if len(epochs) < 10 else None  # (one or two epochs: points, not an invisible line)
+        train = np.asarray([np.nan if v is None else v for v in h["train"]], dtype=float)
+        ax.plot(epochs, train, color="tab:blue", alpha=0.8, marker=dots, label="train" + each if i < 1 else None)
+        val = np.asarray([np.nan if v is None else v for v in h.get("val", [])], dtype=float)
+        if val.size and np.isfinite(val).any():
             ax.plot(
-                epochs, h["val"], color="tab:orange", alpha=0.8, ls="--", label="validation" + each if i < 1 else None
-            )
+                epochs, val, color="tab:orange", alpha=0.8, ls="--", marker=dots,
+                label="validation" + each if i < 1 else None,
+            )  # fmt: skip
+        if h.get("initial") is not None and np.isfinite(h["initial"]):  # the untrained model's loss, at epoch 0
+            ax.plot([0], [h["initial"]], "s", color="tab:gray", label=None if i else "untrained")
+        if h.get("diverged"):  # the epoch whose loss became NaN or infinite: no point to draw
+            ax.axvline(len(epochs), color="tab:red", ls=":", label=None if i else f"loss NaN or infinite{each}")
         best = len(h["train"]) if h.get("best_epoch") is None else h["best_epoch"]  # exact epochs keep the last
         line = h["val"] if best and h.get("val") and np.isfinite(h["val"][best - 1]) else h["train"]
         if best and len(line) >= best:

@@ -365,3 +365,14 @@ def test_training_whose_loss_becomes_nan_stops_and_keeps_the_weights_before(memb
         assert histories[i].diverged
         for p, q in zip(m.parameters(), before[i].parameters(), strict=True):
             torch.testing.assert_close(p, q)
+
+
+def test_the_training_figure_shows_the_untrained_loss_and_where_the_loss_became_nan():
+    h = {"train": [1.4e9, float("nan")], "val": [3.7e12, float("nan")], "initial": 1.06, "best_epoch": 1}
+    fig = plot_training([{**h, "diverged": True}])
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "untrained" in labels and "loss NaN or infinite" in labels and "kept: epoch 1" in labels
+    assert ax.get_xlim()[0] <= 0 and ax.get_xlim()[1] >= 2  # from the untrained model to the epoch that failed
+    plain = [t.get_text() for t in plot_training([h]).axes[0].get_legend().get_texts()]
+    assert "loss NaN or infinite" not in plain
