@@ -105,7 +105,7 @@ def fit_ensemble(
     if stoppers is not None and val.shape[0] == 0:
         raise DevicepipeError("fit_ensemble(): early stopping watches the validation loss; use val_fraction > 0.")
     best = {k: v.detach().clone() for k, v in params.items()}  # each member's kept weights
-    first = val if val.shape[0] else train[:VAL_BATCH]
+    first = val if val.shape[0] else train[:VAL_BATCH]  # each untrained member's loss
     for h, loss in zip(histories, _val_sums(base, params, buffers, first, members, device).tolist(), strict=True):
         h.initial = loss / max(1, first.shape[0])
     dead: set[int] = set()  # members whose loss became NaN or infinite: they keep the weights before
@@ -140,6 +140,21 @@ def fit_ensemble(
         if callback is not None and live:
             mean_val = sum(histories[i].val[-1] for i in live) / len(live)
             callback(epoch + 1, sum(histories[i].train[-1] for i in live) / len(live), mean_val)
+    _load_kept(models, params, best, buffers, dead, stoppers, histories)
+    return Ensemble(models, histories, seeds)
+
+
+def _load_kept(
+    models: list[nn.Module],
+    params: dict[str, torch.Tensor],
+    best: dict[str, torch.Tensor],
+    buffers: dict[str, torch.Tensor],
+    dead: set[int],
+    stoppers: list[EarlyStopping] | None,
+    histories: list[History],
+) -> None:
+    """Give each member its kept weights: the best epoch's with early stopping, those before the
+    epoch its loss became NaN for a member in ``dead``, else the last; and its history's kept epoch."""
     for i, model in enumerate(models):
         kept = best if stoppers is not None or i in dead else params
         state = {k.removeprefix("m."): v[i].detach().clone() for k, v in {**kept, **buffers}.items()}
@@ -147,7 +162,6 @@ def fit_ensemble(
         model.eval()
         if stoppers is not None:
             histories[i].best_epoch, histories[i].stopped_early = stoppers[i].best_epoch, stoppers[i].done
-    return Ensemble(models, histories, seeds)
 
 
 def _members(

@@ -110,22 +110,12 @@ def _run_beats_chunked(
             param="nan",
             value=opts.nan,
         )
-    # (chosen by run_beats where none was named: every lead named as an ECG lead, the beats found
-    # on all of them together and cut from the first, as in one piece)
-    leads = opts.channel if isinstance(opts.channel, list) else [opts.channel]
-    channel = leads[0]
-    readers = [
-        chunk_reader(source, lead, sampling_rate=opts.sampling_rate, device=run.device, encoding=opts.encoding)
-        for lead in leads
-    ]
-    _, n, fs = readers[0]
+    leads, reads, n, fs = _lead_readers(run, source, opts)
+    channel, read = leads[0], reads[0]
     # no stage in chunks smaller than detection's smallest (a few seconds): a --chunk of 1ms had
     # segmentation cut a 1-hour recording one sample at a time
     size = max(size, detection_chunk(1, fs))
     run.note(f"finding beats in {n:,} samples at {fs:g} Hz on {run.device}, {size:,} samples at a time")
-    # chunks cross to the device in read() alone: count there, not every operator
-    reads = [run.timer.counted(r) for r, _, _ in readers]
-    read = reads[0]
     with Spill() as held:  # what grows with the recording (peaks, kept beats, quality) waits on disk
         peaks, kept = Stored(held, "peaks"), Stored(held, "kept")
         with run.stage("detect", count=False):
@@ -176,6 +166,22 @@ def _run_beats_chunked(
     found = tuple(found_on.get("beats_found_on_leads", ()))
     result = _beats_result(run, rec, n, host_peaks, beats, files, checked, found)
     return replace(result, holter=HolterSummary.from_dict(labelled.summary()))
+
+
+def _lead_readers(
+    run: _Run, source: Any, opts: BeatsOptions
+) -> tuple[list[Any], list[Callable[[int, int], torch.Tensor]], int, float]:
+    """The leads a chunked run reads (chosen by run_beats where none was named: every lead named
+    as an ECG lead, the beats found on all of them together and cut from the first, as in one
+    piece), a ``read(start, stop)`` of each (counting what crosses to the device: chunks cross
+    there alone), the recording's length and its rate."""
+    leads = opts.channel if isinstance(opts.channel, list) else [opts.channel]
+    readers = [
+        chunk_reader(source, lead, sampling_rate=opts.sampling_rate, device=run.device, encoding=opts.encoding)
+        for lead in leads
+    ]
+    _, n, fs = readers[0]
+    return leads, [run.timer.counted(r) for r, _, _ in readers], n, fs
 
 
 def _write_matrix_chunked(
