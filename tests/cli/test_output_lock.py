@@ -5,12 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
 from devicepipe.cli import app
 from devicepipe.errors import DevicepipeError, OutputError
-from devicepipe.io.write import lock_path, output_lock
+from devicepipe.io.write import LOCK_SUFFIX, lock_path, output_lock
 from devicepipe.pipelines import run_beats
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 
@@ -118,3 +119,55 @@ def test_no_two_holders_overlap_under_contention(tmp_path):
     counts = [tuple(map(int, p.communicate(timeout=120)[0].split())) for p in procs]
     assert sum(h for h, _ in counts) >= 300  # the lock was taken, often
     assert sum(o for _, o in counts) == 0, counts
+
+
+def _no_lock_left(folder):
+    return not [p for p in folder.rglob("*") if p.name.endswith(LOCK_SUFFIX)]
+
+
+def test_a_run_into_a_folder_of_a_run_in_progress_is_refused(ecg, tmp_path):
+    folder = tmp_path / "runs"
+    with output_lock(folder):  # a folder run writing its recordings' folders
+        with pytest.raises(OutputError, match=r"another devicepipe run is writing to .*runs, which holds .*e"):
+            run_beats(ecg, folder / "e", device="cpu", figures=False)
+        result = runner.invoke(app, ["beats", str(ecg), "--out", str(folder / "x" / "y"), "--no-figures"])
+        assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1, result.output
+        assert "another devicepipe run is writing to" in result.stderr and not (folder / "e").exists()
+    run_beats(ecg, folder / "e", device="cpu", figures=False)  # once it ended
+    assert (folder / "e" / "summary.json").is_file() and _no_lock_left(tmp_path)
+
+
+def test_no_run_into_a_run_directory_starts_while_a_run_writes_inside_it(ecg, tmp_path):
+    folder = tmp_path / "runs"
+    run_beats(ecg, folder, device="cpu", figures=False)  # a run directory (its summary.json)
+    holder = (
+        "import sys\n"
+        "from devicepipe.io.write import output_lock\n"
+        f"with output_lock({str(folder / 'inner')!r}):\n"
+        "    print('held', flush=True)\n"
+        "    sys.stdin.readline()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        with pytest.raises(OutputError, match="another devicepipe run is writing to"):
+            run_beats(ecg, folder, device="cpu", figures=False)
+    finally:
+        proc.communicate("\n", timeout=30)
+    run_beats(ecg, folder, device="cpu", figures=False)  # once it ended
+    assert _no_lock_left(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["beats", "ecg"])
+def test_a_folder_run_fails_only_the_recording_whose_folder_another_run_writes(ecg, tmp_path, kind):
+    write_simulated_ecg(simulate_ecg(60, 250, seed=3), ecg.parent / "f.parquet")
+    out = tmp_path / "out"
+    extra = ["--epochs", "1"] if kind == "ecg" else ["--no-figures"]
+    with output_lock(out / "e"):  # a single run writing to the folder of recording e
+        result = runner.invoke(app, [kind, str(ecg.parent), "--out", str(out), "--workers", "0", *extra])
+    assert (out / "f" / "summary.json").is_file() and not (out / "e" / "summary.json").exists(), result.output
+    index = pq.read_table(out / "index.parquet").to_pylist()
+    by_run = {row["run"]: row for row in index}
+    assert by_run["f"]["status"] == "ok" and by_run["e"]["status"] == "failed"
+    assert "another devicepipe run is writing to" in by_run["e"]["error"]
+    assert _no_lock_left(tmp_path)

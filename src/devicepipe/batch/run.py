@@ -60,7 +60,8 @@ def _run_kind(kind: str, items: Sequence[_Item], options: dict[str, Any], device
     run_group = pipelines.DATASET_PIPELINES[kind]
     try:
         paths, outs, references = zip(*((i.path, i.out, i.reference) for i in items), strict=True)
-        return run_group(list(paths), list(outs), list(references), options, device)
+        within = Path(items[0].out).parents[len(Path(items[0].run).parts) - 1]  # the folder run's directory
+        return run_group(list(paths), list(outs), list(references), options, device, within)
     except Exception as exc:  # noqa: BLE001 - not a user's mistake: one at a time, so only its recording fails
         if len(items) == 1:
             return [exc]

@@ -316,15 +316,26 @@ def lock_path(out: str | os.PathLike[str]) -> Path:
     return beside
 
 
+#: What makes a folder a run directory (a single run's or a folder run's): a run into a folder
+#: inside one holds that one's lock shared, so no run into it starts meanwhile.
+RUN_MARKERS = ("summary.json", "settings.json")
+
+
 @contextlib.contextmanager
-def output_lock(out: str | os.PathLike[str]) -> Iterator[None]:
+def output_lock(out: str | os.PathLike[str], *, within: str | os.PathLike[str] | None = None) -> Iterator[None]:
     """Hold the lock on the run directory ``out`` while the block runs: a second run into the
     same directory (another process, another user, or another call in this one) is refused with
     one line instead of the two replacing each other's files. The lock is an empty file beside
     ``out`` (:func:`lock_path`), opened without following a symbolic link and never written, released
     (and removed) when the block ends, however it ends, and by the system if the process dies.
     Folders it had to make for ``out`` are removed again if the block leaves them empty. (On a
-    system without ``fcntl``, Windows, runs are not locked.)"""
+    system without ``fcntl``, Windows, runs are not locked.)
+
+    Runs nest: a run into a folder inside another run's directory (a recording's folder of a
+    folder run) is refused while that run writes, and holds the locks of the run directories
+    above it shared (those with a lock file, or with a run's ``summary.json`` or ``settings.json``),
+    so no run into one of them starts meanwhile. ``within`` is the directory of the folder run
+    this one is part of: it and the folders above it are that run's to check."""
     try:
         import fcntl  # noqa: PLC0415 - POSIX only: elsewhere runs are not locked
     except ImportError:
@@ -333,18 +344,70 @@ def output_lock(out: str | os.PathLike[str]) -> Iterator[None]:
     target, path = Path(out).expanduser().resolve(), lock_path(out)
     made = _make_parents(path.parent, out)
     try:
-        fd = _locked_file(path, target, fcntl)
-        try:
-            yield
-        finally:
-            with contextlib.suppress(OSError):
-                if _same_file(fd, path):
-                    path.unlink()
-            os.close(fd)
+        with contextlib.ExitStack() as held:
+            for above in _run_dirs_above(target, within):
+                held.enter_context(_shared_lock(above, target, fcntl))
+            fd = _locked_file(path, target, fcntl)
+            try:
+                yield
+            finally:
+                with contextlib.suppress(OSError):
+                    if _same_file(fd, path):
+                        path.unlink()
+                os.close(fd)
     finally:
         for folder in made:  # the innermost first
             with contextlib.suppress(OSError):
                 folder.rmdir()  # (only where the run left it empty)
+
+
+def _run_dirs_above(target: Path, within: str | os.PathLike[str] | None) -> list[Path]:
+    """The folders above ``target`` (below ``within``, where given) that are, or may be, run
+    directories: with a lock file (a run writes there now) or a run's files."""
+    stop = Path(within).expanduser().resolve() if within is not None else None
+    found = []
+    for above in target.parents:
+        if stop is not None and (above == stop or stop.is_relative_to(above)):
+            break
+        if lock_path(above).exists() or any((above / name).is_file() for name in RUN_MARKERS):
+            found.append(above)
+    return found
+
+
+@contextlib.contextmanager
+def _shared_lock(above: Path, target: Path, fcntl: Any) -> Iterator[None]:
+    """Hold the lock of the run directory ``above`` shared (``target`` is inside it): refused
+    while a run into ``above`` writes; a run into ``above`` is refused meanwhile."""
+    path = lock_path(above)
+    for _ in range(LOCK_TRIES):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError:
+            yield  # (a lock file that cannot be opened: a symbolic link, another user's folder)
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise OutputError(
+                f"another devicepipe run is writing to {above}, which holds {target}",
+                fix="wait for it to end, or choose an {out} outside it.",
+                param="out",
+            ) from None
+        if _same_file(fd, path):
+            break
+        os.close(fd)  # removed as its holder ended: the one there now
+    else:
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):  # the last holder removes it
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if _same_file(fd, path):
+                path.unlink()
+        os.close(fd)
 
 
 def _make_parents(folder: Path, out: str | os.PathLike[str]) -> list[Path]:
@@ -409,16 +472,25 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def holds_output(run: F) -> F:
     """``run(source, out, ...)`` holding :func:`output_lock` on ``out`` (under ``torchrun``, on
-    rank 0 only: every rank of one run writes to one directory)."""
+    rank 0 only: every rank of one run writes to one directory). ``run.__wrapped__`` is the run
+    without it, for a folder run's recordings, which hold :func:`writing_output` ``within`` it."""
 
     @functools.wraps(run)
     def locked(source: Any, out: str | os.PathLike[str], *args: Any, **kwargs: Any) -> Any:
         if int(os.environ.get("RANK", "0") or 0) != 0:
             return run(source, out, *args, **kwargs)
-        with output_lock(out), nothing_partial_on_full_disk(out):
+        with writing_output(out):
             return run(source, out, *args, **kwargs)
 
     return locked  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def writing_output(out: str | os.PathLike[str], *, within: str | os.PathLike[str] | None = None) -> Iterator[None]:
+    """What a run into ``out`` holds while it writes: :func:`output_lock` (``within`` a folder run's
+    directory, for one of its recordings) and :func:`nothing_partial_on_full_disk`."""
+    with output_lock(out, within=within), nothing_partial_on_full_disk(out):
+        yield
 
 
 @contextlib.contextmanager

@@ -4,16 +4,21 @@
 Each one runs a group of recordings (``paths[i]`` written to ``outs[i]``, scored against
 ``references[i]`` where there is one) with the pipeline's keyword ``options`` on ``device``, and
 says per recording None (done) or the exception that stopped it: a bad recording never stops the
-others.
+others. Each recording's folder is locked while it is written (:func:`writing_output`), ``within``
+the folder run's directory, whose lock the folder run holds: a single run writing to one of
+those folders fails that recording, not the others.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from devicepipe.errors import OutputError
+from devicepipe.io.write import writing_output
 from devicepipe.learn import LearnSettings
 from devicepipe.pipelines.beats import run_beats_many
 from devicepipe.pipelines.beats_finish import BeatsOptions
@@ -21,18 +26,63 @@ from devicepipe.train import CHECKPOINT_NAME
 
 __all__ = ["RunGroup"]
 
-#: A pipeline run on a group of recordings: (paths, outs, references, options, device) -> outcomes.
+#: A pipeline run on a group of recordings of a folder run:
+#: (paths, outs, references, options, device, the folder run's directory) -> outcomes.
 RunGroup = Callable[
-    [Sequence[Path], Sequence[Path], Sequence[str | None], dict[str, Any], str], list[BaseException | None]
+    [Sequence[Path], Sequence[Path], Sequence[str | None], dict[str, Any], str, Path], list[BaseException | None]
 ]
 
 
+#: Recordings of a group whose beats are found in one batched call, their folders locked meanwhile
+#: (a lock is an open file: a group of thousands at once would run out of them).
+BATCHED_AT_ONCE = 256
+
+
 def _beats_group(
-    paths: Sequence[Path], outs: Sequence[Path], references: Sequence[str | None], options: dict[str, Any], device: str
+    paths: Sequence[Path],
+    outs: Sequence[Path],
+    references: Sequence[str | None],
+    options: dict[str, Any],
+    device: str,
+    within: Path,
 ) -> list[BaseException | None]:
-    """The beats of equal-length recordings found in one batched call (:func:`run_beats_many`)."""
-    results = run_beats_many(paths, outs, options=BeatsOptions(**options), references=references, device=device)
-    return [r if isinstance(r, BaseException) else None for r in results]
+    """The beats of equal-length recordings found in batched calls (:func:`run_beats_many`),
+    :data:`BATCHED_AT_ONCE` recordings at a time."""
+    outcomes: list[BaseException | None] = []
+    for at in range(0, len(paths), BATCHED_AT_ONCE):
+        part = slice(at, at + BATCHED_AT_ONCE)
+        outcomes += _beats_batch(paths[part], outs[part], references[part], options, device, within)
+    return outcomes
+
+
+def _beats_batch(
+    paths: Sequence[Path],
+    outs: Sequence[Path],
+    references: Sequence[str | None],
+    options: dict[str, Any],
+    device: str,
+    within: Path,
+) -> list[BaseException | None]:
+    """One batched call of :func:`_beats_group`, each recording's folder locked."""
+    outcomes: list[BaseException | None] = [None] * len(paths)
+    with contextlib.ExitStack() as held:
+        free = []
+        for i, out in enumerate(outs):
+            try:
+                held.enter_context(writing_output(out, within=within))
+                free.append(i)
+            except OutputError as exc:  # another run writes there: this recording fails
+                outcomes[i] = exc
+        results = run_beats_many(
+            [paths[i] for i in free],
+            [outs[i] for i in free],
+            options=BeatsOptions(**options),
+            references=[references[i] for i in free],
+            device=device,
+        )
+    for i, result in zip(free, results, strict=True):
+        outcomes[i] = result if isinstance(result, BaseException) else None
+    return outcomes
 
 
 def _resumable(options: dict[str, Any], out: Path) -> dict[str, Any]:
@@ -46,7 +96,9 @@ def _resumable(options: dict[str, Any], out: Path) -> dict[str, Any]:
 
 
 def _one_at_a_time(run: Callable[..., Any]) -> RunGroup:
-    """A pipeline of one recording, run on each of a group in turn."""
+    """A pipeline of one recording, run on each of a group in turn (``run`` holds its output's
+    lock itself: :func:`~devicepipe.io.write.holds_output`, here ``within`` the folder run's)."""
+    unlocked = getattr(run, "__wrapped__", run)
 
     def group(
         paths: Sequence[Path],
@@ -54,11 +106,13 @@ def _one_at_a_time(run: Callable[..., Any]) -> RunGroup:
         references: Sequence[str | None],
         options: dict[str, Any],
         device: str,
+        within: Path,
     ) -> list[BaseException | None]:
         outcomes: list[BaseException | None] = []
         for path, out, reference in zip(paths, outs, references, strict=True):
             try:
-                run(path, out, device=device, reference=reference, **_resumable(options, Path(out)))
+                with writing_output(out, within=within):
+                    unlocked(path, out, device=device, reference=reference, **_resumable(options, Path(out)))
                 outcomes.append(None)
             except Exception as exc:  # noqa: BLE001 - a bad recording never stops the batch
                 outcomes.append(exc)
