@@ -41,6 +41,7 @@ CALLER = re.compile(r"^[a-z_][a-z0-9_]*\(\): ")
 CLI_NAMES: dict[str, tuple[str, ...]] = {
     "column": ("column", "channel"),
     "duration_s": ("duration",),
+    "vt_bpm": ("vt-rate",),
 }
 
 

@@ -75,6 +75,33 @@ def test_no_two_events_overlap_and_sinus_rhythm_separates_episodes(sim):
     assert all(b1 < a2 for (_, b1), (a2, _) in zip(spans, spans[1:], strict=False))
 
 
+@pytest.mark.parametrize("bpm", [0.0, 140.0, 230.0])
+def test_ventricular_tachycardia_is_a_regular_fast_run_of_wide_beats_then_a_pause(bpm):
+    # Goldberger ch. 16: three or more ventricular beats at 100-250 bpm, regular; sinus after it
+    sim = simulate_ecg(600, 250, rhythm=Rhythm(vt=0.3), seed=5) if not bpm else None
+    sim = sim or simulate_ecg(600, 250, rhythm=Rhythm(vt=0.3, vt_bpm=bpm), seed=5)
+    t, rr = _rr(sim)
+    episodes = [(a, b) for kind, a, b in sim.events if kind == "run"]
+    inside = sim.rhythms == "VT"
+    assert episodes and inside.sum() == sum(b - a + 1 for a, b in episodes)
+    share = sum(t[b] - t[a] for a, b in episodes) / sim.duration_s
+    assert 0.25 <= share <= 0.45  # about the share of the time asked for (an episode lasts 15-60 s)
+    for a, b in episodes:
+        assert (sim.symbols[a : b + 1] == "V").all() and t[b] - t[a] >= 10
+        within = rr[a : b]  # (rr[i] leads to beat i + 1)
+        rate = 60 / np.median(within)
+        assert (abs(rate - bpm) < 3 if bpm else 125 <= rate <= 205) and np.std(within) / np.mean(within) < 0.04
+        if b + 1 < len(rr):
+            assert rr[b] > 1.4 * np.median(within) and sim.symbols[b + 1] == "N"  # a pause, then sinus rhythm
+    assert (sim.symbols[~inside] == "N").all()
+
+
+def test_a_share_of_one_is_the_whole_recording():
+    sim = simulate_ecg(60, 360, rhythm=Rhythm(vt=1.0, vt_bpm=150), seed=2)
+    assert (sim.symbols[1:] == "V").all() and [kind for kind, _, _ in sim.events] == ["run"]
+    assert 145 <= sim.r_peaks.numel() <= 151
+
+
 def test_a_plain_recording_is_unchanged_by_the_new_rhythms():
     # the plain simulator's draws: a seed gives the recording it always gave (the pinned count)
     plain = simulate_ecg(600, 250, ectopic_rate=0.05, seed=0)
@@ -88,6 +115,8 @@ def test_a_plain_recording_is_unchanged_by_the_new_rhythms():
         (Rhythm(bigeminy=0.7, afib=0.5), "together at most 1"),
         (Rhythm(couplets=-1), "couplets"),
         (Rhythm(atrial_rate=0.3, ectopic_rate=0.3), "under 0.5"),
+        (Rhythm(vt=0.5, afib=0.6), "together at most 1"),
+        (Rhythm(vt=0.2, vt_bpm=90), "ventricular tachycardia of 90 bpm is out of range"),
     ],
 )
 def test_impossible_rhythms_are_refused(rhythm, message):

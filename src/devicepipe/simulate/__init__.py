@@ -249,11 +249,18 @@ def _check_rhythm(rhythm: Rhythm) -> None:
         value = getattr(rhythm, name)
         if not (isinstance(value, (int, np.integer)) and value >= 0):
             raise DevicepipeError(f"simulate: {name} must be a whole number, 0 or more, got {value!r}.")
-    shares = {name: getattr(rhythm, name) for name in ("bigeminy", "trigeminy", "afib")}
+    shares = {name: getattr(rhythm, name) for name in ("bigeminy", "trigeminy", "afib", "vt")}
     if not all(0 <= v <= 1 for v in shares.values()) or sum(shares.values()) > 1:
         raise DevicepipeError(
-            f"simulate: bigeminy, trigeminy and afib are shares of the recording's time, each 0-1 and "
+            f"simulate: bigeminy, trigeminy, afib and vt are shares of the recording's time, each 0-1 and "
             f"together at most 1; got {shares}."
+        )
+    if rhythm.vt_bpm and not 100 <= rhythm.vt_bpm <= 250:
+        raise DevicepipeError(
+            f"simulate: a ventricular tachycardia of {rhythm.vt_bpm:g} bpm is out of range",
+            fix="give {vt_bpm} within 100-250 bpm, or 0 to draw each episode's from 130-200.",
+            param="vt_bpm",
+            value=rhythm.vt_bpm,
         )
     if not 0 <= rhythm.atrial_rate < 0.5 or rhythm.ectopic_rate + rhythm.atrial_rate >= 0.5:
         raise DevicepipeError(

@@ -10,6 +10,9 @@ an atrial premature beat (MIT-BIH's ``A``, AAMI class S) comes 20-35 % early and
 sinus node, so the interval after it is one sinus interval (a non-compensatory pause); in
 atrial fibrillation the intervals are irregularly irregular (independent, coefficient of
 variation about 0.2) and there are no P waves; a sinus pause is an interval of 2.2-3.5 s.
+Ventricular tachycardia (ch. 16) is a regular run of wide ventricular beats at 120-250 bpm
+(intervals varying by about 2 %), sustained when it lasts 30 s or more; the sinus rhythm
+resumes after it with a pause.
 
 Every draw from the random generator happens here, in a fixed order, so a seed gives one rhythm.
 """
@@ -41,8 +44,10 @@ class Rhythm:
     ``ectopic_rate``: the chance that a sinus beat is followed by an isolated premature
     ventricular beat; ``atrial_rate``: by an atrial premature beat; ``couplets``, ``runs``,
     ``pauses``, ``interpolated``: how many of each, spread over the recording; ``bigeminy``,
-    ``trigeminy``, ``afib``: the share of the recording's time in episodes of each (an episode
-    lasts 20-90 s, atrial fibrillation 1-5 min)."""
+    ``trigeminy``, ``afib``, ``vt``: the share of the recording's time in episodes of each (an
+    episode lasts 20-90 s, atrial fibrillation 1-5 min, ventricular tachycardia 15-60 s; a share
+    of 1 is one episode as long as the recording); ``vt_bpm``: the rate of ventricular
+    tachycardia (0: each episode's drawn from 130-200 bpm)."""
 
     ectopic_rate: float = 0.0
     atrial_rate: float = 0.0
@@ -53,19 +58,22 @@ class Rhythm:
     bigeminy: float = 0.0
     trigeminy: float = 0.0
     afib: float = 0.0
+    vt: float = 0.0
+    vt_bpm: float = 0.0
 
     @property
     def patterned(self) -> bool:
         """Whether anything but isolated ventricular beats is asked for."""
         return bool(self.atrial_rate or self.couplets or self.runs or self.pauses or self.interpolated) or bool(
-            self.bigeminy or self.trigeminy or self.afib
+            self.bigeminy or self.trigeminy or self.afib or self.vt
         )
 
 
 @dataclass(frozen=True)
 class RhythmPlan:
     """Beat times (s), MIT-BIH symbols (``N``, ``A``, ``V``), each beat's rhythm (``N`` sinus,
-    ``AFIB``, ``B`` bigeminy, ``T`` trigeminy, ``VT`` a run) and the events, each
+    ``AFIB``, ``B`` bigeminy, ``T`` trigeminy, ``VT`` a run or ventricular tachycardia) and the
+    events, each
     ``(kind, first beat, last beat)`` as indices into the beats."""
 
     times: np.ndarray
@@ -80,6 +88,9 @@ def _episodes(
     """Disjoint ``(start_s, end_s, kind)`` episodes covering about each kind's share of the time."""
     taken: list[tuple[float, float, str]] = []
     for kind, share, (shortest, longest) in shares:
+        if share >= 1.0:  # the whole recording
+            taken.append((0.0, duration_s + 1.0, kind))
+            continue
         want = share * duration_s
         tries = 0
         while want > 1.0 and tries < 1000:
@@ -132,9 +143,17 @@ class _Planner:
         """The sinus beat after a ventricular one: the compensatory pause."""
         self.beat(max(2 * rr - coupled, 0.35))
 
-    def episode(self, stop: float, kind: str, end: float) -> None:
-        """Atrial fibrillation, bigeminy or trigeminy until ``stop`` (or ``end``), then sinus rhythm."""
+    def episode(self, stop: float, kind: str, end: float, vt_bpm: float = 0.0) -> None:
+        """Atrial fibrillation, bigeminy, trigeminy or ventricular tachycardia (at ``vt_bpm``, 0:
+        drawn) until ``stop`` (or ``end``), then sinus rhythm."""
         times, start_beat = self.times, len(self.times)
+        if kind == "vt":
+            vt_rr = 60.0 / (vt_bpm or float(self.rng.uniform(130.0, 200.0)))
+            while times[-1] < min(stop, end):
+                self.beat(vt_rr * (1 + 0.02 * float(self.rng.standard_normal())), "V", "VT")
+            self.events.append(("run", start_beat, len(times) - 1))  # (an episode of tachycardia is a run)
+            self.beat(max(1.3 * self.sinus(times[-1]), 1.5 * vt_rr))  # the sinus node, after a pause
+            return
         if kind == "afib":
             while times[-1] < min(stop, end):
                 self.beat(float(np.clip(self.rng.gamma(25.0, 0.8 * self.mean_rr / 25.0), 0.3, 2.0)), "N", "AFIB")
@@ -204,7 +223,7 @@ def plan_rhythm(
     episodes = _episodes(
         duration_s,
         [("afib", rhythm.afib, (60.0, 300.0)), ("bigeminy", rhythm.bigeminy, (20.0, 90.0)),
-         ("trigeminy", rhythm.trigeminy, (20.0, 90.0))],
+         ("trigeminy", rhythm.trigeminy, (20.0, 90.0)), ("vt", rhythm.vt, (15.0, 60.0))],
         rng,
     )  # fmt: skip
     moments = _moments(
@@ -220,7 +239,7 @@ def plan_rhythm(
         episode = next((e for e in episodes if e[0] <= t < e[1]), None)
         rr = plan.sinus(t)
         if episode is not None:
-            plan.episode(episode[1], episode[2], end)
+            plan.episode(episode[1], episode[2], end, rhythm.vt_bpm)
             episodes.remove(episode)
         elif moments and moments[0][0] <= t:
             plan.moment(moments.pop(0)[1], rr)

@@ -58,6 +58,24 @@ def simulate_ecg_cmd(
     afib: Annotated[
         float, typer.Option(help="Share of the time in atrial fibrillation.", min=0, max=1, metavar="SHARE")
     ] = 0.0,
+    vt: Annotated[
+        float,
+        typer.Option(
+            help="Share of the time in ventricular tachycardia (episodes of 15-60 s; 1: the whole recording).",
+            min=0,
+            max=1,
+            metavar="SHARE",
+        ),
+    ] = 0.0,
+    vt_rate: Annotated[
+        float,
+        typer.Option(
+            help="Rate of ventricular tachycardia in bpm (0: drawn from 130-200 per episode).",
+            min=0,
+            max=250,
+            metavar="BPM",
+        ),
+    ] = 0.0,
     inverted: Annotated[bool, typer.Option("--inverted", help="Invert the polarity (negative QRS).")] = False,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same recording.", metavar="N")] = 0,
 ) -> None:
@@ -65,7 +83,7 @@ def simulate_ecg_cmd(
     noise), ectopic beats and their patterns; each beat's class and each event go to the truth."""
     rhythm = Rhythm(
         atrial_rate=atrial_rate, couplets=couplets, runs=runs, pauses=pauses, interpolated=interpolated,
-        bigeminy=bigeminy, trigeminy=trigeminy, afib=afib,
+        bigeminy=bigeminy, trigeminy=trigeminy, afib=afib, vt=vt, vt_bpm=vt_rate,
     )  # fmt: skip
     simulation_path(out, "ecg")  # before the simulation, which may take a while
     started = time.perf_counter()
