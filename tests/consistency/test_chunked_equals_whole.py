@@ -112,16 +112,17 @@ def test_a_signal_that_is_no_ecg_stays_without_beats_in_chunks():
 
 @pytest.mark.parametrize("chunk", [997, 4000, 7001])
 def test_the_chunks_gather_the_subsample_and_size_of_one_call(monkeypatch, chunk):
-    """The no-ECG test sees, in chunks, the feature's subsample and the signal's size that one
-    call gives it (every stride-th value, the strides crossing chunk edges anywhere)."""
+    """The no-ECG test sees, in chunks, the feature's subsample, its signs, the signal's size and
+    the subsample's stride that one call gives it (every stride-th value, the strides crossing
+    chunk edges anywhere)."""
     from devicepipe.ecg import ricker
 
     seen = []
     original = ricker._Ricker.no_ecg
 
-    def no_ecg(self, typical, subsample, magnitude=None):
-        seen.append((subsample.clone(), magnitude.clone()))
-        return original(self, typical, subsample, magnitude)
+    def no_ecg(self, typical, subsample, magnitude=None, stride=1, negative=None):
+        seen.append((subsample.clone(), magnitude.clone(), stride, negative.clone()))
+        return original(self, typical, subsample, magnitude, stride, negative)
 
     monkeypatch.setattr(ricker._Ricker, "no_ecg", no_ecg)
     monkeypatch.setattr(
@@ -130,8 +131,10 @@ def test_the_chunks_gather_the_subsample_and_size_of_one_call(monkeypatch, chunk
     x = simulate_ecg(72, 250, seed=3).signal
     ecg_peaks(x, 250)
     _chunked(x, 250, chunk)
-    (whole, whole_size), (parts, parts_size) = seen
+    (whole, whole_size, whole_stride, whole_signs), (parts, parts_size, parts_stride, parts_signs) = seen
     assert whole.shape == (1, -(-18_000 // 7)) and whole.shape == parts.shape
+    assert whole_stride == parts_stride == 7
+    assert torch.equal(whole_signs, parts_signs) and 0.2 < whole_signs.float().mean() < 0.8
     torch.testing.assert_close(parts, whole, rtol=0, atol=0)
     torch.testing.assert_close(parts_size.reshape(-1), whole_size.reshape(-1), rtol=0, atol=0)
 
@@ -176,3 +179,14 @@ def test_chunks_of_every_two_lead_shared_record_give_the_fused_peaks_of_one_call
         assert not torch.equal(own[0], own[1])
         for chunk in (1, 7_777, 43_200):  # (1: a block alignment, a few seconds)
             assert torch.equal(_fused_chunked(rec.samples, rec.sampling_rate, chunk), whole), (path.name, chunk)
+
+
+def test_a_rhythm_too_fast_for_a_quiet_stretch_is_found_in_chunks_as_in_one_call():
+    # the no-ECG test's look at the rhythm (the subsample's signs, gathered from the chunks)
+    from devicepipe.simulate import Rhythm
+
+    x = simulate_ecg(90, 250, rhythm=Rhythm(vt=1.0, vt_bpm=230), noise_mV=0.05, seed=2).signal
+    whole = ecg_peaks(x, 250)
+    assert whole.numel() > 300
+    for chunk in (997, 4096):
+        torch.testing.assert_close(_chunked(x, 250, chunk), whole, rtol=0, atol=0)

@@ -208,7 +208,9 @@ def _peaks_chunked(
     # chunk's buffers, as a small tensor kept among them would keep the heap in pieces
     kernel = r.kernel(means[0])
     with Spill() as spill:  # what grows with the recording waits on disk, not in memory
-        subsample, magnitude, counts = _first_pass(r, read, n_samples, chunk, halo, kernel, means, spill, progress)
+        subsample, negative, magnitude, counts = _first_pass(
+            r, read, n_samples, chunk, halo, kernel, means, spill, progress
+        )
         device, dtype = means[0].device, means[0].dtype
         n_blocks = spill.size("block_max")
         reach = _samples(r.envelope_s / r.block_s, 1.0)  # the envelope's window, in blocks
@@ -222,8 +224,8 @@ def _peaks_chunked(
             return (envelope(a, min(n_blocks, a + ricker.MEDIAN_PART)) for a in range(0, n_blocks, ricker.MEDIAN_PART))
 
         typical = lower_median_of_parts(envelope_parts).reshape(1, 1).to(device)
-        no_ecg = r.no_ecg(typical, subsample, magnitude.reshape(1))
-        del subsample
+        no_ecg, dense = r.no_ecg(typical, subsample, magnitude.reshape(1), r.subsample_stride(n_samples), negative)
+        del subsample, negative
         first, around = 0, r.threshold_reach
         # each candidate's test is its own, its block's thresholds local: a stretch of chunks at a time
         # (at least THRESHOLD_BLOCKS blocks: the summaries and candidates, not the samples, are read)
@@ -232,7 +234,8 @@ def _peaks_chunked(
             c0, count = starts[g], sum(counts[g : g + per])
             b0, b1 = c0 // r.block, -(-min(n_samples, c0 + per * chunk) // r.block)
             a, b = max(0, b0 - around), min(n_blocks, b1 + around)
-            limits = r.local_thresholds(envelope(a, b), spill.read("block_mean", a, b, device)[None], typical, no_ecg)
+            block_mean = spill.read("block_mean", a, b, device)[None]
+            limits = r.local_thresholds(envelope(a, b), block_mean, typical, no_ecg, dense)
             found = {key: spill.read(key, first, first + count, device) for key in _PACKED_KEYS}
             first += count
             for name, values in r.accept(found, *limits, first_block=a).items():
@@ -251,17 +254,18 @@ def _first_pass(
     means: tuple[torch.Tensor, ...],
     spill: Spill,
     progress: Callable[[int, int], None] | None,
-) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
     """Read the recording a chunk at a time (with ``halo`` samples either side), spill each
     chunk's block summaries and packed candidates; return the subsample of the feature (about
-    SUBSAMPLE values, ``(1, m)``), the largest magnitude over the same samples, and the number
-    of candidates of each chunk."""
+    SUBSAMPLE values, ``(1, m)``), where the response is negative there, the largest magnitude
+    over the same samples, and the number of candidates of each chunk."""
     sampling_rate, stride = r.fs, r.subsample_stride(n_samples)
     starts = range(0, n_samples, chunk)
     # the subsample (every stride-th sample: about SUBSAMPLE values, whatever the length) filled in
     # place: a small tensor kept from every chunk would lie among the chunks' large buffers and keep
     # the heap in pieces
     subsample, counts = means[0].new_empty((1, -(-n_samples // stride))), []
+    negatives = torch.empty(subsample.shape, dtype=torch.bool, device=subsample.device)
     magnitude = torch.zeros((), device=means[0].device, dtype=means[0].dtype)  # over the same samples as one call
     for c0 in starts:
         c1 = min(n_samples, c0 + chunk)
@@ -273,6 +277,7 @@ def _first_pass(
             spill.append(name, summary)  # for the thresholds, which need the whole recording
         sub, at = core[:, (-c0) % stride :: stride], -(-c0 // stride)  # (at: the multiples of stride before c0)
         subsample[:, at : at + sub.shape[-1]] = sub
+        negatives[:, at : at + sub.shape[-1]] = negative[:, c0 - a : c1 - a][:, (-c0) % stride :: stride]
         taken = x[:, c0 - a : c1 - a][:, (-c0) % stride :: stride]
         if taken.numel():
             torch.maximum(magnitude, _abs_max(taken)[0], out=magnitude)
@@ -283,7 +288,7 @@ def _first_pass(
         del x, feature, negative, core, found
         if progress is not None:
             progress(c1, n_samples)
-    return subsample, magnitude, counts
+    return subsample, negatives, magnitude, counts
 
 
 #: Candidates per part when chunked detection applies the rules (memory a few times this many).

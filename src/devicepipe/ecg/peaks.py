@@ -32,7 +32,9 @@ def ricker_defaults() -> dict[str, float]:
 def ecg_contrast(x: torch.Tensor, sampling_rate: float, **options: float) -> torch.Tensor:
     """How far beats stand above the rest in each row of ``x`` (``(time,)`` or ``(batch, time)``):
     the typical QRS response of the ``"ricker"`` filter over its median response, ``(batch,)``
-    (a scalar for one row). A row under ``min_contrast`` (6) is taken to hold no ECG."""
+    (a scalar for one row). A row under ``min_contrast`` (6) is taken to hold no ECG, unless its
+    response repeats at a beat's interval (a fast rhythm of wide beats, whose response is never
+    quiet: ventricular tachycardia over 180 bpm)."""
     x = _check_input(x, sampling_rate, "ecg_contrast()")
     rows = x.reshape(-1, x.shape[-1])
     r = _Ricker(float(sampling_rate), **options)

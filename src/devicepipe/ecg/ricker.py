@@ -31,6 +31,14 @@ SEED_RATE_HZ = 250.0
 #: The response's median (the contrast's denominator) is judged on about this many of its samples,
 #: evenly spaced.
 SUBSAMPLE = 200_000  # the notebook's recording (UCR "ECG one day") is sampled at 250 Hz
+#: Beat intervals (s) at which a row of low contrast is looked at for a rhythm (:meth:`_Ricker.dense`):
+#: 300 to 120 bpm. A slower rhythm leaves quiet stretches between its beats (its contrast is high);
+#: a slow repeating signal of low contrast is not an ECG's (a pulse wave, a smooth sine).
+DENSE_LAGS_S = (0.2, 0.5)
+#: The response's autocorrelation at its beat interval at or above which a row of low contrast
+#: holds a fast, wide-complex rhythm, not noise (Gaussian noise, white, pink or brown, gives under
+#: 0.1; ventricular tachycardia at 200-250 bpm 0.85-0.92; see :meth:`_Ricker.dense`).
+DENSE_CORR = 0.6
 #: A typical QRS response at or under this fraction of the signal's magnitude is float rounding
 #: of a constant (a flat or saturated lead), not a heart: the filter's rounding error is about
 #: 1e-6 of the magnitude, an ECG's QRS response a sizeable fraction of its amplitude.
@@ -187,6 +195,8 @@ class _Ricker:
         block_mean: torch.Tensor,
         subsample: torch.Tensor,
         magnitude: torch.Tensor | None = None,
+        stride: int = 1,
+        negative: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The threshold, the local beat level and the search-back threshold of every block,
         ``(batch, blocks)`` each, from the block summaries of the whole recording and a subsample
@@ -210,7 +220,8 @@ class _Ricker:
         for one inside noise.
         """
         envelope = self.envelope(block_max)
-        return self.local_thresholds(envelope, block_mean, *self.typical_level(envelope, subsample, magnitude))
+        found = self.typical_level(envelope, subsample, magnitude, stride, negative)
+        return self.local_thresholds(envelope, block_mean, *found)
 
     @property
     def threshold_reach(self) -> int:
@@ -223,20 +234,34 @@ class _Ricker:
         return centred_window(block_max, _samples(self.envelope_s / self.block_s, 1.0), "max")
 
     def typical_level(
-        self, envelope: torch.Tensor, subsample: torch.Tensor, magnitude: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        self,
+        envelope: torch.Tensor,
+        subsample: torch.Tensor,
+        magnitude: torch.Tensor | None = None,
+        stride: int = 1,
+        negative: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """What :meth:`thresholds` takes from the whole recording's :meth:`envelope`: each row's
-        typical QRS response (the envelope's median, ``(batch, 1)``) and whether the row holds no
-        ECG (``(batch,)`` bool, :meth:`no_ecg`)."""
+        typical QRS response (the envelope's median, ``(batch, 1)``), whether the row holds no
+        ECG and whether its beats leave no quiet stretch (``(batch,)`` bool each, :meth:`no_ecg`)."""
         typical = envelope.median(-1, keepdim=True).values
-        return typical, self.no_ecg(typical, subsample, magnitude)
+        return typical, *self.no_ecg(typical, subsample, magnitude, stride, negative)
 
     def no_ecg(
-        self, typical: torch.Tensor, subsample: torch.Tensor, magnitude: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        """Whether each row holds no ECG (``(batch,)`` bool), from its typical QRS response
-        ``typical`` (``(batch, 1)``, :meth:`typical_level`), a subsample of its feature and the
-        signal's size ``magnitude`` (see :meth:`thresholds`)."""
+        self,
+        typical: torch.Tensor,
+        subsample: torch.Tensor,
+        magnitude: torch.Tensor | None = None,
+        stride: int = 1,
+        negative: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Whether each row holds no ECG, and whether it is dense (``(batch,)`` bool each), from its
+        typical QRS response ``typical`` (``(batch, 1)``, :meth:`typical_level`), a subsample of
+        its feature (every ``stride``-th sample; ``negative``: where the response there is
+        negative, None: taken as never) and the signal's size ``magnitude`` (see
+        :meth:`thresholds`). A row of low contrast whose response repeats at a beat's interval
+        (:meth:`dense`) holds an ECG: a fast rhythm of wide beats (ventricular tachycardia over
+        180 bpm) leaves the response no quiet stretch, so its median is high, as noise's is."""
         # contrast = typical / median(subsample) < min_contrast, that is, the (lower) median above
         # typical / min_contrast: at most (k - 1) // 2 of the k samples at or below it. A count,
         # not a median: the same answer (but at the boundary's last bit) in one pass, where a
@@ -253,21 +278,57 @@ class _Ricker:
             if subsample.shape[0] > group
             else (subsample <= limit).sum(-1, dtype=torch.int32)
         )
-        no_ecg = (below <= (subsample.shape[-1] - 1) // 2) | (typical.squeeze(-1) <= 0)
+        flat = typical.squeeze(-1) <= 0
         if magnitude is not None:  # (batch,): the signal's size, to tell a response from rounding
-            no_ecg |= typical.squeeze(-1) <= ROUNDING * magnitude
-        return no_ecg
+            flat |= typical.squeeze(-1) <= ROUNDING * magnitude
+        low = (below <= (subsample.shape[-1] - 1) // 2) & ~flat
+        dense = torch.zeros_like(low)
+        if bool(low.any()):  # (seldom: noise, or such a rhythm)
+            at = torch.nonzero(low).squeeze(1)
+            signed = subsample[at] if negative is None else torch.where(negative[at], -subsample[at], subsample[at])
+            dense[at] = self.dense(subsample[at], signed, stride)
+        return (low & ~dense) | flat, dense
+
+    def dense(self, feature: torch.Tensor, signed: torch.Tensor, stride: int = 1) -> torch.Tensor:
+        """Whether each row's ``feature`` (a subsample, every ``stride``-th sample, ``(rows, k)``;
+        ``signed``: the response there, with its sign) repeats at a beat's interval, ``(rows,)``
+        bool: the feature's autocorrelation peaks over :data:`DENSE_CORR` at a lag within
+        :data:`DENSE_LAGS_S` (the first lag near the highest), is below zero at half that lag,
+        and the signed response's is over :data:`DENSE_CORR` at it too. Noise has no such peak; a
+        hum or a sine, whose feature repeats at every half of its period, fails one of the last
+        two (high at the half lag, or of the other sign at it). A subsample too sparse to see a
+        beat's interval (a recording of many hours) says no."""
+        dt = stride / self.fs
+        k = feature.shape[-1]
+        lo, hi = math.ceil(DENSE_LAGS_S[0] / dt), min(k // 2, math.floor(DENSE_LAGS_S[1] / dt))
+        if dt > DENSE_LAGS_S[0] / 4 or hi <= lo:
+            return torch.zeros(feature.shape[0], dtype=torch.bool, device=feature.device)
+        acf, acf_signed = _autocorrelation(feature, hi), _autocorrelation(signed, hi)
+        band = acf[:, lo:]
+        first = (band >= 0.9 * band.amax(1, keepdim=True)).to(torch.int8).argmax(1) + lo
+        at = acf.gather(1, first[:, None]).squeeze(1)
+        half = acf.gather(1, torch.div(first, 2, rounding_mode="floor")[:, None]).squeeze(1)
+        same_sign = acf_signed.gather(1, first[:, None]).squeeze(1)
+        return (at >= DENSE_CORR) & (half < 0) & (same_sign >= DENSE_CORR)
 
     def local_thresholds(
-        self, envelope: torch.Tensor, block_mean: torch.Tensor, typical: torch.Tensor, no_ecg: torch.Tensor
+        self,
+        envelope: torch.Tensor,
+        block_mean: torch.Tensor,
+        typical: torch.Tensor,
+        no_ecg: torch.Tensor,
+        dense: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """:meth:`thresholds` from the :meth:`envelope`, the block means and :meth:`typical_level`'s
         answer. Each block's values depend on the block summaries :attr:`threshold_reach` blocks
         either side, so a stretch of blocks with that many more on each side (or the recording's
-        end) gives the stretch's values of the whole recording."""
+        end) gives the stretch's values of the whole recording. A ``dense`` row's floor leaves out
+        the noise: its quietest half-second is its beats'."""
         span = _samples(self.envelope_s / self.block_s, 1.0)
         level = centred_window(envelope, _samples(self.level_s / self.block_s, 1.0), "min")
         noise = centred_window(block_mean, span, "min")
+        if dense is not None and bool(dense.any()):
+            noise = torch.where(dense[:, None], torch.zeros_like(noise), noise)
         floor = torch.maximum(self.global_floor * typical, self.noise_factor * noise)
         per_block = torch.maximum(self.threshold * level, floor)
         per_block = torch.clamp(per_block, min=float(torch.finfo(envelope.dtype).tiny))
@@ -401,6 +462,17 @@ class _Ricker:
         return torch.sign(signs), typical.reshape(1).to(held.device)
 
 
+def _autocorrelation(rows: torch.Tensor, lags: int) -> torch.Tensor:
+    """Each row's autocorrelation at lags ``0 ... lags`` (its mean removed; unbiased: each lag's
+    sum over its own number of products; 1 at lag 0), ``(rows, lags + 1)`` float64."""
+    k = rows.shape[-1]
+    x = rows.double() - rows.double().mean(-1, keepdim=True)
+    power = torch.fft.rfft(x, n=2 * k).abs().square_()
+    acf = torch.fft.irfft(power, n=2 * k)[:, : lags + 1]
+    scale = k / (k - torch.arange(lags + 1, device=x.device))
+    return acf / acf[:, :1].clamp_min(torch.finfo(acf.dtype).tiny) * scale
+
+
 #: Half the window (s) in which a candidate's width at half its height is measured.
 SPIKE_WINDOW_S = 0.02
 
@@ -442,7 +514,7 @@ def _peaks_ricker_rows(x: torch.Tensor, sampling_rate: float, **options: float) 
     feature, negative = r.feature(x, kernel, *means, start=True, end=True)
     stride = r.subsample_stride(n)
     magnitude = _abs_max(x[..., ::stride])
-    limits = r.thresholds(*r.summaries(feature), feature[..., ::stride], magnitude)
+    limits = r.thresholds(*r.summaries(feature), feature[..., ::stride], magnitude, stride, negative[..., ::stride])
     cands = r.accept(r.candidates(x, feature, negative, 0, (0, n)), *limits)
     return r.select(cands, x.shape[0], n)
 
