@@ -88,7 +88,7 @@ def test_ventricular_tachycardia_is_a_regular_fast_run_of_wide_beats_then_a_paus
     assert 0.25 <= share <= 0.45  # about the share of the time asked for (an episode lasts 15-60 s)
     for a, b in episodes:
         assert (sim.symbols[a : b + 1] == "V").all() and t[b] - t[a] >= 10
-        within = rr[a : b]  # (rr[i] leads to beat i + 1)
+        within = rr[a:b]  # (rr[i] leads to beat i + 1)
         rate = 60 / np.median(within)
         assert (abs(rate - bpm) < 3 if bpm else 125 <= rate <= 205) and np.std(within) / np.mean(within) < 0.04
         if b + 1 < len(rr):
