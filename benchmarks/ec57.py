@@ -214,13 +214,16 @@ def labelled_records(data: Path) -> list[tuple[str, str, Path]]:
     return [r for r in out if r[2].with_suffix(".hea").exists()]
 
 
-#: Simulated 30-minute recordings (name -> rhythm, rate, noise in mV): every burden and AF.
+#: Simulated 30-minute recordings (name -> rhythm, rate, noise in mV): every burden, AF and
+#: ventricular tachycardia.
 SIMULATED = {
     "V 1 %": (Rhythm(ectopic_rate=0.01), 360.0, 0.05),
     "V trigeminy": (Rhythm(trigeminy=0.6, ectopic_rate=0.06), 250.0, 0.05),
     "V bigeminy": (Rhythm(bigeminy=1.0), 500.0, 0.05),
     "S 10 %": (Rhythm(atrial_rate=0.1), 360.0, 0.05),
     "AF 20 %": (Rhythm(afib=0.2, ectopic_rate=0.01), 250.0, 0.05),
+    "VT 10 %": (Rhythm(vt=0.1, ectopic_rate=0.01), 360.0, 0.05),
+    "VT 220 bpm, 5 %": (Rhythm(vt=0.05, vt_bpm=220.0, ectopic_rate=0.01), 250.0, 0.05),
 }
 
 

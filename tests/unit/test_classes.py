@@ -299,9 +299,10 @@ def _decision_and_summary_peaks(n: int) -> tuple[float, float, BeatClasses]:
     corr_p, width, height = rng.uniform(0, 1, n), rng.normal(90, 5, n), rng.normal(1, 0.1, n)
     rough = rng.uniform(0, 1, n)
     rr_prev, early = beat_rhythm(t)
+    after_prev = rng.uniform(-1, 1, n)
     tracemalloc.start()
     try:
-        decided = classes._decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, rough)
+        decided = classes._decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, rough, after_prev)
         decide_peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.reset_peak()
         base = tracemalloc.get_traced_memory()[0]
@@ -386,3 +387,57 @@ def test_an_irregular_stretch_with_sinus_p_waves_is_not_fibrillation():
     assert not kept_near[10:20].any() and kept_near[30:40].all() and np.array_equal(kept_near, kept_drawn)
     # fibrillation throughout: no sinus beat to compare with, every stretch kept
     assert _without_p_waves(near, drawn, corr_p, np.zeros(60, bool))[0] is near
+
+
+def _runs_against_truth(sim, c, peaks):
+    """Each simulated run of tachycardia (first, last beat) beside the Holter's run holding its
+    middle beat: (truth's beats, found run's beats or 0)."""
+    h = holter_summary(peaks.numpy() / sim.sampling_rate, c.labels, c.irregular, sim.duration_s, c.not_beats)
+    t = sim.r_peaks.numpy() / sim.sampling_rate
+    out = []
+    for kind, a, b in sim.events:
+        if kind == "run":
+            middle = t[(a + b) // 2]
+            found = [e.beats for e in h.of("run") if e.start_s <= middle <= e.end_s]
+            out.append((b - a + 1, found[0] if found else 0))
+    return out
+
+
+def test_tachycardia_longer_than_the_sinus_rhythm_around_it_is_v_and_the_sinus_beats_n():
+    # a minute of ventricular tachycardia in two minutes: its wide family holds most beats and
+    # is on time (regular), but the normal family is the narrow one; the run was classed N and
+    # the sinus beats Q (in stretches unlike "normal")
+    sim = simulate_ecg(120, 250, rhythm=Rhythm(vt=0.45, vt_bpm=150), noise_mV=0.03, seed=4)
+    truth, got, c, peaks = _classed(sim)
+    assert np.sum(truth == "V") > np.sum(truth == "N")
+    assert np.mean(got[truth == "V"] == "V") >= 0.99 and np.mean(got[truth == "N"] == "N") >= 0.98
+    assert [found >= 0.95 * beats for beats, found in _runs_against_truth(sim, c, peaks)] == [True]
+
+
+@pytest.mark.parametrize("sample", [4000, 150])
+def test_runs_of_tachycardia_are_v_not_poor_signal(monkeypatch, sample):
+    # a 10-s stretch of beat after beat of one shape unlike the normal one is a run, not noise:
+    # its beats were classed Q ("poor signal") and each run reported as a few short ones
+    from devicepipe.ecg import classes
+
+    monkeypatch.setattr(classes, "SAMPLE_BEATS", sample)
+    sim = simulate_ecg(900, 360, rhythm=Rhythm(vt=0.15, ectopic_rate=0.01), noise_mV=0.05, seed=12)
+    truth, got, c, peaks = _classed(sim)
+    in_runs = sim.rhythms[np.isin(sim.classes, ("N", "V"))] == "VT"
+    assert in_runs.sum() > 100 and np.mean(got[truth == "V"] == "V") >= 0.98
+    assert np.mean(got[truth == "N"] == "N") >= 0.98
+    runs = _runs_against_truth(sim, c, peaks)
+    assert runs and all(found >= 0.95 * beats for beats, found in runs), runs
+
+
+def test_a_recording_with_tachycardia_read_in_parts_gets_the_classes_of_one_piece():
+    from devicepipe.ecg import classes
+
+    sim = simulate_ecg(300, 250, rhythm=Rhythm(vt=0.3, vt_bpm=170, ectopic_rate=0.02), noise_mV=0.05, seed=9)
+    x, fs = sim.signal, sim.sampling_rate
+    peaks = ecg_peaks(x, fs)
+    whole = ecg_classes(x, peaks, fs)
+    parts = classes.ecg_classes_chunked(lambda s, e: x[s:e], x.numel(), peaks.numpy(), fs, chunk=1999)
+    for name in ("labels", "reasons", "family"):
+        np.testing.assert_array_equal(getattr(whole, name), getattr(parts, name), err_msg=name)
+    assert whole.counts()["V"] > 100

@@ -14,7 +14,9 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    bigeminy too, so the reference holds whether ectopy is rare or every other beat.
 3. **The normal family** is not simply the largest: at 50 % ventricular beats it may not be.
    It is the largest family that is not early as a family (its median beat comes at least
-   :data:`ON_TIME` of the local interval after the one before), else the largest.
+   :data:`ON_TIME` of the local interval after the one before) nor wide (:data:`WIDE` times the
+   narrowest such family's QRS or more: a run of ventricular tachycardia is on time, being
+   regular, and may hold most beats), else the largest.
 4. **Each beat:** *V* where its QRS is wide against the normal family's (the span holding the
    middle 80 % of its slope energy, :data:`WIDE` times the normal one's or more), or unlike the
    normal shape (under :data:`SAME_SHAPE`) and early, or where it belongs to a ventricular
@@ -26,8 +28,9 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    comes early (under :data:`EARLY`, or under :data:`ON_TIME` with a P wave unlike the normal
    one), outside stretches of irregularly irregular rhythm; *Q* where its shape is not the
    normal one and the signal around it is too poor to tell why (in a 10-s stretch where even
-   the upper quartile of the beats is unlike the normal shape: noise and motion make shapes
-   that are neither), or where it is of another shape and under :data:`SMALL` of the normal
+   the upper quartile of the beats is unlike both the normal shape and the shape of the beat
+   next to them: noise and motion make shapes that are neither, where a run of tachycardia is
+   beat after beat of one shape), or where it is of another shape and under :data:`SMALL` of the normal
    QRS's height (noise or a T wave taken for a beat), or where a beat called V has a shape no
    family shares and the signal outside its QRS is rougher (:func:`_roughness`) than all but the
    roughest 5 % of the normal beats (muscle noise or motion made it: on MIT-BIH 105 this took
@@ -305,6 +308,9 @@ def _fit(sample: _Measured, early: np.ndarray) -> _Fit:
     sizes = np.bincount(family[family >= 0], minlength=len(templates))
     candidates = [k for k in np.argsort(-sizes, kind="stable") if sizes[k] >= NORMAL_MIN_SHARE * m]
     on_time = [k for k in candidates if np.median(early[family == k]) >= ON_TIME]
+    if on_time:  # a wide family is not the normal one beside a narrower one (a run of tachycardia)
+        widths = {k: float(np.median(sample.width[family == k])) for k in on_time}
+        on_time = [k for k in on_time if widths[k] < WIDE * min(widths.values())]
     normal = int(on_time[0] if on_time else candidates[0] if candidates else np.argmax(sizes) if sizes.size else -1)
     if normal < 0:
         return _Fit(templates, -1, float(np.median(sample.width)), None, float(np.median(sample.height)))
@@ -378,7 +384,8 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
     fit = _fit(_measure(sampled, sign, fs), early[pick])
     every = _measure(_wide(x, at, fs), sign, fs)
     family, corr, corr_p = _against(every, fit)
-    return _decide(fit, t, rr_prev, early, every.width, every.height, family, corr, corr_p, every.rough)
+    after_prev, _ = _after_previous(every.shapes)
+    return _decide(fit, t, rr_prev, early, every.width, every.height, family, corr, corr_p, every.rough, after_prev)
 
 
 def ecg_classes_leads(signals: torch.Tensor, peaks: torch.Tensor, sampling_rate: float) -> BeatClasses:
@@ -479,12 +486,13 @@ def ecg_classes_chunked(
     sign = _sign(sampled)
     fit = _fit(_measure(sampled, sign, fs), early[pick])
     family, corr_p, width, height, rough = np.full(n, -1), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
-    corr = np.zeros((n, len(fit.templates)))
+    corr, after_prev, last = np.zeros((n, len(fit.templates))), np.zeros(n), None
     for beats, x, at in parts():  # every beat's measures against the families
         measured = _measure(_wide(x, at, fs), sign, fs)
         family[beats], corr[beats], corr_p[beats] = _against(measured, fit)
         width[beats], height[beats], rough[beats] = measured.width, measured.height, measured.rough
-    return _decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, rough)
+        after_prev[beats], last = _after_previous(measured.shapes, last)
+    return _decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, rough, after_prev)
 
 
 def _sign(wide: torch.Tensor) -> float:
@@ -536,8 +544,10 @@ def _decide(
     corr: np.ndarray,
     corr_p: np.ndarray,
     rough: np.ndarray,
+    after_prev: np.ndarray,
 ) -> BeatClasses:
-    """The classes from each beat's measures (see the module's steps 4 and 5), host arrays ``(n,)``."""
+    """The classes from each beat's measures (see the module's steps 4 and 5), host arrays ``(n,)``
+    (``after_prev``: each QRS's correlation with the one before, :func:`_after_previous`)."""
     n = t.size
     normal = fit.normal
     corr_n = corr[:, normal] if normal >= 0 else np.zeros(n)
@@ -546,7 +556,10 @@ def _decide(
     nn = np.zeros(n, bool)
     normal_shaped = labels == "N"
     nn[1:] = normal_shaped[1:] & normal_shaped[:-1]
-    poor = unlike & _poor_stretch(t, corr_n)
+    # a stretch's signal is good where its beats have the normal shape, or the shape of the beat
+    # next to them (a run of tachycardia: beat after beat of one shape; noise makes shapes that
+    # are neither)
+    poor = unlike & _poor_stretch(t, np.maximum(corr_n, _either_neighbour(after_prev)))
     near_irregular, irregular = irregular_rhythm(rr_prev, nn, poor)
     near_irregular, irregular = without_p_waves(near_irregular, irregular, corr_p, normal_shaped & (early >= ON_TIME))
     # a P wave unlike the normal one: beyond what noise does to the normal beats' own
@@ -572,9 +585,28 @@ def _decide(
     return BeatClasses(labels, reasons, family, normal, early, width, irregular)
 
 
+def _after_previous(shapes: torch.Tensor, before: torch.Tensor | None = None) -> tuple[np.ndarray, torch.Tensor]:
+    """Each QRS's correlation with the one before (unit rows ``shapes``, ``(m, w)``; ``before``:
+    the ``(1, w)`` shape of the beat before the first, None: there is none, -1), ``(m,)`` on the
+    host; and the last shape, ``(1, w)``, for the part after these beats."""
+    previous = torch.cat([before if before is not None else torch.zeros_like(shapes[:1]), shapes[:-1]])
+    corr = (shapes * previous).sum(1).cpu().numpy().astype(np.float64)
+    if before is None and corr.size:
+        corr[0] = -1.0
+    return corr, shapes[-1:]
+
+
+def _either_neighbour(after_prev: np.ndarray) -> np.ndarray:
+    """Each beat's QRS correlation with the more alike of the beats either side, from each one's
+    with the beat before (:func:`_after_previous`), ``(n,)``."""
+    after_next = np.concatenate([after_prev[1:], [-1.0]])
+    return np.maximum(after_prev, after_next)
+
+
 def _poor_stretch(t: np.ndarray, corr_n: np.ndarray) -> np.ndarray:
     """Whether each beat (at ``t`` s) lies in a :data:`STRETCH_S` stretch of poor signal: the
-    upper quartile of its beats' correlation with the normal shape under :data:`CLEAN_CORR`."""
+    upper quartile of its beats' ``corr_n`` (the normal shape's correlation with it, or a
+    neighbour's) under :data:`CLEAN_CORR`."""
     stretch = np.floor(t / STRETCH_S).astype(np.int64)
     stretch -= stretch.min()
     order = np.lexsort((corr_n, stretch))
