@@ -235,7 +235,8 @@ def _peaks_chunked(
             b0, b1 = c0 // r.block, -(-min(n_samples, c0 + per * chunk) // r.block)
             a, b = max(0, b0 - around), min(n_blocks, b1 + around)
             block_mean = spill.read("block_mean", a, b, device)[None]
-            limits = r.local_thresholds(envelope(a, b), block_mean, typical, no_ecg, dense)
+            signs = tuple(spill.read(name, a, b, device)[None] for name in ("block_signed", "block_height"))
+            limits = r.local_thresholds(envelope(a, b), block_mean, typical, no_ecg, dense, signs)
             found = {key: spill.read(key, first, first + count, device) for key in _PACKED_KEYS}
             first += count
             for name, values in r.accept(found, *limits, first_block=a).items():
@@ -281,7 +282,13 @@ def _first_pass(
         taken = x[:, c0 - a : c1 - a][:, (-c0) % stride :: stride]
         if taken.numel():
             torch.maximum(magnitude, _abs_max(taken)[0], out=magnitude)
-        found = _packed(r.candidates(x, feature, negative, a, (c0, c1)), r)
+        found = r.candidates(x, feature, negative, a, (c0, c1))
+        for name, summary in zip(
+            ("block_signed", "block_height"), r.block_signs(found, 1, -(-(c1 - c0) // r.block), c0 // r.block),
+            strict=True,
+        ):  # fmt: skip
+            spill.append(name, summary[0])
+        found = _packed(found, r)
         for name, values in found.items():
             spill.append(name, values)
         counts.append(found["cols"].numel())

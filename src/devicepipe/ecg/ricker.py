@@ -39,6 +39,10 @@ DENSE_LAGS_S = (0.2, 0.5)
 #: holds a fast, wide-complex rhythm, not noise (Gaussian noise, white, pink or brown, gives under
 #: 0.1; ventricular tachycardia at 200-250 bpm 0.85-0.92; see :meth:`_Ricker.dense`).
 DENSE_CORR = 0.6
+#: The candidates' heights within +-envelope_s/2 of a block, each signed by its polarity, summed,
+#: over their plain sum, at or above which that stretch's candidates are one rhythm's beats (see
+#: :meth:`_Ricker.local_thresholds`): noise's polarity is either, as often one as the other.
+ONE_SIGN = 0.8
 #: A typical QRS response at or under this fraction of the signal's magnitude is float rounding
 #: of a constant (a flat or saturated lead), not a heart: the filter's rounding error is about
 #: 1e-6 of the magnitude, an ECG's QRS response a sizeable fraction of its amplitude.
@@ -197,6 +201,7 @@ class _Ricker:
         magnitude: torch.Tensor | None = None,
         stride: int = 1,
         negative: torch.Tensor | None = None,
+        signs: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The threshold, the local beat level and the search-back threshold of every block,
         ``(batch, blocks)`` each, from the block summaries of the whole recording and a subsample
@@ -221,7 +226,7 @@ class _Ricker:
         """
         envelope = self.envelope(block_max)
         found = self.typical_level(envelope, subsample, magnitude, stride, negative)
-        return self.local_thresholds(envelope, block_mean, *found)
+        return self.local_thresholds(envelope, block_mean, *found, signs)
 
     @property
     def threshold_reach(self) -> int:
@@ -318,22 +323,46 @@ class _Ricker:
         typical: torch.Tensor,
         no_ecg: torch.Tensor,
         dense: torch.Tensor | None = None,
+        signs: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """:meth:`thresholds` from the :meth:`envelope`, the block means and :meth:`typical_level`'s
         answer. Each block's values depend on the block summaries :attr:`threshold_reach` blocks
         either side, so a stretch of blocks with that many more on each side (or the recording's
         end) gives the stretch's values of the whole recording. A ``dense`` row's floor leaves out
-        the noise: its quietest half-second is its beats'."""
+        the noise: its quietest half-second is its beats'. So does a block's where the noise
+        floor is over the beat threshold while the candidates around it are of one polarity
+        (``signs``, :meth:`block_signs`; at least :data:`ONE_SIGN`): beats too close for a quiet
+        half-second between them (ventricular tachycardia over 200 bpm), where noise's
+        candidates point either way."""
         span = _samples(self.envelope_s / self.block_s, 1.0)
         level = centred_window(envelope, _samples(self.level_s / self.block_s, 1.0), "min")
         noise = centred_window(block_mean, span, "min")
         if dense is not None and bool(dense.any()):
             noise = torch.where(dense[:, None], torch.zeros_like(noise), noise)
+        if signs is not None:
+            signed, heights = (centred_window(v, span, "mean") for v in signs)
+            one_rhythm = (signed.abs() >= ONE_SIGN * heights) & (heights > 0)
+            busy = self.noise_factor * noise >= 2 * self.threshold * level  # (near the beats themselves)
+            noise = torch.where(one_rhythm & busy, torch.zeros_like(noise), noise)
         floor = torch.maximum(self.global_floor * typical, self.noise_factor * noise)
         per_block = torch.maximum(self.threshold * level, floor)
         per_block = torch.clamp(per_block, min=float(torch.finfo(envelope.dtype).tiny))
         per_block[no_ecg] = torch.inf
         return per_block, level, torch.maximum(self.searchback_ratio * per_block, floor)
+
+    def block_signs(
+        self, c: dict[str, torch.Tensor], n_rows: int, n_blocks: int, first_block: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The :meth:`candidates` ``c`` of blocks ``first_block ...`` summed per block: their
+        heights signed by their polarity, and plain, ``(n_rows, n_blocks)`` each (float64: the
+        same sums in one call and in chunks), for :meth:`local_thresholds`."""
+        at = c["rows"] * n_blocks + (c["cols"] // self.block - first_block)
+        height = c["height"].double()
+        zeros = torch.zeros(n_rows * n_blocks, dtype=torch.float64, device=height.device)
+        signed = zeros.clone().index_add_(0, at, height * c["sign"].double())
+        return signed.reshape(n_rows, n_blocks).to(c["height"].dtype), zeros.index_add_(0, at, height).reshape(
+            n_rows, n_blocks
+        ).to(c["height"].dtype)
 
     def candidates(
         self, x: torch.Tensor, feature: torch.Tensor, negative: torch.Tensor, offset: int, core: tuple[int, int]
@@ -514,8 +543,12 @@ def _peaks_ricker_rows(x: torch.Tensor, sampling_rate: float, **options: float) 
     feature, negative = r.feature(x, kernel, *means, start=True, end=True)
     stride = r.subsample_stride(n)
     magnitude = _abs_max(x[..., ::stride])
-    limits = r.thresholds(*r.summaries(feature), feature[..., ::stride], magnitude, stride, negative[..., ::stride])
-    cands = r.accept(r.candidates(x, feature, negative, 0, (0, n)), *limits)
+    block_max, block_mean = r.summaries(feature)
+    cands = r.candidates(x, feature, negative, 0, (0, n))
+    signs = r.block_signs(cands, x.shape[0], block_max.shape[-1])
+    sub, sub_negative = feature[..., ::stride], negative[..., ::stride]
+    limits = r.thresholds(block_max, block_mean, sub, magnitude, stride, sub_negative, signs)
+    cands = r.accept(cands, *limits)
     return r.select(cands, x.shape[0], n)
 
 
