@@ -441,3 +441,27 @@ def test_a_recording_with_tachycardia_read_in_parts_gets_the_classes_of_one_piec
     for name in ("labels", "reasons", "family"):
         np.testing.assert_array_equal(getattr(whole, name), getattr(parts, name), err_msg=name)
     assert whole.counts()["V"] > 100
+
+
+@pytest.mark.parametrize(
+    ("kind", "warned"),
+    [("vt", True), ("sinus tachycardia", True), ("sinus", False), ("vt episode", False)],
+)
+def test_a_fast_recording_of_one_shape_says_that_its_classes_cannot_tell_a_ventricular_rhythm(kind, warned):
+    # a recording that is tachycardia throughout is one QRS family: nothing narrower to compare it
+    # with, so its beats are N, as a fast supraventricular rhythm's would be; the summary says so
+    from devicepipe.pipelines.classes import Labelled
+
+    sim = {
+        "vt": lambda: simulate_ecg(120, 250, rhythm=Rhythm(vt=1.0, vt_bpm=150), seed=3),
+        "sinus tachycardia": lambda: simulate_ecg(120, 250, heart_rate_bpm=130, seed=3),
+        "sinus": lambda: simulate_ecg(120, 250, seed=3),
+        "vt episode": lambda: simulate_ecg(120, 250, rhythm=Rhythm(vt=0.45, vt_bpm=150), seed=4),
+    }[kind]()
+    peaks = ecg_peaks(sim.signal, 250)
+    c = ecg_classes(sim.signal, peaks, 250)
+    h = holter_summary(peaks.numpy() / 250, c.labels, c.irregular, sim.duration_s, c.not_beats)
+    said = [w for w in Labelled(c, h).warnings if "cannot be told from a fast supraventricular" in w]
+    assert bool(said) == warned, Labelled(c, h).warnings
+    if kind == "vt":
+        assert np.mean(c.labels == "N") > 0.95  # (what the warning warns of)

@@ -32,6 +32,10 @@ CLASSES_WORDS = (
 
 #: The shortest part of a recording read in chunks that the classes read at a time, s (a few MB).
 CLASSES_PART_S = 600.0
+#: A heart rate over this (bpm) is a tachycardia.
+TACHYCARDIA_BPM = 100.0
+#: The share of the beats in one shape family over which a recording is said to have one QRS shape.
+ONE_SHAPE = 0.95
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,21 @@ class Labelled:
                 f"{q:,} of {n:,} beats are Q (unclassifiable): the lead they were cut from has poor signal around "
                 "them (flat, noisy or moving); choose another lead (channel) for classes that can be read",
             ]
-        return said
+        return [*said, *self._fast_and_one_shape()]
+
+    def _fast_and_one_shape(self) -> list[str]:
+        """A warning where every beat is fast and of one shape: nothing to compare the QRS with."""
+        h, c = self.holter, self.classes
+        slowest = h.min_hr_bpm if h.min_hr_bpm is not None else h.mean_hr_bpm
+        if slowest is None or slowest <= TACHYCARDIA_BPM or c.normal_family < 0:
+            return []
+        if np.mean(c.family == c.normal_family) < ONE_SHAPE:
+            return []
+        return [
+            f"the heart rate stays over {TACHYCARDIA_BPM:g} bpm (at least {slowest:.0f}) and every beat has one QRS "
+            "shape: with no other beat to compare it with, a ventricular tachycardia cannot be told from a fast "
+            "supraventricular rhythm (with or without bundle-branch block), and its beats are classed N; read the strip"
+        ]
 
     def summary(self) -> dict[str, Any]:
         """``summary.json``'s ``holter``: what it is, the classes' meaning, the summary, its warnings."""
