@@ -23,7 +23,6 @@ def beats_lines(result: BeatsResult) -> list[str]:
         f"kept by segmentation: {kept:,} ({100 * result.beats.share_kept:.1f} %), "
         f"matrix {tuple(result.beats.matrix.shape)}",
         "seconds: " + ", ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()),
-        *holter_lines(result.holter),
     ]
     if result.score is not None:
         s = result.score
@@ -32,13 +31,27 @@ def beats_lines(result: BeatsResult) -> list[str]:
             f"{EDGE_S:g} s; {s.tp + s.fn:,} reference beats and {s.tp + s.fp:,} found beats in it; a match within "
             f"{1000 * MATCH_TOLERANCE_S:.0f} ms): {s}"
         )
-    return lines
+    return lines + holter_lines(result.holter)  # the answer last, where the eye lands
+
+
+def _clock(seconds: float) -> str:
+    """``seconds`` into a recording as h:mm:ss."""
+    whole = int(seconds)
+    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
 
 
 def holter_lines(h: HolterSummary | None) -> list[str]:
-    """Beats per class, and the events found, in two lines (none for a run without classes)."""
+    """The clinical answer, the same lines for every command that classes beats (none for a run
+    without classes): the heart rate, the rhythm, the beats per class, the events, and what
+    makes the classes less than they seem."""
     if not h:
         return []
+    rate = f"mean {h.mean_hr_bpm:.0f} bpm" if h.mean_hr_bpm is not None else "too few beats for a rate"
+    if h.min_hr_bpm is not None and h.max_hr_bpm is not None:
+        rate = (
+            f"{h.min_hr_bpm:.0f}-{h.max_hr_bpm:.0f} bpm by the minute (slowest at {_clock(h.min_hr_at_s or 0)}, "
+            f"fastest at {_clock(h.max_hr_at_s or 0)}), " + rate
+        )
     shares = ", ".join(
         f"{name} {h.counts[name]:,}" + (f" ({h.burden_pct[name]:.1f} %)" if name in "SV" and h.counts[name] else "")
         for name in h.counts
@@ -48,15 +61,21 @@ def holter_lines(h: HolterSummary | None) -> list[str]:
     pauses = f" (longest {h.longest_pause_s:.2f} s)" if e.get("pause") else ""
     events = (
         f"events: {e.get('couplet', 0)} couplets, {e.get('run', 0)} runs{runs}, {e.get('bigeminy', 0)} bigeminy and "
-        f"{e.get('trigeminy', 0)} trigeminy episodes, {e.get('pause', 0)} pauses over 2 s{pauses}; irregularly "
-        f"irregular rhythm {100 * h.af_share:.1f} % of the recording"
+        f"{e.get('trigeminy', 0)} trigeminy episodes, {e.get('pause', 0)} pauses over 2 s{pauses}"
     )
-    if e.get("afib"):  # the rhythm's answer: which kind of atrial fibrillation, and when it starts
-        first = h.listed["afib"][0] if h.listed.get("afib") else None
-        at = f", the first from {first['start_s']:.0f} s to {first['end_s']:.0f} s" if first else ""
-        kind = h.af_kind if h.af_kind is not ABSENT else "atrial fibrillation"
-        events += f" ({kind}: {e['afib']} episode{'s' if e['afib'] != 1 else ''}{at})"
-    return [f"beats by class: {shares}", events, *(f"classes: {w}" for w in h.warnings or [])]
+    return [f"heart rate: {rate}", f"rhythm: {_rhythm(h)}", f"beats by class: {shares}", events,
+            *(f"classes: {w}" for w in h.warnings or [])]  # fmt: skip
+
+
+def _rhythm(h: HolterSummary) -> str:
+    """Whether and how much atrial fibrillation (irregularly irregular rhythm) was found."""
+    n = h.events.get("afib", 0)
+    if not n:
+        return "no atrial fibrillation found (no stretch of irregularly irregular rhythm)"
+    kind = h.af_kind if h.af_kind is not ABSENT else "atrial fibrillation"
+    first = h.listed["afib"][0] if h.listed.get("afib") else None
+    at = f", the first from {_clock(first['start_s'])} to {_clock(first['end_s'])}" if first else ""
+    return f"{kind}, {n} episode{'s' if n != 1 else ''}, {100 * h.af_share:.1f} % of the recording{at}"
 
 
 def ecg_lines(result: LearnResult) -> list[str]:
@@ -72,9 +91,9 @@ def ecg_lines(result: LearnResult) -> list[str]:
             f"{left:,} beats of poor signal quality (under {s.quality.poor_below:g}) left out of training "
             "and out of the flags"
         )
-    lines += holter_lines(s.holter) + label_lines(s)
+    lines += label_lines(s)
     lines += [training_line(s), "seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in s.seconds.items())]
-    return lines
+    return lines + holter_lines(s.holter)  # the answer last, where the eye lands
 
 
 def score_lines(result: LearnResult) -> list[str]:
@@ -84,8 +103,8 @@ def score_lines(result: LearnResult) -> list[str]:
         f"{c.beats_found:,} beats found, {c.beats_kept:,} scored, {c.flagged:,} flagged as anomalous "
         f"({100 * s.flag_rate:.2f} %; the model's threshold {s.threshold:.4g}, "
         f"trained on {s.model.training_beats:,} beats)",
-        *holter_lines(s.holter),
         *label_lines(s),
+        *holter_lines(s.holter),  # the answer last, where the eye lands
     ]
 
 

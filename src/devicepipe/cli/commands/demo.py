@@ -44,10 +44,10 @@ def demo(
     con.print(training_line(result.run.summary), markup=False)
     for warning in result.run.summary.warnings or []:
         _warn(con, warning)
-    for line in holter_lines(result.run.summary.holter):  # the answer first: classes and events
-        con.print(line, markup=False)
     con.print(
         f"{result.run.summary.counts.flagged} beats flagged as anomalous; {result.ectopic_flagged} of the "
         f"{result.n_ectopic} simulated ventricular ectopic beats are among them"
     )
+    for line in holter_lines(result.run.summary.holter):  # the answer last, as every command ends
+        con.print(line, markup=False)
     _print_outputs(con, result.run, list(PIPELINES["ecg"].open_first))
