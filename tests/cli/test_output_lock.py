@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 
@@ -24,8 +25,9 @@ def ecg(tmp_path):
     return path
 
 
-def _refused_while_another_process_holds(out, ecg, env=None):
-    """Hold ``out``'s lock in another process (with ``env``) while a run into ``out`` is refused."""
+@contextlib.contextmanager
+def _held_by_another_process(out, env=None):
+    """Hold ``out``'s lock in another process (with ``env``) while the block runs."""
     holder = (
         "import sys\n"
         "from devicepipe.io.write import output_lock\n"
@@ -38,10 +40,20 @@ def _refused_while_another_process_holds(out, ecg, env=None):
     )
     try:
         assert proc.stdout.readline().strip() == "held"
-        with pytest.raises(OutputError, match="another devicepipe run is writing to"):
-            run_beats(ecg, out, device="cpu", figures=False)
+        yield
     finally:
         proc.communicate("\n", timeout=30)
+
+
+def _refused_while_another_process_holds(out, ecg, env=None):
+    """Hold ``out``'s lock in another process (with ``env``) while a run into ``out`` is refused."""
+    _refused_while_another_process_holds_inside(out, out, ecg, env)
+
+
+def _refused_while_another_process_holds_inside(out, held, ecg, env=None):
+    """Hold ``held``'s lock in another process (with ``env``) while a run into ``out`` is refused."""
+    with _held_by_another_process(held, env), pytest.raises(OutputError, match="another devicepipe run is writing to"):
+        run_beats(ecg, out, device="cpu", figures=False)
 
 
 def test_a_second_run_into_a_directory_being_written_is_refused(ecg, tmp_path):
@@ -140,20 +152,8 @@ def test_a_run_into_a_folder_of_a_run_in_progress_is_refused(ecg, tmp_path):
 def test_no_run_into_a_run_directory_starts_while_a_run_writes_inside_it(ecg, tmp_path):
     folder = tmp_path / "runs"
     run_beats(ecg, folder, device="cpu", figures=False)  # a run directory (its summary.json)
-    holder = (
-        "import sys\n"
-        "from devicepipe.io.write import output_lock\n"
-        f"with output_lock({str(folder / 'inner')!r}):\n"
-        "    print('held', flush=True)\n"
-        "    sys.stdin.readline()\n"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "held"
-        with pytest.raises(OutputError, match="another devicepipe run is writing to"):
-            run_beats(ecg, folder, device="cpu", figures=False)
-    finally:
-        proc.communicate("\n", timeout=30)
+    # a run writing inside it (in another process)
+    _refused_while_another_process_holds_inside(folder, folder / "inner", ecg)
     run_beats(ecg, folder, device="cpu", figures=False)  # once it ended
     assert _no_lock_left(tmp_path)
 

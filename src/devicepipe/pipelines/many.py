@@ -47,42 +47,36 @@ def _beats_group(
     within: Path,
 ) -> list[BaseException | None]:
     """The beats of equal-length recordings found in batched calls (:func:`run_beats_many`),
-    :data:`BATCHED_AT_ONCE` recordings at a time."""
-    outcomes: list[BaseException | None] = []
-    for at in range(0, len(paths), BATCHED_AT_ONCE):
-        part = slice(at, at + BATCHED_AT_ONCE)
-        outcomes += _beats_batch(paths[part], outs[part], references[part], options, device, within)
-    return outcomes
-
-
-def _beats_batch(
-    paths: Sequence[Path],
-    outs: Sequence[Path],
-    references: Sequence[str | None],
-    options: dict[str, Any],
-    device: str,
-    within: Path,
-) -> list[BaseException | None]:
-    """One batched call of :func:`_beats_group`, each recording's folder locked."""
+    :data:`BATCHED_AT_ONCE` recordings at a time, each one's folder locked meanwhile."""
     outcomes: list[BaseException | None] = [None] * len(paths)
-    with contextlib.ExitStack() as held:
-        free = []
-        for i, out in enumerate(outs):
-            try:
-                held.enter_context(writing_output(out, within=within))
-                free.append(i)
-            except OutputError as exc:  # another run writes there: this recording fails
-                outcomes[i] = exc
-        results = run_beats_many(
-            [paths[i] for i in free],
-            [outs[i] for i in free],
-            options=BeatsOptions(**options),
-            references=[references[i] for i in free],
-            device=device,
-        )
-    for i, result in zip(free, results, strict=True):
-        outcomes[i] = result if isinstance(result, BaseException) else None
+    for at in range(0, len(paths), BATCHED_AT_ONCE):
+        with contextlib.ExitStack() as held:
+            free = _lock_each(held, outs, range(at, min(at + BATCHED_AT_ONCE, len(paths))), within, outcomes)
+            results = run_beats_many(
+                [paths[i] for i in free],
+                [outs[i] for i in free],
+                options=BeatsOptions(**options),
+                references=[references[i] for i in free],
+                device=device,
+            )
+        for i, result in zip(free, results, strict=True):
+            outcomes[i] = result if isinstance(result, BaseException) else None
     return outcomes
+
+
+def _lock_each(
+    held: contextlib.ExitStack, outs: Sequence[Path], which: range, within: Path, outcomes: list[BaseException | None]
+) -> list[int]:
+    """Lock the folder of each recording ``which`` names (:func:`writing_output`, held by ``held``):
+    those locked. A recording whose folder another run writes fails: its outcome is why."""
+    free = []
+    for i in which:
+        try:
+            held.enter_context(writing_output(outs[i], within=within))
+            free.append(i)
+        except OutputError as exc:
+            outcomes[i] = exc
+    return free
 
 
 def _resumable(options: dict[str, Any], out: Path) -> dict[str, Any]:
