@@ -405,6 +405,46 @@ def test_cli_sets_huge_pages_before_torch_and_arrow_s_allocator_before_arrow_loa
     assert out.split() == expected
 
 
+@pytest.mark.parametrize("args", [["--version"], ["--help"], [], ["simulate", "--help"], ["beatz"]])
+def test_the_version_the_help_and_a_typo_import_no_command_and_no_torch(args):
+    # a command's module (and torch, the pipelines) is imported when the command is asked for:
+    # these took 3 s, importing every command
+    code = (
+        "import sys\n"
+        "from devicepipe.cli import main\n"
+        "try:\n"
+        f"    main({args!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('devicepipe.cli.commands.'))\n"
+        "print('torch' in sys.modules, 'numpy' in sys.modules, loaded, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    said = done.stderr.strip().splitlines()[-1]
+    if args[:1] == ["simulate"]:  # the one command asked for (which simulates with torch)
+        assert said == "True True ['devicepipe.cli.commands.simulate']", done.stderr
+    else:
+        assert said == "False False []", done.stderr
+    if args == ["--help"] or not args:
+        from devicepipe.cli.application import COMMANDS
+
+        shown = " ".join((done.stdout + done.stderr).split())
+        for name, (_, text) in COMMANDS.items():  # every command, with what it answers
+            assert f"{name} {text}" in shown
+    if args == ["beatz"]:
+        assert "No such command 'beatz'. Did you mean 'beats'?" in done.stderr
+
+
+def test_the_table_of_commands_is_the_commands_registered():
+    from devicepipe.cli import app  # every command imported
+    from devicepipe.cli.application import COMMANDS
+
+    names = [c.name or c.callback.__name__ for c in app.registered_commands] + [g.name for g in app.registered_groups]
+    assert sorted(names) == sorted(COMMANDS)
+    for info in app.registered_commands:
+        assert info.short_help == COMMANDS[info.name or info.callback.__name__][1]
+
+
 def test_version_flag_and_info():
     result = run("--version")
     assert result.exit_code == 0 and result.stdout.strip() == f"devicepipe {devicepipe.__version__}"

@@ -205,17 +205,19 @@ def test_the_command_imports_without_collections_and_freezes_them_when_it_runs()
     )
     paused = _python(counted + "print(len(starts), gc.isenabled(), gc.get_freeze_count())")
     assert int(plain[0]) > 200 and int(paused[0]) < 50 and paused[1:] == ["True", "0"]  # importing freezes nothing
-    # the command itself (main) freezes what the imports made, and leaves the collector on
-    ran = _python(
-        """
-        import atexit, gc, sys
-        from devicepipe.cli import main
-        atexit.register(lambda: print(gc.get_freeze_count() > 100_000, gc.isenabled()))
-        sys.argv = ["devicepipe", "--version"]
-        main()
-        """
-    )
-    assert ran[-2:] == ["True", "True"]
+    # the command itself (main) freezes what the import of the command asked for made, and leaves
+    # the collector on; --version imports no command, so there is nothing to freeze
+    for argv, frozen in ((["devicepipe", "beats", "--help"], "True"), (["devicepipe", "--version"], "False")):
+        ran = _python(
+            f"""
+            import atexit, gc, sys
+            from devicepipe.cli import main
+            atexit.register(lambda: print(gc.get_freeze_count() > 100_000, gc.isenabled()))
+            sys.argv = {argv!r}
+            main()
+            """
+        )
+        assert ran[-2:] == [frozen, "True"], argv
 
 
 def test_the_command_imports_neither_wfdb_nor_pandas_nor_scipy_until_a_record_needs_them(tmp_path):

@@ -7,8 +7,10 @@ exit status 2 (:mod:`devicepipe.cli.application`). Each command is a module of
 what several print in :mod:`devicepipe.cli.printing`, the runs on many recordings in
 :mod:`devicepipe.cli.many`.
 
-Importing this package imports nothing heavy and starts nothing: the commands (and with them
-torch) are imported when :func:`main` runs or when :data:`app` is first asked for.
+Importing this package imports nothing heavy and starts nothing. :func:`main` imports the module
+of the one command it is asked for (and with it torch), as pip does
+(:data:`devicepipe.cli.application.COMMANDS`): ``devicepipe --version`` and ``--help`` import no
+command and no torch. :data:`app`, first asked for, imports every command.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ if TYPE_CHECKING:
 __all__ = ["app", "main"]
 
 
-def _load_app() -> typer.Typer:
-    """Import every command (with the cyclic garbage collector paused: see
-    :func:`devicepipe.prestart.pause_collector`) and return the Typer application."""
+def _load_app(every: bool = True) -> typer.Typer:
+    """The Typer application, with every command imported (``every``; else each is imported when
+    it is asked for), the cyclic garbage collector paused meanwhile (see
+    :func:`devicepipe.prestart.pause_collector`)."""
     # PyTorch backs CPU buffers of 2 MB and more with transparent huge pages when this is set
     # (read once, at its first allocation, so before torch is used): a new full-length tensor
     # then costs one page fault per 2 MB instead of per 4 KB, as NumPy's allocator already does.
@@ -41,8 +44,12 @@ def _load_app() -> typer.Typer:
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     was_on = pause_collector()
     try:
-        import devicepipe.cli.commands  # noqa: F401 - registers the commands
         from devicepipe.cli.application import app as application
+
+        if every:
+            from devicepipe.cli.commands import load_all
+
+            load_all()
     finally:
         resume_collector(was_on)
     return application
@@ -63,10 +70,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # environment, the user's choice stands.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     start_worker_server(["devicepipe", *args])
-    application = _load_app()
-    import gc
-
-    gc.freeze()  # what the imports made lives as long as the command: no collection traces it again
+    application = _load_app(every=False)  # (a command's module is imported when it is asked for)
     application(args=args, prog_name="devicepipe")
 
 

@@ -1,20 +1,55 @@
-"""The command's Typer application and how it ends: user mistakes as one line on stderr and exit status 2."""
+"""The command's Typer application and how it ends: user mistakes as one line on stderr and exit status 2.
+
+The commands are a table (:data:`COMMANDS`: each one's module and what it answers), as pip's
+are: a command's module, and with it torch and the pipelines, is imported when the command is
+asked for, so ``devicepipe --version`` and ``devicepipe --help`` import neither. Nothing here
+imports torch.
+"""
 
 from __future__ import annotations
 
+import difflib
 import errno
+import importlib
 import re
 import sys
 import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
-import torch
 import typer
+import typer.main
 from typer.core import TyperCommand, TyperGroup
 
 from devicepipe import __version__
 from devicepipe.errors import DevicepipeError, is_disk_full
+from devicepipe.prestart import pause_collector, resume_collector
+
+#: Every command, in the order ``devicepipe --help`` lists them: the module of
+#: :mod:`devicepipe.cli.commands` that defines it, and what it answers (its line in the help).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "info": ("info", "Python, PyTorch, GPUs, CPU and optional libraries."),
+    "read": ("read", "Summarise a recording read onto the device."),
+    "simulate": ("simulate", "Write synthetic recordings with ground truth."),
+    "beats": ("beats", "Heartbeats, each classed (N/S/V/F/Q), Holter events and AF."),
+    "interop": ("interop", "Zero-copy conversions between your libraries."),
+    "ecg": ("ecg", "Beats classed, Holter events and AF, a VAE, each beat scored."),
+    "score": ("score", "Score new recordings with a model trained earlier."),
+    "train": ("train", "Train one model of normal beats on many recordings."),
+    "series": ("series", "Flag the unusual days of a load series."),
+    "demo": ("demo", "Run ecg on a simulated ECG: no data needed."),
+    "bench": ("bench", "Time every stage on every device, against peers."),
+}
+
+
+def summary(name: str) -> str:
+    """What the command ``name`` answers, in a line (its entry in ``devicepipe --help``)."""
+    return COMMANDS[name][1]
+
+
+def load_command(name: str) -> None:
+    """Import the module of the command ``name`` (:data:`COMMANDS`), which registers it."""
+    importlib.import_module(f"devicepipe.cli.commands.{COMMANDS[name][0]}")
 
 
 class _PlainHelp:
@@ -96,11 +131,53 @@ def _reading_files_only(command: Any) -> None:
 class _OneLineErrors(_PlainHelp, TyperGroup):
     """Turn usage errors and DevicepipeErrors into one line on stderr and exit status 2."""
 
+    def list_commands(self, ctx: Any) -> list[str]:
+        if self is _top(ctx):  # every command in the table, loaded or not
+            return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+        return super().list_commands(ctx)
+
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if self is _top(ctx) and cmd_name in COMMANDS:
+            self._load(cmd_name)
         command = super().get_command(ctx, cmd_name)
         if command is not None:
             _reading_files_only(command)
         return command
+
+    def _load(self, name: str) -> None:
+        """Import the command ``name`` where it is not yet, and make its Click command (a group's
+        anew: its subcommands are registered as its module is imported)."""
+        module = f"devicepipe.cli.commands.{COMMANDS[name][0]}"
+        if module in sys.modules and name in self.commands and getattr(self.commands[name], "commands", True):
+            return
+        was_on = pause_collector()
+        try:
+            load_command(name)
+        finally:  # what the import made lives as long as the command: no collection traces it again
+            resume_collector(was_on, freeze=True)
+        options = {"pretty_exceptions_short": app.pretty_exceptions_short, "rich_markup_mode": app.rich_markup_mode}
+        for group in app.registered_groups:
+            if group.name == name:
+                built = typer.main.get_group_from_info(group, suggest_commands=True, **options)
+                self.add_command(built, name)
+        for info in app.registered_commands:
+            if (info.name or typer.main.get_command_name(info.callback.__name__)) == name:  # type: ignore[union-attr]
+                self.add_command(typer.main.get_command_from_info(info, **options), name)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if self is _top(ctx) and args and args[0] not in COMMANDS and not args[0].startswith("-"):
+            matches = difflib.get_close_matches(args[0], list(COMMANDS))  # (from the table: none loaded)
+            if matches:
+                ctx.fail(f"No such command {args[0]!r}. Did you mean {', '.join(repr(m) for m in matches)}?")
+        return super().resolve_command(ctx, args)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The commands and what each answers, from :data:`COMMANDS` (none imported to say it)."""
+        if self is not _top(ctx):
+            super().format_commands(ctx, formatter)
+            return
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
 
     def _options_of(self, args: Any) -> set[str]:
         """The long options of the subcommand named in ``args`` (the command line when None)."""
@@ -216,9 +293,23 @@ _OOM = re.compile(r"out of memory|can't allocate memory|not enough memory|failed
 _ASKED = re.compile(r"(?:tried to allocate|allocate) (\d[\d.,]*\s*(?:[KMGT]i?B|bytes))", re.IGNORECASE)
 
 
+def _top(ctx: Any) -> Any:
+    """The command line's top group (``devicepipe``) from a Click context."""
+    return ctx.find_root().command
+
+
+def _torch_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is PyTorch's out-of-memory error (torch is not imported to ask: an error
+    it raised means it is)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(exc, torch.OutOfMemoryError)
+
+
 def _is_out_of_memory(exc: BaseException) -> bool:
-    return isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or (
-        isinstance(exc, RuntimeError) and bool(_OOM.search(str(exc)))
+    return (
+        isinstance(exc, MemoryError)
+        or _torch_out_of_memory(exc)
+        or (isinstance(exc, RuntimeError) and bool(_OOM.search(str(exc))))
     )
 
 
@@ -231,7 +322,7 @@ def _out_of_memory(exc: BaseException, options: set[str] | None = None) -> str:
         amount = asked.group(1)
         digits = amount.split()[0]
         size = f" (asked for {int(digits):,} bytes)" if digits.isdigit() else f" (asked for {amount})"
-    gpu = isinstance(exc, torch.OutOfMemoryError) or "CUDA" in str(exc)
+    gpu = _torch_out_of_memory(exc) or "CUDA" in str(exc)
     where = "the GPU" if gpu else "this machine"
     options = options or set()
     tries = []
@@ -266,7 +357,7 @@ app = typer.Typer(
 simulate_app = typer.Typer(
     cls=_OneLineErrors,
     help="Write synthetic recordings with ground truth (for trying things without data).",
-    short_help="Write synthetic recordings with ground truth.",
+    short_help=summary("simulate"),
     no_args_is_help=True,
     rich_markup_mode=None,
 )

@@ -13,6 +13,7 @@ from devicepipe.batch import is_dataset
 from devicepipe.cli.application import (
     _Command,
     app,
+    summary,
 )
 from devicepipe.cli.many import (
     _engine,
@@ -93,7 +94,7 @@ _BUDGET = Annotated[
 _RESUME = Annotated[bool, typer.Option("--resume", help="Many recordings: skip those done.")]
 
 
-@app.command(cls=_Command, short_help="Heartbeats, each classed (N/S/V/F/Q), Holter events and AF.")
+@app.command(cls=_Command, short_help=summary("beats"))
 def beats(
     input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
     out: _OUT,

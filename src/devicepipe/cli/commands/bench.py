@@ -22,6 +22,7 @@ from devicepipe.bench.stages import STAGES
 from devicepipe.cli.application import (
     _Command,
     app,
+    summary,
 )
 from devicepipe.cli.options import (
     _split,
@@ -34,7 +35,7 @@ from devicepipe.errors import DevicepipeError
 from devicepipe.io import check_output_dir
 
 
-@app.command(cls=_Command, short_help="Time every stage on every device, against peers.")
+@app.command(cls=_Command, short_help=summary("bench"))
 def bench(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Directory for report.html, bench.json, bench.md and charts.")

@@ -10,6 +10,7 @@ import typer
 from devicepipe.cli.application import (
     _Command,
     app,
+    summary,
 )
 from devicepipe.cli.options import (
     ECG,
@@ -30,7 +31,7 @@ from devicepipe.pipelines import (
 from devicepipe.pipelines.says import holter_lines, training_line
 
 
-@app.command(cls=_Command, short_help="Run ecg on a simulated ECG: no data needed.")
+@app.command(cls=_Command, short_help=summary("demo"))
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the demo's files.")] = Path("demo-run"),
     device: DeviceOpt = "auto",

@@ -11,6 +11,7 @@ from devicepipe.batch import is_dataset
 from devicepipe.cli.application import (
     _Command,
     app,
+    summary,
 )
 from devicepipe.cli.many import (
     _engine,
@@ -76,7 +77,7 @@ _ECG_REFERENCE = Annotated[
 ]
 
 
-@app.command(cls=_Command, short_help="Beats classed, Holter events and AF, a VAE, each beat scored.")
+@app.command(cls=_Command, short_help=summary("ecg"))
 def ecg(
     input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
     out: OutOpt,

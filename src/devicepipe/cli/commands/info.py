@@ -10,6 +10,7 @@ from rich.table import Table
 from devicepipe.cli.application import (
     _Command,
     app,
+    summary,
 )
 from devicepipe.cli.options import (
     JsonOpt,
@@ -21,7 +22,7 @@ from devicepipe.cli.printing import (
 from devicepipe.device import device_report
 
 
-@app.command(cls=_Command, short_help="Python, PyTorch, GPUs, CPU and optional libraries.")
+@app.command(cls=_Command, short_help=summary("info"))
 def info(as_json: JsonOpt = False) -> None:
     """Show Python, PyTorch and its CUDA build, the GPUs, the CPU and which optional libraries work."""
     report = device_report()

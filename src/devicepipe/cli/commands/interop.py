@@ -19,6 +19,7 @@ from devicepipe.bench.results import source_commit
 from devicepipe.cli.application import (
     _Command,
     app,
+    summary,
 )
 from devicepipe.cli.options import (
     JsonOpt,
@@ -30,7 +31,7 @@ from devicepipe.cli.printing import (
 from devicepipe.device import device_report
 
 
-@app.command(cls=_Command, short_help="Zero-copy conversions between your libraries.")
+@app.command(cls=_Command, short_help=summary("interop"))
 def interop(
     size: Annotated[
         int, typer.Option(help="Elements of the float32 array converted (default 100 M = 400 MB).", min=1)

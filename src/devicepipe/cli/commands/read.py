@@ -14,6 +14,7 @@ from rich.table import Table
 from devicepipe.cli.application import (
     _Command,
     app,
+    summary,
 )
 from devicepipe.cli.options import (
     DeviceOpt,
@@ -68,7 +69,7 @@ def _print_summary(summary: dict[str, Any], con: Console) -> None:
         )
 
 
-@app.command("read", cls=_Command, short_help="Summarise a recording read onto the device.")
+@app.command("read", cls=_Command, short_help=summary("read"))
 def read_cmd(
     input: Annotated[Path, typer.Argument(help="CSV, TSV, Parquet, NPY, EDF/BDF or WFDB record.")],
     column: Annotated[

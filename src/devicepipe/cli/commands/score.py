@@ -12,6 +12,7 @@ from devicepipe.batch import is_dataset
 from devicepipe.cli.application import (
     _Command,
     app,
+    summary,
 )
 from devicepipe.cli.many import (
     _engine,
@@ -61,7 +62,7 @@ _REFERENCE = Annotated[
 ]
 
 
-@app.command(cls=_Command, short_help="Score new recordings with a model trained earlier.")
+@app.command(cls=_Command, short_help=summary("score"))
 def score(
     input: Annotated[
         Path,

@@ -10,6 +10,7 @@ import typer
 from devicepipe.cli.application import (
     _Command,
     app,
+    summary,
 )
 from devicepipe.cli.options import (
     SERIES,
@@ -48,7 +49,7 @@ from devicepipe.pipelines import (
 )
 
 
-@app.command(cls=_Command, short_help="Flag the unusual days of a load series.")
+@app.command(cls=_Command, short_help=summary("series"))
 def series(
     input: Annotated[Path, typer.Argument(help="A time-indexed load series: CSV or Parquet.")],
     out: OutOpt,

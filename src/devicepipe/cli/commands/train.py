@@ -13,6 +13,7 @@ from rich.console import Console
 from devicepipe.cli.application import (
     _Command,
     app,
+    summary,
 )
 from devicepipe.cli.options import (
     ECG,
@@ -69,7 +70,7 @@ _BUDGET = Annotated[
 ]
 
 
-@app.command(cls=_Command, short_help="Train one model of normal beats on many recordings.")
+@app.command(cls=_Command, short_help=summary("train"))
 def train(
     input: Annotated[
         Path,
