@@ -20,6 +20,7 @@ from devicepipe.report_parts import (
     _number,
     _Section,
     _sparkline,
+    class_words,
 )
 from devicepipe.scorers import SCORER_KINDS
 from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary, flag_rule, held
@@ -64,7 +65,12 @@ def _timing(summary: RunSummary) -> _Section:
             f"device-to-host: {t.device_to_host:,} ({t.device_to_host_bytes:,} bytes); "
             f"counted in {t.counted_in or 'every stage'}."
         )
-    return _Section("Seconds per stage and host-device transfers", text, {"header": ["stage", "seconds"], "rows": rows})
+    return _Section(
+        "Run internals: seconds per stage and host-device transfers",
+        text,
+        {"header": ["stage", "seconds"], "rows": rows},
+        collapsed=True,
+    )
 
 
 def _quality_facts(summary: RunSummary) -> list[tuple[str, str]]:
@@ -131,8 +137,7 @@ def _reference_sections(summary: RunSummary) -> list[_Section]:
         sections.append(
             _Section(
                 "Flag rate by AAMI class",
-                "ANSI/AAMI EC57's classes: N normal and bundle-branch-block beats, S supraventricular ectopic, "
-                "V ventricular ectopic, F fusion, Q paced or unclassifiable.",
+                class_words("in the reference: its paced beats too"),
                 {
                     "header": ["class", "beats", "flagged", "flag rate"],
                     "rows": [[k, v.beats, v.flagged, f"{100 * v.flag_rate:.1f} %"] for k, v in ref.aami.items()],
@@ -182,16 +187,31 @@ def _converged_words(summary: RunSummary) -> str:
 
 
 def _learning_facts(summary: RunSummary, what: str) -> list[tuple[str, str]]:
-    e, counts = summary.epochs, summary.counts
+    counts = summary.counts
     flagged = counts.flagged if counts and counts.flagged is not ABSENT else len(summary.flagged or [])
     return [
         (f"{what} flagged as anomalous", _number(flagged)),
         ("threshold (score)", _number(summary.threshold)),
         *_scorer_facts(summary),
-        ("epochs trained", "-".join(str(v) for v in sorted(set(e.run)))),
-        ("epoch kept", "-".join(str(v) for v in sorted(set(e.kept)))),
-        ("converged", _converged_words(summary)),
     ]
+
+
+def _training_section(summary: RunSummary, files: dict[str, Path], collapsed: bool = True) -> _Section:
+    """How the model trained (epochs run and kept, whether it converged, the loss figure): with
+    ``collapsed``, the run's internals, closed until opened, near the end of the page (a ``train``
+    run's page shows it open: training is what it is for)."""
+    e = summary.epochs
+    rows = [
+        ["epochs trained", "-".join(str(v) for v in sorted(set(e.run)))],
+        ["epoch kept", "-".join(str(v) for v in sorted(set(e.kept)))],
+        ["converged", _converged_words(summary)],
+    ]
+    return _Section(
+        "Run internals: training" if collapsed else "Training",
+        table={"header": ["", ""], "rows": rows},
+        figures=_figures(files, ["training.png"]),
+        collapsed=collapsed,
+    )
 
 
 def _beats_page(
@@ -284,9 +304,9 @@ def _ecg_page(
     learned = _figures(files, ["extremes.png", "latent.png"])
     sections.append(_Section("What the model learned", _model_use(summary, "beats"), figures=learned))
     sections.append(_Section("Generated beats", figures=_figures(files, ["generated.png"])))
-    sections.append(_Section("Training", figures=_figures(files, ["training.png"])))
     names = ["heart_rate.png", "excerpt.png", "quality.png"]
     sections.append(_Section("Heart rate and beats", figures=_figures(files, names)))
+    sections.append(_training_section(summary, files))
     return facts, sections
 
 
@@ -364,7 +384,7 @@ def _train_page(
                 {"header": ["recording", "why"], "rows": [[x.path, x.error] for x in r.skipped]},
             )
         )
-    sections.append(_Section("Training", figures=_figures(files, ["training.png"])))
+    sections.append(_training_section(summary, files, collapsed=False))
     sections.append(_Section("What the model learned", figures=_figures(files, ["scores.png", "latent.png"])))
     return facts, sections
 
@@ -389,8 +409,9 @@ def _series_page(
     if flagged is not None:
         sections.append(_flagged_section(flagged, summary))
     sections.append(_Section("Anomalous windows", figures=_figures(files, ["days.png", "extremes.png"])))
-    codes = _figures(files, ["latent.png", "training.png"])
-    sections.append(_Section("Codes and training", _model_use(summary, "windows"), figures=codes))
+    codes = _figures(files, ["latent.png"])
+    sections.append(_Section("Codes", _model_use(summary, "windows"), figures=codes))
+    sections.append(_training_section(summary, files))
     return facts, sections
 
 

@@ -26,6 +26,7 @@ class _Section:
     table: dict[str, Any] | None = None
     figures: list[dict[str, str]] = field(default_factory=list)
     html: Markup | None = None
+    collapsed: bool = False  # the run's internals: closed until opened, at the end of the page
 
 
 def _sparkline(values: np.ndarray, typical: np.ndarray, width: int = 180, height: int = 46) -> Markup:
@@ -55,8 +56,8 @@ def _number(value: Any, digits: int = 4) -> str:
         return "yes" if value else "no"
     if isinstance(value, int):
         return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:,.{digits}g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    if isinstance(value, float):  # (never an exponent for a large value: 9,820, not 9.82e+03)
+        return f"{value:,.{digits}g}" if abs(value) < min(1e4, 10**digits) else f"{value:,.0f}"
     return str(value)
 
 
@@ -70,19 +71,33 @@ def _figures(files: dict[str, Path], names: Sequence[str]) -> list[dict[str, str
     return out
 
 
+#: The shortest recording (s) each HRV measure is shown for (Task Force of the ESC and NASPE,
+#: Circulation 93(5), 1996: the 5-minute indices, SDANN and the SDNN index, are for long-term
+#: recordings; the VLF band wants 5 minutes or more, LF 2, HF 1). ``summary.json`` holds them all.
+HRV_MIN_S = {"sdann": 3600.0, "sdnn_index": 3600.0, "vlf": 300.0, "lf": 120.0, "hf": 60.0}
+
+
+def _recording_s(summary: RunSummary) -> float:
+    """The recording's length in seconds (0 where the summary does not say)."""
+    fs, n = summary.sampling_rate_hz, summary.n_samples
+    return float(n / fs) if fs and n else 0.0
+
+
 def _heart_rate_facts(summary: RunSummary) -> list[tuple[str, str]]:
+    """The heart rate and the HRV measures that the recording's length supports (:data:`HRV_MIN_S`)."""
     h = summary.heart_rate
     if not h:
         return []
+    long = _recording_s(summary)
     return [
         ("mean heart rate (bpm)", _number(h.mean_hr_bpm, 3)),
         ("SDNN (ms)", _number(h.sdnn_ms, 3)),
         ("RMSSD (ms)", _number(h.rmssd_ms, 3)),
         ("pNN50 (%)", _number(h.pnn50_pct, 3)),
-        ("SDANN, 5 min (ms)", _number(h.sdann_ms, 3)),
-        ("SDNN index, 5 min (ms)", _number(h.sdnn_index_ms, 3)),
+        *([("SDANN, 5 min (ms)", _number(h.sdann_ms, 3))] if long >= HRV_MIN_S["sdann"] else []),
+        *([("SDNN index, 5 min (ms)", _number(h.sdnn_index_ms, 3))] if long >= HRV_MIN_S["sdnn_index"] else []),
         ("NN intervals used / excluded", f"{h.n_intervals:,} / {_excluded(summary):,}"),
-        *_spectral_facts(h.frequency),
+        *_spectral_facts(h.frequency, long),
     ]
 
 
@@ -95,11 +110,17 @@ def _excluded(summary: RunSummary) -> int:
     return h.n_implausible + h.n_ectopic
 
 
-def _spectral_facts(f: SpectralHRV | None) -> list[tuple[str, str]]:
+def _spectral_facts(f: SpectralHRV | None, long: float) -> list[tuple[str, str]]:
+    """The HRV bands' powers a recording ``long`` seconds supports (:data:`HRV_MIN_S`), and LF/HF
+    where both are."""
     if not f:
         return []
-    powers = " / ".join(_number(p, 3) for p in (f.vlf_ms2, f.lf_ms2, f.hf_ms2))
-    return [("VLF / LF / HF power (ms²)", powers), ("LF/HF", _number(f.lf_hf, 3))]
+    bands = [(name, p) for name, p in (("VLF", f.vlf_ms2), ("LF", f.lf_ms2), ("HF", f.hf_ms2))
+             if long >= HRV_MIN_S[name.lower()]]  # fmt: skip
+    if not bands:
+        return []
+    facts = [(f"{' / '.join(n for n, _ in bands)} power (ms²)", " / ".join(_number(p, 3) for _, p in bands))]
+    return facts + ([("LF/HF", _number(f.lf_hf, 3))] if long >= HRV_MIN_S["lf"] else [])
 
 
 #: What each event kind is, as the Holter table says it.
@@ -123,6 +144,15 @@ def _af_words(h: Any) -> str:
         return "atrial fibrillation throughout (persistent)"
     kind = "paroxysmal atrial fibrillation" if h.af_kind == "paroxysmal AF" else "atrial fibrillation"  # (older runs)
     return f"{kind}: {episodes:,} episode{'s' if episodes != 1 else ''}, {share:.1f} % of the time"
+
+
+def class_words(q_here: str) -> str:
+    """The AAMI classes in words, as every page says them, with what Q holds where it is used
+    (``q_here``)."""
+    return (
+        "Classes (ANSI/AAMI EC57): N normal and bundle-branch block, S supraventricular ectopic, V ventricular "
+        f"ectopic, F fusion, Q unclassifiable ({q_here})."
+    )
 
 
 def _clinical_facts(summary: RunSummary) -> list[tuple[str, str]]:
@@ -178,9 +208,8 @@ def _holter_sections(summary: RunSummary, scored: bool, files: dict[str, Path]) 
     )
     warned = "".join(f"Warning: {w}. " for w in h.warnings or [])
     text = (
-        f"{warned}{first}Classes (ANSI/AAMI EC57): N normal and bundle-branch block, S supraventricular ectopic, "
-        "V ventricular ectopic, F fusion, Q unclassifiable (in poor signal). Each beat's class and why are in "
-        "beats.parquet (class, reason) and the annotation file."
+        f"{warned}{first}{class_words('here: in poor signal, or too small for a QRS')} Each beat's class and why "
+        "are in beats.parquet (class, reason) and the annotation file."
     )
     rows = [[name, _number(h.counts[name]), f"{h.burden_pct[name]:.2f} %", f"{h.per_hour[name]:,.1f}"]
             for name in h.counts]  # fmt: skip

@@ -1,0 +1,77 @@
+"""What a run's page shows: the HRV measures its length supports, numbers in one format, the
+classes in one wording, and the run's internals closed at the end."""
+
+import re
+
+import pytest
+
+from devicepipe.pipelines import run_beats
+from devicepipe.report_parts import HRV_MIN_S, _number
+from devicepipe.simulate import simulate_ecg, write_simulated_ecg
+
+
+def test_numbers_are_never_written_with_an_exponent():
+    # VLF / LF / HF read "44,107 / 9.82e+03 / 2.52e+03" on one page
+    assert [_number(v, 3) for v in (44107.2, 9820.4, 2520.0, 12.345, 0.5)] == [
+        "44,107",
+        "9,820",
+        "2,520",
+        "12.3",
+        "0.5",
+    ]
+    assert _number(1234.5) == "1,234" and _number(12_345.6) == "12,346" and _number(7) == "7"
+
+
+def _glance(page: str) -> str:
+    """The page's "At a glance" tiles, as text."""
+    block = page[page.index('<section id="facts">') : page.index("</section>", page.index('<section id="facts">'))]
+    return " ".join(re.sub(r"<[^>]+>", " ", block).split())
+
+
+@pytest.mark.parametrize(
+    ("minutes", "shown", "left_out"),
+    [
+        (2.5, ["SDNN (ms)", "RMSSD (ms)", "LF / HF power", "LF/HF"], ["SDANN", "SDNN index", "VLF"]),
+        (30, ["SDNN (ms)", "VLF / LF / HF power", "LF/HF"], ["SDANN", "SDNN index"]),
+        (62, ["SDANN, 5 min (ms)", "SDNN index, 5 min (ms)", "VLF / LF / HF power"], []),
+    ],
+)
+def test_the_hrv_measures_shown_are_those_the_recording_s_length_supports(tmp_path, minutes, shown, left_out):
+    # Task Force 1996: SDANN and the SDNN index are long-term measures (shown from an hour on); VLF
+    # wants 5 minutes; summary.json keeps every one
+    assert HRV_MIN_S["sdann"] == 3600.0 and HRV_MIN_S["vlf"] == 300.0
+    path, _ = write_simulated_ecg(simulate_ecg(60 * minutes, 250, seed=2), tmp_path / "e.parquet")
+    run_beats(path, tmp_path / "out", device="cpu", figures=False)
+    glance = _glance((tmp_path / "out" / "report.html").read_text())
+    for label in shown:
+        assert label in glance, label
+    for label in left_out:
+        assert label not in glance, label
+    assert "e+0" not in glance
+
+
+def test_the_run_s_internals_are_closed_at_the_end_and_the_classes_have_one_wording(tmp_path):
+    from typer.testing import CliRunner
+
+    from devicepipe.cli import app
+
+    path, truth = write_simulated_ecg(simulate_ecg(120, 250, ectopic_rate=0.05, seed=3), tmp_path / "e.parquet")
+    result = CliRunner().invoke(app, ["ecg", str(path), "--out", str(tmp_path / "r"), "--epochs", "2",
+                                      "--reference", str(truth)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "r" / "report.html").read_text()
+    glance = _glance(page)
+    assert "epoch kept" not in glance and "epochs trained" not in glance and "flagged as anomalous" in glance
+    # the last two sections: training, then seconds and transfers, each inside a closed <details>
+    sections = re.findall(r"<section(?: class=\"(\w+)\")?>\s*(?:<details><summary>)?<h2>([^<]+)</h2>", page)
+    assert [title for _, title in sections[-2:]] == [
+        "Run internals: training",
+        "Run internals: seconds per stage and host-device transfers",
+    ]
+    assert all(kind == "internals" for kind, _ in sections[-2:]) and all(k != "internals" for k, _ in sections[:-2])
+    assert page.count("<details><summary>") == 2 and "<details open" not in page
+    # the classes are said the same way wherever a page names them; only what Q holds differs
+    said = re.findall(r"Classes \(ANSI/AAMI EC57\): N normal and bundle-branch block, S supraventricular ectopic, "
+                      r"V ventricular ectopic, F fusion, Q unclassifiable \(([^)]*)\)", page)  # fmt: skip
+    assert len(said) == 2 and said[0] != said[1], said
+    assert "paced or unclassifiable" not in page
