@@ -34,14 +34,17 @@ def plot_event_strips(
     length_s: float = 8.0,
     offset: int = 0,
     unit: str | None = "mV",
+    missed: np.ndarray | None = None,
 ) -> Figure | None:
     """One strip of ``length_s`` seconds per event, centred on it.
 
     ``signal``: ``(time,)``, the recording from sample ``offset`` on; ``peaks`` ``(n,)`` R-peak
     samples of the recording and ``labels`` ``(n,)`` their classes; ``events``: ``(title, first
     beat, last beat, count)`` each (beat indices into ``peaks``; ``count`` of that kind found).
-    None when there is no event.
+    ``missed``: samples of a reference's beats that no beat found matched, each drawn as a hollow
+    marker with "missed" (they have no class). None when there is no event.
     """
+    missed = np.asarray([] if missed is None else missed, dtype=np.int64)
     if not events:
         return None
     fig = new_figure(figsize=(11, 1.9 * len(events) + 0.4))
@@ -59,6 +62,10 @@ def plot_event_strips(
             colour = CLASS_COLOURS.get(str(labels[i]), "0.35")
             ax.text(peaks[i] / sampling_rate, top, str(labels[i]), color=colour, ha="center", va="bottom",
                     fontsize=9, fontweight="bold" if labels[i] != "N" else "normal")  # fmt: skip
+        for sample in missed[(missed - offset >= start) & (missed - offset < stop)]:
+            at = sample / sampling_rate
+            ax.plot([at], [top], marker="v", markersize=8, markerfacecolor="none", markeredgecolor="k", ls="none")
+            ax.text(at, top, "missed", color="k", ha="center", va="top", fontsize=7)
         ax.axvspan(peaks[first] / sampling_rate - 0.15, peaks[last] / sampling_rate + 0.15, color="tab:red", alpha=0.08)
         ax.set_title(f"{title} at {_clock(peaks[first] / sampling_rate)} (first of {count})", fontsize=10, loc="left")
         ax.set_ylabel(unit or "")

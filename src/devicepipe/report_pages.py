@@ -125,12 +125,14 @@ def _reference_sections(summary: RunSummary) -> list[_Section]:
     ref = summary.reference
     if not ref:
         return []
-    rows = [[name, v.beats, v.flagged] for name, v in ref.labels.items()]
+    rows = [[name, v.beats, v.flagged, _missed(v)] for name, v in ref.labels.items()]
+    never = "; never detected: the reference's beats that no beat found lies within that of"
     sections = [
         _Section(
             "Flagged beats by reference label",
-            f"Each beat takes the label of the reference beat within {1000 * ref.tolerance_s:.0f} ms ({ref.source}).",
-            {"header": ["label", "beats", "flagged"], "rows": rows},
+            f"Each beat takes the label of the reference beat within {1000 * ref.tolerance_s:.0f} ms ({ref.source})"
+            f"{never} (no class, no score).",
+            {"header": ["label", "beats scored", "flagged", "never detected"], "rows": rows},
         )
     ]
     if ref.aami:
@@ -139,12 +141,19 @@ def _reference_sections(summary: RunSummary) -> list[_Section]:
                 "Flag rate by AAMI class",
                 class_words("in the reference: its paced beats too"),
                 {
-                    "header": ["class", "beats", "flagged", "flag rate"],
-                    "rows": [[k, v.beats, v.flagged, f"{100 * v.flag_rate:.1f} %"] for k, v in ref.aami.items()],
+                    "header": ["class", "beats scored", "flagged", "flag rate", "never detected"],
+                    "rows": [
+                        [k, v.beats, v.flagged, f"{100 * v.flag_rate:.1f} %", _missed(v)] for k, v in ref.aami.items()
+                    ],
                 },
             )
         )
     return sections
+
+
+def _missed(count: Any) -> Any:
+    """A label's reference beats never detected ("-" in a run written before they were counted)."""
+    return "-" if count.missed is ABSENT else count.missed
 
 
 def _scorer_facts(summary: RunSummary) -> list[tuple[str, str]]:

@@ -222,9 +222,13 @@ class Accuracy(Record):
 
 @_section
 class LabelCount(Record):
+    """A reference label's (or AAMI class's) beats among those scored, how many were flagged, and
+    its reference beats that no detection matched (``missed``; absent in older runs)."""
+
     beats: int
     flagged: int
     flag_rate: float
+    missed: int
 
 
 @_section

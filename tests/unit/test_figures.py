@@ -266,3 +266,23 @@ def test_latent_coloured_by_class_draws_the_rare_class_on_top_and_names_each():
     assert to_rgba(drawn[2].get_facecolor()[0], 1) == to_rgba(CLASS_COLOURS["V"], 1)
     np.testing.assert_allclose(drawn[2].get_offsets(), emb[:5])
     assert to_rgba(drawn[3].get_edgecolor()[0]) == to_rgba("k")  # flags ringed in black over the class colours
+
+
+def test_event_strips_mark_the_reference_s_beats_that_were_never_detected(tmp_path):
+    # a strip said "every beat lettered with its class" while beats the run missed were drawn
+    # unlettered: they are marked "missed", where they are, and only they
+    from devicepipe.plot_events import plot_event_strips
+
+    fs = 250.0
+    peaks = np.arange(1, 40) * 250  # a beat a second
+    labels = np.array(["N"] * peaks.size)
+    labels[10:13] = "V"
+    signal = np.zeros(41 * 250)
+    signal[peaks] = 1.0
+    missed = np.array([10 * 250 + 125, 30 * 250 + 125])  # the second lies outside the strip
+    fig = plot_event_strips(signal, fs, peaks, labels, [("run", 9, 11, 1)], missed=missed)
+    texts = [(t.get_text(), round(t.get_position()[0], 2)) for t in fig.axes[0].texts]
+    assert [x for text, x in texts if text == "missed"] == [10.5]
+    assert sum(text in "NV" for text, _ in texts) >= 7  # (the beats found, lettered)
+    plain = plot_event_strips(signal, fs, peaks, labels, [("run", 9, 11, 1)])
+    assert not [t for t in plain.axes[0].texts if t.get_text() == "missed"]

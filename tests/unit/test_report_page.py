@@ -75,3 +75,36 @@ def test_the_run_s_internals_are_closed_at_the_end_and_the_classes_have_one_word
                       r"V ventricular ectopic, F fusion, Q unclassifiable \(([^)]*)\)", page)  # fmt: skip
     assert len(said) == 2 and said[0] != said[1], said
     assert "paced or unclassifiable" not in page
+
+
+def test_with_a_reference_the_class_tables_count_the_beats_never_detected(tmp_path):
+    # "V 0 of 312" flagged read as if every V beat had been seen while 514 were never found: the
+    # reference's beats that no beat found matches are counted beside each label and class
+    import json
+
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from devicepipe.cli import app
+
+    sim = simulate_ecg(120, 250, ectopic_rate=0.05, seed=3)
+    path, truth = write_simulated_ecg(sim, tmp_path / "e.parquet")
+    table = pd.read_csv(truth)
+    middles = ((table["sample"].to_numpy()[40:43] + table["sample"].to_numpy()[41:44]) // 2).tolist()
+    ghosts = pd.DataFrame({"sample": middles, "time_s": [m / 250 for m in middles], "symbol": ["V", "V", "A"],
+                           "class": ["V", "V", "S"], "rhythm": "N"})  # fmt: skip
+    doctored = tmp_path / "ref.csv"  # three beats between beats: no detection lies within 150 ms of them
+    pd.concat([table, ghosts]).sort_values("sample").to_csv(doctored, index=False)
+    result = CliRunner().invoke(app, ["ecg", str(path), "--out", str(tmp_path / "r"), "--epochs", "1",
+                                      "--reference", str(doctored)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    ref = json.loads((tmp_path / "r" / "summary.json").read_text())["reference"]
+    assert ref["labels"]["V"]["missed"] == 2 and ref["labels"]["A"]["missed"] == 1 and ref["labels"]["N"]["missed"] == 0
+    assert ref["aami"]["V"]["missed"] == 2 and ref["aami"]["S"]["missed"] == 1
+    # the beats scored, as before (those whose window lies inside the recording), and the missed: at
+    # most the reference's V beats, and all of them but one near an end
+    assert int((sim.symbols == "V").sum()) - 1 <= ref["labels"]["V"]["beats"] <= int((sim.symbols == "V").sum())
+    said = " ".join(result.stdout.split())
+    assert "(and 2 never detected)" in said and "; 2 never detected)" in said and "; 1 never detected)" in said
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert page.count("<th>never detected</th>") == 2

@@ -77,7 +77,8 @@ ARTIFACTS: tuple[Artifact, ...] = (
     Artifact(
         "events.png",
         "eight seconds around the first event of each kind found (its time from the recording's start, h:mm:ss), "
-        "every beat lettered with its class: N normal, S supraventricular, V ventricular, F fusion, Q unclassifiable",
+        "every beat found lettered with its class: N normal, S supraventricular, V ventricular, F fusion, Q "
+        "unclassifiable; with a reference, its beats never detected marked 'missed' (hollow)",
         {"beats": figures.event_strips, "ecg": figures.event_strips, "score": figures.event_strips},
     ),
     Artifact(

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from devicepipe.artifacts.made import Made
-from devicepipe.ecg import BEAT_CLASSES, POOR_QUALITY, poor_stretches, stretch_medians
+from devicepipe.ecg import BEAT_CLASSES, POOR_QUALITY, label_beats, poor_stretches, stretch_medians
 from devicepipe.heart import minute_rates
 from devicepipe.plot import (
     plot_beats_excerpt,
@@ -61,8 +61,12 @@ def event_strips(m: Made) -> Any:
         found = [e for e in m.events if e.kind == kind]
         if found:
             strips.append((title, found[0].first_beat, min(found[0].last_beat, found[0].first_beat + 8), len(found)))
+    missed = None
+    if m.reference is not None:  # the reference's beats that no beat found lies within 150 ms of
+        ref = np.asarray(m.reference, dtype=np.int64)
+        missed = ref[label_beats(peaks, np.full(len(peaks), "x"), ref, m.rec.sampling_rate) == ""]
     return plot_event_strips(m.signal, m.rec.sampling_rate, peaks, m.classes, strips, offset=m.rec.start_sample,
-                             unit=m.rec.units[0])  # fmt: skip
+                             unit=m.rec.units[0], missed=missed)  # fmt: skip
 
 
 def heart_rate(m: Made) -> Any:

@@ -18,6 +18,7 @@ from devicepipe.ecg import (
     BeatScore,
     aami_class,
     evaluate_beats,
+    label_beats,
 )
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
@@ -111,17 +112,35 @@ def detection_accuracy(ref: ReferenceBeats, rec: Recording, peaks: np.ndarray) -
     return _accuracy(evaluate_beats(_reference_in(ref, rec), peaks, fs, n_samples=n), ref.source, fs, n)
 
 
-def _reference_counts(source: str, truth: np.ndarray, flags: np.ndarray) -> dict[str, Any]:
+def _reference_counts(
+    source: str, truth: np.ndarray, flags: np.ndarray, missed: np.ndarray | None = None
+) -> dict[str, Any]:
     """Per reference label (``""``: no reference beat within 150 ms) and per AAMI class (EC57's
-    N, S, V, F, Q), the beats, the flagged beats and the share flagged."""
+    N, S, V, F, Q), the beats scored, the flagged beats, the share flagged and, given ``missed``
+    (the labels of the reference beats that no detection matched, :func:`missed_labels`), how
+    many of its reference beats were never detected."""
+    missed = np.array([], dtype=str) if missed is None else np.asarray(missed, dtype=str)
     labels, classes = {}, {}
-    for value in sorted(set(truth.tolist())):
+    for value in sorted(set(truth.tolist()) | set(missed.tolist())):
         sel = truth == value
         labels[value or "none"] = {"beats": int(sel.sum()), "flagged": int(flags[sel].sum())}
+        if value:
+            labels[value]["missed"] = int((missed == value).sum())
     aami = np.array([aami_class(v) or "" for v in truth.tolist()], dtype=str)
+    aami_missed = np.array([aami_class(v) or "" for v in missed.tolist()], dtype=str)
     for name in AAMI_CLASSES:
         sel = aami == name
-        if sel.any():
+        lost = int((aami_missed == name).sum())
+        if sel.any() or lost:
             n, k = int(sel.sum()), int(flags[sel].sum())
-            classes[name] = {"beats": n, "flagged": k, "flag_rate": k / n}
+            classes[name] = {"beats": n, "flagged": k, "flag_rate": k / n if n else 0.0, "missed": lost}
     return {"source": source, "tolerance_s": MATCH_TOLERANCE_S, "labels": labels, "aami": classes}
+
+
+def missed_labels(reference: np.ndarray, symbols: np.ndarray, found: np.ndarray, fs: float) -> np.ndarray:
+    """The labels of the reference beats (``reference``: samples, ``symbols``: their labels) that no
+    beat ``found`` (samples) lies within 150 ms of: the beats the run never detected."""
+    if not len(reference):
+        return np.array([], dtype=str)
+    near = label_beats(found, np.full(len(found), "x"), reference, fs)  # (each reference beat's detection)
+    return np.asarray(symbols, dtype=str)[near == ""]

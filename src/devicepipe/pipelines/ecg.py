@@ -35,7 +35,7 @@ from devicepipe.outputs import (
     input_summary,
     write_beat_files,
 )
-from devicepipe.pipelines.checks import _record_name, _reference_counts, detection_accuracy
+from devicepipe.pipelines.checks import _record_name, _reference_counts, detection_accuracy, missed_labels
 from devicepipe.pipelines.classes import Labelled, label_beats
 from devicepipe.pipelines.context import (
     BEAT_WIDTH,
@@ -147,7 +147,8 @@ def run_ecg(
     if usable is not None:
         summary["quality"]["left_out_of_training_and_flags"] = int((~usable).sum())
     if ref is not None:
-        summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
+        missed = missed_labels(host["reference_peaks"], ref.symbols, host["all_peaks"], rec.sampling_rate)
+        summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"], missed)
         summary["accuracy"] = detection_accuracy(ref, rec, host["all_peaks"])
     return _finish(run, summary, learned, files, "ecg", _flagged_beats(host, rec.sampling_rate, ref is not None))
 

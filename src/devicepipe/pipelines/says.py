@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
 from devicepipe.pipelines.results import BeatsResult, LearnResult
-from devicepipe.summaries import ABSENT, HolterSummary, RunSummary, flag_rule, held
+from devicepipe.summaries import ABSENT, HolterSummary, LabelCount, RunSummary, flag_rule, held
 from devicepipe.units import format_duration
 
 
@@ -168,19 +168,25 @@ def final_loss(s: RunSummary) -> str:
     return f"final loss {sum(losses) / len(losses):.4g} (mean of {len(losses)} members)"
 
 
+def _never(count: LabelCount, words: str = " (and {} never detected)") -> str:
+    """Words for a label's reference beats that no beat found matched (none where there are none)."""
+    return words.format(f"{count.missed:,}") if count.missed is not ABSENT and count.missed else ""
+
+
 def label_lines(s: RunSummary) -> list[str]:
     """How many beats of each reference label and AAMI class were flagged, when the run had a reference."""
     if not s.reference:
         return []
     lines = [
         f"flagged by reference label ({s.reference.source}): "
-        + ", ".join(f"{name} {v.flagged:,} of {v.beats:,}" for name, v in s.reference.labels.items())
+        + ", ".join(f"{name} {v.flagged:,} of {v.beats:,}{_never(v)}" for name, v in s.reference.labels.items())
     ]
     if s.reference.aami:
         lines.append(
             "flag rate by AAMI class: "
             + ", ".join(
-                f"{k} {100 * v.flag_rate:.1f} % ({v.flagged:,} of {v.beats:,})" for k, v in s.reference.aami.items()
+                f"{k} {100 * v.flag_rate:.1f} % ({v.flagged:,} of {v.beats:,}{_never(v, '; {} never detected')})"
+                for k, v in s.reference.aami.items()
             )
         )
     return lines

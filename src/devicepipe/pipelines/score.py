@@ -25,7 +25,7 @@ from devicepipe.outputs import (
     input_summary,
     write_summary,
 )
-from devicepipe.pipelines.checks import _reference_counts, detection_accuracy, rate_warnings
+from devicepipe.pipelines.checks import _reference_counts, detection_accuracy, missed_labels, rate_warnings
 from devicepipe.pipelines.classes import label_beats
 from devicepipe.pipelines.context import Progress, _Run, _start, _to_host
 from devicepipe.pipelines.ecg import _flagged_beats, _scored_beat_files
@@ -111,7 +111,8 @@ def run_score(
         files.update(write_artifacts(made))
     summary = {**_score_summary(source, rec, run, detector, host, heart_rate), **leads, "holter": labelled.summary()}
     if ref is not None:
-        summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"])
+        missed = missed_labels(host["reference_peaks"], ref.symbols, host["all_peaks"], rec.sampling_rate)
+        summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"], missed)
         summary["accuracy"] = detection_accuracy(ref, rec, host["all_peaks"])
     page = _flagged_beats(host, fs, ref is not None)
     typed = RunSummary.from_dict(summary)
