@@ -57,7 +57,7 @@ def require_data(relative: str) -> Path:
     path = DATA_DIR / relative
     probe = path if path.suffix or path.is_dir() else path.with_name(path.name + ".hea")
     if not probe.exists():
-        message = f"real recording {path} not found (set DEVICEPIPE_DATA or fetch ../shared/data)"
+        message = f"real recording {path} not found (the README's table says where to get it; DEVICEPIPE_DATA=DIR)"
         if os.environ.get("DEVICEPIPE_REQUIRE_DATA") == "1":
             pytest.fail(message + " and DEVICEPIPE_REQUIRE_DATA=1")
         pytest.skip(message)
