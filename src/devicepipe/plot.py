@@ -398,6 +398,7 @@ def plot_generated(
     sampling_rate: float | None = None,
     title: str = "Beats generated from a grid of latent points",
     warning: str | None = None,
+    columns_row: int = 0,
 ) -> Figure:
     """A grid of decoded samples (the notebook's 5 x 5 "fake heartbeats"), each labelled by its
     latent point, drawn in one panel (25 panels took most of an ECG run's figure time).
@@ -405,8 +406,9 @@ def plot_generated(
     ``decoded`` ``(k, width)``; ``latents`` ``(k, latent)``, in the grid's row-major order;
     ``centre`` (a typical code's decoding, ``(width,)``, named ``centre_name``) is drawn in grey
     in every cell, so that how each generated beat differs from the typical one shows even where
-    the differences are small. ``columns``: words over each column of the top row (what its codes
-    are). Every cell shares one amplitude scale; ``sampling_rate`` gives the cells' length. Where
+    the differences are small. ``columns``: words for the cells of row ``columns_row`` (what their
+    codes are), in bold before their latent points (over the top row: above them). Every cell
+    shares one amplitude scale; ``sampling_rate`` gives the cells' length. Where
     the beats hardly differ across the grid, the title adds ``hardly``; where they hardly differ
     from left to right only, ``hardly_across`` (when given).
     """
@@ -424,11 +426,16 @@ def plot_generated(
             ax.plot(col + t, y0 + centre, lw=1.6, color="0.75", label=centre_name if k == 0 else None)
         ax.plot(col + t, y0 + decoded[k], lw=1, color="tab:blue", label="generated" if k == 0 else None)
         point = "(" + ", ".join(f"{v:.2g}" for v in latents[k][:2]) + ")"
-        ax.text(col + 0.45, y0 + high + 0.05 * height, point, ha="center", va="bottom", fontsize=7, color="0.3")
-        if columns is not None and row == 0 and columns[col]:
-            ax.text(col + 0.45, y0 + high + 0.2 * height, columns[col], ha="center", va="bottom", fontsize=8,
-                    weight="bold")  # fmt: skip
-    top = 0.2 if columns is None else 0.4
+        word = columns[col] if columns is not None and row == columns_row else ""
+        if word and row > 0:  # (no room above a row below the first: the word leads its point)
+            point, colour, weight = f"{word}: {point}", "k", "bold"
+        else:
+            colour, weight = "0.3", "normal"
+        ax.text(col + 0.45, y0 + high + 0.05 * height, point, ha="center", va="bottom", fontsize=7, color=colour,
+                weight=weight)  # fmt: skip
+        if word and row == 0:
+            ax.text(col + 0.45, y0 + high + 0.2 * height, word, ha="center", va="bottom", fontsize=8, weight="bold")
+    top = 0.4 if columns is not None and columns_row == 0 else 0.2
     ax.set_xlim(-0.05, n)
     ax.set_ylim(-(n - 1) * height - high + low - 0.05 * height, top * height)
     ax.set_xticks([])

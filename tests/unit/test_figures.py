@@ -286,3 +286,17 @@ def test_event_strips_mark_the_reference_s_beats_that_were_never_detected(tmp_pa
     assert sum(text in "NV" for text, _ in texts) >= 7  # (the beats found, lettered)
     plain = plot_event_strips(signal, fs, peaks, labels, [("run", 9, 11, 1)])
     assert not [t for t in plain.axes[0].texts if t.get_text() == "missed"]
+
+
+def test_the_class_grid_marks_its_ends_on_the_middle_row_as_its_title_says():
+    # the title says the middle row runs from N to the class, but "N" and "V" were printed over
+    # the top row
+    decoded = np.random.default_rng(0).normal(size=(25, 50))
+    latents = np.arange(50, dtype=float).reshape(25, 2)
+    fig = plot_generated(decoded, latents, columns=["N", "", "", "", "V"], columns_row=2)
+    texts = {t.get_text(): t.get_position() for t in fig.axes[0].texts}
+    marked = [text for text in texts if text.startswith(("N:", "V:"))]
+    assert sorted(marked) == ["N: (20, 21)", "V: (28, 29)"]  # cells 10 and 14: the middle row's ends
+    assert "N" not in texts and "V" not in texts  # nothing over the top row
+    top = plot_generated(decoded, latents, columns=["N", "", "", "", "V"])  # (the top row's words: above it)
+    assert {"N", "V"} <= {t.get_text() for t in top.axes[0].texts}

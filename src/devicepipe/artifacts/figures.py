@@ -187,13 +187,15 @@ def generated(m: Made) -> Any:
         centre=h["centre"],
         centre_name="typical normal beat (the N beats' mean code)",
         columns=["N"] + [""] * (round(np.sqrt(len(h["grid"]))) - 2) + [other],
+        columns_row=round(np.sqrt(len(h["grid"]))) // 2,  # the middle row: the path from N to the class
         hardly=f"the model decodes every code here, the {other} beats' mean included,\ninto nearly the typical beat: "
         "its codes carry little of the beats' shapes, though latent.png may still set them apart",
         hardly_across=f"the model decodes the {words} beats' mean code into nearly the normal beat: it does not "
         "tell their shape from the normal one",
         sampling_rate=m.beat_rate,
         title=f"What the model learned: the middle row runs from the normal (N) beats' mean code to the {words} "
-        f"({other}) beats';\nup and down: how normal beats' codes vary most; above each beat: its latent point",
+        f"({other}) beats' (marked);\nup and down: how normal beats' codes vary most; above each beat: its latent "
+        "point",
         warning=m.warning,
     )
 
