@@ -36,8 +36,15 @@ def parse_duration(text: str | float) -> float:
     return seconds
 
 
+#: A year (the Julian year of 365.25 days), s.
+YEAR_S = 365.25 * 86400
+
+
 def format_duration(seconds: float) -> str:
-    """``seconds`` for a person: ``2.50 d``, ``1.25 h``, ``30.0 min`` or ``4.20 s``."""
+    """``seconds`` for a person: ``13.8 years``, ``2.50 d``, ``1.25 h``, ``30.0 min`` or ``4.20 s``
+    (years from a year on: a load series of 14 years read "5052.88 d")."""
+    if seconds >= YEAR_S:
+        return f"{seconds / YEAR_S:.1f} years"
     if seconds >= 86400:
         return f"{seconds / 86400:.2f} d"
     if seconds >= 3600:

@@ -17,6 +17,8 @@ def test_durations_read_as_a_person_writes_them():
     from devicepipe.units import format_duration, parse_duration
 
     assert [format_duration(s) for s in (4.2, 1800, 4500, 216000)] == ["4.20 s", "30.0 min", "1.25 h", "2.50 d"]
+    # AEP's hourly load, 2004-10-01 to 2018-08-03: 5052.88 d, in years
+    assert [format_duration(d * 86400) for d in (364.0, 5052.88)] == ["364.00 d", "13.8 years"]
     assert parse_duration(format_duration(4500).replace(" ", "")) == 4500
 
 
