@@ -5,6 +5,7 @@ or fused over several. The R-peak kernel: long and dense by design."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -201,7 +202,7 @@ class _Ricker:
         magnitude: torch.Tensor | None = None,
         stride: int = 1,
         negative: torch.Tensor | None = None,
-        signs: tuple[torch.Tensor, torch.Tensor] | None = None,
+        signs: tuple[torch.Tensor, torch.Tensor] | Callable[[], tuple[torch.Tensor, torch.Tensor]] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The threshold, the local beat level and the search-back threshold of every block,
         ``(batch, blocks)`` each, from the block summaries of the whole recording and a subsample
@@ -323,7 +324,7 @@ class _Ricker:
         typical: torch.Tensor,
         no_ecg: torch.Tensor,
         dense: torch.Tensor | None = None,
-        signs: tuple[torch.Tensor, torch.Tensor] | None = None,
+        signs: tuple[torch.Tensor, torch.Tensor] | Callable[[], tuple[torch.Tensor, torch.Tensor]] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """:meth:`thresholds` from the :meth:`envelope`, the block means and :meth:`typical_level`'s
         answer. Each block's values depend on the block summaries :attr:`threshold_reach` blocks
@@ -331,7 +332,8 @@ class _Ricker:
         end) gives the stretch's values of the whole recording. A ``dense`` row's floor leaves out
         the noise: its quietest half-second is its beats'. So does a block's where the noise
         floor is over the beat threshold while the candidates around it are of one polarity
-        (``signs``, :meth:`block_signs`; at least :data:`ONE_SIGN`): beats too close for a quiet
+        (``signs``, :meth:`block_signs`, or a function giving them, called only where a floor is
+        that high; at least :data:`ONE_SIGN`): beats too close for a quiet
         half-second between them (ventricular tachycardia over 200 bpm), where noise's
         candidates point either way."""
         span = _samples(self.envelope_s / self.block_s, 1.0)
@@ -339,10 +341,10 @@ class _Ricker:
         noise = centred_window(block_mean, span, "min")
         if dense is not None and bool(dense.any()):
             noise = torch.where(dense[:, None], torch.zeros_like(noise), noise)
-        if signs is not None:
-            signed, heights = (centred_window(v, span, "mean") for v in signs)
+        busy = self.noise_factor * noise >= 2 * self.threshold * level  # (the floor near the beats themselves)
+        if signs is not None and bool(busy.any()):  # (seldom: the polarity is read only where it is)
+            signed, heights = (centred_window(v, span, "mean") for v in (signs() if callable(signs) else signs))
             one_rhythm = (signed.abs() >= ONE_SIGN * heights) & (heights > 0)
-            busy = self.noise_factor * noise >= 2 * self.threshold * level  # (near the beats themselves)
             noise = torch.where(one_rhythm & busy, torch.zeros_like(noise), noise)
         floor = torch.maximum(self.global_floor * typical, self.noise_factor * noise)
         per_block = torch.maximum(self.threshold * level, floor)
@@ -545,7 +547,10 @@ def _peaks_ricker_rows(x: torch.Tensor, sampling_rate: float, **options: float) 
     magnitude = _abs_max(x[..., ::stride])
     block_max, block_mean = r.summaries(feature)
     cands = r.candidates(x, feature, negative, 0, (0, n))
-    signs = r.block_signs(cands, x.shape[0], block_max.shape[-1])
+
+    def signs() -> tuple[torch.Tensor, torch.Tensor]:  # (summed only where a block needs them)
+        return r.block_signs(cands, x.shape[0], block_max.shape[-1])
+
     sub, sub_negative = feature[..., ::stride], negative[..., ::stride]
     limits = r.thresholds(block_max, block_mean, sub, magnitude, stride, sub_negative, signs)
     cands = r.accept(cands, *limits)
