@@ -530,12 +530,14 @@ def plot_days(
     unit: str = "MW",
     hours: np.ndarray | None = None,
     scores: np.ndarray | None = None,
+    directions: np.ndarray | None = None,
     max_lines: int = 8,
 ) -> Figure:
     """Anomalous days (one line each, the highest scores first) against the typical day (median, 10-90 % band).
 
     At most ``max_lines`` days are drawn, each in its own colour of a qualitative palette (no two
-    alike), labelled with the date, its weekday and, given ``scores``, its score.
+    alike), labelled with the date, its weekday, given ``directions`` (``(n,)``, ``"low"`` or
+    ``"high"`` against like days) its direction, and given ``scores``, its score.
     """
     hours = np.arange(days.shape[1]) * 24.0 / days.shape[1] if hours is None else hours
     fig = new_figure(figsize=(10, 5))
@@ -551,6 +553,8 @@ def plot_days(
         weekday = np.datetime64(dates[i][:10], "D") if len(dates[i]) >= 10 and dates[i][4] == "-" else None
         if weekday is not None:
             label += " " + ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")[(weekday.astype(int) - 4) % 7]
+        if directions is not None:
+            label += f", {directions[i]}"
         if scores is not None:
             label += f", score {scores[i]:.3g}"
         ax.plot(hours, days[i], lw=1.4, color=palette(j % 10), label=label)

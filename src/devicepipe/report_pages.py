@@ -25,6 +25,7 @@ from devicepipe.report_parts import (
 from devicepipe.scorers import SCORER_KINDS
 from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary, flag_rule, held
 from devicepipe.units import format_duration
+from devicepipe.windows import DIRECTION_WORDS
 
 REPORT_NAME = "report.html"
 #: The most flagged rows a page lists.
@@ -36,7 +37,8 @@ class FlaggedRows:
     """The flagged rows a learning page lists, each drawn beside a typical row.
 
     ``names``: a label per row (time or date); ``scores``: ``(n,)``; ``rows``: ``(n, width)``
-    host values as the model saw them; ``typical``: ``(width,)``; ``labels``: reference labels
+    host values as the model saw them; ``typical``: ``(width,)``, or ``(n, width)`` one per row,
+    what ``typical_words`` calls it (default: the typical row); ``labels``: reference labels
     per row or None; ``reasons``: why each row differs, in words, or None; ``unit``: what the
     rows' values are in; ``one``/``many``: what a row is (``"beat"``/``"beats"``).
     """
@@ -45,6 +47,7 @@ class FlaggedRows:
     scores: np.ndarray
     rows: np.ndarray
     typical: np.ndarray
+    typical_words: str = ""
     labels: Sequence[str] | None = None
     reasons: Sequence[str] | None = None
     unit: str = ""
@@ -100,7 +103,7 @@ def _input_facts(summary: RunSummary) -> list[tuple[str, str]]:
 def _flagged_section(flagged: FlaggedRows, summary: RunSummary) -> _Section:
     header = ["#", "where", "score"] + (["reference"] if flagged.labels is not None else [])
     header += ["what differs"] if flagged.reasons is not None else []
-    header.append(f"{flagged.one} (red) and the typical {flagged.one}")
+    header.append(f"{flagged.one} (red) and {flagged.typical_words or f'the typical {flagged.one}'}")
     rows = []
     for i in range(len(flagged.names)):
         row: list[Any] = [i + 1, flagged.names[i], round(float(flagged.scores[i]), 5)]
@@ -108,7 +111,8 @@ def _flagged_section(flagged: FlaggedRows, summary: RunSummary) -> _Section:
             row.append(flagged.labels[i] or "none")
         if flagged.reasons is not None:
             row.append(flagged.reasons[i])
-        row.append(_sparkline(flagged.rows[i], flagged.typical))
+        typical = flagged.typical[i] if flagged.typical.ndim == 2 else flagged.typical
+        row.append(_sparkline(flagged.rows[i], typical))
         rows.append(row)
     shown = len(flagged.names)
     text = (
@@ -398,6 +402,69 @@ def _train_page(
     return facts, sections
 
 
+#: Listed windows shown in the report's table against a reference, best ranks first.
+MAX_LISTED_ROWS = 200
+
+
+def _window_facts(summary: RunSummary) -> list[tuple[str, str]]:
+    """The answer of a series run: its flagged windows low and high (none in runs that did not
+    say) and, with a reference, the listed windows flagged and the flags it does not list."""
+    directions = [f.direction for f in summary.flagged or [] if f.direction is not ABSENT]
+    facts = [
+        (f"windows flagged {words}", _number(directions.count(d))) for d, words in DIRECTION_WORDS.items() if directions
+    ]
+    ref = summary.window_reference
+    if ref:
+        facts += [
+            ("listed windows flagged", f"{_number(ref.flagged_listed)} of {_number(ref.listed_windows)}"),
+            ("flagged windows not listed", _number(ref.flagged_not_listed)),
+        ]
+    return facts
+
+
+def _window_reference_sections(summary: RunSummary) -> list[_Section]:
+    """The flags against a reference's listed days, per kind and per listed window (none without one)."""
+    ref = summary.window_reference
+    if not ref:
+        return []
+    n = summary.windows.used
+    outside = (
+        f" {len(ref.outside):,} listed time(s) fall in no scored window (outside the series, or in a window "
+        f"left out for gaps), first {ref.outside[0][:10]}."
+        if ref.outside
+        else ""
+    )
+    text = (
+        f"Each time listed in {ref.source} ({ref.rows:,} rows) is matched to the window that holds it: "
+        f"{ref.flagged_listed:,} of the {ref.listed_windows:,} listed windows were flagged, and "
+        f"{ref.flagged_not_listed:,} flagged windows are not listed.{outside} A window's rank is its place among "
+        f"the {n:,} windows' scores (1: the highest); the {ref.listed_windows:,} highest scores hold "
+        f"{ref.listed_in_top:,} of the listed windows, which is how well the scores rank them, the threshold aside."
+    )
+    kinds = [
+        [kind, k.listed, k.flagged, f"{100 * k.flagged / k.listed:.0f} %", k.best_rank, _number(k.median_rank)]
+        for kind, k in ref.kinds.items()
+    ]
+    listed = sorted(ref.windows, key=lambda w: w.rank)
+    rows = [
+        [w.start[:10], w.kind, round(w.score, 5), w.rank, "yes" if w.flagged else "no", w.direction]
+        for w in listed[:MAX_LISTED_ROWS]
+    ]
+    more = f"; the {MAX_LISTED_ROWS} best ranked of {len(listed):,} are shown" if len(listed) > MAX_LISTED_ROWS else ""
+    return [
+        _Section(
+            "Flags against the reference, by kind",
+            text,
+            {"header": ["kind", "listed", "flagged", "share flagged", "best rank", "median rank"], "rows": kinds},
+        ),
+        _Section(
+            "The listed windows",
+            f"Each listed window's score, rank and flag, and whether it is low or high against like windows{more}.",
+            {"header": ["window", "kind", "score", "rank", "flagged", "against like windows"], "rows": rows},
+        ),
+    ]
+
+
 def _series_page(
     summary: RunSummary,
     files: dict[str, Path],
@@ -409,14 +476,16 @@ def _series_page(
     sections: list[_Section] = []
     w = summary.windows
     facts = [
+        *_learning_facts(summary, "windows"),
+        *_window_facts(summary),
         ("windows", _number(w.used)),
         ("window", str(summary.window or "")),
-        *_learning_facts(summary, "windows"),
         ("windows with gaps filled", _number(w.windows_with_filled_slots)),
         *facts,
     ]
     if flagged is not None:
         sections.append(_flagged_section(flagged, summary))
+    sections.extend(_window_reference_sections(summary))
     sections.append(_Section("Anomalous windows", figures=_figures(files, ["days.png", "extremes.png"])))
     codes = _figures(files, ["latent.png"])
     sections.append(_Section("Codes", _model_use(summary, "windows"), figures=codes))
@@ -435,10 +504,11 @@ def _score_series_page(
     sections: list[_Section] = []
     w = summary.windows
     facts = [
+        ("windows flagged as anomalous", _number(len(summary.flagged))),
+        *_window_facts(summary),
+        ("share flagged", f"{100 * summary.flag_rate:.2f} %"),
         ("windows scored", _number(w.used)),
         ("window", str(summary.window or "")),
-        ("windows flagged as anomalous", _number(len(summary.flagged))),
-        ("share flagged", f"{100 * summary.flag_rate:.2f} %"),
         ("threshold (score, the model's)", _number(summary.threshold)),
         *_scorer_facts(summary),
         *_model_facts(summary, summary.model.training_windows, "windows"),
@@ -447,6 +517,7 @@ def _score_series_page(
     ]
     if flagged is not None:
         sections.append(_flagged_section(flagged, summary))
+    sections.extend(_window_reference_sections(summary))
     sections.append(_Section("Anomalous windows", figures=_figures(files, ["days.png", "extremes.png"])))
     sections.append(
         _Section(

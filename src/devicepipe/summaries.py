@@ -304,6 +304,50 @@ class Flagged(Record):
     reference: str | None
     tail_probability: float
     why: str
+    direction: str  # a window's: "low" or "high" against like windows (absent in older runs)
+    departure_share: float  # its largest departure, a signed share of the like windows' value there
+    departure_at: str  # the time of that departure
+
+
+@_section
+class ListedWindow(Record):
+    """A window that holds a reference's listed time: its score, rank (1: the highest of the
+    run), flag and direction against like windows."""
+
+    start: str
+    listed: str
+    kind: str
+    score: float
+    rank: int
+    flagged: bool
+    direction: str
+
+
+@_section
+class KindCount(Record):
+    """The listed windows of one kind, those flagged, and their ranks among every window's scores."""
+
+    listed: int
+    flagged: int
+    best_rank: int
+    median_rank: float
+
+
+@_section
+class WindowReference(Record):
+    """A load series' flagged windows against a reference's listed days (``series --reference``)."""
+
+    source: str
+    rows: int
+    outside: list[str]  # listed times in no scored window (outside the series, or in a window left out)
+    listed_windows: int
+    flagged_listed: int
+    flagged_not_listed: int
+    sensitivity: float | None
+    ppv: float | None
+    listed_in_top: int  # listed windows among the listed_windows highest scores (the ranking, threshold aside)
+    kinds: dict[str, KindCount]
+    windows: list[ListedWindow]
 
 
 @_section
@@ -404,6 +448,7 @@ class RunSummary(Record):
     quality: Quality
     accuracy: Accuracy | None
     reference: Reference
+    window_reference: WindowReference
     model: Model
     recordings: Recordings
     window: str

@@ -2,7 +2,9 @@
 
 :func:`make_windows` places each sample on a grid of the series' step, fills short gaps by
 linear interpolation along the series (on the device), drops windows missing too much, and
-says which windows were filled and which dropped.
+says which windows were filled and which dropped. :func:`departures` says how each window
+departs from like windows (low, as an outage or a holiday; high, as a demand extreme), and
+:func:`windows_holding` which window holds each of a list of times.
 """
 
 from __future__ import annotations
@@ -15,7 +17,21 @@ import torch
 from devicepipe.errors import DevicepipeError
 from devicepipe.signal.resample import interpolate_nans
 
-__all__ = ["Windows", "make_windows"]
+__all__ = [
+    "DIRECTION_WORDS",
+    "LIKE_EACH_SIDE",
+    "Departures",
+    "Windows",
+    "departures",
+    "make_windows",
+    "windows_holding",
+]
+
+#: Like windows a window is compared with: up to this many on either side (see :func:`departures`).
+LIKE_EACH_SIDE = 4
+_WEEK_NS = 7 * 86_400 * 10**9
+#: What a window's direction (:attr:`Departures.direction`) says of it.
+DIRECTION_WORDS = {"low": "low (outage-like)", "high": "high (demand extremes)"}
 
 
 @dataclass(frozen=True)
@@ -90,3 +106,70 @@ def make_windows(
         dropped=starts[present_h & ~keep_h],
         step_s=step_s,
     )
+
+
+@dataclass(frozen=True)
+class Departures:
+    """How each window departs from like windows (see :func:`departures`).
+
+    Attributes
+    ----------
+    direction : str array of shape ``(n_windows,)``: ``"low"`` where the window's largest
+        departure is below the like windows, ``"high"`` where above.
+    share : float array of shape ``(n_windows,)``: that departure as a signed share of the like
+        windows' median at its step (-0.6: 60 % under); NaN where that median is 0.
+    step : int array of shape ``(n_windows,)``: the step (slot) of the window where it is.
+    like : int array of shape ``(n_windows,)``: like windows compared (0: none was in the
+        series, and the series' median window stood in).
+    usual : array of shape ``(n_windows, per_window)``: the like windows' median, step by step.
+    """
+
+    direction: np.ndarray
+    share: np.ndarray
+    step: np.ndarray
+    like: np.ndarray
+    usual: np.ndarray
+
+
+def departures(values: np.ndarray, starts: np.ndarray, window_s: float) -> Departures:
+    """How each window departs from like windows, step by step: the windows at the same place
+    in the week (for a window of a week or a whole fraction of one, such as a day: the same
+    weekday) or else the neighbouring windows, up to :data:`LIKE_EACH_SIDE` on either side;
+    their median at each step is the usual value. The largest departure (in the series' units)
+    gives the direction: an outage, a holiday or a stuck meter is low, a demand extreme high.
+
+    Parameters
+    ----------
+    values : array of shape ``(n_windows, per_window)``, host values in the series' units.
+    starts : ``datetime64[ns]`` array of shape ``(n_windows,)``, sorted (:attr:`Windows.starts`).
+    window_s : the windows' length in seconds.
+    """
+    n = values.shape[0]
+    win_ns = int(round(window_s * 1e9))
+    period = _WEEK_NS if win_ns <= _WEEK_NS and _WEEK_NS % win_ns == 0 else win_ns
+    at = starts.astype("datetime64[ns]").view(np.int64)
+    offsets = np.array([k * period for k in range(-LIKE_EACH_SIDE, LIKE_EACH_SIDE + 1) if k], dtype=np.int64)
+    wanted = at[:, None] + offsets[None, :]  # (n_windows, 2 * LIKE_EACH_SIDE)
+    pos = np.searchsorted(at, wanted).clip(max=n - 1)
+    found = at[pos] == wanted
+    like = np.where(found[..., None], values[pos], np.nan)  # (n_windows, 2 * LIKE_EACH_SIDE, per_window)
+    count = found.sum(axis=1)
+    like[count == 0, 0] = np.median(values, axis=0)  # no like window: the series' median window
+    usual = np.nanmedian(like, axis=1)
+    diff = values - usual
+    step = np.abs(diff).argmax(axis=1)
+    rows = np.arange(n)
+    largest, base = diff[rows, step], np.abs(usual[rows, step])
+    share = np.divide(largest, base, out=np.full(n, np.nan), where=base > 0)
+    return Departures(np.where(largest < 0, "low", "high"), share, step, count, usual)
+
+
+def windows_holding(starts: np.ndarray, window_s: float, times: np.ndarray) -> np.ndarray:
+    """Which window holds each of ``times``: int64 array of shape ``times.shape``, the window's
+    position in ``starts`` (``datetime64[ns]``, sorted), -1 where none does (a time outside the
+    series, or in a window left out)."""
+    at = starts.astype("datetime64[ns]").view(np.int64)
+    t = times.astype("datetime64[ns]").view(np.int64)
+    pos = np.searchsorted(at, t, side="right") - 1
+    inside = (pos >= 0) & (t < at[pos.clip(min=0)] + int(round(window_s * 1e9)))
+    return np.where(inside, pos, -1).astype(np.int64)

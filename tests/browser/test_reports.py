@@ -190,12 +190,16 @@ def test_score_and_train_reports_open_cleanly(tmp_path, shots):
 @pytest.mark.slow  # a series run and its page in the browser; CI runs it
 def test_series_report_opens_cleanly(tmp_path, shots):
     load = simulate_load(120, seed=2)
-    src, _ = write_simulated_load(load, tmp_path / "load.csv")
+    src, truth = write_simulated_load(load, tmp_path / "load.csv")
     result = run_series(
-        src, tmp_path / "series", column="load_MW", time_column="Datetime", settings=SeriesLearnSettings(epochs=5)
-    )
+        src, tmp_path / "series", column="load_MW", time_column="Datetime", settings=SeriesLearnSettings(epochs=5),
+        reference=truth,
+    )  # fmt: skip
     seen = open_in_browser(tmp_path / "series" / "report.html", shots)
-    _check_page(seen, [f"{result.summary['windows']['used']:,}", "windows flagged as anomalous"], images=4)
+    ref = result.summary.window_reference
+    numbers = [f"{result.summary['windows']['used']:,}", "windows flagged as anomalous", "listed windows flagged"]
+    numbers += [f"{ref.flagged_listed} of {ref.listed_windows}", "Flags against the reference, by kind"]
+    _check_page(seen, numbers, images=4)
     # the same model on the series again, as 'score' runs it: its own page
     scored = run_score_series(src, tmp_path / "scored", model=tmp_path / "series", device="cpu")
     seen = open_in_browser(tmp_path / "scored" / "report.html", shots)

@@ -315,6 +315,66 @@ def test_a_series_model_scores_a_new_period(tmp_path):
     assert all(f"warning: {w}" in " ".join(kw.stderr.split()) for w in said)
 
 
+#: The simulator's anomaly kinds and the side of like days each lies on (its ground truth).
+SIMULATED_SIDE = {"outage": "low", "holiday": "low", "stuck": "low", "spike": "high"}
+
+
+def _against_truth(out, truth):
+    """The run's flags against the truth, counted here from its table and the truth file alone."""
+    table = pq.read_table(out / ("embeddings.parquet" if (out / "embeddings.parquet").exists() else "scores.parquet"))
+    rows = table.to_pandas()
+    rows["day"] = rows["start"].astype(str).str[:10]
+    rows["rank"] = rows["score"].rank(ascending=False, method="first").astype(int)
+    listed = rows.merge(truth, on="day")
+    return rows, listed
+
+
+def test_series_reference_scores_every_simulated_kind(tmp_path):
+    src = tmp_path / "load.csv"
+    assert run("simulate", "load", "--days", 240, "--anomalies", 12, "--seed", 5, "--out", src).exit_code == 0
+    truth = pd.read_csv(tmp_path / "load.truth.csv")
+    assert set(truth["kind"]) == set(SIMULATED_SIDE)
+    out = tmp_path / "r"
+    result = run("series", src, "--out", out, "--reference", tmp_path / "load.truth.csv", "--epochs", 60,
+                 "--device", "cpu")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    ref = json.loads((out / "summary.json").read_text())["window_reference"]
+    rows, listed = _against_truth(out, truth)
+    assert ref["source"] == "load.truth.csv" and ref["rows"] == len(truth) == ref["listed_windows"] == len(listed)
+    assert ref["flagged_listed"] == int(listed["flag"].sum())
+    assert ref["flagged_not_listed"] == int(rows["flag"].sum() - listed["flag"].sum())
+    assert ref["sensitivity"] == pytest.approx(listed["flag"].mean())
+    assert ref["listed_in_top"] == int((listed["rank"] <= len(truth)).sum()) and ref["outside"] == []
+    for kind, group in listed.groupby("kind"):  # every simulated kind scored
+        k = ref["kinds"][kind]
+        assert k["listed"] == len(group) and k["flagged"] == int(group["flag"].sum())
+        assert k["best_rank"] == group["rank"].min() and k["median_rank"] == pytest.approx(group["rank"].median())
+    # each listed day lies on its kind's side of like days, in the summary and the table
+    by_day = {w["start"][:10]: w for w in ref["windows"]}
+    for day, kind, direction in zip(listed["day"], listed["kind"], listed["direction"], strict=True):
+        assert by_day[day]["kind"] == kind and by_day[day]["direction"] == direction == SIMULATED_SIDE[kind]
+    # the terminal ends with the answer: the flags low and high, then the reference's count
+    said = result.stdout.splitlines()
+    last = said[said.index(next(line for line in said if line.startswith("outputs in"))) - 1]
+    assert last.startswith(f"against load.truth.csv: {ref['flagged_listed']} of {len(truth)} listed windows flagged")
+    page = (out / "report.html").read_text()
+    assert "Flags against the reference, by kind" in page and "The listed windows" in page
+
+    # the same reference scores a new period with the model: its own counts, the same kinds
+    scored = run("score", src, "--model", out, "--out", tmp_path / "s", "--reference", tmp_path / "load.truth.csv",
+                 "--device", "cpu")  # fmt: skip
+    assert scored.exit_code == 0, scored.output
+    again = json.loads((tmp_path / "s" / "summary.json").read_text())["window_reference"]
+    rows, listed = _against_truth(tmp_path / "s", truth)
+    assert again["kinds"].keys() == ref["kinds"].keys() and again["flagged_listed"] == int(listed["flag"].sum())
+
+    # a reference of another period is refused before anything is written
+    (tmp_path / "other.csv").write_text("day,kind\n1999-01-01,outage\n")
+    refused = run("series", src, "--out", tmp_path / "o", "--reference", tmp_path / "other.csv", "--epochs", 2)
+    assert_user_error(refused, "none of the 1 time(s) listed in other.csv")
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_series_model_refuses_what_it_cannot_score(tmp_path):
     src = tmp_path / "load.csv"
     assert run("simulate", "load", "--days", 30, "--out", src).exit_code == 0
@@ -327,7 +387,8 @@ def test_a_series_model_refuses_what_it_cannot_score(tmp_path):
     cases = [
         (["score", quarter, "--model", tmp_path / "m"], "has a step of 15.0 min (96 to a window)"),
         (["score", src, "--model", tmp_path / "pw"], "per-sample autoencoder"),
-        (["score", src, "--model", tmp_path / "m", "--reference", src], "--reference is not for a load-series model"),
+        (["score", src, "--model", tmp_path / "m", "--sampling-rate", 250], "--sampling-rate is not for a load-series"),
+        (["score", src, "--model", tmp_path / "m", "--reference", tmp_path / "x.atr"], "is not a table of days"),
         (["score", tmp_path, "--model", tmp_path / "m"], "scores one series at a time"),
     ]
     for args, pattern in cases:

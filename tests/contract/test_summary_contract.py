@@ -62,7 +62,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             f"r{i}", fs=250, units=["mV"], sig_name=["ECG"], p_signal=signal, fmt=["16"], write_dir=str(records)
         )
         wfdb.wrann(f"r{i}", "atr", sim.r_peaks.numpy(), list(sim.symbols), write_dir=str(records))
-    load, _ = write_simulated_load(simulate_load(70, seed=2, n_anomalies=2), tmp / "load.parquet")
+    load, days = write_simulated_load(simulate_load(70, seed=2, n_anomalies=2), tmp / "load.parquet")
     fast = LearnSettings(epochs=2)
     out: dict[str, Any] = {}
     run_beats(ecg, tmp / "beats", device="cpu", reference=tmp / "ecg.truth.csv", figures=False)
@@ -73,9 +73,9 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out["score"] = _summary(tmp / "score")
     run_train(folder, tmp / "train", device="cpu", settings=fast)
     out["train"] = _summary(tmp / "train")
-    run_series(load, tmp / "series", device="cpu", settings=SeriesLearnSettings(epochs=2))
+    run_series(load, tmp / "series", device="cpu", settings=SeriesLearnSettings(epochs=2), reference=days)
     out["series"] = _summary(tmp / "series")
-    run_score_series(load, tmp / "score_series", model=tmp / "series", device="cpu")
+    run_score_series(load, tmp / "score_series", model=tmp / "series", device="cpu", reference=days)
     out["score_series"] = _summary(tmp / "score_series")
     opts = {"figures": False, "count_transfers": False}
     run_dataset(records, tmp / "dataset", options=opts, engine=Engine(workers=0), reference="atr")

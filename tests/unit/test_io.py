@@ -12,6 +12,7 @@ from devicepipe.interop import shares_memory
 from devicepipe.io import (
     atomic_path,
     read_reference,
+    read_reference_days,
     read_series,
     staged_dir,
     write_csv,
@@ -20,7 +21,7 @@ from devicepipe.io import (
     write_parquet,
 )
 from devicepipe.io.read import declares_sampling_rate
-from devicepipe.simulate import simulate_ecg, write_simulated_ecg
+from devicepipe.simulate import simulate_ecg, simulate_load, write_simulated_ecg, write_simulated_load
 
 
 @pytest.fixture
@@ -382,6 +383,38 @@ def test_reference_beats_from_tables(tmp_path):
         read_reference(tmp_path / "frac.csv")
     with pytest.raises(ReadError, match="reference file not found"):
         read_reference(tmp_path / "missing.csv")
+
+
+def test_reference_days_from_tables(tmp_path):
+    sim = simulate_load(60, n_anomalies=5, seed=4)
+    _, truth = write_simulated_load(sim, tmp_path / "load.csv")
+    ref = read_reference_days(truth)  # the simulator's own truth file: day, kind
+    assert np.array_equal(ref.times, sim.anomalous_days.astype("datetime64[ns]"))
+    assert ref.kinds.tolist() == list(sim.anomaly_kinds) and ref.source == "load.truth.csv"
+    # any case, times within a day, unsorted, no kind column: sorted, each "listed"
+    (tmp_path / "d.csv").write_text("Date\n2021-03-04 18:30:00\n2021-03-01\n")
+    ref = read_reference_days(tmp_path / "d.csv")
+    assert [str(t)[:16] for t in ref.times] == ["2021-03-01T00:00", "2021-03-04T18:30"]
+    assert ref.kinds.tolist() == ["listed", "listed"]
+    # a Parquet table of timestamps under another name: its first column of times
+    stamps = np.array(["2021-05-02T00:00", "2021-05-01T00:00"], dtype="datetime64[ns]")
+    pq.write_table(pa.table({"when": stamps, "label": ["storm", None]}), tmp_path / "d.parquet")
+    ref = read_reference_days(tmp_path / "d.parquet")
+    assert [str(t)[:10] for t in ref.times] == ["2021-05-01", "2021-05-02"]
+    assert ref.kinds.tolist() == ["listed", "storm"]
+    cases = [
+        ("n.csv", "sample\n1\n", r"n.csv has no column of days; its columns are \['sample'\]"),
+        ("t.csv", "day\nyesterday\n", "cannot read column 'day' of the reference t.csv as dates"),
+        ("e.csv", "day,kind\n", "lists no days"),
+        ("g.csv", "day,kind\n2021-01-01,x\n,y\n", "must hold a date in every row"),
+        ("x.atr", "", "is not a table of days"),
+        ("missing.csv", None, "reference file not found"),
+    ]
+    for name, text, pattern in cases:
+        if text is not None:
+            (tmp_path / name).write_text(text)
+        with pytest.raises(ReadError, match=pattern):
+            read_reference_days(tmp_path / name)
 
 
 def test_which_sources_declare_their_sampling_rate(tmp_path):

@@ -235,7 +235,11 @@ def window_extremes(m: Made) -> Any:
 def days(m: Made) -> Any:
     """The flagged windows against a typical one."""
     unit = _unit(m.unit_name)
-    return plot_days(m.host["days"], m.flagged, _window_names(m), unit=unit, hours=_hours(m), scores=m.host["scores"])
+    directions = None if m.leading is None else m.leading.get("direction")
+    return plot_days(
+        m.host["days"], m.flagged, _window_names(m), unit=unit, hours=_hours(m), scores=m.host["scores"],
+        directions=directions,
+    )  # fmt: skip
 
 
 def _rows(m: Made) -> str:

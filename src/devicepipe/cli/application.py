@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ecg": ("ecg", "Beats classed, Holter events and AF, a VAE, each beat scored."),
     "score": ("score", "Score new recordings with a model trained earlier."),
     "train": ("train", "Train one model of normal beats on many recordings."),
-    "series": ("series", "Flag the unusual days of a load series."),
+    "series": ("series", "Flag the unusual days of a load series, low (outages) or high (demand extremes)."),
     "demo": ("demo", "Run ecg on a simulated ECG: no data needed."),
     "bench": ("bench", "Time every stage on every device, against peers."),
 }

@@ -16,7 +16,7 @@ One module a concern:
 """
 
 from devicepipe.io.read import OverrideRate, Recording, read_series
-from devicepipe.io.reference import ReferenceBeats, read_reference
+from devicepipe.io.reference import ReferenceBeats, ReferenceDays, read_reference, read_reference_days
 from devicepipe.io.tables import SAMPLING_RATE_KEY
 from devicepipe.io.timeline import DUPLICATE_POLICIES, NAN_POLICIES, TimeReport
 from devicepipe.io.wfdb import (
@@ -47,11 +47,13 @@ __all__ = [  # by name, whatever the case
     "NAN_POLICIES",
     "read_beat_annotations",
     "read_reference",
+    "read_reference_days",
     "write_beat_annotations",
     "read_series",
     "OverrideRate",
     "Recording",
     "ReferenceBeats",
+    "ReferenceDays",
     "SAMPLING_RATE_KEY",
     "staged_dir",
     "sweep_leftovers",

@@ -1,4 +1,5 @@
-"""Reference beats to score a detector against: WFDB or EDF+ annotations, or a table of R-peak positions.
+"""Reference beats to score a detector against: WFDB or EDF+ annotations, or a table of R-peak
+positions; and reference days (a table of dates and kinds) to score a load series' flagged windows against.
 
 A table (CSV, TSV or Parquet, such as the simulator's ``NAME.truth.csv``) names its R peaks
 in a column of sample indices (``sample``, ``samples``, ``peak``, ``r_peak``) or of times in
@@ -24,7 +25,17 @@ from devicepipe.io.edf import EDF_SUFFIXES, read_edf_annotations
 from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES
 from devicepipe.io.wfdb import BEAT_SYMBOLS, read_beat_annotations
 
-__all__ = ["SAMPLE_COLUMNS", "SYMBOL_COLUMNS", "TIME_COLUMNS", "ReferenceBeats", "read_reference"]
+__all__ = [
+    "DAY_COLUMNS",
+    "KIND_COLUMNS",
+    "SAMPLE_COLUMNS",
+    "SYMBOL_COLUMNS",
+    "TIME_COLUMNS",
+    "ReferenceBeats",
+    "ReferenceDays",
+    "read_reference",
+    "read_reference_days",
+]
 
 #: Column names read as R-peak sample indices, and as R-peak times in seconds (any case).
 SAMPLE_COLUMNS = ("sample", "samples", "peak", "r_peak")
@@ -127,3 +138,70 @@ def read_reference(path: str | os.PathLike[str]) -> ReferenceBeats:
         f"read_reference(): {p.name} has no column of R peaks; its columns are {table.column_names}. "
         f"Name one {SAMPLE_COLUMNS[0]!r} (sample indices) or {TIME_COLUMNS[0]!r} (seconds)."
     )
+
+
+#: Column names read as the listed windows' times (dates or timestamps), and as their kinds (any case).
+DAY_COLUMNS = ("day", "date", "start", "datetime", "timestamp", "time")
+KIND_COLUMNS = ("kind", "label", "type", "class")
+
+
+@dataclass(frozen=True)
+class ReferenceDays:
+    """Listed anomalous times of a load series (days, or any moment inside a window).
+
+    ``times`` : ``datetime64[ns]`` array of shape ``(n,)``, sorted; ``kinds`` : str array of
+    shape ``(n,)``, each time's kind (``"outage"``, ``"spike"``, ...; ``"listed"`` where the
+    file names none); ``source`` : the file's name.
+    """
+
+    times: np.ndarray
+    kinds: np.ndarray
+    source: str
+
+
+def read_reference_days(path: str | os.PathLike[str]) -> ReferenceDays:
+    """Anomalous days from a CSV/TSV/Parquet table such as the simulator's ``NAME.truth.csv``:
+    a column of dates or ISO 8601 times (named one of :data:`DAY_COLUMNS`, else the first column
+    of dates or times) and, optionally, a column of kinds (one of :data:`KIND_COLUMNS`)."""
+    p = Path(path)
+    if p.suffix.lower() not in CSV_DELIMITERS and p.suffix.lower() not in PARQUET_SUFFIXES:
+        raise ReadError(
+            f"the reference {p.name} is not a table of days; give a CSV, TSV or Parquet file with a column 'day'."
+        )
+    if not p.is_file():
+        raise ReadError(f"reference file not found: {p}.")
+    table = _table(p)
+    by_name = {name.strip().lower(): name for name in table.column_names}
+    dated = [n for n in table.column_names if pa.types.is_timestamp(table.column(n).type)]
+    dated += [n for n in table.column_names if pa.types.is_date(table.column(n).type)]
+    name = next((by_name[n] for n in DAY_COLUMNS if n in by_name), None) or next(iter(dated), None)
+    if name is None:
+        raise ReadError(
+            f"the reference {p.name} has no column of days; its columns are {table.column_names}. "
+            "Name one 'day' and write each anomalous day as YYYY-MM-DD."
+        )
+    if table.num_rows == 0:
+        raise ReadError(f"the reference {p.name} lists no days; give at least one row.")
+    column = table.column(name)
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        try:
+            column = column.cast(pa.timestamp("ns"))
+        except pa.ArrowInvalid:
+            raise ReadError(
+                f"cannot read column {name!r} of the reference {p.name} as dates; write them as YYYY-MM-DD "
+                "(or YYYY-MM-DD HH:MM:SS)."
+            ) from None
+    if not (pa.types.is_timestamp(column.type) or pa.types.is_date(column.type)) or column.null_count:
+        raise ReadError(
+            f"column {name!r} of the reference {p.name} must hold a date in every row; it holds {column.type} "
+            f"with {column.null_count} empty value(s)."
+        )
+    times = column.to_numpy().astype("datetime64[ns]")
+    order = np.argsort(times, kind="stable")
+    kind_name = next((by_name[n] for n in KIND_COLUMNS if n in by_name), None)
+    if kind_name is None:
+        kinds = np.full(times.size, "listed")
+    else:
+        text = table.column(kind_name).cast(pa.string()).fill_null("").to_numpy(zero_copy_only=False)
+        kinds = np.asarray([k.strip() or "listed" for k in text], dtype=str)
+    return ReferenceDays(times[order], kinds[order], p.name)

@@ -8,6 +8,7 @@ from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
 from devicepipe.pipelines.results import BeatsResult, LearnResult
 from devicepipe.summaries import ABSENT, HolterSummary, LabelCount, RunSummary, flag_rule, held
 from devicepipe.units import format_duration
+from devicepipe.windows import DIRECTION_WORDS
 
 
 def beats_lines(result: BeatsResult) -> list[str]:
@@ -113,8 +114,8 @@ def score_series_lines(result: LearnResult) -> list[str]:
     return [
         f"{s.windows.used:,} windows of {s.window} scored, {len(s.flagged):,} flagged as anomalous "
         f"({100 * s.flag_rate:.2f} %; the model's threshold {s.threshold:.4g}, trained on "
-        f"{s.model.training_windows:,} windows)"
-        + (": " + ", ".join(f.start[:10] for f in s.flagged[:8]) if s.flagged else "")
+        f"{s.model.training_windows:,} windows)",
+        *window_lines(s),  # the answer last, where the eye lands
     ]
 
 
@@ -125,10 +126,37 @@ def series_lines(result: LearnResult) -> list[str]:
         f"{w.used:,} windows of {s.window} ({s.steps_per_window} steps); {w.windows_with_filled_slots} "
         f"had gaps filled ({w.filled_slots} slots), {len(w.dropped)} dropped; duplicates averaged: "
         f"{s.time['n_duplicates']}",
-        f"{len(s.flagged)} windows flagged ({flag_rule(s, 'window')}); the top ones: "
-        + ", ".join(f.start[:10] for f in s.flagged[:8]),
         training_line(s),
+        f"{len(s.flagged)} windows flagged ({flag_rule(s, 'window')})",
+        *window_lines(s),  # the answer last, where the eye lands
     ]
+
+
+#: Flagged windows named per direction on the terminal, highest scores first.
+WINDOWS_NAMED = 8
+
+
+def window_lines(s: RunSummary) -> list[str]:
+    """The flagged windows, low (outage-like) and high (demand extremes), and, with a reference,
+    how many of its listed days were flagged, per kind."""
+    lines = []
+    for direction, words in DIRECTION_WORDS.items():
+        named = [f.start[:10] for f in s.flagged if f.direction == direction]
+        if named:
+            more = f" and {len(named) - WINDOWS_NAMED:,} more" if len(named) > WINDOWS_NAMED else ""
+            lines.append(f"flagged {words}: {len(named):,}: {', '.join(named[:WINDOWS_NAMED])}{more}")
+    ref = s.window_reference
+    if ref:
+        ppv = "-" if ref.ppv is None else f"{100 * ref.ppv:.1f} %"
+        kinds = ", ".join(f"{kind} {k.flagged} of {k.listed}" for kind, k in ref.kinds.items())
+        outside = f"; {len(ref.outside)} listed time(s) in no scored window" if ref.outside else ""
+        lines.append(
+            f"against {ref.source}: {ref.flagged_listed} of {ref.listed_windows} listed windows flagged "
+            f"(sensitivity {100 * ref.sensitivity:.1f} %, positive predictivity {ppv}): {kinds}; "
+            f"{ref.flagged_not_listed} flagged window(s) not listed{outside}; the {ref.listed_windows} highest "
+            f"scores hold {ref.listed_in_top} of the listed windows"
+        )
+    return lines
 
 
 def train_lines(result: LearnResult) -> list[str]:

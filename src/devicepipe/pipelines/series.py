@@ -44,11 +44,19 @@ from devicepipe.pipelines.context import (
 from devicepipe.pipelines.learning import _detector, _finish, _fitted_model, _identity, _learn, _model_summary
 from devicepipe.pipelines.model_fit import failed_model_warnings, flag_share_warnings, scale_fit_warnings
 from devicepipe.pipelines.results import LearnResult
+from devicepipe.pipelines.series_days import (
+    Listed,
+    departure_words,
+    flagged_entries,
+    listed_windows,
+    reference_days,
+    reference_summary,
+)
 from devicepipe.report import MAX_FLAGGED_ROWS, REPORT_NAME, FlaggedRows, write_report
 from devicepipe.score import group_scores, reconstruct
 from devicepipe.summaries import RunSummary
 from devicepipe.units import format_duration, parse_duration
-from devicepipe.windows import Windows, make_windows
+from devicepipe.windows import Departures, Windows, departures, make_windows
 
 
 def _load_times(source: Any, time_column: str | int | None, need: str) -> tuple[str | int | None, bool]:
@@ -119,6 +127,7 @@ def run_series(
     pointwise: bool = False,
     settings: LearnSettings | None = None,
     hidden: int = SERIES_HIDDEN,
+    reference: str | Path | None = None,
     device: str | torch.device = "auto",
     nan: str = "error",
     encoding: str | None = None,
@@ -138,17 +147,26 @@ def run_series(
     latent code, score, flag, spread), ``checkpoint.pt`` (or ``ensemble.pt``),
     ``history.csv`` and figures (``training.png``, ``latent.png``, ``extremes.png``,
     ``days.png``). ``settings`` defaults to :class:`SeriesLearnSettings`.
+
+    Each flagged window is said to be low (under like windows: an outage, a holiday, a stuck
+    meter) or high (a demand extreme), by :func:`~devicepipe.windows.departures`.
+    ``reference`` (a table of days and kinds, such as the simulator's ``NAME.truth.csv``; see
+    :func:`~devicepipe.io.read_reference_days`) scores the flags against its listed days:
+    ``summary.json``'s ``window_reference`` and the report say which were flagged, per kind,
+    each listed window's rank among the scores, and the flagged windows it does not list.
     """
     settings = settings or SeriesLearnSettings()
     window_s = parse_duration(window)
     _check_pointwise_scorer(settings, pointwise)
     time_column, found = _load_times(source, time_column, "a load series needs its time column")
+    ref = reference_days(reference)
     run = _start(out, device, count_transfers, progress)
     choices = {"column": column, "time_column": time_column, "time_format": time_format, "window": window}
     identity = _identity(source, settings, **choices, pointwise=pointwise, hidden=hidden, nan=nan)
     check_before_start(run.out, settings, identity)
     rec, report = _read_load(run, source, column, (time_column, found), time_format, nan, encoding)
     wins = _windows_to_train(run, rec, report, window)
+    listed = None if ref is None else listed_windows(ref, wins, window_s)
     per = wins.per_window
     raw = wins.values.reshape(-1, 1) if pointwise else wins.values  # the notebook's model sees one sample at a time
     # MinMax scaling to [0, 1] (fitted on every value), the MLP's sigmoid output
@@ -165,11 +183,12 @@ def run_series(
     with run.stage("transfer"):
         host = scores.to_host() | _to_host({"days": wins.values, "recon": raw_recon})
     flagged = _flagged_order(host)
+    dep = departures(host["days"], wins.starts, window_s)
     with run.stage("write"):
         geometry = {"input": "load-windows", "window": window, "steps_per_window": per, "pointwise": pointwise}
         made = Made(
             "series", run.out, host, histories=learned.histories, threshold=scores.threshold,
-            warning=learned.unsettled, leading={"start": wins.starts, "filled_slots": wins.filled}, wins=wins,
+            warning=learned.unsettled, leading=_leading(wins, dep), wins=wins,
             unit_name=rec.channels[0], flagged=flagged, pointwise=pointwise, detector=learned.detector,
             geometry=geometry,
         )  # fmt: skip
@@ -184,9 +203,10 @@ def run_series(
         "time": report.to_dict(),
         "windows": _windows_summary(wins),
         **_series_scores_summary(detector, scores.threshold, settings.percentile, pointwise, per),
-        "flagged": [{"start": str(wins.starts[i])[:19], "score": float(host["scores"][i])} for i in flagged],
+        "flagged": flagged_entries(wins, host["scores"], flagged, dep),
+        **_reference_part(listed, wins, host, dep),
     }
-    page = _flagged_windows(wins, host, flagged, rec.channels[0])
+    page = _flagged_windows(wins, host, flagged, rec.channels[0], dep)
     return _finish(run, summary, learned, files, "series", page)
 
 
@@ -261,14 +281,33 @@ def _windows_summary(wins: Windows) -> dict[str, Any]:
     }
 
 
-def _flagged_windows(wins: Windows, host: dict[str, np.ndarray], flagged: np.ndarray, unit: str) -> FlaggedRows:
-    """The report's list of flagged windows (``flagged``: indices, highest score first)."""
+def _leading(wins: Windows, dep: Departures) -> dict[str, np.ndarray]:
+    """The first columns of a series run's tables: each window's start, slots filled, direction."""
+    return {"start": wins.starts, "filled_slots": wins.filled, "direction": dep.direction}
+
+
+def _reference_part(
+    listed: Listed | None, wins: Windows, host: dict[str, np.ndarray], dep: Departures
+) -> dict[str, Any]:
+    """``summary.json``'s ``window_reference`` where the run has a reference, else nothing."""
+    if listed is None:
+        return {}
+    return {"window_reference": reference_summary(listed, wins, host["scores"], host["flags"], dep)}
+
+
+def _flagged_windows(
+    wins: Windows, host: dict[str, np.ndarray], flagged: np.ndarray, unit: str, dep: Departures
+) -> FlaggedRows:
+    """The report's list of flagged windows (``flagged``: indices, highest score first), each
+    with its departure from like windows in words."""
     top = flagged[:MAX_FLAGGED_ROWS]
     return FlaggedRows(
         names=[str(wins.starts[i])[:10] for i in top],
         scores=host["scores"][top],
         rows=host["days"][top],
-        typical=np.median(host["days"], axis=0),
+        typical=dep.usual[top],
+        typical_words="like windows (grey)",
+        reasons=[departure_words(wins, dep, int(i)) for i in top],
         unit=unit,
         total=int(flagged.size),
         one="window",
@@ -285,6 +324,7 @@ def run_score_series(
     column: str | int | None = None,
     time_column: str | int | None = None,
     time_format: str | None = None,
+    reference: str | Path | None = None,
     device: str | torch.device = "auto",
     nan: str = "error",
     encoding: str | None = None,
@@ -301,7 +341,8 @@ def run_score_series(
     model's own minimum and maximum (those of its training series), so a period of higher
     load than any it saw scores high. Each window gets its score, flag (score above the
     model's threshold) and tail probability (the share of the model's training windows
-    scoring at least as high). A per-sample model (``series --pointwise``) is refused.
+    scoring at least as high). A per-sample model (``series --pointwise``) is refused. Flagged
+    windows are said low or high, and ``reference`` scores them, as :func:`run_series` does.
 
     Writes to ``out``: ``scores.parquet`` (window start, filled slots, codes, score, flag,
     spread, tail probability), ``scores.png``, ``latent.png``, ``extremes.png``, ``days.png``,
@@ -310,9 +351,12 @@ def run_score_series(
     dev = resolve_device(device)
     detector = _window_model(model, dev)
     time_column, found = _load_times(source, time_column, "the model scores windows of a load series")
+    ref = reference_days(reference)
     run = _start(out, dev, count_transfers, progress)
     rec, report = _read_load(run, source, column, (time_column, found), time_format, nan, encoding)
     wins = _model_windows(run, rec, report, detector.geometry_)
+    window_s = parse_duration(str(detector.geometry_["window"]))
+    listed = None if ref is None else listed_windows(ref, wins, window_s)
     with run.stage("score"):
         scores = detector.score_details(wins.values)
         tail = detector.tail_of(scores.scores)
@@ -323,10 +367,11 @@ def run_score_series(
             {"days": wins.values, "recon": raw_recon, "tail": tail, "train_scores": detector.train_scores_}
         )
     flagged = _flagged_order(host)
+    dep = departures(host["days"], wins.starts, window_s)
     with run.stage("write"):
         made = Made(
             "score-series", run.out, host, threshold=detector.threshold_, wins=wins, unit_name=rec.channels[0],
-            leading={"start": wins.starts, "filled_slots": wins.filled}, flagged=flagged,
+            leading=_leading(wins, dep), flagged=flagged,
         )  # fmt: skip
         files = write_artifacts(made)
     summary = {
@@ -337,7 +382,8 @@ def run_score_series(
         "steps_per_window": wins.per_window,
         "time": report.to_dict(),
         "windows": _windows_summary(wins),
-        **_score_series_scores(detector, host, wins, flagged),
+        **_score_series_scores(detector, host, wins, flagged, dep),
+        **_reference_part(listed, wins, host, dep),
         "seconds": run.timer.seconds,
         "transfers": run.timer.transfers(),
         "threads": detector.threads_.to_dict(),
@@ -345,7 +391,7 @@ def run_score_series(
         + flag_share_warnings(detector, host["flags"], "windows", "another place, period or unit")
         + failed_model_warnings(detector),
     }
-    page = _flagged_windows(wins, host, flagged, rec.channels[0])
+    page = _flagged_windows(wins, host, flagged, rec.channels[0], dep)
     typed = RunSummary.from_dict(summary)
     files[REPORT_NAME] = write_report(run.out, "score-series", typed, files, flagged=page)
     typed = write_summary(run.out, typed, files, replaces=run.earlier)
@@ -383,7 +429,7 @@ def _model_windows(run: _Run, rec: Recording, report: TimeReport, geometry: dict
 
 
 def _score_series_scores(
-    detector: BeatAnomalyDetector, host: dict[str, np.ndarray], wins: Windows, flagged: np.ndarray
+    detector: BeatAnomalyDetector, host: dict[str, np.ndarray], wins: Windows, flagged: np.ndarray, dep: Departures
 ) -> dict[str, Any]:
     """``summary.json``'s threshold, what it means, the scorer, the flag rate and the flagged windows."""
     return {
@@ -397,12 +443,5 @@ def _score_series_scores(
         ),
         "scorer": detector.scorer_summary(),
         "flag_rate": float(host["flags"].mean()),
-        "flagged": [
-            {
-                "start": str(wins.starts[i])[:19],
-                "score": float(host["scores"][i]),
-                "tail_probability": float(host["tail"][i]),
-            }
-            for i in flagged
-        ],
+        "flagged": flagged_entries(wins, host["scores"], flagged, dep, host["tail"]),
     }

@@ -56,7 +56,8 @@ _TIME_COLUMN = Annotated[
 _REFERENCE = Annotated[
     Path | None,
     typer.Option(
-        help="Labelled reference beats (a .atr, a truth CSV).",
+        help="Labelled reference beats (a .atr, a truth CSV); for a series model, listed anomalous days "
+        "(a table with a column 'day' and, optionally, 'kind').",
         metavar="PATH",
     ),
 ]
@@ -96,9 +97,9 @@ def score(
     named = model.resolve() if model.exists() else model
     fitted = load_model(named, "cpu" if many else device)  # a bad model: one line, before any cluster starts
     if model_input(fitted) == "load-windows":
-        _score_series(input, fitted, out, device, channel, time_column, time_format, nan, encoding,
-                      sampling_rate=sampling_rate, reference=reference, resume=resume, workers=workers,
-                      scheduler=scheduler, devices=devices)  # fmt: skip
+        _score_series(input, fitted, out, device, channel, time_column, time_format, nan, encoding, reference,
+                      sampling_rate=sampling_rate, resume=resume, workers=workers, scheduler=scheduler,
+                      devices=devices)  # fmt: skip
         return
     if time_column is not None or time_format is not None:
         raise DevicepipeError("--time-column and --time-format are for a model from 'devicepipe series'.")
@@ -130,6 +131,7 @@ def _score_series(
     time_format: str | None,
     nan: NanPolicy,
     encoding: str | None,
+    reference: Path | None,
     **ecg_only: Any,
 ) -> None:
     """``score`` with a model of load-series windows: one series, scored and printed."""
@@ -141,6 +143,7 @@ def _score_series(
     con = _console()
     result = run_score_series(
         input, out, model=model, column=_maybe_int(column), time_column=_maybe_int(time_column),
-        time_format=time_format, device=device, nan=nan.value, encoding=encoding, progress=con.print,
+        time_format=time_format, reference=reference, device=device, nan=nan.value, encoding=encoding,
+        progress=con.print,
     )  # fmt: skip
     _print_run(con, "score-series", result)

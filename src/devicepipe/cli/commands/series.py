@@ -66,6 +66,14 @@ def series(
     time_format: TimeFormatOpt = None,
     window: Annotated[str, typer.Option(help="Window length: 1d, 12h, 1w ...", metavar="LENGTH")] = SERIES_WINDOW,
     pointwise: Annotated[bool, typer.Option("--pointwise", help="The notebook's per-sample autoencoder.")] = False,
+    reference: Annotated[
+        Path | None,
+        typer.Option(
+            help="Listed anomalous days to score the flags against: a CSV or Parquet table with a column 'day' "
+            "(YYYY-MM-DD) and, optionally, 'kind' (the simulator's NAME.truth.csv is one).",
+            metavar="PATH",
+        ),
+    ] = None,
     device: DeviceOpt = "auto",
     epochs: EpochsOpt = SERIES.epochs,
     max_epochs: MaxEpochsOpt = SERIES.max_epochs,
@@ -85,13 +93,19 @@ def series(
     tensorboard: TensorboardOpt = None,
     threads: ThreadsOpt = None,
 ) -> None:
-    """Cut a load series into windows (days by default), train an MLP autoencoder, flag anomalous windows."""
+    """Cut a load series into windows (days by default), train an MLP autoencoder, flag anomalous windows.
+
+    Each flagged window is said to be low (under the same weekday of nearby weeks: an outage,
+    a holiday, a stuck meter) or high (a demand extreme). With --reference, the flags are
+    scored against a list of known anomalous days, per kind.
+    """
     settings = learn_settings(SeriesLearnSettings, locals())
     con = _console()
     with _epoch_bar(con, settings.epoch_limit, "training", exact=epochs is not None) as update:
         result = run_series(
             input, out, column=_maybe_int(column), time_column=_maybe_int(time_column), time_format=time_format,
-            window=window, pointwise=pointwise, settings=settings, hidden=hidden, device=device, nan=nan.value,
+            window=window, pointwise=pointwise, settings=settings, hidden=hidden, reference=reference, device=device,
+            nan=nan.value,
             encoding=encoding, progress=con.print, epoch_progress=update,
         )  # fmt: skip
     _print_run(con, "series", result)
