@@ -16,6 +16,7 @@ from markupsafe import Markup
 
 from devicepipe.artifacts import caption
 from devicepipe.ecg.validated import NOT_DIAGNOSTIC, VALIDATED, VALIDATED_ON
+from devicepipe.holter import PAUSE_S
 from devicepipe.summaries import ABSENT, RunSummary, SpectralHRV
 
 
@@ -220,12 +221,21 @@ def _holter_sections(summary: RunSummary, scored: bool, files: dict[str, Path]) 
         listed = h.listed.get(kind, [])
         when = ", ".join(_clock(e["start_s"]) for e in listed[:5]) + (" ..." if len(listed) > 5 else "")
         events.append([words, _number(h.events.get(kind, 0)), when or "-"])
+    runs = (
+        "No run of three or more ventricular beats"
+        if h.longest_run_beats is None
+        else f"Longest run: {_number(h.longest_run_beats)} beats, fastest {_number(h.fastest_run_bpm, 3)} bpm"
+    )
+    pause = (
+        f"no pause over {PAUSE_S:g} s"
+        if h.longest_pause_s is None
+        else f"longest pause {_number(h.longest_pause_s, 3)} s"
+    )
     facts = (
         f"Heart rate: lowest one-minute median {_number(h.min_hr_bpm, 3)} bpm at {_clock(h.min_hr_at_s)}, highest "
         f"{_number(h.max_hr_bpm, 3)} bpm at {_clock(h.max_hr_at_s)}, mean {_number(h.mean_hr_bpm, 3)} bpm. "
-        f"Longest run: {_number(h.longest_run_beats)} beats, fastest {_number(h.fastest_run_bpm, 3)} bpm; longest "
-        f"pause {_number(h.longest_pause_s, 3)} s; irregularly irregular rhythm {100 * h.af_share:.1f} % of the "
-        "recording. Times are from the recording's start (h:mm:ss)."
+        f"{runs}; {pause}; irregularly irregular rhythm {100 * h.af_share:.1f} % of the recording. Times are from "
+        "the recording's start (h:mm:ss)."
     )
     table = {"header": ["event", "count", "first at"], "rows": events}
     sections.append(_Section("Events", facts, table, figures=_figures(files, ["events.png"])))

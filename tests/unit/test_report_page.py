@@ -3,11 +3,12 @@ classes in one wording, and the run's internals closed at the end."""
 
 import re
 
+import numpy as np
 import pytest
 
 from devicepipe.pipelines import run_beats
 from devicepipe.report_parts import HRV_MIN_S, _number
-from devicepipe.simulate import simulate_ecg, write_simulated_ecg
+from devicepipe.simulate import Rhythm, simulate_ecg, write_simulated_ecg
 
 
 def test_numbers_are_never_written_with_an_exponent():
@@ -108,3 +109,25 @@ def test_with_a_reference_the_class_tables_count_the_beats_never_detected(tmp_pa
     assert "(and 2 never detected)" in said and "; 2 never detected)" in said and "; 1 never detected)" in said
     page = (tmp_path / "r" / "report.html").read_text()
     assert page.count("<th>never detected</th>") == 2
+
+
+def _events_text(page: str) -> str:
+    start = page.index("<h2>Events</h2>")
+    return " ".join(re.sub(r"<[^>]+>", " ", page[start : page.index("</p>", start)]).split())
+
+
+def test_the_events_text_says_none_in_words_and_gives_the_longest_run_and_pause(tmp_path):
+    # no run and no pause: said in words ("Longest run: - beats, fastest - bpm; longest pause - s" before)
+    path, _ = write_simulated_ecg(simulate_ecg(120, 250, seed=2), tmp_path / "e.parquet")
+    run_beats(path, tmp_path / "quiet", device="cpu", figures=False)
+    said = _events_text((tmp_path / "quiet" / "report.html").read_text())
+    assert "No run of three or more ventricular beats; no pause over 2 s;" in said and " - " not in said
+    # runs and pauses: the longest of each, against the simulator's own events
+    sim = simulate_ecg(300, 250, seed=4, rhythm=Rhythm(runs=2, pauses=2))
+    path, _ = write_simulated_ecg(sim, tmp_path / "r.parquet")
+    run_beats(path, tmp_path / "busy", device="cpu", figures=False)
+    said = _events_text((tmp_path / "busy" / "report.html").read_text())
+    longest = max(last - first + 1 for kind, first, last in sim.events if kind == "run")
+    pause = max(np.diff(sim.r_peaks.numpy()).max() / 250, 2.0)
+    assert f"Longest run: {longest} beats, fastest" in said, said
+    assert f"longest pause {pause:.3g} s" in said or f"longest pause {pause:.2f}" in said, said
