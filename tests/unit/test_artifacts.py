@@ -16,7 +16,7 @@ def test_each_file_is_declared_once_with_what_it_answers():
     names = [a.name for a in ARTIFACTS]
     assert len(names) == len(set(names)), names
     assert all(a.caption for a in ARTIFACTS)
-    assert caption("latent.png").startswith("every row's code")
+    assert caption("latent.png").startswith("every beat's or window's code")
     assert caption("no-such-file.png") == ""
     kinds = {kind for a in ARTIFACTS for kind in a.makes}
     assert kinds == {"beats", "ecg", "score", "train", "series", "score-series"}

@@ -43,8 +43,8 @@ ARTIFACTS: tuple[Artifact, ...] = (
     ),
     Artifact(
         "latent.png",
-        "every row's code, coloured by the beat's class where beats were classed (else by score); "
-        "flagged rows ringed, reference labels marked where given",
+        "every beat's or window's code: beats coloured by their class where they were classed, windows (and "
+        "unclassed beats) by their score; flagged ones ringed, reference labels marked where given",
         {
             "ecg": figures.latent("Latent means of {n} beats"),
             "score": figures.latent("Latent means of {n} beats under the model"),
