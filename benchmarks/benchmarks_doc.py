@@ -423,8 +423,11 @@ _RATIO = ("ratio", "speedup", "vs", "ci95")
 #: which the value's keys must contain (any value of a text file qualifies).
 UNITS = [
     (re.compile(r"x\b"), (1.0,), _RATIO),
-    (re.compile(r" ?%"), (100.0, 1.0), (*_RATIO, "share", "f1", "auc", "sensitivity", "specificity", "ppv", "pct",
-                                        "throughput")),
+    (
+        re.compile(r" ?%"),
+        (100.0, 1.0),
+        (*_RATIO, "share", "f1", "auc", "sensitivity", "specificity", "ppv", "pct", "throughput"),
+    ),
     (re.compile(r" ms\b"), (1e3, 1.0), _TIME),  # from seconds, or from milliseconds
     (re.compile(r" us\b"), (1e6, 1.0), (*_TIME, "_us")),  # from seconds, or from microseconds
     (re.compile(r" s\b"), (1.0,), _TIME),

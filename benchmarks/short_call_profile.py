@@ -33,7 +33,7 @@ from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
 import devicepipe as dp  # noqa: E402
 from devicepipe.ecg import ecg_peaks  # noqa: E402
-from devicepipe.ecg.ricker import _abs_max, _check_input, _Ricker  # noqa: E402
+from devicepipe.ecg.ricker import Ricker, abs_max, check_input  # noqa: E402
 from devicepipe.io import read_series  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,15 +56,15 @@ def _one_call(signal: torch.Tensor, fs: float, times: dict[str, list[float]]) ->
         clock[0] = now
 
     with torch.inference_mode():
-        x = _check_input(signal, fs, "ecg_peaks()").reshape(1, -1)
-        r, n = _Ricker(float(fs)), x.shape[-1]
+        x = check_input(signal, fs, "ecg_peaks()").reshape(1, -1)
+        r, n = Ricker(float(fs)), x.shape[-1]
         lap("input checks")
         kernel = r.kernel(x)
         lap("filter kernel")
         feature, negative = r.feature(x, kernel, *r.edge_means(x, x), start=True, end=True)
         lap("filtered signal")
         stride = r.subsample_stride(n)
-        limits = r.thresholds(*r.summaries(feature), feature[..., ::stride], _abs_max(x[..., ::stride]))
+        limits = r.thresholds(*r.summaries(feature), feature[..., ::stride], abs_max(x[..., ::stride]))
         lap("thresholds")
         cands = r.candidates(x, feature, negative, 0, (0, n))
         lap("candidates")

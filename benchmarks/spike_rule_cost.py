@@ -44,7 +44,7 @@ def run(data: Path, repeats: int) -> dict[str, Any]:
         same = torch.equal(ecg_peaks(x, fs), ecg_peaks(x, fs, spike_ms=0.0))
         on, off = [], []
         for i in range(repeats):  # alternated, each first in turn
-            for with_rule in ((True, False) if i % 2 == 0 else (False, True)):
+            for with_rule in (True, False) if i % 2 == 0 else (False, True):
                 (on if with_rule else off).append(_time(x, fs, calls, **({} if with_rule else {"spike_ms": 0.0})))
         ratio = sorted(a / b for a, b in zip(on, off, strict=True))
         out[name] = {"with_s": statistics.median(on), "without_s": statistics.median(off),

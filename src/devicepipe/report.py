@@ -26,7 +26,7 @@ from markupsafe import Markup
 
 from devicepipe import __version__
 from devicepipe.io import atomic_path
-from devicepipe.report_pages import MAX_FLAGGED_ROWS, PAGES, REPORT_NAME, FlaggedRows, _input_facts, _number, _timing
+from devicepipe.report_pages import MAX_FLAGGED_ROWS, PAGES, REPORT_NAME, FlaggedRows, input_facts, number, timing
 from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary, read_summary
 
 __all__ = ["MAX_FLAGGED_ROWS", "REPORT_NAME", "FlaggedRows", "dataset_table", "render_report", "write_report"]
@@ -56,10 +56,10 @@ def render_report(
         summary = read_summary(summary)
     run = summary if isinstance(summary, RunSummary) else None
     source = str(summary.input or "") if summary is not None else ""
-    facts = _input_facts(run) if run is not None else []
+    facts = input_facts(run) if run is not None else []
     facts, sections = page(summary, files, facts, flagged, extra_html)
     if run is not None:
-        sections.append(_timing(run))
+        sections.append(timing(run))
     command = "score" if kind == "score-series" else kind
     title = f"devicepipe {command}: {Path(source).name or source}" if source else f"devicepipe {command}"
     if subtitle is None:
@@ -138,7 +138,7 @@ def dataset_table(rows: Sequence[dict[str, Any]], link: str = REPORT_NAME) -> Ma
     linking to ``RUN/report.html`` (relative, so the folder can be moved)."""
     ordered = sorted(rows, key=lambda r: r["status"] != "failed")
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    env.filters["fmt"] = _number
+    env.filters["fmt"] = number
     env.filters["relative"] = _relative_href
     template = env.from_string(
         """<table class="sortable"><thead><tr><th>recording</th>
@@ -167,7 +167,7 @@ def _environment() -> jinja2.Environment:
     environment = jinja2.Environment(
         loader=jinja2.FunctionLoader(_template), autoescape=True, undefined=jinja2.StrictUndefined
     )
-    environment.filters["fmt"] = _number
+    environment.filters["fmt"] = number
     return environment
 
 

@@ -13,14 +13,14 @@ import numpy as np
 from markupsafe import Markup
 
 from devicepipe.report_parts import (
-    _clinical_facts,
-    _figures,
-    _heart_rate_facts,
-    _holter_sections,
-    _number,
-    _Section,
-    _sparkline,
+    Section,
     class_words,
+    clinical_facts,
+    figure_list,
+    heart_rate_facts,
+    holter_sections,
+    number,
+    sparkline,
 )
 from devicepipe.scorers import SCORER_KINDS
 from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary, flag_rule, held
@@ -56,7 +56,7 @@ class FlaggedRows:
     many: str = "rows"
 
 
-def _timing(summary: RunSummary) -> _Section:
+def timing(summary: RunSummary) -> Section:
     seconds = summary.seconds or {}
     rows: list[list[Any]] = [[stage, round(float(s), 3)] for stage, s in seconds.items()]
     rows.append(["total", round(float(sum(seconds.values())), 3)])
@@ -68,7 +68,7 @@ def _timing(summary: RunSummary) -> _Section:
             f"device-to-host: {t.device_to_host:,} ({t.device_to_host_bytes:,} bytes); "
             f"counted in {t.counted_in or 'every stage'}."
         )
-    return _Section(
+    return Section(
         "Run internals: seconds per stage and host-device transfers",
         text,
         {"header": ["stage", "seconds"], "rows": rows},
@@ -81,26 +81,26 @@ def _quality_facts(summary: RunSummary) -> list[tuple[str, str]]:
     if not q or q.unusable_share is ABSENT:
         return []
     return [
-        ("beats in poor signal", f"{_number(q.beats_poor)} of {_number(q.beats_rated)}"),
+        ("beats in poor signal", f"{number(q.beats_poor)} of {number(q.beats_rated)}"),
         *(
             []
             if q.beats_unlike_typical is ABSENT
-            else [("beats unlike the typical one", _number(q.beats_unlike_typical))]
+            else [("beats unlike the typical one", number(q.beats_unlike_typical))]
         ),
         ("recording unusable", f"{100 * q.unusable_share:.1f} % ({q.unusable_s:,.0f} s)"),
     ]
 
 
-def _input_facts(summary: RunSummary) -> list[tuple[str, str]]:
+def input_facts(summary: RunSummary) -> list[tuple[str, str]]:
     fs, n = summary.sampling_rate_hz, summary.n_samples
     facts = [("device", str(summary.device or "-"))]
     if fs and n:
-        rate = ("sampling rate (Hz)", _number(float(fs))) if fs >= 1 else ("time step", format_duration(1 / fs))
+        rate = ("sampling rate (Hz)", number(float(fs))) if fs >= 1 else ("time step", format_duration(1 / fs))
         facts += [rate, ("length", format_duration(n / fs))]
     return facts
 
 
-def _flagged_section(flagged: FlaggedRows, summary: RunSummary) -> _Section:
+def _flagged_section(flagged: FlaggedRows, summary: RunSummary) -> Section:
     header = ["#", "where", "score"] + (["reference"] if flagged.labels is not None else [])
     header += ["what differs"] if flagged.reasons is not None else []
     header.append(f"{flagged.one} (red) and {flagged.typical_words or f'the typical {flagged.one}'}")
@@ -112,7 +112,7 @@ def _flagged_section(flagged: FlaggedRows, summary: RunSummary) -> _Section:
         if flagged.reasons is not None:
             row.append(flagged.reasons[i])
         typical = flagged.typical[i] if flagged.typical.ndim == 2 else flagged.typical
-        row.append(_sparkline(flagged.rows[i], typical))
+        row.append(sparkline(flagged.rows[i], typical))
         rows.append(row)
     shown = len(flagged.names)
     text = (
@@ -121,10 +121,10 @@ def _flagged_section(flagged: FlaggedRows, summary: RunSummary) -> _Section:
         + (f"the {shown} highest scores are shown" if shown < flagged.total else "all are shown")
         + (f"; values in {flagged.unit}." if flagged.unit else ".")
     )
-    return _Section("Flagged", text, {"header": header, "rows": rows})
+    return Section("Flagged", text, {"header": header, "rows": rows})
 
 
-def _reference_sections(summary: RunSummary) -> list[_Section]:
+def _reference_sections(summary: RunSummary) -> list[Section]:
     """The flagged beats per reference label and per AAMI class, when the run had a reference."""
     ref = summary.reference
     if not ref:
@@ -132,7 +132,7 @@ def _reference_sections(summary: RunSummary) -> list[_Section]:
     rows = [[name, v.beats, v.flagged, _missed(v)] for name, v in ref.labels.items()]
     never = "; never detected: the reference's beats that no beat found lies within that of"
     sections = [
-        _Section(
+        Section(
             "Flagged beats by reference label",
             f"Each beat takes the label of the reference beat within {1000 * ref.tolerance_s:.0f} ms ({ref.source})"
             f"{never} (no class, no score).",
@@ -141,7 +141,7 @@ def _reference_sections(summary: RunSummary) -> list[_Section]:
     ]
     if ref.aami:
         sections.append(
-            _Section(
+            Section(
                 "Flag rate by AAMI class",
                 class_words("in the reference: its paced beats too"),
                 {
@@ -196,20 +196,20 @@ def _model_use(summary: RunSummary, what: str) -> str:
 def _converged_words(summary: RunSummary) -> str:
     if held(summary.model_failed):
         return "no: training failed" + ("" if _uses_model(summary) else " (flags do not use it)")
-    return _number(summary.converged) + ("" if _uses_model(summary) else " (flags do not use it)")
+    return number(summary.converged) + ("" if _uses_model(summary) else " (flags do not use it)")
 
 
 def _learning_facts(summary: RunSummary, what: str) -> list[tuple[str, str]]:
     counts = summary.counts
     flagged = counts.flagged if counts and counts.flagged is not ABSENT else len(summary.flagged or [])
     return [
-        (f"{what} flagged as anomalous", _number(flagged)),
-        ("threshold (score)", _number(summary.threshold)),
+        (f"{what} flagged as anomalous", number(flagged)),
+        ("threshold (score)", number(summary.threshold)),
         *_scorer_facts(summary),
     ]
 
 
-def _training_section(summary: RunSummary, files: dict[str, Path], collapsed: bool = True) -> _Section:
+def _training_section(summary: RunSummary, files: dict[str, Path], collapsed: bool = True) -> Section:
     """How the model trained (epochs run and kept, whether it converged, the loss figure): with
     ``collapsed``, the run's internals, closed until opened, near the end of the page (a ``train``
     run's page shows it open: training is what it is for)."""
@@ -219,10 +219,10 @@ def _training_section(summary: RunSummary, files: dict[str, Path], collapsed: bo
         ["epoch kept", "-".join(str(v) for v in sorted(set(e.kept)))],
         ["converged", _converged_words(summary)],
     ]
-    return _Section(
+    return Section(
         "Run internals: training" if collapsed else "Training",
         table={"header": ["", ""], "rows": rows},
-        figures=_figures(files, ["training.png"]),
+        figures=figure_list(files, ["training.png"]),
         collapsed=collapsed,
     )
 
@@ -233,22 +233,22 @@ def _beats_page(
     facts: list[tuple[str, str]],
     flagged: FlaggedRows | None,
     extra_html: Markup | None,
-) -> tuple[list[tuple[str, str]], list[_Section]]:
+) -> tuple[list[tuple[str, str]], list[Section]]:
     """The facts and sections of a ``beats`` run's page (``facts``: what was read, where)."""
-    sections: list[_Section] = []
+    sections: list[Section] = []
     c = summary.counts
     facts = [  # the clinical answer first
-        ("beats found", _number(c.beats_found)),
-        *_clinical_facts(summary),
+        ("beats found", number(c.beats_found)),
+        *clinical_facts(summary),
         *_accuracy_facts(summary),
-        ("beats kept", _number(c.beats_kept)),
+        ("beats kept", number(c.beats_kept)),
         *facts,
-        *_heart_rate_facts(summary),
+        *heart_rate_facts(summary),
         *_quality_facts(summary),
     ]
-    sections.extend(_holter_sections(summary, scored=False, files=files))
+    sections.extend(holter_sections(summary, scored=False, files=files))
     names = ["excerpt.png", "heart_rate.png", "intervals.png", "quality.png"]
-    sections.append(_Section("Beats", figures=_figures(files, names)))
+    sections.append(Section("Beats", figures=figure_list(files, names)))
     sections.extend(_accuracy_sections(summary))
     return facts, sections
 
@@ -273,7 +273,7 @@ def _accuracy_facts(summary: RunSummary) -> list[tuple[str, str]]:
     ]
 
 
-def _accuracy_sections(summary: RunSummary) -> list[_Section]:
+def _accuracy_sections(summary: RunSummary) -> list[Section]:
     """The beats found against the reference's, inside the scoring window (none without a reference)."""
     acc = summary.accuracy
     if not acc:
@@ -281,7 +281,7 @@ def _accuracy_sections(summary: RunSummary) -> list[_Section]:
     window = acc.scoring_window_s
     row = [acc.reference_beats_in_window, acc.beats_found_in_window, acc.tp, acc.fp, acc.fn, f"{acc.f1:.4f}"]
     return [
-        _Section(
+        Section(
             "Accuracy against the reference",
             f"Reference {acc.reference}; beats inside the scoring window {window[0]:g}-{window[1]:.1f} s, "
             f"matched within {1000 * acc.tolerance_s:.0f} ms.",
@@ -296,29 +296,29 @@ def _ecg_page(
     facts: list[tuple[str, str]],
     flagged: FlaggedRows | None,
     extra_html: Markup | None,
-) -> tuple[list[tuple[str, str]], list[_Section]]:
+) -> tuple[list[tuple[str, str]], list[Section]]:
     """The facts and sections of a ``ecg`` run's page (``facts``: what was read, where)."""
-    sections: list[_Section] = []
+    sections: list[Section] = []
     c = summary.counts
     facts = [  # the clinical answer first; the model's flags and training after it
-        ("beats found", _number(c.beats_found)),
-        *_clinical_facts(summary),
+        ("beats found", number(c.beats_found)),
+        *clinical_facts(summary),
         *_accuracy_facts(summary),
-        ("beats kept", _number(c.beats_kept)),
+        ("beats kept", number(c.beats_kept)),
         *facts,
-        *_heart_rate_facts(summary),
+        *heart_rate_facts(summary),
         *_quality_facts(summary),
         *_learning_facts(summary, "beats"),
     ]
-    sections.extend(_holter_sections(summary, scored=True, files=files))
+    sections.extend(holter_sections(summary, scored=True, files=files))
     sections.extend(_reference_sections(summary) + _accuracy_sections(summary))
     if flagged is not None:
         sections.append(_flagged_section(flagged, summary))
-    learned = _figures(files, ["extremes.png", "latent.png"])
-    sections.append(_Section("What the model learned", _model_use(summary, "beats"), figures=learned))
-    sections.append(_Section("Generated beats", figures=_figures(files, ["generated.png"])))
+    learned = figure_list(files, ["extremes.png", "latent.png"])
+    sections.append(Section("What the model learned", _model_use(summary, "beats"), figures=learned))
+    sections.append(Section("Generated beats", figures=figure_list(files, ["generated.png"])))
     names = ["heart_rate.png", "excerpt.png", "quality.png"]
-    sections.append(_Section("Heart rate and beats", figures=_figures(files, names)))
+    sections.append(Section("Heart rate and beats", figures=figure_list(files, names)))
     sections.append(_training_section(summary, files))
     return facts, sections
 
@@ -328,7 +328,7 @@ def _model_facts(summary: RunSummary, rows: int, what: str) -> list[tuple[str, s
     m = summary.model
     return [
         ("model", "/".join(Path(m.path).parts[-2:]) if m.path else "given in Python"),
-        ("model trained on", f"{_number(rows)} {what}, on {m.trained_on_device or None}"),
+        ("model trained on", f"{number(rows)} {what}, on {m.trained_on_device or None}"),
     ]
 
 
@@ -338,35 +338,35 @@ def _score_page(
     facts: list[tuple[str, str]],
     flagged: FlaggedRows | None,
     extra_html: Markup | None,
-) -> tuple[list[tuple[str, str]], list[_Section]]:
+) -> tuple[list[tuple[str, str]], list[Section]]:
     """The facts and sections of a ``score`` run's page (``facts``: what was read, where)."""
-    sections: list[_Section] = []
+    sections: list[Section] = []
     c = summary.counts
     facts = [
-        ("beats found", _number(c.beats_found)),
-        ("beats scored", _number(c.beats_kept)),
-        ("beats flagged as anomalous", _number(c.flagged)),
+        ("beats found", number(c.beats_found)),
+        ("beats scored", number(c.beats_kept)),
+        ("beats flagged as anomalous", number(c.flagged)),
         ("share flagged", f"{100 * summary.flag_rate:.2f} %"),
-        ("threshold (score, the model's)", _number(summary.threshold)),
+        ("threshold (score, the model's)", number(summary.threshold)),
         *_scorer_facts(summary),
         *_model_facts(summary, summary.model.training_beats, "beats"),
         *facts,
         *_accuracy_facts(summary),
-        *_heart_rate_facts(summary),
+        *heart_rate_facts(summary),
     ]
-    sections.extend(_holter_sections(summary, scored=True, files=files))
+    sections.extend(holter_sections(summary, scored=True, files=files))
     sections.extend(_reference_sections(summary) + _accuracy_sections(summary))
     if flagged is not None:
         sections.append(_flagged_section(flagged, summary))
     sections.append(
-        _Section(
+        Section(
             "Scores against the model's training beats",
             "A recording like the training beats has its histogram over theirs; a shift to the right is a "
             "recording the model finds unusual as a whole.",
-            figures=_figures(files, ["scores.png", "extremes.png", "latent.png"]),
+            figures=figure_list(files, ["scores.png", "extremes.png", "latent.png"]),
         )
     )
-    sections.append(_Section("Heart rate and beats", figures=_figures(files, ["heart_rate.png", "excerpt.png"])))
+    sections.append(Section("Heart rate and beats", figures=figure_list(files, ["heart_rate.png", "excerpt.png"])))
     return facts, sections
 
 
@@ -376,14 +376,14 @@ def _train_page(
     facts: list[tuple[str, str]],
     flagged: FlaggedRows | None,
     extra_html: Markup | None,
-) -> tuple[list[tuple[str, str]], list[_Section]]:
+) -> tuple[list[tuple[str, str]], list[Section]]:
     """The facts and sections of a ``train`` run's page (``facts``: what was read, where)."""
-    sections: list[_Section] = []
+    sections: list[Section] = []
     r, dist = summary.recordings, summary.distributed
     facts = [
-        ("recordings", _number(r.used)),
-        ("recordings left out", _number(len(r.skipped))),
-        ("training beats", _number(summary.counts.beats)),
+        ("recordings", number(r.used)),
+        ("recordings left out", number(len(r.skipped))),
+        ("training beats", number(summary.counts.beats)),
         ("beat window", f"{summary.window_s:.3g} s, resampled to {summary.settings['width']} samples"),
         *_learning_facts(summary, "beats"),
         ("device", str(summary.device or None)),
@@ -391,14 +391,14 @@ def _train_page(
     ]
     if r.skipped:
         sections.append(
-            _Section(
+            Section(
                 "Recordings left out",
                 "These could not be read or held no whole beat; the model was trained without them.",
                 {"header": ["recording", "why"], "rows": [[x.path, x.error] for x in r.skipped]},
             )
         )
     sections.append(_training_section(summary, files, collapsed=False))
-    sections.append(_Section("What the model learned", figures=_figures(files, ["scores.png", "latent.png"])))
+    sections.append(Section("What the model learned", figures=figure_list(files, ["scores.png", "latent.png"])))
     return facts, sections
 
 
@@ -411,18 +411,18 @@ def _window_facts(summary: RunSummary) -> list[tuple[str, str]]:
     say) and, with a reference, the listed windows flagged and the flags it does not list."""
     directions = [f.direction for f in summary.flagged or [] if f.direction is not ABSENT]
     facts = [
-        (f"windows flagged {words}", _number(directions.count(d))) for d, words in DIRECTION_WORDS.items() if directions
+        (f"windows flagged {words}", number(directions.count(d))) for d, words in DIRECTION_WORDS.items() if directions
     ]
     ref = summary.window_reference
     if ref:
         facts += [
-            ("listed windows flagged", f"{_number(ref.flagged_listed)} of {_number(ref.listed_windows)}"),
-            ("flagged windows not listed", _number(ref.flagged_not_listed)),
+            ("listed windows flagged", f"{number(ref.flagged_listed)} of {number(ref.listed_windows)}"),
+            ("flagged windows not listed", number(ref.flagged_not_listed)),
         ]
     return facts
 
 
-def _window_reference_sections(summary: RunSummary) -> list[_Section]:
+def _window_reference_sections(summary: RunSummary) -> list[Section]:
     """The flags against a reference's listed days, per kind and per listed window (none without one)."""
     ref = summary.window_reference
     if not ref:
@@ -442,7 +442,7 @@ def _window_reference_sections(summary: RunSummary) -> list[_Section]:
         f"{ref.listed_in_top:,} of the listed windows, which is how well the scores rank them, the threshold aside."
     )
     kinds = [
-        [kind, k.listed, k.flagged, f"{100 * k.flagged / k.listed:.0f} %", k.best_rank, _number(k.median_rank)]
+        [kind, k.listed, k.flagged, f"{100 * k.flagged / k.listed:.0f} %", k.best_rank, number(k.median_rank)]
         for kind, k in ref.kinds.items()
     ]
     listed = sorted(ref.windows, key=lambda w: w.rank)
@@ -452,12 +452,12 @@ def _window_reference_sections(summary: RunSummary) -> list[_Section]:
     ]
     more = f"; the {MAX_LISTED_ROWS} best ranked of {len(listed):,} are shown" if len(listed) > MAX_LISTED_ROWS else ""
     return [
-        _Section(
+        Section(
             "Flags against the reference, by kind",
             text,
             {"header": ["kind", "listed", "flagged", "share flagged", "best rank", "median rank"], "rows": kinds},
         ),
-        _Section(
+        Section(
             "The listed windows",
             f"Each listed window's score, rank and flag, and whether it is low or high against like windows{more}.",
             {"header": ["window", "kind", "score", "rank", "flagged", "against like windows"], "rows": rows},
@@ -471,24 +471,24 @@ def _series_page(
     facts: list[tuple[str, str]],
     flagged: FlaggedRows | None,
     extra_html: Markup | None,
-) -> tuple[list[tuple[str, str]], list[_Section]]:
+) -> tuple[list[tuple[str, str]], list[Section]]:
     """The facts and sections of a ``series`` run's page (``facts``: what was read, where)."""
-    sections: list[_Section] = []
+    sections: list[Section] = []
     w = summary.windows
     facts = [
         *_learning_facts(summary, "windows"),
         *_window_facts(summary),
-        ("windows", _number(w.used)),
+        ("windows", number(w.used)),
         ("window", str(summary.window or "")),
-        ("windows with gaps filled", _number(w.windows_with_filled_slots)),
+        ("windows with gaps filled", number(w.windows_with_filled_slots)),
         *facts,
     ]
     if flagged is not None:
         sections.append(_flagged_section(flagged, summary))
     sections.extend(_window_reference_sections(summary))
-    sections.append(_Section("Anomalous windows", figures=_figures(files, ["days.png", "extremes.png"])))
-    codes = _figures(files, ["latent.png"])
-    sections.append(_Section("Codes", _model_use(summary, "windows"), figures=codes))
+    sections.append(Section("Anomalous windows", figures=figure_list(files, ["days.png", "extremes.png"])))
+    codes = figure_list(files, ["latent.png"])
+    sections.append(Section("Codes", _model_use(summary, "windows"), figures=codes))
     sections.append(_training_section(summary, files))
     return facts, sections
 
@@ -499,32 +499,32 @@ def _score_series_page(
     facts: list[tuple[str, str]],
     flagged: FlaggedRows | None,
     extra_html: Markup | None,
-) -> tuple[list[tuple[str, str]], list[_Section]]:
+) -> tuple[list[tuple[str, str]], list[Section]]:
     """The facts and sections of a ``score-series`` run's page (``facts``: what was read, where)."""
-    sections: list[_Section] = []
+    sections: list[Section] = []
     w = summary.windows
     facts = [
-        ("windows flagged as anomalous", _number(len(summary.flagged))),
+        ("windows flagged as anomalous", number(len(summary.flagged))),
         *_window_facts(summary),
         ("share flagged", f"{100 * summary.flag_rate:.2f} %"),
-        ("windows scored", _number(w.used)),
+        ("windows scored", number(w.used)),
         ("window", str(summary.window or "")),
-        ("threshold (score, the model's)", _number(summary.threshold)),
+        ("threshold (score, the model's)", number(summary.threshold)),
         *_scorer_facts(summary),
         *_model_facts(summary, summary.model.training_windows, "windows"),
-        ("windows with gaps filled", _number(w.windows_with_filled_slots)),
+        ("windows with gaps filled", number(w.windows_with_filled_slots)),
         *facts,
     ]
     if flagged is not None:
         sections.append(_flagged_section(flagged, summary))
     sections.extend(_window_reference_sections(summary))
-    sections.append(_Section("Anomalous windows", figures=_figures(files, ["days.png", "extremes.png"])))
+    sections.append(Section("Anomalous windows", figures=figure_list(files, ["days.png", "extremes.png"])))
     sections.append(
-        _Section(
+        Section(
             "Scores against the model's training windows",
             "A period like the training one has its histogram over theirs; a shift to the right is a "
             "period the model finds unusual as a whole.",
-            figures=_figures(files, ["scores.png", "latent.png"]),
+            figures=figure_list(files, ["scores.png", "latent.png"]),
         )
     )
     return facts, sections
@@ -536,14 +536,14 @@ def _dataset_page(
     facts: list[tuple[str, str]],
     flagged: FlaggedRows | None,
     extra_html: Markup | None,
-) -> tuple[list[tuple[str, str]], list[_Section]]:
+) -> tuple[list[tuple[str, str]], list[Section]]:
     """The facts and sections of a ``dataset`` run's page (``facts``: what was read, where)."""
-    sections: list[_Section] = []
+    sections: list[Section] = []
     facts = _dataset_facts(summary)
     acc = summary.accuracy
     if acc:
         sections.append(
-            _Section(
+            Section(
                 "Accuracy against the references",
                 f"Each WFDB record against its own .{acc.reference} file, {acc.records_scored} record(s); "
                 "the counts of every record added up.",
@@ -554,7 +554,7 @@ def _dataset_page(
             )
         )
     sections.append(
-        _Section(
+        Section(
             "Recordings",
             "Failures first; click a column's name to sort by it, a recording's name to open its own report.",
             html=extra_html,
@@ -569,17 +569,17 @@ def _bench_page(
     facts: list[tuple[str, str]],
     flagged: FlaggedRows | None,
     extra_html: Markup | None,
-) -> tuple[list[tuple[str, str]], list[_Section]]:
+) -> tuple[list[tuple[str, str]], list[Section]]:
     """The facts and sections of a ``bench`` run's page (``facts``: what was read, where)."""
-    sections: list[_Section] = []
-    sections.append(_Section("Results", html=extra_html))
+    sections: list[Section] = []
+    sections.append(Section("Results", html=extra_html))
     charts = sorted(name for name in files if name.endswith(".png"))
-    sections.append(_Section("Charts", figures=_figures(files, charts)))
+    sections.append(Section("Charts", figures=figure_list(files, charts)))
     return facts, sections
 
 
 #: The page of each kind of run: its facts and sections (a new kind of run: one function, one line).
-PAGES: dict[str, Callable[..., tuple[list[tuple[str, str]], list[_Section]]]] = {
+PAGES: dict[str, Callable[..., tuple[list[tuple[str, str]], list[Section]]]] = {
     "beats": _beats_page,
     "ecg": _ecg_page,
     "score": _score_page,
@@ -594,15 +594,15 @@ PAGES: dict[str, Callable[..., tuple[list[tuple[str, str]], list[_Section]]]] = 
 def _dataset_facts(summary: DatasetSummary) -> list[tuple[str, str]]:
     engine = summary.engine
     facts = [
-        ("recordings", _number(summary.recordings)),
-        ("ok", _number(summary.ok)),
-        ("failed", _number(summary.failed)),
-        ("from an earlier run", _number(summary.resumed)),
+        ("recordings", number(summary.recordings)),
+        ("ok", number(summary.ok)),
+        ("failed", number(summary.failed)),
+        ("from an earlier run", number(summary.resumed)),
     ]
     if summary.beats is not None:
-        facts.append(("beats found", _number(summary.beats)))
+        facts.append(("beats found", number(summary.beats)))
     if summary.flagged is not None:
-        facts.append(("beats flagged", _number(summary.flagged)))
+        facts.append(("beats flagged", number(summary.flagged)))
     if summary.accuracy:
         facts.append(("F1 against the references", f"{summary.accuracy.f1:.4f}"))
     facts += [

@@ -21,7 +21,7 @@ from devicepipe.summaries import ABSENT, RunSummary, SpectralHRV
 
 
 @dataclass
-class _Section:
+class Section:
     title: str
     text: str = ""
     table: dict[str, Any] | None = None
@@ -30,7 +30,7 @@ class _Section:
     collapsed: bool = False  # the run's internals: closed until opened, at the end of the page
 
 
-def _sparkline(values: np.ndarray, typical: np.ndarray, width: int = 180, height: int = 46) -> Markup:
+def sparkline(values: np.ndarray, typical: np.ndarray, width: int = 180, height: int = 46) -> Markup:
     """An inline SVG of ``values`` (red) over ``typical`` (grey), on one vertical scale."""
     both = np.concatenate([values, typical]).astype(np.float64)
     both = both[np.isfinite(both)]
@@ -50,7 +50,7 @@ def _sparkline(values: np.ndarray, typical: np.ndarray, width: int = 180, height
     )
 
 
-def _number(value: Any, digits: int = 4) -> str:
+def number(value: Any, digits: int = 4) -> str:
     if value is None or value is ABSENT or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     if isinstance(value, bool):
@@ -62,7 +62,7 @@ def _number(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
-def _figures(files: dict[str, Path], names: Sequence[str]) -> list[dict[str, str]]:
+def figure_list(files: dict[str, Path], names: Sequence[str]) -> list[dict[str, str]]:
     out = []
     for name in names:
         path = files.get(name)
@@ -84,19 +84,19 @@ def _recording_s(summary: RunSummary) -> float:
     return float(n / fs) if fs and n else 0.0
 
 
-def _heart_rate_facts(summary: RunSummary) -> list[tuple[str, str]]:
+def heart_rate_facts(summary: RunSummary) -> list[tuple[str, str]]:
     """The heart rate and the HRV measures that the recording's length supports (:data:`HRV_MIN_S`)."""
     h = summary.heart_rate
     if not h:
         return []
     long = _recording_s(summary)
     return [
-        ("mean heart rate (bpm)", _number(h.mean_hr_bpm, 3)),
-        ("SDNN (ms)", _number(h.sdnn_ms, 3)),
-        ("RMSSD (ms)", _number(h.rmssd_ms, 3)),
-        ("pNN50 (%)", _number(h.pnn50_pct, 3)),
-        *([("SDANN, 5 min (ms)", _number(h.sdann_ms, 3))] if long >= HRV_MIN_S["sdann"] else []),
-        *([("SDNN index, 5 min (ms)", _number(h.sdnn_index_ms, 3))] if long >= HRV_MIN_S["sdnn_index"] else []),
+        ("mean heart rate (bpm)", number(h.mean_hr_bpm, 3)),
+        ("SDNN (ms)", number(h.sdnn_ms, 3)),
+        ("RMSSD (ms)", number(h.rmssd_ms, 3)),
+        ("pNN50 (%)", number(h.pnn50_pct, 3)),
+        *([("SDANN, 5 min (ms)", number(h.sdann_ms, 3))] if long >= HRV_MIN_S["sdann"] else []),
+        *([("SDNN index, 5 min (ms)", number(h.sdnn_index_ms, 3))] if long >= HRV_MIN_S["sdnn_index"] else []),
         ("NN intervals used / excluded", f"{h.n_intervals:,} / {_excluded(summary):,}"),
         *_spectral_facts(h.frequency, long),
     ]
@@ -120,8 +120,8 @@ def _spectral_facts(f: SpectralHRV | None, long: float) -> list[tuple[str, str]]
              if long >= HRV_MIN_S[name.lower()]]  # fmt: skip
     if not bands:
         return []
-    facts = [(f"{' / '.join(n for n, _ in bands)} power (ms²)", " / ".join(_number(p, 3) for _, p in bands))]
-    return facts + ([("LF/HF", _number(f.lf_hf, 3))] if long >= HRV_MIN_S["lf"] else [])
+    facts = [(f"{' / '.join(n for n, _ in bands)} power (ms²)", " / ".join(number(p, 3) for _, p in bands))]
+    return facts + ([("LF/HF", number(f.lf_hf, 3))] if long >= HRV_MIN_S["lf"] else [])
 
 
 #: What each event kind is, as the Holter table says it.
@@ -156,27 +156,27 @@ def class_words(q_here: str) -> str:
     )
 
 
-def _clinical_facts(summary: RunSummary) -> list[tuple[str, str]]:
+def clinical_facts(summary: RunSummary) -> list[tuple[str, str]]:
     """What a cardiologist reads first, for the page's first row: the ectopic beats with their
     burden, the rhythm, the events and the heart rate (none where the beats were not classed)."""
     h = summary.holter
     if not h:
         return []
     kinds = (("couplet", "couplets"), ("run", "runs"), ("bigeminy", "bigeminy"), ("pause", "pauses"))
-    events = ", ".join(f"{_number(h.events.get(k, 0))} {word}" for k, word in kinds)
-    rate = f"{_number(h.mean_hr_bpm, 3)} (lowest minute {_number(h.min_hr_bpm, 3)}, highest {_number(h.max_hr_bpm, 3)})"
+    events = ", ".join(f"{number(h.events.get(k, 0))} {word}" for k, word in kinds)
+    rate = f"{number(h.mean_hr_bpm, 3)} (lowest minute {number(h.min_hr_bpm, 3)}, highest {number(h.max_hr_bpm, 3)})"
     return [
-        ("ventricular ectopic beats (V)", f"{_number(h.counts['V'])} ({h.burden_pct['V']:.1f} %)"),
-        ("supraventricular ectopic beats (S)", f"{_number(h.counts['S'])} ({h.burden_pct['S']:.1f} %)"),
+        ("ventricular ectopic beats (V)", f"{number(h.counts['V'])} ({h.burden_pct['V']:.1f} %)"),
+        ("supraventricular ectopic beats (S)", f"{number(h.counts['S'])} ({h.burden_pct['S']:.1f} %)"),
         ("rhythm", _af_words(h)),
         ("events", events),
         ("heart rate, every beat (bpm)", rate),
     ]
 
 
-def _trust_section() -> _Section:
+def _trust_section() -> Section:
     """How far the classes can be trusted: the figures measured on annotated recordings."""
-    rows = [[v.what, v.records, _number(v.reference), f"{v.se:.3f}", f"{v.second} {v.ppv:.3f}", v.note or "-"]
+    rows = [[v.what, v.records, number(v.reference), f"{v.se:.3f}", f"{v.second} {v.ppv:.3f}", v.note or "-"]
             for v in VALIDATED]  # fmt: skip
     text = (
         f"{NOT_DIAGNOSTIC} Measured on recordings annotated by cardiologists ({VALIDATED_ON}; matched within "
@@ -184,7 +184,7 @@ def _trust_section() -> _Section:
         "(sensitivity) and what share of those called so were right (positive predictivity)."
     )
     header = ["what", "records", "reference beats", "sensitivity", "predictivity (or specificity)", "where it fails"]
-    return _Section("How far to trust these classes", text, {"header": header, "rows": rows})
+    return Section("How far to trust these classes", text, {"header": header, "rows": rows})
 
 
 def _clock(seconds: float | None) -> str:
@@ -195,7 +195,7 @@ def _clock(seconds: float | None) -> str:
     return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
 
 
-def _holter_sections(summary: RunSummary, scored: bool, files: dict[str, Path]) -> list[_Section]:
+def holter_sections(summary: RunSummary, scored: bool, files: dict[str, Path]) -> list[Section]:
     """The Holter summary: beats per class, and the events (``scored``: the run also scored the
     beats, and the page says which to read first)."""
     h = summary.holter
@@ -212,31 +212,31 @@ def _holter_sections(summary: RunSummary, scored: bool, files: dict[str, Path]) 
         f"{warned}{first}{class_words('here: in poor signal, or too small for a QRS')} Each beat's class and why "
         "are in beats.parquet (class, reason) and the annotation file."
     )
-    rows = [[name, _number(h.counts[name]), f"{h.burden_pct[name]:.2f} %", f"{h.per_hour[name]:,.1f}"]
+    rows = [[name, number(h.counts[name]), f"{h.burden_pct[name]:.2f} %", f"{h.per_hour[name]:,.1f}"]
             for name in h.counts]  # fmt: skip
-    sections = [_Section("Beats by class", text, {"header": ["class", "beats", "share", "per hour"], "rows": rows})]
+    sections = [Section("Beats by class", text, {"header": ["class", "beats", "share", "per hour"], "rows": rows})]
     sections.append(_trust_section())
     events = []
     for kind, words in _EVENT_WORDS.items():
         listed = h.listed.get(kind, [])
         when = ", ".join(_clock(e["start_s"]) for e in listed[:5]) + (" ..." if len(listed) > 5 else "")
-        events.append([words, _number(h.events.get(kind, 0)), when or "-"])
+        events.append([words, number(h.events.get(kind, 0)), when or "-"])
     runs = (
         "No run of three or more ventricular beats"
         if h.longest_run_beats is None
-        else f"Longest run: {_number(h.longest_run_beats)} beats, fastest {_number(h.fastest_run_bpm, 3)} bpm"
+        else f"Longest run: {number(h.longest_run_beats)} beats, fastest {number(h.fastest_run_bpm, 3)} bpm"
     )
     pause = (
         f"no pause over {PAUSE_S:g} s"
         if h.longest_pause_s is None
-        else f"longest pause {_number(h.longest_pause_s, 3)} s"
+        else f"longest pause {number(h.longest_pause_s, 3)} s"
     )
     facts = (
-        f"Heart rate: lowest one-minute median {_number(h.min_hr_bpm, 3)} bpm at {_clock(h.min_hr_at_s)}, highest "
-        f"{_number(h.max_hr_bpm, 3)} bpm at {_clock(h.max_hr_at_s)}, mean {_number(h.mean_hr_bpm, 3)} bpm. "
+        f"Heart rate: lowest one-minute median {number(h.min_hr_bpm, 3)} bpm at {_clock(h.min_hr_at_s)}, highest "
+        f"{number(h.max_hr_bpm, 3)} bpm at {_clock(h.max_hr_at_s)}, mean {number(h.mean_hr_bpm, 3)} bpm. "
         f"{runs}; {pause}; irregularly irregular rhythm {100 * h.af_share:.1f} % of the recording. Times are from "
         "the recording's start (h:mm:ss)."
     )
     table = {"header": ["event", "count", "first at"], "rows": events}
-    sections.append(_Section("Events", facts, table, figures=_figures(files, ["events.png"])))
+    sections.append(Section("Events", facts, table, figures=figure_list(files, ["events.png"])))
     return sections

@@ -164,7 +164,7 @@ def test_the_local_cluster_slows_dask_diagnostics_unless_the_user_set_them(monke
     assert dask.config.get("distributed.admin.tick.interval") == "20ms"  # Dask's own default here
     with (
         dask.config.set({"distributed.admin.tick.interval": "100ms"}),  # the user's choice
-        engine._client(Engine(workers=1), 1, 1) as client,
+        engine.dask_client(Engine(workers=1), 1, 1) as client,
     ):
         seen = client.run(lambda: {k: dask.config.get(k) for k in keys})
         scheduler = client.run_on_scheduler(lambda: {k: dask.config.get(k) for k in keys})

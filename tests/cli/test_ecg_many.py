@@ -129,7 +129,7 @@ def test_ctrl_c_is_one_line_saying_how_to_go_on(folder, tmp_path, monkeypatch, c
         raise KeyboardInterrupt
 
     if command == "ecg":
-        monkeypatch.setattr(ecg, "_run_dataset_cli", stopped)
+        monkeypatch.setattr(ecg, "run_dataset_cli", stopped)
         args = ["ecg", str(folder), "--out", str(tmp_path / "o")]
     else:
         monkeypatch.setattr(simulate, "simulate_ecg", stopped)

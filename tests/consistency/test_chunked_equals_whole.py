@@ -118,13 +118,13 @@ def test_the_chunks_gather_the_subsample_and_size_of_one_call(monkeypatch, chunk
     from devicepipe.ecg import ricker
 
     seen = []
-    original = ricker._Ricker.no_ecg
+    original = ricker.Ricker.no_ecg
 
     def no_ecg(self, typical, subsample, magnitude=None, stride=1, negative=None):
         seen.append((subsample.clone(), magnitude.clone(), stride, negative.clone()))
         return original(self, typical, subsample, magnitude, stride, negative)
 
-    monkeypatch.setattr(ricker._Ricker, "no_ecg", no_ecg)
+    monkeypatch.setattr(ricker.Ricker, "no_ecg", no_ecg)
     monkeypatch.setattr(
         ricker, "SUBSAMPLE", 2500
     )  # a stride of 7 at this length (18,000 // 2,500), prime to the chunks

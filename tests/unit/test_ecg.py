@@ -340,9 +340,9 @@ def test_a_tall_ectopic_beat_does_not_lift_the_noise_floor_over_its_neighbours()
     # over a mean response of 0.05, except one half-second holding a wide ectopic beat, whose
     # mean response is 20 times that: the threshold beside it must stay the beats' threshold
     # (0.4 of their level), not three times a mean that counts the ectopic beat as noise
-    from devicepipe.ecg.ricker import _Ricker
+    from devicepipe.ecg.ricker import Ricker
 
-    r = _Ricker(250.0)
+    r = Ricker(250.0)
     blocks = 40
     block_max = torch.ones(1, blocks, dtype=torch.float64)
     block_mean = torch.full((1, blocks), 0.05, dtype=torch.float64)
@@ -618,7 +618,7 @@ def _held(c, r, spill):
     spill.append("count", torch.zeros(1))  # (a new name each time)
     for key, values in chunked._packed(c, r).items():
         spill.append(name + key, values)
-    return ricker._Held(spill, name, torch.device("cpu"), torch.float32)
+    return ricker.Held(spill, name, torch.device("cpu"), torch.float32)
 
 
 @pytest.mark.parametrize("block", [1, 2, 3, 100])
@@ -627,7 +627,7 @@ def test_the_polarity_figures_in_parts_equal_those_of_all_candidates_at_once(blo
     from devicepipe.io.spill import Spill
 
     with Spill() as spill:
-        _polarity_cases(ricker._Ricker(250.0), block, spill)
+        _polarity_cases(ricker.Ricker(250.0), block, spill)
 
 
 def _polarity_cases(r, block, spill):

@@ -7,20 +7,20 @@ import numpy as np
 import pytest
 
 from devicepipe.pipelines import run_beats
-from devicepipe.report_parts import HRV_MIN_S, _number
+from devicepipe.report_parts import HRV_MIN_S, number
 from devicepipe.simulate import Rhythm, simulate_ecg, write_simulated_ecg
 
 
 def test_numbers_are_never_written_with_an_exponent():
     # VLF / LF / HF read "44,107 / 9.82e+03 / 2.52e+03" on one page
-    assert [_number(v, 3) for v in (44107.2, 9820.4, 2520.0, 12.345, 0.5)] == [
+    assert [number(v, 3) for v in (44107.2, 9820.4, 2520.0, 12.345, 0.5)] == [
         "44,107",
         "9,820",
         "2,520",
         "12.3",
         "0.5",
     ]
-    assert _number(1234.5) == "1,234" and _number(12_345.6) == "12,346" and _number(7) == "7"
+    assert number(1234.5) == "1,234" and number(12_345.6) == "12,346" and number(7) == "7"
 
 
 def _glance(page: str) -> str:

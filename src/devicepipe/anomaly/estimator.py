@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 from devicepipe.anomaly.describe import score_meaning, scorer_summary, threshold_rule
-from devicepipe.anomaly.model_format import _SCALERS, write_model
-from devicepipe.anomaly.rows import _Details, _details, _host_kind, _table_rows
+from devicepipe.anomaly.model_format import SCALERS, write_model
+from devicepipe.anomaly.rows import Details, host_kind, reconstruction_details, table_rows
 from devicepipe.device import resolve_device
 from devicepipe.errors import DevicepipeError
 from devicepipe.learn import LearnSettings, train_models
@@ -26,10 +26,10 @@ from devicepipe.scorers.neighbours import (
     KNN_SHARE,
     MIN_EFFECT,
     MIN_ROWS,
-    _quantile,
     auto_threshold,
     neighbours_for,
     outlier_fence,
+    quantile,
 )
 from devicepipe.signal.resample import resample_rows
 from devicepipe.threads import ThreadChoice, choose_threads, using_threads
@@ -222,7 +222,7 @@ class BeatAnomalyDetector:
             )
         if not (isinstance(m := self.min_effect, (int, float)) and not isinstance(m, bool) and m >= 0):
             raise DevicepipeError(f"BeatAnomalyDetector: min_effect must be a number >= 0, got {self.min_effect!r}.")
-        if self.scaling not in (*_SCALERS, "none", "auto"):
+        if self.scaling not in (*SCALERS, "none", "auto"):
             raise DevicepipeError(
                 f"BeatAnomalyDetector: scaling={self.scaling!r} is not 'standard', 'minmax', 'none' or 'auto'."
             )
@@ -293,7 +293,7 @@ class BeatAnomalyDetector:
         """``X`` as a float tensor ``(n, columns)`` on ``device``; one line for what cannot be scored."""
         rows = getattr(X, "matrix", X)
         if not isinstance(rows, torch.Tensor):
-            rows = _table_rows(rows, caller)
+            rows = table_rows(rows, caller)
         if rows.is_complex():
             raise DevicepipeError(f"{caller}: Complex data not supported; X must hold real numbers.")
         if rows.ndim != 2:
@@ -386,7 +386,7 @@ class BeatAnomalyDetector:
         with using_threads(threads.threads):
             learn_from = data[self.model_rows_of(data.shape[0]).to(data.device)]
             models, histories = train_models(make, learn_from, settings, out, extra, callback, stream=stream)
-            details = _details(models, data)
+            details = reconstruction_details(models, data)
         train_rows, held_out = split_indices(data.shape[0], settings.val_fraction, settings.seed, device)
         self.reference_, self.calibration_, self.neighbours_ = None, {}, None
         every = torch.arange(data.shape[0], device=device)  # validation rows are normal rows too
@@ -396,7 +396,7 @@ class BeatAnomalyDetector:
             self.neighbours_ = self._k(self.reference_.shape[0])
             with using_threads(threads.threads):
                 scores, effects = self._nn_scores(details.scores, data, Fitting(positions, train_rows))
-            details = _Details(details.embeddings, scores, details.spread)
+            details = Details(details.embeddings, scores, details.spread)
         # a row's distance leaves itself out, so every row's is a fair training score; the
         # reconstruction error is fair only on the rows that did not steer training
         train_rows = every if self._kind.leaves_self_out else train_rows
@@ -426,7 +426,7 @@ class BeatAnomalyDetector:
         rows = resample_rows(rows, width)
         scaler = None
         if self._scaling != "none":
-            scaler = _SCALERS[self._scaling]().fit(rows.reshape(-1))
+            scaler = SCALERS[self._scaling]().fit(rows.reshape(-1))
             rows = scaler.transform(rows.reshape(-1)).reshape(rows.shape)
         data = rows.float()
         if data.shape[0] < MIN_ROWS:
@@ -500,7 +500,7 @@ class BeatAnomalyDetector:
             return float(self.threshold)
         if self.contamination == "auto":
             return auto_threshold(train_scores, log=not self._kind.z_scores)
-        share = _quantile(train_scores.double(), 1.0 - float(self.contamination))
+        share = quantile(train_scores.double(), 1.0 - float(self.contamination))
         return max(share, outlier_fence(train_scores, log=not self._kind.z_scores))
 
     @property
@@ -515,7 +515,7 @@ class BeatAnomalyDetector:
         as tensors on the detector's device, with ``threshold_``."""
         data = self._prepare(X, "score_details()")
         with using_threads(self.threads_.threads):
-            d = _details(self.models_, data)
+            d = reconstruction_details(self.models_, data)
             scores, effects = self._nn_scores(d.scores, data)
         return Scores(d.embeddings, scores, d.spread, self.threshold_, self._flags(scores, effects), effects)
 
@@ -540,7 +540,7 @@ class BeatAnomalyDetector:
             return self._nn_scores(recon, data)
 
     def _out(self, X: Any, values: torch.Tensor) -> Any:
-        return values.detach().cpu().numpy() if _host_kind(X) else values
+        return values.detach().cpu().numpy() if host_kind(X) else values
 
     def decision_function(self, X: Any) -> Any:
         """Anomaly score of each row of ``X`` by the detector's ``scorer`` (see :meth:`score_meaning`):

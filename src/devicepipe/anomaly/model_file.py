@@ -11,11 +11,11 @@ from torch import nn
 
 from devicepipe.anomaly.estimator import BeatAnomalyDetector
 from devicepipe.anomaly.model_format import (
-    _SCALERS,
     LOCAL_FROM,
     MODEL_FORMAT,
     MODEL_FORMAT_VERSION,
     MODEL_NAME,
+    SCALERS,
     content_digest,
 )
 from devicepipe.device import resolve_device
@@ -101,7 +101,7 @@ def _members(state: dict[str, Any], kind: ModelKind, dev: torch.device, file: Pa
         raise DevicepipeError(f"{file}: its weights do not fit its model ({str(exc).splitlines()[0][:160]}).") from None
     scaler = None
     if state.get("scaler") is not None:
-        scaler = _SCALERS["standard" if state["scaler"]["kind"] == "StandardScaler" else "minmax"]()
+        scaler = SCALERS["standard" if state["scaler"]["kind"] == "StandardScaler" else "minmax"]()
         scaler.load_state_dict(state["scaler"]).to(dev)
     return models, scaler
 

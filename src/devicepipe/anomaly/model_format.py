@@ -23,7 +23,7 @@ MODEL_FORMAT_VERSION = 2
 LOCAL_FROM = 2
 
 
-_SCALERS = {"standard": StandardScaler, "minmax": MinMaxScaler}
+SCALERS = {"standard": StandardScaler, "minmax": MinMaxScaler}
 
 
 def write_model(det: BeatAnomalyDetector, path: str | Path) -> Path:

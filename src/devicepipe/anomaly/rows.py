@@ -15,7 +15,7 @@ from devicepipe.interop import convert
 from devicepipe.score import embed, reconstruction_error
 
 
-def _table_rows(X: Any, caller: str) -> torch.Tensor:
+def table_rows(X: Any, caller: str) -> torch.Tensor:
     """Rows from anything tabular: a NumPy array (object arrays of numbers too), a pandas or
     Polars DataFrame (every column a feature), a list of lists, or what :func:`to_torch` takes."""
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # a DataFrame: its columns are the features
@@ -41,21 +41,21 @@ def _table_rows(X: Any, caller: str) -> torch.Tensor:
         raise DevicepipeError(f"{caller}: X must be a 2-D array of rows, got {type(X).__name__} ({first}).") from None
 
 
-def _host_kind(x: Any) -> bool:
+def host_kind(x: Any) -> bool:
     """Whether results for ``x`` go back as NumPy (anything but a tensor or a Beats of tensors)."""
     rows = getattr(x, "matrix", x)
     return not isinstance(rows, torch.Tensor)
 
 
 @dataclass(frozen=True)
-class _Details:
+class Details:
     embeddings: torch.Tensor
     scores: torch.Tensor
     spread: torch.Tensor
 
 
-def _details(models: list[nn.Module], data: torch.Tensor) -> _Details:
+def reconstruction_details(models: list[nn.Module], data: torch.Tensor) -> Details:
     errors = torch.stack([reconstruction_error(m, data) for m in models])  # (members, n)
     mean = errors.mean(0)
     spread = errors.std(0, unbiased=False) if len(models) > 1 else torch.zeros_like(mean)
-    return _Details(embed(models[0], data), mean, spread)
+    return Details(embed(models[0], data), mean, spread)

@@ -55,7 +55,7 @@ class Engine:
 
 
 @contextlib.contextmanager
-def _client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any]:
+def dask_client(engine: Engine, n_workers: int, threads: int | None) -> Iterator[Any]:
     """A Dask client: of the cluster at ``engine.scheduler``, or of a local cluster started here."""
     try:
         import dask
@@ -142,7 +142,7 @@ def _start_method() -> str:
     return "forkserver"
 
 
-def _n_workers(engine: Engine) -> int:
+def worker_count(engine: Engine) -> int:
     if engine.workers is None:
         return max(1, len(engine.devices) if engine.devices != ("auto",) else usable_cores())
     if engine.workers < 0:

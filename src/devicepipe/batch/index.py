@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from devicepipe.batch.plan import _Item
+from devicepipe.batch.plan import Item
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.discover import INDEX_NAME, Dataset
 from devicepipe.summaries import Accuracy, Counts, DatasetSummary, HolterSummary, RunSummary
@@ -49,7 +49,7 @@ INDEX_COLUMNS = pa.schema(
 )
 
 
-def _error_line(exc: BaseException) -> str:
+def error_line(exc: BaseException) -> str:
     """An exception as one line: a user mistake's own message, anything else with its type."""
     if isinstance(exc, DevicepipeError):
         message = exc.cli_message
@@ -75,7 +75,7 @@ def _holter_columns(h: HolterSummary | None) -> dict[str, Any]:
     }
 
 
-def _row(item: _Item, worker: str, resumed: bool, summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def index_row(item: Item, worker: str, resumed: bool, summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The index row of a complete run directory, from its ``summary.json`` (``summary``: that
     file as already read)."""
     if summary is None:
@@ -105,13 +105,13 @@ def _row(item: _Item, worker: str, resumed: bool, summary: Mapping[str, Any] | N
     }
 
 
-def _failed(item: _Item, worker: str, message: str) -> dict[str, Any]:
+def failed_row(item: Item, worker: str, message: str) -> dict[str, Any]:
     row = dict.fromkeys(INDEX_COLUMNS.names)
     row.update(path=item.path, run=item.run, status="failed", error=message, resumed=False, worker=worker)
     return row
 
 
-def _worker_name() -> str:
+def worker_name() -> str:
     with contextlib.suppress(ImportError, ValueError):
         from distributed import get_worker
 
@@ -140,7 +140,7 @@ class DatasetResult:
         return sum(bool(r["resumed"]) for r in self.rows)
 
 
-def _reference_of(path: Path, extension: str | None) -> str | None:
+def reference_of(path: Path, extension: str | None) -> str | None:
     """``RECORD.<extension>`` beside a WFDB record, where there is one."""
     if extension is None or path.suffix.lower() != ".hea":
         return None
@@ -148,7 +148,7 @@ def _reference_of(path: Path, extension: str | None) -> str | None:
     return str(candidate) if candidate.is_file() else None
 
 
-def _summary(
+def dataset_summary(
     dataset: Dataset,
     kind: str,
     options: dict[str, Any],

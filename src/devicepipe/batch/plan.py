@@ -20,7 +20,7 @@ TAIL_TASKS = 64
 
 
 @dataclass(frozen=True)
-class _Item:
+class Item:
     path: str
     out: str
     run: str
@@ -36,7 +36,7 @@ def _input_bytes(path: Path) -> int:
         return 0
 
 
-def _plan(items: Sequence[_Item], workers: int) -> list[list[_Item]]:
+def plan_tasks(items: Sequence[Item], workers: int) -> list[list[Item]]:
     """Consecutive items in tasks that shrink as the input runs out (guided self-scheduling).
 
     Each task takes about 1/(``workers`` x :data:`TASKS_PER_WORKER`) of the input bytes not yet
@@ -51,8 +51,8 @@ def _plan(items: Sequence[_Item], workers: int) -> list[list[_Item]]:
     share = max(1, workers) * TASKS_PER_WORKER
     left = sum(sizes)  # input bytes not yet handed out
     smallest = left / TAIL_TASKS
-    tasks: list[list[_Item]] = []
-    current: list[_Item] = []
+    tasks: list[list[Item]] = []
+    current: list[Item] = []
     size = 0
     for item, nbytes in zip(items, sizes, strict=True):
         if current and size + nbytes > TASK_BYTES:

@@ -15,18 +15,18 @@ from typing import Any
 import pyarrow as pa
 
 from devicepipe import pipelines
-from devicepipe.batch.engine import Engine, _client, _n_workers, dashboard_of
+from devicepipe.batch.engine import Engine, dashboard_of, dask_client, worker_count
 from devicepipe.batch.index import (
     INDEX_COLUMNS,
     DatasetResult,
-    _error_line,
-    _failed,
-    _reference_of,
-    _row,
-    _summary,
-    _worker_name,
+    dataset_summary,
+    error_line,
+    failed_row,
+    index_row,
+    reference_of,
+    worker_name,
 )
-from devicepipe.batch.plan import _Item, _plan
+from devicepipe.batch.plan import Item, plan_tasks
 from devicepipe.device import resolve_device, usable_cores
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import check_output_dir, write_json, write_parquet
@@ -42,20 +42,20 @@ KINDS = tuple(pipelines.DATASET_PIPELINES)
 
 
 def _task(
-    kind: str, items: Sequence[_Item], options: dict[str, Any], devices: Sequence[str], threads: int | None
+    kind: str, items: Sequence[Item], options: dict[str, Any], devices: Sequence[str], threads: int | None
 ) -> list[dict[str, Any]]:
     """Run ``kind`` on ``items`` (in a Dask worker or in this process); one index row each."""
-    worker = _worker_name()
+    worker = worker_name()
     device = devices[int(worker) % len(devices)] if worker.isdigit() else devices[0]
     with using_threads(threads) if threads else contextlib.nullcontext():
         outcomes = _run_kind(kind, items, options, device)
     return [
-        _row(item, worker, False) if outcome is None else _failed(item, worker, _error_line(outcome))
+        index_row(item, worker, False) if outcome is None else failed_row(item, worker, error_line(outcome))
         for item, outcome in zip(items, outcomes, strict=True)
     ]
 
 
-def _run_kind(kind: str, items: Sequence[_Item], options: dict[str, Any], device: str) -> list[BaseException | None]:
+def _run_kind(kind: str, items: Sequence[Item], options: dict[str, Any], device: str) -> list[BaseException | None]:
     """Run the pipeline on each item: None where it succeeded, else the exception that stopped it."""
     run_group = pipelines.DATASET_PIPELINES[kind]
     try:
@@ -70,7 +70,7 @@ def _run_kind(kind: str, items: Sequence[_Item], options: dict[str, Any], device
 
 def run_recordings(
     kind: str,
-    items: Sequence[_Item],
+    items: Sequence[Item],
     options: dict[str, Any],
     engine: Engine,
     *,
@@ -79,7 +79,7 @@ def run_recordings(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run ``kind`` on ``items`` with ``engine``; the index rows (in any order) and how it ran."""
     local = engine.scheduler is None
-    n_workers = _n_workers(engine)
+    n_workers = worker_count(engine)
     if local and n_workers:  # no more worker processes than recordings to give them
         n_workers = min(n_workers, max(1, len(items)))
     asked = requested_threads()  # DEVICEPIPE_THREADS: each worker's (or the loop's) count
@@ -90,19 +90,19 @@ def run_recordings(
         how = engine.describe(0, threads, None)
         if on_cluster:
             on_cluster(how)
-        for task in _plan(items, 1):
+        for task in plan_tasks(items, 1):
             done = _task(kind, task, options, engine.devices, threads)
             rows += done
             tell(done)
         return rows, how
-    with _client(engine, n_workers, threads) as client:
+    with dask_client(engine, n_workers, threads) as client:
         info = client.scheduler_info()
         how = engine.describe(len(info.get("workers", {})) or n_workers, threads, dashboard_of(client))
         if on_cluster:
             on_cluster(how)
         from distributed import as_completed
 
-        tasks = _plan(items, max(1, how["workers"]))
+        tasks = plan_tasks(items, max(1, how["workers"]))
         futures = {
             client.submit(_task, kind, task, options, engine.devices, threads, pure=False): task for task in tasks
         }
@@ -111,7 +111,7 @@ def run_recordings(
             try:
                 done = future.result()
             except Exception as exc:  # noqa: BLE001 - a worker lost (killed, out of memory): its recordings fail
-                done = [_failed(item, "?", _error_line(exc)) for item in task]
+                done = [failed_row(item, "?", error_line(exc)) for item in task]
             rows += done
             tell(done)
     return rows, how
@@ -250,7 +250,7 @@ def run_dataset(
     _check_devices(engine)
     started = time.perf_counter()
     items = [
-        _Item(str(p), str(out / name), name, _reference_of(p, reference))
+        Item(str(p), str(out / name), name, reference_of(p, reference))
         for p, name in zip(dataset.paths, dataset.run_names(), strict=True)
     ]
     asked = _settings_of(kind, options or {}, reference)
@@ -274,7 +274,9 @@ def run_dataset(
     todo = [item for item, summary in zip(items, finished, strict=True) if summary is None]
     if on_start:
         on_start(len(items), len(todo))
-    rows = [_row(item, "", True, summary) for item, summary in zip(items, finished, strict=True) if summary is not None]
+    rows = [
+        index_row(item, "", True, summary) for item, summary in zip(items, finished, strict=True) if summary is not None
+    ]
     if rows and on_rows:
         on_rows(rows)
     fresh, how = run_recordings(kind, todo, options or {}, engine, on_rows=on_rows, on_cluster=on_cluster)
@@ -283,7 +285,7 @@ def run_dataset(
     _write_settings(out, asked)
     write_parquet(pa.Table.from_pylist(rows, schema=INDEX_COLUMNS), out / INDEX_NAME)
     result = DatasetResult(out, rows)
-    found = _summary(dataset, kind, options or {}, how, rows, time.perf_counter() - started, reference)
+    found = dataset_summary(dataset, kind, options or {}, how, rows, time.perf_counter() - started, reference)
     files = [*found["files"], REPORT_NAME]
     result.summary = DatasetSummary.from_dict({"schema": SUMMARY_SCHEMA, **found, "files": files})
     failed = f"{result.n_failed:,} of {len(rows):,} recordings failed; they are listed first below."

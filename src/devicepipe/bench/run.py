@@ -28,7 +28,7 @@ from devicepipe.errors import DevicepipeError
 
 if TYPE_CHECKING:
     pass
-from devicepipe.bench.tables import _ratios
+from devicepipe.bench.tables import ratios
 
 SECTIONS = ("stages", "baselines", "paired", "micro", "crossover", "peers", "handoff", "ddp")
 
@@ -151,5 +151,5 @@ def run_benchmarks(
         result["crossover"] = crossover(devices, quick=quick, repeats=reps, progress=note)
     if "ddp" in sections:
         result["ddp"] = ddp_scaling(devices, quick=quick, progress=note)
-    result["ratios"] = _ratios(result)
+    result["ratios"] = ratios(result)
     return result

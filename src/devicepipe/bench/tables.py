@@ -14,7 +14,7 @@ DIFFERENT_WORK = {
 }
 
 
-def _ratios(result: dict[str, Any]) -> list[dict[str, Any]]:
+def ratios(result: dict[str, Any]) -> list[dict[str, Any]]:
     """Notebook way / ours on the CPU, per stage, from the same run."""
     ours = {r["stage"]: r for r in result.get("stages", []) if r["device"] == "cpu"}
     out = []

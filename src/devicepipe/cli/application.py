@@ -80,7 +80,7 @@ def _without_range(text: str) -> str:
     return re.sub(r"\s*\[\]", "", _RANGE.sub("", text).replace("[; ", "["))
 
 
-class _Command(_PlainHelp, TyperCommand):
+class Command(_PlainHelp, TyperCommand):
     """A subcommand with :class:`_PlainHelp`, whose help gives each option in a line where it
     fits: names and value, help, default (details in docs/commands.md)."""
 

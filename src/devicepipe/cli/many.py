@@ -19,7 +19,7 @@ from rich.progress import (
 
 from devicepipe.batch import INDEX_NAME, DatasetResult, Engine, run_dataset
 from devicepipe.cli.printing import (
-    _console,
+    console,
 )
 from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
 from devicepipe.errors import DevicepipeError
@@ -27,7 +27,7 @@ from devicepipe.summaries import held
 from devicepipe.units import format_duration
 
 
-def _engine(workers: int | None, scheduler: str | None, devices: str | None, device: str) -> Engine:
+def engine_of(workers: int | None, scheduler: str | None, devices: str | None, device: str) -> Engine:
     listed = tuple(d.strip() for d in (devices or "").split(",") if d.strip())
     if devices is not None and not listed:
         raise DevicepipeError("--devices names no device; give e.g. --devices cuda:0,cuda:1.")
@@ -49,14 +49,14 @@ def _dataset_reference(reference: Path | None) -> str | None:
     return text
 
 
-def _single_only(**given: Any) -> None:
+def single_only(**given: Any) -> None:
     """Options that only mean something for many recordings, refused for one."""
     for name, value in given.items():
         if value is not None:
             raise DevicepipeError(f"--{name} is for many recordings (a folder, glob or list); drop it for one file.")
 
 
-def _run_dataset_cli(
+def run_dataset_cli(
     kind: str,
     input: Path,
     out: Path,
@@ -66,7 +66,7 @@ def _run_dataset_cli(
     resume: bool,
 ) -> None:
     """Run ``kind`` on every recording ``input`` names, with a progress bar; exit 1 when any failed."""
-    con = _console()
+    con = console()
     counts = {"ok": 0, "failed": 0}
     progress = Progress(
         TextColumn("{task.description}"),

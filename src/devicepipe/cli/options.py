@@ -66,17 +66,17 @@ MinQualityOpt = Annotated[
 ]
 
 
-def _maybe_int(value: str | None) -> str | int | None:
+def maybe_int(value: str | None) -> str | int | None:
     """A column given on the command line: a position when it is a whole number, else a name."""
     if value is None:
         return None
     return int(value) if value.lstrip("-").isdigit() else value
 
 
-def _columns(values: list[str] | None) -> list[str | int] | None:
+def columns(values: list[str] | None) -> list[str | int] | None:
     if not values:
         return None
-    return [_maybe_int(v) for v in values]
+    return [maybe_int(v) for v in values]
 
 
 WorkersOpt = Annotated[
@@ -178,7 +178,7 @@ ModelOpt = Annotated[
 ]
 
 
-def _split(text: str | None) -> list[str] | None:
+def split(text: str | None) -> list[str] | None:
     """A comma-separated option as a list (None when not given)."""
     if text is None:
         return None
@@ -195,7 +195,7 @@ OverrideRateOpt = Annotated[
 ]
 
 
-def _rate(sampling_rate: float | None, override_rate: bool) -> float | None:
+def rate(sampling_rate: float | None, override_rate: bool) -> float | None:
     """The --sampling-rate to read at: as given, or (``--override-rate``) over the recording's own."""
     if override_rate and sampling_rate is None:
         raise DevicepipeError("--override-rate says to read at --sampling-rate; give it, e.g. --sampling-rate 250.")

@@ -18,7 +18,7 @@ from rich.progress import (
 from devicepipe.pipelines import PIPELINES, BeatsResult, LearnResult
 
 
-def _console() -> Console:
+def console() -> Console:
     """Rich output on a terminal; elsewhere (a log, CI, a pipe) whole lines, not wrapped at 80 columns."""
     con = Console(highlight=False)
     if con.is_terminal:
@@ -26,18 +26,18 @@ def _console() -> Console:
     return Console(highlight=False, soft_wrap=True, width=max(con.width, 160))
 
 
-def _gib(n: int) -> str:
+def gib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
-def _ms(seconds: float | None) -> str:
+def ms(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
 @contextmanager
-def _epoch_bar(
+def epoch_bar(
     con: Console, epochs: int, label: str, *, exact: bool = False
 ) -> Iterator[Callable[[int, float, float], None]]:
     """Training progress: a bar on a terminal, shown from the first finished epoch (so an early
@@ -77,14 +77,14 @@ def _epoch_bar(
             progress.stop()
 
 
-def _print_outputs(con: Console, result: LearnResult, first: list[str]) -> None:
+def print_outputs(con: Console, result: LearnResult, first: list[str]) -> None:
     files = result.files
     con.print(f"outputs in [bold]{result.out}[/bold]: {', '.join(sorted(p.name for p in files.values()))}")
     if "report.html" in files:
         con.print(f"open first: {result.out / 'report.html'} (it shows {', '.join(f for f in first if f in files)})")
 
 
-def _print_run(con: Console, kind: str, result: LearnResult | BeatsResult) -> None:
+def print_run(con: Console, kind: str, result: LearnResult | BeatsResult) -> None:
     """What the command line says of a finished run of the pipeline ``kind`` (its lines in
     :data:`~devicepipe.pipelines.PIPELINES`), its warnings (on stderr), and where its files are."""
     pipeline = PIPELINES[kind]
@@ -93,16 +93,16 @@ def _print_run(con: Console, kind: str, result: LearnResult | BeatsResult) -> No
     if isinstance(result, BeatsResult):
         con.print(f"wrote {', '.join(str(p) for p in result.files.values())}", markup=False)
         for warning in result.warnings:
-            _warn(con, warning)
+            warn(con, warning)
         if "report.html" in result.files:
             con.print(f"open first: {result.files['report.html']}", markup=False)
         return
     for warning in result.summary.warnings or []:
-        _warn(con, warning)
-    _print_outputs(con, result, list(pipeline.open_first))
+        warn(con, warning)
+    print_outputs(con, result, list(pipeline.open_first))
 
 
-def _warn(con: Console, warning: str) -> None:
+def warn(con: Console, warning: str) -> None:
     """A warning on stderr (so that it shows even when the output is piped), in colour on a terminal."""
     err = Console(stderr=True, highlight=False, soft_wrap=not con.is_terminal)
     err.print(f"[bold yellow]warning:[/bold yellow] {warning}")

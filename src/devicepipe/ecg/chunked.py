@@ -11,15 +11,15 @@ import torch
 from devicepipe.device import all_finite
 from devicepipe.ecg import ricker
 from devicepipe.ecg.fuse import fuse_leads, stretch_medians_of_correlations
-from devicepipe.ecg.peaks import _options_of, ecg_peaks
+from devicepipe.ecg.peaks import ecg_peaks, options_of
 from devicepipe.ecg.quality import beat_correlation, template_rows, typical_beat
 from devicepipe.ecg.ricker import (
-    _PACKED_KEYS,
+    PACKED_KEYS,
     SELECT_HALO_BEATS,
-    _abs_max,
-    _Held,
-    _Ricker,
-    _samples,
+    Held,
+    Ricker,
+    abs_max,
+    samples,
 )
 from devicepipe.ecg.segment import ecg_segment_chunked, segment_kept_parts
 from devicepipe.errors import DevicepipeError
@@ -116,7 +116,7 @@ def ecg_peaks_fused_chunked_to(
     if leads == 1:
         return ecg_peaks_chunked_to(out, reads[0], n_samples, fs, chunk=chunk, name=name, progress=progress, **options)
     per_lead, medians = [], []
-    r = _Ricker(fs, **options)
+    r = Ricker(fs, **options)
     cut = _aligned(chunk, r.alignment)  # (the beats cut as many samples at a time as detection reads)
     for i, read in enumerate(reads):
         done = None if progress is None else (lambda d, _t, i=i: progress(i * n_samples + d, leads * n_samples))
@@ -170,7 +170,7 @@ def detection_chunk(chunk: int, sampling_rate: float, **options: Any) -> int:
     """The samples per chunk :func:`ecg_peaks_chunked` works in for ``chunk`` asked: rounded up to
     a multiple of the detector's block alignment (at least one; a few seconds), so that its
     blocks and sub-blocks fall on the same samples as in one call."""
-    return _aligned(chunk, _Ricker(float(sampling_rate), **options).alignment)
+    return _aligned(chunk, Ricker(float(sampling_rate), **options).alignment)
 
 
 def _aligned(chunk: int, step: int) -> int:
@@ -188,20 +188,18 @@ def _peaks_chunked(
     out: tuple[Spill, str],
     **options: Any,
 ) -> torch.device:
-    unknown = sorted(set(options) - set(_options_of("ricker")))
+    unknown = sorted(set(options) - set(options_of("ricker")))
     if unknown:
-        raise DevicepipeError(
-            f"ecg_peaks_chunked(): no option {unknown[0]!r}; the options are {_options_of('ricker')}."
-        )
+        raise DevicepipeError(f"ecg_peaks_chunked(): no option {unknown[0]!r}; the options are {options_of('ricker')}.")
     if n_samples < 2 * sampling_rate:
         peaks = ecg_peaks(read(0, n_samples), sampling_rate, **options)
         out[0].append(out[1], peaks)
         return peaks.device
-    r = _Ricker(float(sampling_rate), **options)
+    r = Ricker(float(sampling_rate), **options)
     step = r.alignment
     chunk = _aligned(chunk, step)  # (as detection_chunk says)
     halo = -(-r.reach // step) * step
-    edge = min(n_samples, _samples(r.edge_s, r.fs))
+    edge = min(n_samples, samples(r.edge_s, r.fs))
     means = r.edge_means(_checked(read(0, edge), sampling_rate, 0)[None], read(n_samples - edge, n_samples)[None])
     starts = range(0, n_samples, chunk)
     # the same for every chunk (the rate, the samples' dtype and device); made before the first
@@ -213,7 +211,7 @@ def _peaks_chunked(
         )
         device, dtype = means[0].device, means[0].dtype
         n_blocks = spill.size("block_max")
-        reach = _samples(r.envelope_s / r.block_s, 1.0)  # the envelope's window, in blocks
+        reach = samples(r.envelope_s / r.block_s, 1.0)  # the envelope's window, in blocks
 
         def envelope(a: int, b: int) -> torch.Tensor:
             """Blocks ``[a, b)`` of the envelope, ``(1, b - a)``, from the block maxima around them."""
@@ -237,16 +235,16 @@ def _peaks_chunked(
             block_mean = spill.read("block_mean", a, b, device)[None]
             signs = tuple(spill.read(name, a, b, device)[None] for name in ("block_signed", "block_height"))
             limits = r.local_thresholds(envelope(a, b), block_mean, typical, no_ecg, dense, signs)
-            found = {key: spill.read(key, first, first + count, device) for key in _PACKED_KEYS}
+            found = {key: spill.read(key, first, first + count, device) for key in PACKED_KEYS}
             first += count
             for name, values in r.accept(found, *limits, first_block=a).items():
                 spill.append("kept_" + name, values)
-        _select_in_parts(r, _Held(spill, "kept_", device, dtype), n_samples, SELECT_BLOCK, out)
+        _select_in_parts(r, Held(spill, "kept_", device, dtype), n_samples, SELECT_BLOCK, out)
     return device
 
 
 def _first_pass(
-    r: _Ricker,
+    r: Ricker,
     read: Callable[[int, int], torch.Tensor],
     n_samples: int,
     chunk: int,
@@ -281,7 +279,7 @@ def _first_pass(
         negatives[:, at : at + sub.shape[-1]] = negative[:, c0 - a : c1 - a][:, (-c0) % stride :: stride]
         taken = x[:, c0 - a : c1 - a][:, (-c0) % stride :: stride]
         if taken.numel():
-            torch.maximum(magnitude, _abs_max(taken)[0], out=magnitude)
+            torch.maximum(magnitude, abs_max(taken)[0], out=magnitude)
         found = r.candidates(x, feature, negative, a, (c0, c1))
         for name, summary in zip(
             ("block_signed", "block_height"), r.block_signs(found, 1, -(-(c1 - c0) // r.block), c0 // r.block),
@@ -307,11 +305,11 @@ SELECT_BLOCK = 16_384
 THRESHOLD_BLOCKS = 1 << 15
 
 
-def _select_in_parts(r: _Ricker, held: _Held, total: int, block: int, out: tuple[Spill, str]) -> None:
-    """The peaks of :meth:`_Ricker.select` on one row's candidates ``held`` (``(n_peaks,)``,
+def _select_in_parts(r: Ricker, held: Held, total: int, block: int, out: tuple[Spill, str]) -> None:
+    """The peaks of :meth:`Ricker.select` on one row's candidates ``held`` (``(n_peaks,)``,
     sorted), ``block`` candidates at a time, so that its memory does not grow with the recording.
 
-    The polarity rule's figures come from the whole recording first (:meth:`_Ricker.polarity_of`).
+    The polarity rule's figures come from the whole recording first (:meth:`Ricker.polarity_of`).
     Each part then goes through the rules with candidates either side, and keeps the beats
     whose columns lie in its own stretch. The T-wave rule looks one beat back, and the
     search-back's decisions reach at most :data:`SELECT_HALO_BEATS` beats in from a part's edge
@@ -340,7 +338,7 @@ def _select_in_parts(r: _Ricker, held: _Held, total: int, block: int, out: tuple
                 halo *= 2
             yield torch.unique(refined[(cols >= lo) & (cols < hi)])
 
-    _joined(parts(), *out, seam=2 * _samples(r.refine_s, r.fs) + 2)
+    _joined(parts(), *out, seam=2 * samples(r.refine_s, r.fs) + 2)
 
 
 def _joined(parts: Iterable[torch.Tensor], spill: Spill, name: str, *, seam: int) -> None:
@@ -373,12 +371,12 @@ def _check_order(values: torch.Tensor, last: int | None) -> None:
         raise RuntimeError("_joined(): a part reaches further back than its seam allows.")
 
 
-def _packed(c: dict[str, torch.Tensor], r: _Ricker) -> dict[str, torch.Tensor]:
-    """One row's candidates (:meth:`_Ricker.candidates`, :meth:`_Ricker.accept`) held compactly
+def _packed(c: dict[str, torch.Tensor], r: Ricker) -> dict[str, torch.Tensor]:
+    """One row's candidates (:meth:`Ricker.candidates`, :meth:`Ricker.accept`) held compactly
     while a chunked detection gathers those of the whole recording: no row numbers (all 0),
     the refined position as its shift from the column (within the refinement window), the
     sign as int8: 15 bytes a candidate where the plain form takes 32. :func:`_unpacked` undoes it."""
-    shift_type = torch.int16 if _samples(r.refine_s, r.fs) < 2**15 else torch.int32
+    shift_type = torch.int16 if samples(r.refine_s, r.fs) < 2**15 else torch.int32
     out = {k: v for k, v in c.items() if k not in ("rows", "refined", "sign")}
     out["shift"] = (c["refined"] - c["cols"]).to(shift_type)
     out["sign"] = c["sign"].to(torch.int8)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from devicepipe.ecg.quality import beat_correlation, beat_quality_of, stretch_medians, typical_beat
-from devicepipe.ecg.ricker import _peaks_ricker, _Ricker, _samples
+from devicepipe.ecg.ricker import Ricker, peaks_ricker, samples
 from devicepipe.ecg.segment import ecg_segment
 from devicepipe.signal.peaks import split_by_row
 
@@ -14,7 +14,7 @@ from devicepipe.signal.peaks import split_by_row
 LEAD_STRETCH_S = 10.0
 
 
-def _peaks_ricker_fused(x: torch.Tensor, sampling_rate: float, **options: float) -> tuple[torch.Tensor, torch.Tensor]:
+def peaks_ricker_fused(x: torch.Tensor, sampling_rate: float, **options: float) -> tuple[torch.Tensor, torch.Tensor]:
     """One set of R peaks per recording from all its leads (``x`` of shape ``(batch, leads, time)``):
     rows (the recording) and columns, sorted.
 
@@ -25,10 +25,10 @@ def _peaks_ricker_fused(x: torch.Tensor, sampling_rate: float, **options: float)
     and is passed over there, while a clean stretch of it counts. The same beat seen on several
     leads (peaks within half a refractory period) is one beat, placed where the chosen lead has it.
     """
-    r = _Ricker(float(sampling_rate), **options)
+    r = Ricker(float(sampling_rate), **options)
     batch, leads, n = x.shape
     flat = x.reshape(batch * leads, n)
-    rows, cols = _peaks_ricker(flat, sampling_rate, **options)
+    rows, cols = peaks_ricker(flat, sampling_rate, **options)
     medians = torch.stack(
         [
             lead_stretch_medians(flat[row], peaks, r.fs)
@@ -40,7 +40,7 @@ def _peaks_ricker_fused(x: torch.Tensor, sampling_rate: float, **options: float)
 
 def lead_stretches(n_samples: int, sampling_rate: float) -> int:
     """How many :data:`LEAD_STRETCH_S` stretches a lead of ``n_samples`` samples has (the last shorter)."""
-    return max(1, -(-int(n_samples) // _samples(LEAD_STRETCH_S, float(sampling_rate))))
+    return max(1, -(-int(n_samples) // samples(LEAD_STRETCH_S, float(sampling_rate))))
 
 
 def lead_stretch_medians(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float) -> torch.Tensor:
@@ -79,7 +79,7 @@ def fuse_leads(
     first), a beat seen on several leads (within half of ``refractory`` samples) taken once."""
     leads = medians.shape[0] // max(batch, 1)
     n = int(n_samples)
-    window = _samples(LEAD_STRETCH_S, float(sampling_rate))
+    window = samples(LEAD_STRETCH_S, float(sampling_rate))
     stretches = medians.shape[1]
     chosen = medians.reshape(batch, leads, stretches).argmax(1)  # (batch, stretches); a tie: the first lead
     recording, lead = rows // leads, rows % leads

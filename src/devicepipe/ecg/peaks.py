@@ -9,24 +9,24 @@ from typing import Any
 
 import torch
 
-from devicepipe.ecg.fuse import _peaks_ricker_fused
-from devicepipe.ecg.ricker import _check_input, _ordinary, _peaks_ricker, _Ricker
-from devicepipe.ecg.seed import _peaks_seed
+from devicepipe.ecg.fuse import peaks_ricker_fused
+from devicepipe.ecg.ricker import Ricker, check_input, ordinary, peaks_ricker
+from devicepipe.ecg.seed import peaks_seed
 from devicepipe.errors import DevicepipeError
 from devicepipe.signal.peaks import split_by_row
 from devicepipe.threads import detection_threads, using_threads
 
 # each method maps (batch, time) and a rate to the (rows, columns) of its peaks, sorted
 ECG_PEAK_METHODS: dict[str, Callable[..., tuple[torch.Tensor, torch.Tensor]]] = {
-    "ricker": _peaks_ricker,
-    "seed": _peaks_seed,
+    "ricker": peaks_ricker,
+    "seed": peaks_seed,
 }
 
 
 def ricker_defaults() -> dict[str, float]:
     """The ``"ricker"`` method's settings and their defaults (seconds, ratios and factors; see
     the module docstring), as :func:`ecg_peaks` takes them by keyword."""
-    return {f.name: f.default for f in fields(_Ricker) if f.name != "fs"}
+    return {f.name: f.default for f in fields(Ricker) if f.name != "fs"}
 
 
 def ecg_contrast(x: torch.Tensor, sampling_rate: float, **options: float) -> torch.Tensor:
@@ -35,16 +35,16 @@ def ecg_contrast(x: torch.Tensor, sampling_rate: float, **options: float) -> tor
     (a scalar for one row). A row under ``min_contrast`` (6) is taken to hold no ECG, unless its
     response repeats at a beat's interval (a fast rhythm of wide beats, whose response is never
     quiet: ventricular tachycardia over 180 bpm)."""
-    x = _check_input(x, sampling_rate, "ecg_contrast()")
+    x = check_input(x, sampling_rate, "ecg_contrast()")
     rows = x.reshape(-1, x.shape[-1])
-    r = _Ricker(float(sampling_rate), **options)
+    r = Ricker(float(sampling_rate), **options)
     feature, _ = r.feature(rows, r.kernel(rows), *r.edge_means(rows, rows), start=True, end=True)
     block_max, _ = r.summaries(feature)
     contrast = r.contrast(block_max, feature[..., :: r.subsample_stride(rows.shape[-1])])[1]
     return contrast[0] if x.ndim == 1 else contrast
 
 
-def _options_of(method: str) -> list[str]:
+def options_of(method: str) -> list[str]:
     """The keyword settings a peak method accepts."""
     if method == "ricker":
         return list(ricker_defaults())
@@ -80,13 +80,13 @@ def ecg_peaks(
     """
     if leads not in ("each", "fuse"):
         raise DevicepipeError(f"ecg_peaks(): leads must be 'each' or 'fuse', got {leads!r}.")
-    x = _check_input(x, sampling_rate, "ecg_peaks()", leads=leads == "fuse")
+    x = check_input(x, sampling_rate, "ecg_peaks()", leads=leads == "fuse")
     if method not in ECG_PEAK_METHODS:
         raise DevicepipeError(f"ecg_peaks(): unknown method {method!r}; choose one of {sorted(ECG_PEAK_METHODS)}.")
     if leads == "fuse" and method != "ricker":
         raise DevicepipeError(f"ecg_peaks(): leads='fuse' needs method='ricker', got {method!r}.")
     find = ECG_PEAK_METHODS[method]
-    accepted = _options_of(method)
+    accepted = options_of(method)
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise DevicepipeError(
@@ -96,10 +96,10 @@ def ecg_peaks(
     if leads == "fuse":
         many = x.ndim == 3
         with threads, torch.inference_mode():
-            rows, cols = _peaks_ricker_fused(x if many else x[None], float(sampling_rate), **options)
-        per_recording = split_by_row(*_ordinary(rows, cols), x.shape[0] if many else 1)
+            rows, cols = peaks_ricker_fused(x if many else x[None], float(sampling_rate), **options)
+        per_recording = split_by_row(*ordinary(rows, cols), x.shape[0] if many else 1)
         return per_recording if many else per_recording[0]
     with threads, torch.inference_mode():  # no autograd bookkeeping: a tenth of a short call's time
         rows, cols = find(x.reshape(-1, x.shape[-1]), float(sampling_rate), **options)
-    per_row = split_by_row(*_ordinary(rows, cols), 1 if x.ndim == 1 else x.shape[0])
+    per_row = split_by_row(*ordinary(rows, cols), 1 if x.ndim == 1 else x.shape[0])
     return per_row[0] if x.ndim == 1 else per_row

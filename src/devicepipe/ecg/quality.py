@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from devicepipe.ecg.ricker import _samples
+from devicepipe.ecg.ricker import samples
 from devicepipe.ecg.segment import Beats
 from devicepipe.io.spill import Spill, Stored
 from devicepipe.signal.blocks import (
@@ -108,7 +108,7 @@ def beat_quality_of(
     ``corr`` ``(k,)`` and its R peak ``peaks`` ``(k,)`` (samples)."""
     if corr.numel() == 0:
         return BeatQuality(corr, corr, window_s)
-    stretch_of = torch.div(peaks.to(corr.device), _samples(window_s, sampling_rate), rounding_mode="floor")
+    stretch_of = torch.div(peaks.to(corr.device), samples(window_s, sampling_rate), rounding_mode="floor")
     return BeatQuality(corr, _stretch_median(corr, stretch_of), window_s)
 
 
@@ -168,7 +168,7 @@ def stretch_quality_stored(
     (sorted, one per value of ``corr``) are held on disk, :data:`QUALITY_BLOCK` beats at a
     time cut between stretches: appended to ``out``'s ``name``, the values :func:`beat_quality`
     gives."""
-    window = _samples(window_s, sampling_rate)
+    window = samples(window_s, sampling_rate)
 
     def read(s: int, e: int) -> tuple[torch.Tensor, torch.Tensor]:
         return torch.as_tensor(corr[s:e]), torch.div(torch.as_tensor(peaks[s:e]), window, rounding_mode="floor")
@@ -191,7 +191,7 @@ def stretch_medians_stored(
         for s in range(0, len(peaks), QUALITY_BLOCK)
     )
     like = torch.as_tensor(stretch[0:0])
-    return _stretch_medians_of(parts, _samples(window_s, sampling_rate), n_samples, like)
+    return _stretch_medians_of(parts, samples(window_s, sampling_rate), n_samples, like)
 
 
 def poor_stretches_stored(
@@ -204,7 +204,7 @@ def poor_stretches_stored(
 ) -> torch.Tensor:
     """:func:`poor_stretches` of beats held on disk (see :func:`stretch_medians_stored`)."""
     medians = stretch_medians_stored(stretch, peaks, n_samples, sampling_rate, window_s)
-    return unusable_stretches(medians, _samples(window_s, sampling_rate), n_samples, min_quality)
+    return unusable_stretches(medians, samples(window_s, sampling_rate), n_samples, min_quality)
 
 
 def stretch_medians(quality: BeatQuality, peaks: torch.Tensor, n_samples: int, sampling_rate: float) -> torch.Tensor:
@@ -214,7 +214,7 @@ def stretch_medians(quality: BeatQuality, peaks: torch.Tensor, n_samples: int, s
     stretch holding no cut beat. ``peaks`` are the R peaks of the cut beats, ``(n_kept,)``, one
     per value of ``quality.stretch``."""
     parts = [(peaks.to(quality.stretch.device), quality.stretch)]
-    return _stretch_medians_of(parts, _samples(quality.window_s, sampling_rate), n_samples, quality.stretch)
+    return _stretch_medians_of(parts, samples(quality.window_s, sampling_rate), n_samples, quality.stretch)
 
 
 def _stretch_medians_of(
@@ -242,7 +242,7 @@ def poor_stretches(
     median beat quality (:func:`stretch_medians`) is under ``min_quality`` or it holds no cut
     beat (a lead off, noise or a flat line gives no beat like the others)."""
     medians = stretch_medians(quality, peaks, n_samples, sampling_rate)
-    return unusable_stretches(medians, _samples(quality.window_s, sampling_rate), n_samples, min_quality)
+    return unusable_stretches(medians, samples(quality.window_s, sampling_rate), n_samples, min_quality)
 
 
 def unusable_stretches(medians: torch.Tensor, window: int, n_samples: int, min_quality: float) -> torch.Tensor:

@@ -32,17 +32,17 @@ SEED_RATE_HZ = 250.0
 #: The response's median (the contrast's denominator) is judged on about this many of its samples,
 #: evenly spaced.
 SUBSAMPLE = 200_000  # the notebook's recording (UCR "ECG one day") is sampled at 250 Hz
-#: Beat intervals (s) at which a row of low contrast is looked at for a rhythm (:meth:`_Ricker.dense`):
+#: Beat intervals (s) at which a row of low contrast is looked at for a rhythm (:meth:`Ricker.dense`):
 #: 300 to 120 bpm. A slower rhythm leaves quiet stretches between its beats (its contrast is high);
 #: a slow repeating signal of low contrast is not an ECG's (a pulse wave, a smooth sine).
 DENSE_LAGS_S = (0.2, 0.5)
 #: The response's autocorrelation at its beat interval at or above which a row of low contrast
 #: holds a fast, wide-complex rhythm, not noise (Gaussian noise, white, pink or brown, gives under
-#: 0.1; ventricular tachycardia at 200-250 bpm 0.85-0.92; see :meth:`_Ricker.dense`).
+#: 0.1; ventricular tachycardia at 200-250 bpm 0.85-0.92; see :meth:`Ricker.dense`).
 DENSE_CORR = 0.6
 #: The candidates' heights within +-envelope_s/2 of a block, each signed by its polarity, summed,
 #: over their plain sum, at or above which that stretch's candidates are one rhythm's beats (see
-#: :meth:`_Ricker.local_thresholds`): noise's polarity is either, as often one as the other.
+#: :meth:`Ricker.local_thresholds`): noise's polarity is either, as often one as the other.
 ONE_SIGN = 0.8
 #: A typical QRS response at or under this fraction of the signal's magnitude is float rounding
 #: of a constant (a flat or saturated lead), not a heart: the filter's rounding error is about
@@ -50,7 +50,7 @@ ONE_SIGN = 0.8
 ROUNDING = 1e-5
 
 
-def _check_input(x: torch.Tensor, sampling_rate: float, where: str, *, leads: bool = False) -> torch.Tensor:
+def check_input(x: torch.Tensor, sampling_rate: float, where: str, *, leads: bool = False) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise DevicepipeError(f"{where}: expected a torch.Tensor, got {type(x).__name__}.")
     if leads and x.ndim not in (2, 3):
@@ -85,10 +85,10 @@ def check_ecg(x: torch.Tensor, sampling_rate: float) -> None:
     """The checks :func:`ecg_peaks` makes on its input (a tensor of shape ``(time,)`` or
     ``(batch, time)``, finite, at least 2 s at ``sampling_rate`` Hz): a clear
     :class:`DevicepipeError` for the first that fails, nothing otherwise."""
-    _check_input(x, sampling_rate, "ecg_peaks()")
+    check_input(x, sampling_rate, "ecg_peaks()")
 
 
-def _samples(seconds: float, sampling_rate: float, minimum: int = 1) -> int:
+def samples(seconds: float, sampling_rate: float, minimum: int = 1) -> int:
     return max(minimum, int(round(seconds * sampling_rate)))
 
 
@@ -96,7 +96,7 @@ def _samples(seconds: float, sampling_rate: float, minimum: int = 1) -> int:
 
 
 @dataclass(frozen=True)
-class _Ricker:
+class Ricker:
     """The ``"ricker"`` detector's settings at one sampling rate, in samples, and its steps.
 
     The steps are split so that a recording too long for memory is detected in chunks with
@@ -127,15 +127,15 @@ class _Ricker:
 
     @property
     def block(self) -> int:
-        return _samples(self.block_s, self.fs)
+        return samples(self.block_s, self.fs)
 
     @property
     def sub(self) -> int:
-        return _samples(0.016, self.fs)
+        return samples(0.016, self.fs)
 
     @property
     def refractory(self) -> int:
-        return _samples(self.refractory_s, self.fs, 2)
+        return samples(self.refractory_s, self.fs, 2)
 
     def kernel(self, like: torch.Tensor) -> torch.Tensor:
         width = self.sigma_s * self.fs
@@ -147,7 +147,7 @@ class _Ricker:
         """Samples either side of a stretch that decide its candidates: the filter, the
         refractory period, the sub-blocks and the refinement window."""
         width = self.sigma_s * self.fs
-        return 2 * math.ceil(4 * width) + 1 + self.refractory + 2 * self.sub + _samples(self.refine_s, self.fs) + 2
+        return 2 * math.ceil(4 * width) + 1 + self.refractory + 2 * self.sub + samples(self.refine_s, self.fs) + 2
 
     @property
     def alignment(self) -> int:
@@ -159,7 +159,7 @@ class _Ricker:
     def edge_means(self, head: torch.Tensor, tail: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The mean of the first and of the last ``edge_s`` of each row (``(batch, 1)`` each),
         from ``head``/``tail``: at least that stretch from each end."""
-        m = min(_samples(self.edge_s, self.fs), head.shape[-1], tail.shape[-1])
+        m = min(samples(self.edge_s, self.fs), head.shape[-1], tail.shape[-1])
         return head[:, :m].mean(-1, keepdim=True), tail[:, tail.shape[-1] - m :].mean(-1, keepdim=True)
 
     def feature(
@@ -232,12 +232,12 @@ class _Ricker:
     @property
     def threshold_reach(self) -> int:
         """Blocks either side of a stretch of blocks that decide its :meth:`local_thresholds`."""
-        span = _samples(self.envelope_s / self.block_s, 1.0)
-        return span + _samples(self.level_s / self.block_s, 1.0) + 2
+        span = samples(self.envelope_s / self.block_s, 1.0)
+        return span + samples(self.level_s / self.block_s, 1.0) + 2
 
     def envelope(self, block_max: torch.Tensor) -> torch.Tensor:
         """The strongest block maximum within +-envelope_s/2 of each block, ``(batch, blocks)``."""
-        return centred_window(block_max, _samples(self.envelope_s / self.block_s, 1.0), "max")
+        return centred_window(block_max, samples(self.envelope_s / self.block_s, 1.0), "max")
 
     def typical_level(
         self,
@@ -336,8 +336,8 @@ class _Ricker:
         that high; at least :data:`ONE_SIGN`): beats too close for a quiet
         half-second between them (ventricular tachycardia over 200 bpm), where noise's
         candidates point either way."""
-        span = _samples(self.envelope_s / self.block_s, 1.0)
-        level = centred_window(envelope, _samples(self.level_s / self.block_s, 1.0), "min")
+        span = samples(self.envelope_s / self.block_s, 1.0)
+        level = centred_window(envelope, samples(self.level_s / self.block_s, 1.0), "min")
         noise = centred_window(block_mean, span, "min")
         if dense is not None and bool(dense.any()):
             noise = torch.where(dense[:, None], torch.zeros_like(noise), noise)
@@ -377,8 +377,8 @@ class _Ricker:
         inside = (cols >= core[0] - offset) & (cols < core[1] - offset)
         rows, cols = rows[inside], cols[inside]
         sign = 1 - 2 * negative[rows, cols].to(x.dtype)  # +1 or -1: the polarity the filter saw
-        spike = _samples(SPIKE_WINDOW_S, self.fs) if self.spike_ms > 0 else 0
-        refined, wide = _refined(x, sign, rows, cols, _samples(self.refine_s, self.fs), spike)
+        spike = samples(SPIKE_WINDOW_S, self.fs) if self.spike_ms > 0 else 0
+        refined, wide = _refined(x, sign, rows, cols, samples(self.refine_s, self.fs), spike)
         height = feature[rows, cols]
         if wide is not None:  # a spike is no beat: it passes no threshold
             height = torch.where(wide * (1000.0 / self.fs) < self.spike_ms, torch.zeros_like(height), height)
@@ -416,7 +416,7 @@ class _Ricker:
     def _followers(self, rows: torch.Tensor, cols: torch.Tensor, height: torch.Tensor, level: torch.Tensor):
         """The T-wave rule's mask over strong candidates (see :func:`_weak_followers`), or None when off."""
         if self.close_ratio > 0 and cols.numel() > 1:
-            return _weak_followers(rows, cols, height, level, _samples(self.close_s, self.fs), self.close_ratio)
+            return _weak_followers(rows, cols, height, level, samples(self.close_s, self.fs), self.close_ratio)
         return None
 
     def beats(
@@ -447,7 +447,7 @@ class _Ricker:
             # points against its QRS); later, a deflection of the other sign is a beat on its own
             # (ventricular beats often point the other way)
             soon = torch.zeros_like(keep)
-            soon[1:] = (rows[1:] == rows[:-1]) & (cols[1:] - cols[:-1] <= _samples(self.close_s, self.fs))
+            soon[1:] = (rows[1:] == rows[:-1]) & (cols[1:] - cols[:-1] <= samples(self.close_s, self.fs))
             keep |= ~soon
             taken, left = _positions(keep)
             if self.searchback_rr > 0:  # the others are weak evidence: beats only where the rhythm wants one
@@ -457,11 +457,11 @@ class _Ricker:
             rows, cols, refined = rows[taken], cols[taken], refined[taken]
         plain = cols
         if self.searchback_rr > 0 and weak[0].numel():
-            clearance = (_samples(self.close_s, self.fs), self.refractory)
+            clearance = (samples(self.close_s, self.fs), self.refractory)
             rows, cols, refined = _search_back((rows, cols, refined), weak, total, self.searchback_rr, clearance)
         return rows, cols, refined, plain
 
-    def polarity_of(self, held: _Held, block: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def polarity_of(self, held: Held, block: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The polarity rule's whole-recording figures for one row's candidates ``held`` (their
         columns, heights, levels and signs are read): its dominant polarity and typical beat
         level, ``(1,)`` each, as :meth:`beats` finds them, from ``block`` candidates at a time
@@ -508,7 +508,7 @@ def _autocorrelation(rows: torch.Tensor, lags: int) -> torch.Tensor:
 SPIKE_WINDOW_S = 0.02
 
 
-def _abs_max(x: torch.Tensor) -> torch.Tensor:
+def abs_max(x: torch.Tensor) -> torch.Tensor:
     """``x.abs().amax(-1)`` for ``x`` of shape ``(batch, n)`` without a full-size temporary."""
     return torch.maximum(x.amax(-1), -x.amin(-1))  # (two passes: aminmax is several times slower on the CPU)
 
@@ -528,7 +528,7 @@ def _positions(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 BATCH_GROUP_SAMPLES = 1 << 20
 
 
-def _peaks_ricker(x: torch.Tensor, sampling_rate: float, **options: float) -> tuple[torch.Tensor, torch.Tensor]:
+def peaks_ricker(x: torch.Tensor, sampling_rate: float, **options: float) -> tuple[torch.Tensor, torch.Tensor]:
     """R peaks of each row of ``x`` (shape ``(batch, time)``): their rows and columns, sorted."""
     per_group = max(1, BATCH_GROUP_SAMPLES * torch.get_num_threads() // x.shape[-1])
     if x.device.type != "cpu" or x.shape[0] <= per_group:
@@ -539,12 +539,12 @@ def _peaks_ricker(x: torch.Tensor, sampling_rate: float, **options: float) -> tu
 
 
 def _peaks_ricker_rows(x: torch.Tensor, sampling_rate: float, **options: float) -> tuple[torch.Tensor, torch.Tensor]:
-    r = _Ricker(float(sampling_rate), **options)
+    r = Ricker(float(sampling_rate), **options)
     n = x.shape[-1]
     means, kernel = r.edge_means(x, x), r.kernel(x)
     feature, negative = r.feature(x, kernel, *means, start=True, end=True)
     stride = r.subsample_stride(n)
-    magnitude = _abs_max(x[..., ::stride])
+    magnitude = abs_max(x[..., ::stride])
     block_max, block_mean = r.summaries(feature)
     cands = r.candidates(x, feature, negative, 0, (0, n))
 
@@ -715,7 +715,7 @@ def _refined(
     return refined, above
 
 
-def _ordinary(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+def ordinary(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """Copies of tensors made under ``torch.inference_mode`` that a caller may change in place."""
     return tuple(t.clone() for t in tensors)
 
@@ -724,14 +724,14 @@ def _ordinary(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
 MEDIAN_PART = 1 << 16
 
 
-#: What :func:`_packed` holds of each candidate; and after :meth:`_Ricker.accept`.
-_PACKED_KEYS = ("cols", "height", "shift", "sign")
-_HELD_KEYS = (*_PACKED_KEYS, "level", "strong")
+#: What :func:`_packed` holds of each candidate; and after :meth:`Ricker.accept`.
+PACKED_KEYS = ("cols", "height", "shift", "sign")
+_HELD_KEYS = (*PACKED_KEYS, "level", "strong")
 
 
 @dataclass(frozen=True)
-class _Held:
-    """One row's candidates as :func:`_packed` holds them, after :meth:`_Ricker.accept`, on disk:
+class Held:
+    """One row's candidates as :func:`_packed` holds them, after :meth:`Ricker.accept`, on disk:
     the names with ``prefix`` in ``spill``; read back a part at a time onto ``device``."""
 
     spill: Spill

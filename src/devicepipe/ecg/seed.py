@@ -42,7 +42,7 @@ def seed_gates(x: torch.Tensor, sampling_rate: float = SEED_RATE_HZ) -> tuple[to
     return gates, curvature
 
 
-def _peaks_seed(x: torch.Tensor, sampling_rate: float) -> tuple[torch.Tensor, torch.Tensor]:
+def peaks_seed(x: torch.Tensor, sampling_rate: float) -> tuple[torch.Tensor, torch.Tensor]:
     """The seed's gates moved to the curvature maxima they stand for, aligned to the signal.
 
     Returns the peaks' rows and columns, sorted.

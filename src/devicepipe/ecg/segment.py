@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import torch
 
-from devicepipe.ecg.ricker import _samples
+from devicepipe.ecg.ricker import samples
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.spill import Stored
 from devicepipe.signal.resample import resample_rows
@@ -103,7 +103,7 @@ def ecg_segment(
     if mode in SEGMENT_MODES:
         kept, lengths = _kept(peaks, n, fs, mode, **geometry)
     if mode == "centered":
-        before, after = _samples(before_s, fs, 0), _samples(after_s, fs, 0)
+        before, after = samples(before_s, fs, 0), samples(after_s, fs, 0)
         if before + after < MIN_ROW:
             raise DevicepipeError(
                 f"at {fs:g} Hz a beat's window ({before_s:g} s before its R peak to {after_s:g} s after) holds "
@@ -119,8 +119,8 @@ def ecg_segment(
         lengths = torch.full_like(chosen, before + after)
         return Beats(matrix, lengths, chosen, chosen - before, kept, fs, mode, before)
     if mode == "seed":
-        lead = _samples(lead_s, fs, 0)
-        lower, upper = _samples(lower_s, fs), _samples(upper_s, fs)
+        lead = samples(lead_s, fs, 0)
+        lower, upper = samples(lower_s, fs), samples(upper_s, fs)
         width = width or upper
         starts = peaks - lead
         matrix, _ = segment_between(x, starts[kept], lengths[kept], width=width)
@@ -147,10 +147,10 @@ def _kept(
     """Which ``peaks`` :func:`ecg_segment` cuts into a row (from the peaks alone), and the
     length of each peak's beat in samples (``"seed"``: to the next beat's start)."""
     if mode == "centered":
-        before, after = _samples(before_s, fs, 0), _samples(after_s, fs, 0)
+        before, after = samples(before_s, fs, 0), samples(after_s, fs, 0)
         return (peaks - before >= 0) & (peaks + after <= n_samples), torch.full_like(peaks, before + after)
-    lead = _samples(lead_s, fs, 0)
-    lower, upper = _samples(lower_s, fs), _samples(upper_s, fs)
+    lead = samples(lead_s, fs, 0)
+    lower, upper = samples(lower_s, fs), samples(upper_s, fs)
     starts = peaks - lead
     lengths = torch.diff(starts, append=starts.new_full((1,), -1)) if peaks.numel() else starts
     kept = (lengths >= lower) & (lengths <= upper) & (starts >= 0)
@@ -217,8 +217,8 @@ def ecg_segment_chunked(
     if isinstance(peaks, torch.Tensor):
         peaks = torch.as_tensor(peaks, dtype=torch.int64)
     halo = 2 * max(
-        _samples(options.get("upper_s", 1.024), fs),
-        _samples(options.get("before_s", 0.25) + options.get("after_s", 0.45), fs),
+        samples(options.get("upper_s", 1.024), fs),
+        samples(options.get("before_s", 0.25) + options.get("after_s", 0.45), fs),
     )
     chunk = max(1, int(chunk))
     for c0 in range(0, n_samples, chunk):

@@ -21,10 +21,10 @@ from devicepipe.io import (
 )
 from devicepipe.io.read import header_sampling_rate, read_series
 from devicepipe.io.write import holds_output
-from devicepipe.pipelines.beats_finish import BeatsOptions, _finish_beats
-from devicepipe.pipelines.chunked import _chunk_size, _run_beats_chunked
-from devicepipe.pipelines.context import BEATS_MODE, PEAK_METHOD, Progress, _Run, _start
-from devicepipe.pipelines.reading import ALL_LEADS, _check_ecg_input, _find_peaks, _read_ecg, _signal_choice
+from devicepipe.pipelines.beats_finish import BeatsOptions, finish_beats
+from devicepipe.pipelines.chunked import chunk_size, run_beats_chunked
+from devicepipe.pipelines.context import BEATS_MODE, PEAK_METHOD, Progress, Run, start
+from devicepipe.pipelines.reading import ALL_LEADS, check_ecg_input, find_peaks, read_ecg, signal_choice
 from devicepipe.pipelines.results import BeatsResult
 
 
@@ -66,15 +66,15 @@ def run_beats(
     Chunking also starts by itself for a file whose detection would need more than
     ``memory_budget`` bytes (default: a quarter of the device's free memory).
     """
-    run = _start(out, device, count_transfers, progress)
+    run = start(out, device, count_transfers, progress)
     ref = None if reference is None else read_reference(reference)  # checked before the recording is read
-    channel, time_column = _signal_choice(run, source, channel)  # (the chunk size may need its rate)
+    channel, time_column = signal_choice(run, source, channel)  # (the chunk size may need its rate)
     opts = BeatsOptions(
         channel, sampling_rate, method, mode, nan, encoding, figures, strict, count_transfers, chunk, memory_budget
     )
     if chunk is not None:
         _check_rate_for_chunks(source, channel, time_column, sampling_rate)
-    size = _chunk_size(source, opts, run.device)
+    size = chunk_size(source, opts, run.device)
     if size is not None:
         _check_rate_for_chunks(source, channel, time_column, sampling_rate)
         if channel == ALL_LEADS:
@@ -83,12 +83,12 @@ def run_beats(
                 "(--chunk, or beyond --memory-budget); drop --channel (every lead named as an ECG lead is read, "
                 "in chunks too), pick one (--channel 0), or raise --memory-budget."
             )
-        return _run_beats_chunked(run, source, ref, opts, size)
-    rec = _read_ecg(run, source, channel, sampling_rate, nan, encoding, time_column)
+        return run_beats_chunked(run, source, ref, opts, size)
+    rec = read_ecg(run, source, channel, sampling_rate, nan, encoding, time_column)
     run.note(f"finding beats in {rec.n_samples:,} samples at {rec.sampling_rate:g} Hz on {run.device}")
     with run.stage("detect"):
-        peaks = _find_peaks(rec, method, channel)
-    return _finish_beats(run, source, rec, peaks, ref, opts)
+        peaks = find_peaks(rec, method, channel)
+    return finish_beats(run, source, rec, peaks, ref, opts)
 
 
 #: Rows whose timestamps a recording read in chunks without a rate is probed with, for the error's fix.
@@ -149,13 +149,13 @@ def run_beats_many(
         raise DevicepipeError("run_beats_many(): sources, outs and references must have the same length.")
     dev = resolve_device(device)
     results: list[BeatsResult | DevicepipeError | None] = [None] * len(sources)
-    ready: dict[int, tuple[_Run, Recording, ReferenceBeats | None]] = {}
+    ready: dict[int, tuple[Run, Recording, ReferenceBeats | None]] = {}
     for i, (source, out) in enumerate(zip(sources, outs, strict=True)):
         try:
-            run = _start(out, dev, opts.count_transfers, None)
+            run = start(out, dev, opts.count_transfers, None)
             ref = None if refs[i] is None else read_reference(refs[i])
-            rec = _read_ecg(run, source, opts.channel, opts.sampling_rate, opts.nan, opts.encoding)
-            _check_ecg_input(rec, opts.channel)
+            rec = read_ecg(run, source, opts.channel, opts.sampling_rate, opts.nan, opts.encoding)
+            check_ecg_input(rec, opts.channel)
             ready[i] = (run, rec, ref)
         except DevicepipeError as exc:
             results[i] = exc
@@ -169,7 +169,7 @@ def run_beats_many(
         started = runs[0].timer.seconds.get("detect", 0.0)
         with runs[0].stage("detect"):
             if stacked is None:
-                found = [_find_peaks(ready[members[0]][1], opts.method, opts.channel)]
+                found = [find_peaks(ready[members[0]][1], opts.method, opts.channel)]
             elif fuse:
                 leads = stacked if stacked.ndim == 3 else stacked[:, None]
                 found = ecg_peaks(leads, fs, method=opts.method, leads="fuse")
@@ -180,7 +180,7 @@ def run_beats_many(
             run.timer.seconds["detect"] = share
             _, rec, ref = ready[i]
             try:
-                results[i] = _finish_beats(run, sources[i], rec, peaks, ref, opts)
+                results[i] = finish_beats(run, sources[i], rec, peaks, ref, opts)
             except DevicepipeError as exc:
                 results[i] = exc
     return [r if r is not None else DevicepipeError("not run") for r in results]

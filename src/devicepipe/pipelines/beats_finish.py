@@ -34,11 +34,11 @@ from devicepipe.outputs import (
     write_beat_files,
     write_summary,
 )
-from devicepipe.pipelines.checks import _accuracy, _record_name, _reference_in, median_heart_rate, rate_warnings
+from devicepipe.pipelines.checks import accuracy_summary, median_heart_rate, rate_warnings, record_name, reference_in
 from devicepipe.pipelines.classes import Labelled, label_beats
-from devicepipe.pipelines.context import BEATS_MODE, PEAK_METHOD, _Run, _to_host
-from devicepipe.pipelines.quality import _quality_columns, _quality_summary
-from devicepipe.pipelines.reading import _first_lead
+from devicepipe.pipelines.context import BEATS_MODE, PEAK_METHOD, Run, to_host
+from devicepipe.pipelines.quality import quality_summary, quality_table_columns
+from devicepipe.pipelines.reading import first_lead
 from devicepipe.pipelines.results import BeatsResult
 from devicepipe.report import REPORT_NAME, write_report
 from devicepipe.summaries import HolterSummary, RunSummary
@@ -61,27 +61,27 @@ class BeatsOptions:
     memory_budget: int | None = None  # bytes; None: a quarter of the device's free memory
 
 
-def _finish_beats(
-    run: _Run, source: Any, rec: Recording, peaks: torch.Tensor, ref: ReferenceBeats | None, opts: BeatsOptions
+def finish_beats(
+    run: Run, source: Any, rec: Recording, peaks: torch.Tensor, ref: ReferenceBeats | None, opts: BeatsOptions
 ) -> BeatsResult:
     """Cut the beats at ``peaks`` (from the first lead of a recording of all leads), copy the
     results back and write the run directory."""
     every = rec
-    rec, leads = _first_lead(rec)
+    rec, leads = first_lead(rec)
     fs = rec.sampling_rate
     with run.stage("segment"):
         beats = ecg_segment(rec.samples, peaks, fs, mode=opts.mode)
         quality = beat_quality(beats)
     labelled = label_beats(run, every, peaks)
     with run.stage("transfer"):
-        host = _to_host({"peaks": peaks, "kept": beats.kept, "matrix": beats.matrix})
+        host = to_host({"peaks": peaks, "kept": beats.kept, "matrix": beats.matrix})
         signal = rec.samples.cpu().numpy() if opts.figures else None
-    checked = _check_beats(run, rec, rec.n_samples, peaks, host["peaks"], ref, opts, labelled.classes.labels)
+    checked = check_beats(run, rec, rec.n_samples, peaks, host["peaks"], ref, opts, labelled.classes.labels)
     with run.stage("write"), staged_dir(run.out) as stage:
         files = {"beat_matrix.npy": write_npy(host["matrix"], stage / "beat_matrix.npy")}
-        columns = _quality_columns(quality, host["kept"])
+        columns = quality_table_columns(quality, host["kept"])
         files.update(
-            _write_beats(
+            write_beats(
                 stage,
                 run,
                 source,
@@ -92,7 +92,7 @@ def _finish_beats(
                 checked,
                 opts,
                 columns,
-                quality=_quality_summary(quality, beats.peaks, rec.n_samples, fs),
+                quality=quality_summary(quality, beats.peaks, rec.n_samples, fs),
                 rated=(quality, beats.peaks, rec.n_samples),
                 labelled=labelled,
                 **leads,
@@ -100,7 +100,7 @@ def _finish_beats(
         )
     remove_stale(run.out, run.earlier, list(files))  # (a directory holds one run)
     found_on = tuple(leads.get("beats_found_on_leads", ()))
-    result = _beats_result(run, rec, rec.n_samples, host["peaks"], beats, files, checked, found_on)
+    result = beats_result(run, rec, rec.n_samples, host["peaks"], beats, files, checked, found_on)
     return replace(result, holter=HolterSummary.from_dict(labelled.summary()))
 
 
@@ -118,8 +118,8 @@ class _CheckedBeats:
     median_bpm: float | None  # (see median_heart_rate)
 
 
-def _check_beats(
-    run: _Run,
+def check_beats(
+    run: Run,
     rec: Recording,
     n_samples: int,
     peaks: torch.Tensor,
@@ -132,7 +132,7 @@ def _check_beats(
     N beats of ``classes``), and what they say about the settings (an error under ``strict``,
     before anything is written)."""
     fs = rec.sampling_rate
-    ref_samples = None if ref is None else _reference_in(ref, rec, n_samples)
+    ref_samples = None if ref is None else reference_in(ref, rec, n_samples)
     found = host_peaks if ref is None or isinstance(host_peaks, np.ndarray) else host_peaks[:]  # (as the reference)
     score = None if ref is None else evaluate_beats(ref_samples, found, fs, n_samples=n_samples)
     with run.stage("hrv"):
@@ -141,13 +141,13 @@ def _check_beats(
     warnings = rate_warnings(host_peaks, fs, n_samples, median_bpm=bpm)
     if opts.strict and warnings:
         raise DevicepipeError(f"{warnings[0]} (refused under strict; nothing was written).")
-    accuracy = None if score is None else _accuracy(score, ref.source, fs, n_samples)
+    accuracy = None if score is None else accuracy_summary(score, ref.source, fs, n_samples)
     return _CheckedBeats(host_peaks, ref_samples, score, accuracy, heart_rate, warnings, bpm)
 
 
-def _write_beats(
+def write_beats(
     stage: Path,
-    run: _Run,
+    run: Run,
     source: Any,
     rec: Recording,
     signal: np.ndarray | None,
@@ -173,7 +173,7 @@ def _write_beats(
     classes, rhythms = (labelled.columns, labelled.holter.rhythms) if labelled else (None, None)
     files.update(
         write_beat_files(
-            stage, _record_name(rec), peaks, kept, fs, quality=quality_columns, classes=classes, rhythms=rhythms
+            stage, record_name(rec), peaks, kept, fs, quality=quality_columns, classes=classes, rhythms=rhythms
         )
     )
     # every R peak in memory for the figures (peaks held on disk stay there without them)
@@ -204,8 +204,8 @@ def _write_beats(
     return files
 
 
-def _beats_result(
-    run: _Run,
+def beats_result(
+    run: Run,
     rec: Recording,
     n_samples: int,
     peaks: np.ndarray,

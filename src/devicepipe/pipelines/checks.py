@@ -71,7 +71,7 @@ def rate_warnings(
     ]
 
 
-def _record_name(rec: Recording) -> str:
+def record_name(rec: Recording) -> str:
     """The record name of the run's WFDB annotation file: the input's name without its suffix,
     in the letters, digits, ``-`` and ``_`` that WFDB record names allow."""
     name = Path(rec.source).name if rec.source else ""
@@ -79,7 +79,7 @@ def _record_name(rec: Recording) -> str:
     return re.sub(r"[^-\w]", "_", stem, flags=re.ASCII) or "recording"
 
 
-def _reference_in(ref: ReferenceBeats, rec: Recording, n_samples: int | None = None) -> np.ndarray:
+def reference_in(ref: ReferenceBeats, rec: Recording, n_samples: int | None = None) -> np.ndarray:
     """The reference beats as sample indices of ``rec`` (of ``n_samples``, when ``rec`` holds only
     a part); a clear error when they do not fit in it."""
     samples = ref.samples_at(rec.sampling_rate)
@@ -93,7 +93,7 @@ def _reference_in(ref: ReferenceBeats, rec: Recording, n_samples: int | None = N
     return samples
 
 
-def _accuracy(score: BeatScore, source: str, fs: float, n_samples: int) -> dict[str, Any]:
+def accuracy_summary(score: BeatScore, source: str, fs: float, n_samples: int) -> dict[str, Any]:
     """``summary.json``'s accuracy: the counts inside the scoring window, and that window."""
     return {
         "reference": source,
@@ -109,10 +109,10 @@ def detection_accuracy(ref: ReferenceBeats, rec: Recording, peaks: np.ndarray) -
     """``summary.json``'s accuracy of the R peaks ``peaks`` (samples, ``(n,)``) found in the whole
     recording ``rec`` against the reference, as the ``beats`` pipeline gives it."""
     fs, n = rec.sampling_rate, rec.n_samples
-    return _accuracy(evaluate_beats(_reference_in(ref, rec), peaks, fs, n_samples=n), ref.source, fs, n)
+    return accuracy_summary(evaluate_beats(reference_in(ref, rec), peaks, fs, n_samples=n), ref.source, fs, n)
 
 
-def _reference_counts(
+def reference_counts(
     source: str, truth: np.ndarray, flags: np.ndarray, missed: np.ndarray | None = None
 ) -> dict[str, Any]:
     """Per reference label (``""``: no reference beat within 150 ms) and per AAMI class (EC57's

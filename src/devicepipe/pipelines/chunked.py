@@ -30,11 +30,11 @@ from devicepipe.io.read import check_rate, chosen_rate, header_sampling_rate
 from devicepipe.io.spill import Spill, Stored
 from devicepipe.outputs import remove_stale
 from devicepipe.pipelines import context
-from devicepipe.pipelines.beats_finish import BeatsOptions, _beats_result, _check_beats, _write_beats
+from devicepipe.pipelines.beats_finish import BeatsOptions, beats_result, check_beats, write_beats
 from devicepipe.pipelines.classes import label_beats_chunked
-from devicepipe.pipelines.context import PEAK_METHOD, _Run
-from devicepipe.pipelines.quality import _excerpt_start, _quality_stored, _quality_summary_stored, _stored_quality
-from devicepipe.pipelines.reading import _unknown_rate
+from devicepipe.pipelines.context import PEAK_METHOD, Run
+from devicepipe.pipelines.quality import excerpt_start, quality_stored, quality_summary_stored, stored_quality
+from devicepipe.pipelines.reading import unknown_rate
 from devicepipe.pipelines.results import BeatsResult
 from devicepipe.summaries import HolterSummary
 from devicepipe.units import parse_duration
@@ -70,7 +70,7 @@ def _check_chunk(chunk: int | str, method: str) -> None:
         raise DevicepipeError(f"chunk must be a positive number of samples, got {chunk}.")
 
 
-def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | None:
+def chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | None:
     """Samples per chunk for this recording, or None to detect it in one piece (every lead of
     it, where its beats are to be found on several)."""
     channel, leads = (opts.channel[0], len(opts.channel)) if isinstance(opts.channel, list) else (opts.channel, 1)
@@ -83,7 +83,7 @@ def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | 
         if isinstance(opts.chunk, str):
             rate = chosen_rate(opts.sampling_rate, header_sampling_rate(Path(source), channel), Path(source).name)
             if rate is None:
-                raise _unknown_rate(Path(source).name)
+                raise unknown_rate(Path(source).name)
             return max(1, int(round(parse_duration(opts.chunk) * rate)))
         return int(opts.chunk)
     if opts.method != "ricker" or opts.nan != "error":
@@ -98,9 +98,7 @@ def _chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | 
     return AUTO_CHUNK_SAMPLES if n * BYTES_PER_SAMPLE > budget else None
 
 
-def _run_beats_chunked(
-    run: _Run, source: Any, ref: ReferenceBeats | None, opts: BeatsOptions, size: int
-) -> BeatsResult:
+def run_beats_chunked(run: Run, source: Any, ref: ReferenceBeats | None, opts: BeatsOptions, size: int) -> BeatsResult:
     """:func:`run_beats` with the recording read, detected and cut ``size`` samples at a time
     (memory flat in its length); the beat matrix goes straight to its file."""
     if opts.nan != "error":
@@ -128,14 +126,14 @@ def _run_beats_chunked(
         if found_on:
             run.note(f"beats found on all {len(leads)} leads together, cut from {channel}")
         with run.stage("read"):  # ten seconds for the excerpt (and the channel's name and unit)
-            first = _excerpt_start(peaks, n, fs)
+            first = excerpt_start(peaks, n, fs)
             rec = read_series(
                 source, channel, device=run.device, sampling_rate=fs,
                 start=first, stop=min(n, first + int(round(10 * fs))), encoding=opts.encoding,
             )  # fmt: skip
         labelled = label_beats_chunked(run, reads, n, peaks, fs, size)
         release_freed_memory()
-        checked = _check_beats(run, rec, n, peaks, peaks, ref, opts, labelled.classes.labels)
+        checked = check_beats(run, rec, n, peaks, peaks, ref, opts, labelled.classes.labels)
         release_freed_memory()
         held.append("kept", torch.zeros(0, dtype=torch.bool))  # (a bool mask, even of no beats)
         for part in segment_kept_parts(peaks, n, fs, part=context.BEAT_PART, mode=opts.mode):
@@ -145,14 +143,14 @@ def _run_beats_chunked(
                 cut = _write_matrix_chunked(stage / "beat_matrix.npy", read, n, peaks, int(kept.sum()), fs, size, opts)
             files = {"beat_matrix.npy": stage / "beat_matrix.npy"}
             with run.stage("segment", count=False):  # quality from the rows on disk, a chunk of rows at a time
-                _quality_stored(held, stage / "beat_matrix.npy", fs)
+                quality_stored(held, stage / "beat_matrix.npy", fs)
             release_freed_memory()
             signal = rec.samples.cpu().numpy() if opts.figures else None
             chunking = {"samples_per_chunk": size, "chunks": -(-n // size), "seconds_per_chunk": size / fs}
-            rated = (*_stored_quality(held), n) if opts.figures else None  # (a figure of every beat: in memory)
+            rated = (*stored_quality(held), n) if opts.figures else None  # (a figure of every beat: in memory)
             columns = (Stored(held, "quality_column"), Stored(held, "stretch_column"))
-            summary = {"quality": _quality_summary_stored(held, n, fs), "n_samples": n, "chunked": chunking}
-            files.update(_write_beats(stage, run, source, rec, signal, kept, cut, checked, opts, columns, rated=rated,
+            summary = {"quality": quality_summary_stored(held, n, fs), "n_samples": n, "chunked": chunking}
+            files.update(write_beats(stage, run, source, rec, signal, kept, cut, checked, opts, columns, rated=rated,
                                       labelled=labelled, **summary, **found_on))  # fmt: skip
         remove_stale(run.out, run.earlier, list(files))  # (a directory holds one run)
         # what the caller is given (9 bytes a beat), mapped from disk: in memory only where it is used
@@ -164,12 +162,12 @@ def _run_beats_chunked(
         torch.from_numpy(host_kept), fs, cut.mode, cut.before, cut.length_range,
     )  # fmt: skip
     found = tuple(found_on.get("beats_found_on_leads", ()))
-    result = _beats_result(run, rec, n, host_peaks, beats, files, checked, found)
+    result = beats_result(run, rec, n, host_peaks, beats, files, checked, found)
     return replace(result, holter=HolterSummary.from_dict(labelled.summary()))
 
 
 def _lead_readers(
-    run: _Run, source: Any, opts: BeatsOptions
+    run: Run, source: Any, opts: BeatsOptions
 ) -> tuple[list[Any], list[Callable[[int, int], torch.Tensor]], int, float]:
     """The leads a chunked run reads (chosen by run_beats where none was named: every lead named
     as an ECG lead, the beats found on all of them together and cut from the first, as in one

@@ -20,7 +20,7 @@ from devicepipe.ecg.classes import (
 from devicepipe.ecg.flat import flat_stretches, flat_stretches_read
 from devicepipe.holter import Holter, holter_summary
 from devicepipe.io import Recording
-from devicepipe.pipelines.context import _Run
+from devicepipe.pipelines.context import Run
 
 #: How the classes are found, in a summary's words.
 CLASSES_WORDS = (
@@ -94,7 +94,7 @@ class Labelled:
 
 
 def label_beats_chunked(
-    run: _Run, reads: list[Callable[[int, int], torch.Tensor]], n_samples: int, peaks: Any, fs: float, chunk: int
+    run: Run, reads: list[Callable[[int, int], torch.Tensor]], n_samples: int, peaks: Any, fs: float, chunk: int
 ) -> Labelled:
     """:func:`label_beats` of a recording read ``chunk`` samples at a time (``reads``: a
     ``read(start, stop)`` per lead, the beats' own first), its R peaks ``peaks`` held on disk:
@@ -113,7 +113,7 @@ def label_beats_chunked(
     return Labelled(classes, summary, flat)
 
 
-def label_beats(run: _Run, rec: Recording, peaks: torch.Tensor) -> Labelled:
+def label_beats(run: Run, rec: Recording, peaks: torch.Tensor) -> Labelled:
     """Every R peak of ``rec`` (one lead ``(time,)``, or the leads the beats were found on
     ``(leads, time)``, classed on each and agreed) classed, and the Holter summary of them."""
     fs = rec.sampling_rate

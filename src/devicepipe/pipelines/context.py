@@ -36,7 +36,7 @@ SERIES_HIDDEN = 32  # hidden units of the MLP autoencoder (the notebook's)
 
 
 @dataclass(frozen=True)
-class _Run:
+class Run:
     """One run in progress: where it writes, the device, its stage timer, its progress callback."""
 
     out: Path
@@ -49,7 +49,7 @@ class _Run:
         return self.timer.stage(name, count=count)
 
 
-def _start(out: str | Path, device: str | torch.device, count_transfers: bool, progress: Progress | None) -> _Run:
+def start(out: str | Path, device: str | torch.device, count_transfers: bool, progress: Progress | None) -> Run:
     out = check_output_dir(out)
     dev = resolve_device(device)
     note = progress or (lambda _msg: None)
@@ -57,10 +57,10 @@ def _start(out: str | Path, device: str | torch.device, count_transfers: bool, p
     if removed:
         note(f"removed {len(removed)} file(s) an interrupted run left in {out}")
     ledger = TransferLedger() if count_transfers else None
-    return _Run(out, dev, StageTimer(dev, ledger), note, earlier_files(out))
+    return Run(out, dev, StageTimer(dev, ledger), note, earlier_files(out))
 
 
-def _to_host(tensors: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
+def to_host(tensors: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
     """Host (NumPy) copies of named tensors (inside a run's "transfer" stage)."""
     return {name: t.detach().cpu().numpy() for name, t in tensors.items()}
 

@@ -35,7 +35,7 @@ from devicepipe.outputs import (
     input_summary,
     write_beat_files,
 )
-from devicepipe.pipelines.checks import _record_name, _reference_counts, detection_accuracy, missed_labels
+from devicepipe.pipelines.checks import detection_accuracy, missed_labels, record_name, reference_counts
 from devicepipe.pipelines.classes import Labelled, label_beats
 from devicepipe.pipelines.context import (
     BEAT_WIDTH,
@@ -44,13 +44,13 @@ from devicepipe.pipelines.context import (
     PEAK_METHOD,
     EpochProgress,
     Progress,
-    _Run,
-    _start,
-    _to_host,
+    Run,
+    start,
+    to_host,
 )
-from devicepipe.pipelines.learning import _beat_geometry, _detector, _finish, _identity, _learn, _Learned, model_rows
-from devicepipe.pipelines.quality import _check_min_quality, _quality_columns, _quality_summary
-from devicepipe.pipelines.reading import _read_and_cut
+from devicepipe.pipelines.learning import Learned, beat_geometry, finish, learn, make_detector, model_rows, run_identity
+from devicepipe.pipelines.quality import check_min_quality, quality_summary, quality_table_columns
+from devicepipe.pipelines.reading import read_and_cut
 from devicepipe.pipelines.results import LearnResult
 from devicepipe.pipelines.scored import beat_counts, flag_reason, flagged_beats, label_with_reference, score_views
 from devicepipe.report import FlaggedRows
@@ -103,22 +103,22 @@ def run_ecg(
     settings = settings or LearnSettings()
     vae = LightVAEConfig(width=width, latent=settings.latent)  # checked before anything is read or written
     ref = _labelled_reference(reference)
-    _check_min_quality(min_quality)
-    run = _start(out, device, count_transfers, progress)
+    check_min_quality(min_quality)
+    run = start(out, device, count_transfers, progress)
     choices = {"channel": channel, "sampling_rate": sampling_rate, "method": method, "mode": mode, "width": width}
-    identity = _identity(source, settings, **choices, nan=nan)
+    identity = run_identity(source, settings, **choices, nan=nan)
     identity |= {"min_quality": min_quality}  # (the rows trained on: a resume with it dropped is another run)
     check_before_start(run.out, settings, identity)
-    every, rec, peaks, beats, leads = _read_and_cut(run, source, channel, sampling_rate, method, mode, nan, encoding)
+    every, rec, peaks, beats, leads = read_and_cut(run, source, channel, sampling_rate, method, mode, nan, encoding)
     labelled = label_beats(run, every, peaks)
     data, quality, usable, scaler = _training_rows(run, rec, beats, width, min_quality)
-    detector = _detector(settings, run.device, model="vae", width=vae.width, scaling="none")
+    detector = make_detector(settings, run.device, model="vae", width=vae.width, scaling="none")
     extra = {"scaler": scaler.state_dict(), "identity": identity}
     learned = _learn_usable(run, detector, data, usable, settings, extra, epoch_progress)
     with run.stage("score"):
         views = _model_views(learned, data, labelled.classes.labels[beats.kept.cpu().numpy()])
     with run.stage("transfer"):
-        host = learned.scores.to_host() | _to_host(
+        host = learned.scores.to_host() | to_host(
             {
                 "all_peaks": peaks,
                 "peaks": beats.peaks,
@@ -134,7 +134,7 @@ def run_ecg(
         label_with_reference(host, ref, rec)
     with run.stage("write"):
         files = _write_ecg(
-            run, rec, signal, host, learned, beats, quality, _beat_geometry(beats, method, width), labelled
+            run, rec, signal, host, learned, beats, quality, beat_geometry(beats, method, width), labelled
         )
     summary = {
         **input_summary(source, rec, run.device),
@@ -142,23 +142,23 @@ def run_ecg(
         "holter": labelled.summary(),
         "settings": {**settings.to_dict(), "mode": mode, "width": width, "method": method},
         **_ecg_scores_summary(host, heart_rate, learned, rec.sampling_rate),
-        "quality": _quality_summary(quality, beats.peaks, rec.n_samples, rec.sampling_rate, min_quality),
+        "quality": quality_summary(quality, beats.peaks, rec.n_samples, rec.sampling_rate, min_quality),
     }
     if usable is not None:
         summary["quality"]["left_out_of_training_and_flags"] = int((~usable).sum())
     if ref is not None:
         missed = missed_labels(host["reference_peaks"], ref.symbols, host["all_peaks"], rec.sampling_rate)
-        summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"], missed)
+        summary["reference"] = reference_counts(ref.source, host["truth"], host["flags"], missed)
         summary["accuracy"] = detection_accuracy(ref, rec, host["all_peaks"])
-    return _finish(run, summary, learned, files, "ecg", _flagged_beats(host, rec.sampling_rate, ref is not None))
+    return finish(run, summary, learned, files, "ecg", flagged_beat_rows(host, rec.sampling_rate, ref is not None))
 
 
 def _write_ecg(
-    run: _Run,
+    run: Run,
     rec: Recording,
     signal: np.ndarray,
     host: dict[str, np.ndarray],
-    learned: _Learned,
+    learned: Learned,
     beats: Beats,
     quality: BeatQuality,
     geometry: dict[str, Any],
@@ -166,7 +166,7 @@ def _write_ecg(
 ) -> dict[str, Path]:
     """Every file of an ECG run but its report and summary: the beat files (with each beat's
     class) and scores, the model (with the ``geometry`` of its rows), the figures."""
-    files, leading = _scored_beat_files(run, rec, host, "truth" in host, quality, labelled)
+    files, leading = scored_beat_files(run, rec, host, "truth" in host, quality, labelled)
     made = Made(
         "ecg", run.out, host, rec=rec, signal=signal, histories=learned.histories,
         threshold=learned.scores.threshold, warning=learned.unsettled, leading=leading,
@@ -179,18 +179,18 @@ def _write_ecg(
 
 
 def _learn_usable(
-    run: _Run,
+    run: Run,
     detector: BeatAnomalyDetector,
     data: torch.Tensor,
     usable: torch.Tensor | None,
     settings: LearnSettings,
     extra: dict[str, Any],
     epoch_progress: EpochProgress | None,
-) -> _Learned:
+) -> Learned:
     """Train on the usable beats (all where ``usable`` is None), then score every beat against
     that model; beats of poor signal are scored but never flagged."""
     training = data if usable is None else data[usable]
-    learned = _learn(run, detector, training, settings, extra, epoch_progress, f"{training.shape[0]:,} beats")
+    learned = learn(run, detector, training, settings, extra, epoch_progress, f"{training.shape[0]:,} beats")
     if usable is not None:
         every = learned.detector.score_details(data)
         learned = replace(learned, scores=replace(every, flags=every.flags & usable))
@@ -209,7 +209,7 @@ def _labelled_reference(reference: str | Path | None) -> ReferenceBeats | None:
 
 
 def _training_rows(
-    run: _Run, rec: Recording, beats: Beats, width: int, min_quality: float | None
+    run: Run, rec: Recording, beats: Beats, width: int, min_quality: float | None
 ) -> tuple[torch.Tensor, BeatQuality, torch.Tensor | None, StandardScaler]:
     """The beats as the VAE's rows: resampled to ``width`` and standardised by the recording's
     (usable) beats, shape ``(n_beats, width)``; their quality; which are usable (None: all, no
@@ -238,7 +238,7 @@ def _training_rows(
     return data, quality, usable, scaler
 
 
-def _model_views(learned: _Learned, data: torch.Tensor, row_classes: np.ndarray) -> dict[str, torch.Tensor]:
+def _model_views(learned: Learned, data: torch.Tensor, row_classes: np.ndarray) -> dict[str, torch.Tensor]:
     """What the figures and the report show of a trained VAE and its scores of ``data``: the
     latent grid and the beats it generates, the typical beat, the extreme rows and their
     reconstructions, the flagged rows and the typical one (:func:`score_views`).
@@ -269,7 +269,7 @@ def _model_views(learned: _Learned, data: torch.Tensor, row_classes: np.ndarray)
 
 
 def _ecg_scores_summary(
-    host: dict[str, np.ndarray], heart_rate: dict[str, Any], learned: _Learned, fs: float
+    host: dict[str, np.ndarray], heart_rate: dict[str, Any], learned: Learned, fs: float
 ) -> dict[str, Any]:
     """``summary.json``'s heart rate, counts, threshold (and what it means), scorer and flagged beats."""
     return {
@@ -287,8 +287,8 @@ def _ecg_scores_summary(
     }
 
 
-def _scored_beat_files(
-    run: _Run,
+def scored_beat_files(
+    run: Run,
     rec: Recording,
     host: dict[str, np.ndarray],
     labelled: bool,
@@ -302,8 +302,8 @@ def _scored_beat_files(
     per_peak, flagged_peak = np.full(n, np.nan), np.zeros(n, bool)
     per_peak[host["kept"]], flagged_peak[host["kept"]] = host["scores"], host["flags"]
     files = write_beat_files(
-        run.out, _record_name(rec), host["all_peaks"], host["kept"], fs, scores=per_peak, flags=flagged_peak,
-        quality=_quality_columns(quality, host["kept"]), classes=classes.columns, rhythms=classes.holter.rhythms,
+        run.out, record_name(rec), host["all_peaks"], host["kept"], fs, scores=per_peak, flags=flagged_peak,
+        quality=quality_table_columns(quality, host["kept"]), classes=classes.columns, rhythms=classes.holter.rhythms,
     )  # fmt: skip
     leading = {"peak": host["peaks"], "time_s": host["peaks"] / fs}
     if labelled:
@@ -311,7 +311,7 @@ def _scored_beat_files(
     return files, leading
 
 
-def _flagged_beats(host: dict[str, np.ndarray], fs: float, labelled: bool) -> FlaggedRows:
+def flagged_beat_rows(host: dict[str, np.ndarray], fs: float, labelled: bool) -> FlaggedRows:
     """The report's table of the highest-scoring flagged beats, each beside the typical one."""
     top = host["top_flagged"]
     return FlaggedRows(

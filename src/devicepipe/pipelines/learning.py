@@ -30,7 +30,7 @@ from devicepipe.learn import (
 from devicepipe.outputs import (
     write_summary,
 )
-from devicepipe.pipelines.context import EpochProgress, _Run
+from devicepipe.pipelines.context import EpochProgress, Run
 from devicepipe.pipelines.results import LearnResult
 from devicepipe.report import REPORT_NAME, FlaggedRows, write_report
 from devicepipe.scale import StandardScaler
@@ -42,7 +42,7 @@ from devicepipe.threads import ThreadChoice
 
 
 @dataclass(frozen=True)
-class _Learned:
+class Learned:
     """The fitted detector, its histories, every row's scores, and the threads it used."""
 
     detector: BeatAnomalyDetector
@@ -76,7 +76,7 @@ class _Learned:
         return self.detector.threads_
 
 
-def _detector(
+def make_detector(
     settings: LearnSettings, device: torch.device, *, scorer: str = DEFAULT_SCORER, **model: Any
 ) -> BeatAnomalyDetector:
     """The estimator a learning pipeline trains, from its settings (``scorer``: the pipeline's
@@ -104,8 +104,8 @@ def _detector(
     )
 
 
-def _learn(
-    run: _Run,
+def learn(
+    run: Run,
     detector: BeatAnomalyDetector,
     rows: torch.Tensor,
     settings: LearnSettings,
@@ -114,7 +114,7 @@ def _learn(
     what: str,
     *,
     stream: bool = False,
-) -> _Learned:
+) -> Learned:
     """The shared middle of the learning pipelines: fit ``detector`` on ``rows`` in ``run.out``
     (its checkpoint there), score every row."""
     run.out.mkdir(parents=True, exist_ok=True)
@@ -142,7 +142,7 @@ def _learn(
     at_stake = SCORES_AT_STAKE if SCORER_KINDS[detector.scorer].uses_model else FIGURES_AT_STAKE
     failed = learning_failed(detector.histories_, detector.details_.embeddings, at_stake)
     unsettled = failed or convergence_warning(detector.histories_, at_stake)
-    return _Learned(detector, detector.details_, settings.epoch_limit, unsettled, failed)
+    return Learned(detector, detector.details_, settings.epoch_limit, unsettled, failed)
 
 
 #: Where a model trained alongside the default scores is used instead (for the note a run prints).
@@ -158,7 +158,7 @@ FIGURES_AT_STAKE = (
 RECORDING_SCALING = "each recording's beats standardised by their own mean and standard deviation"
 
 
-def _beat_geometry(beats: Beats, method: str, width: int) -> dict[str, Any]:
+def beat_geometry(beats: Beats, method: str, width: int) -> dict[str, Any]:
     """What rows a beat model takes, for its model file: how beats are found, cut, resampled and scaled.
 
     Beats are cut in seconds and resampled to ``width`` samples, so a model takes recordings
@@ -176,7 +176,7 @@ def _beat_geometry(beats: Beats, method: str, width: int) -> dict[str, Any]:
     }
 
 
-def _identity(source: Any, settings: LearnSettings, **choices: Any) -> dict[str, Any]:
+def run_identity(source: Any, settings: LearnSettings, **choices: Any) -> dict[str, Any]:
     """What a resumed run must share with the checkpointed one: the input (by content), the
     training settings that shape the model and its data, and the pipeline's ``choices``."""
     fingerprint = input_fingerprint(source)
@@ -185,8 +185,8 @@ def _identity(source: Any, settings: LearnSettings, **choices: Any) -> dict[str,
     return {"input": None if fingerprint is None else fingerprint[:16], **kept, **choices}
 
 
-def _finish(
-    run: _Run, summary: dict[str, Any], learned: _Learned, files: dict[str, Path], kind: str, flagged: FlaggedRows
+def finish(
+    run: Run, summary: dict[str, Any], learned: Learned, files: dict[str, Path], kind: str, flagged: FlaggedRows
 ) -> LearnResult:
     """Complete a run's summary (final losses, seconds, transfers, files), write the run's
     ``report.html`` (a ``kind`` page), and ``summary.json`` last."""
@@ -227,7 +227,7 @@ def model_input(model: Any, device: str | torch.device = "cpu") -> str | None:
     return (getattr(detector, "geometry_", {}) or {}).get("input")
 
 
-def _fitted_model(model: Any, device: torch.device, takes: str) -> BeatAnomalyDetector:
+def fitted_model(model: Any, device: torch.device, takes: str) -> BeatAnomalyDetector:
     """A fitted model of ``takes`` (a key of :data:`MODEL_INPUTS`) from a path (a run directory
     or ``model.pt``) or a detector, on ``device``."""
     detector = model if isinstance(model, BeatAnomalyDetector) else load_model(model, device)
@@ -268,7 +268,7 @@ def beat_rows(matrix: torch.Tensor, width: int) -> torch.Tensor:
     return StandardScaler().fit(rows.reshape(-1)).transform(rows.reshape(-1)).reshape(rows.shape)
 
 
-def _model_summary(detector: BeatAnomalyDetector, rows_key: str) -> dict[str, Any]:
+def model_summary(detector: BeatAnomalyDetector, rows_key: str) -> dict[str, Any]:
     """``summary.json``'s account of the model a ``score`` run used (``rows_key`` names its
     training rows: beats or windows); its path is None for one fitted in this process."""
     return {

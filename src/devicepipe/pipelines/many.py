@@ -38,7 +38,7 @@ RunGroup = Callable[
 BATCHED_AT_ONCE = 256
 
 
-def _beats_group(
+def beats_group(
     paths: Sequence[Path],
     outs: Sequence[Path],
     references: Sequence[str | None],
@@ -89,7 +89,7 @@ def _resumable(options: dict[str, Any], out: Path) -> dict[str, Any]:
     return options
 
 
-def _one_at_a_time(run: Callable[..., Any]) -> RunGroup:
+def one_at_a_time(run: Callable[..., Any]) -> RunGroup:
     """A pipeline of one recording, run on each of a group in turn (``run`` holds its output's
     lock itself: :func:`~devicepipe.io.write.holds_output`, here ``within`` the folder run's)."""
     unlocked = getattr(run, "__wrapped__", run)

@@ -26,7 +26,7 @@ from devicepipe.pipelines import context
 from devicepipe.signal.blocks import lower_median_of_parts
 
 
-def _quality_stored(held: Spill, matrix_file: Path, fs: float, rows: int = 4096) -> None:
+def quality_stored(held: Spill, matrix_file: Path, fs: float, rows: int = 4096) -> None:
     """:func:`~devicepipe.ecg.beat_quality` of the beat matrix in ``matrix_file``, ``rows`` rows at
     a time, into ``held``: each cut beat's ``quality`` and ``stretch`` (the R peaks of the cut
     beats are gathered first, ``kept_peaks``), and the beat table's columns of them over every R
@@ -53,12 +53,12 @@ def _quality_stored(held: Spill, matrix_file: Path, fs: float, rows: int = 4096)
         done += count
 
 
-def _stored_quality(held: Spill) -> tuple[BeatQuality, torch.Tensor]:
-    """The cut beats' quality and R peaks held in ``held`` (by :func:`_quality_stored`), in memory."""
+def stored_quality(held: Spill) -> tuple[BeatQuality, torch.Tensor]:
+    """The cut beats' quality and R peaks held in ``held`` (by :func:`quality_stored`), in memory."""
     return BeatQuality(held.read("quality"), held.read("stretch"), QUALITY_WINDOW_S), held.read("kept_peaks")
 
 
-def _excerpt_start(peaks: np.ndarray | Stored, n_samples: int, fs: float) -> int:
+def excerpt_start(peaks: np.ndarray | Stored, n_samples: int, fs: float) -> int:
     """Where the excerpt figure starts: half a second before the first beat after the first 5 %
     (``peaks`` sorted, in memory or on disk)."""
     i = peaks.searchsorted(0.05 * n_samples)
@@ -66,14 +66,14 @@ def _excerpt_start(peaks: np.ndarray | Stored, n_samples: int, fs: float) -> int
     return max(0, min(n_samples - int(round(10 * fs)), first - int(0.5 * fs)))
 
 
-def _quality_columns(quality: BeatQuality, kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def quality_table_columns(quality: BeatQuality, kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``beats.parquet``'s quality columns: every R peak's beat and stretch quality, NaN where not kept."""
     beat, stretch = np.full(kept.size, np.nan, np.float32), np.full(kept.size, np.nan, np.float32)
     beat[kept], stretch[kept] = quality.beat.cpu().numpy(), quality.stretch.cpu().numpy()
     return beat, stretch
 
 
-def _check_min_quality(min_quality: float | None) -> None:
+def check_min_quality(min_quality: float | None) -> None:
     if min_quality is not None and not -1.0 <= min_quality <= 1.0:
         raise DevicepipeError(
             f"{{param}} must be a correlation between -1 and 1, got {min_quality}",
@@ -87,7 +87,7 @@ def _check_min_quality(min_quality: float | None) -> None:
 LISTED_STRETCHES = 1000
 
 
-def _quality_summary(
+def quality_summary(
     quality: BeatQuality, kept_peaks: torch.Tensor, n_samples: int, fs: float, min_quality: float | None = None
 ) -> dict[str, Any]:
     """``summary.json``'s signal quality: how many cut beats lie in stretches of poor signal
@@ -104,8 +104,8 @@ def _quality_summary(
     return _quality_fields(quality.window_s, mark, rated, (poor_beats, unlike), median, poor, n_samples, fs)
 
 
-def _quality_summary_stored(held: Spill, n_samples: int, fs: float) -> dict[str, Any]:
-    """:func:`_quality_summary` of the quality held on disk by :func:`_quality_stored`."""
+def quality_summary_stored(held: Spill, n_samples: int, fs: float) -> dict[str, Any]:
+    """:func:`quality_summary` of the quality held on disk by :func:`quality_stored`."""
     rated = held.size("quality")
     poor_beats = unlike = 0
     for s in range(0, rated, context.BEAT_PART):

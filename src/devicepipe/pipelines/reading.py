@@ -22,10 +22,10 @@ from devicepipe.io import (
 )
 from devicepipe.io.channels import choose_signal
 from devicepipe.io.read import declares_sampling_rate
-from devicepipe.pipelines.context import _Run
+from devicepipe.pipelines.context import Run
 
 
-def _unknown_rate(source: str) -> DevicepipeError:
+def unknown_rate(source: str) -> DevicepipeError:
     problem = f"the sampling rate of {source} is unknown"
     return DevicepipeError(
         problem,
@@ -34,8 +34,8 @@ def _unknown_rate(source: str) -> DevicepipeError:
     )
 
 
-def _read_ecg(
-    run: _Run,
+def read_ecg(
+    run: Run,
     source: Any,
     channel: str | int | None,
     sampling_rate: float | None,
@@ -43,16 +43,16 @@ def _read_ecg(
     encoding: str | None,
     time_column: str | None = None,
 ) -> Recording:
-    """Read one ECG channel onto the run's device: the one named, else :func:`_signal_choice`'s;
+    """Read one ECG channel onto the run's device: the one named, else :func:`signal_choice`'s;
     ``nan`` (the policy for non-finite samples) and ``encoding`` (a CSV's) as
     :func:`devicepipe.io.read_series` takes them. With no rate given or stated by the file, the
-    rate is that of ``time_column``'s timestamps (a table's, as :func:`_signal_choice` finds it)."""
+    rate is that of ``time_column``'s timestamps (a table's, as :func:`signal_choice` finds it)."""
     if channel is None:
-        channel, time_column = _signal_choice(run, source, None)
+        channel, time_column = signal_choice(run, source, None)
     timed = declares_sampling_rate(source) is False  # (then a time column is read, to give the rate or check it)
     times = sampling_rate is None and timed
     if times and time_column is None and Path(source).exists():  # (a missing file: read_series says so)
-        raise _unknown_rate(Path(source).name)  # said before a long read, not after
+        raise unknown_rate(Path(source).name)  # said before a long read, not after
     with run.stage("read"):
         rec = read_series(
             source,
@@ -64,11 +64,11 @@ def _read_ecg(
             encoding=encoding,
         )
     if rec.sampling_rate is None:
-        raise _unknown_rate(rec.source)
+        raise unknown_rate(rec.source)
     return rec
 
 
-def _no_beats(rec: Recording, peaks: torch.Tensor) -> DevicepipeError:
+def no_beats(rec: Recording, peaks: torch.Tensor) -> DevicepipeError:
     """The error of a recording from which no whole beat was cut (a model needs beats)."""
     problem = f"no whole beat was cut from {rec.source} ({int(peaks.numel())} R peaks found)"
     return DevicepipeError(
@@ -78,7 +78,7 @@ def _no_beats(rec: Recording, peaks: torch.Tensor) -> DevicepipeError:
     )
 
 
-def _signal_choice(run: _Run, source: Any, channel: str | int | None) -> tuple[str | int | list[str], str | None]:
+def signal_choice(run: Run, source: Any, channel: str | int | None) -> tuple[str | int | list[str], str | None]:
     """The channel to read (``channel`` where named, else :func:`~devicepipe.io.channels.choose_signal`'s,
     saying which channels were passed over) and a table's column of timestamps before it (or None).
     Where none is named and the recording has two or more leads named as ECG leads, the channel
@@ -99,16 +99,16 @@ def _signal_choice(run: _Run, source: Any, channel: str | int | None) -> tuple[s
 ALL_LEADS = "all"
 
 
-def _find_peaks(rec: Recording, method: str, channel: str | int | list[str] | None) -> torch.Tensor:
+def find_peaks(rec: Recording, method: str, channel: str | int | list[str] | None) -> torch.Tensor:
     """The R peaks of a recording: of its one channel, or of all its leads together where it holds
-    several (``channel="all"``, or the leads :func:`_signal_choice` chose)."""
+    several (``channel="all"``, or the leads :func:`signal_choice` chose)."""
     if channel == ALL_LEADS or rec.samples.ndim == 2:
         leads = rec.samples if rec.samples.ndim == 2 else rec.samples[None]
         return ecg_peaks(leads, rec.sampling_rate, method=method, leads="fuse")
     return ecg_peaks(rec.samples, rec.sampling_rate, method=method)
 
 
-def _first_lead(rec: Recording) -> tuple[Recording, dict[str, Any]]:
+def first_lead(rec: Recording) -> tuple[Recording, dict[str, Any]]:
     """A recording of all leads reduced to its first (beats are cut from it), and the summary
     fields that say the beats were found on every lead; a one-channel recording as it is."""
     if rec.samples.ndim == 1:
@@ -117,8 +117,8 @@ def _first_lead(rec: Recording) -> tuple[Recording, dict[str, Any]]:
     return first, {"beats_found_on_leads": list(rec.channels)}
 
 
-def _read_and_cut(
-    run: _Run,
+def read_and_cut(
+    run: Run,
     source: Any,
     channel: str | int | None,
     sampling_rate: float | None,
@@ -127,17 +127,17 @@ def _read_and_cut(
     nan: str,
     encoding: str | None,
 ) -> tuple[Recording, Recording, torch.Tensor, Beats, dict[str, Any]]:
-    """Read one ECG channel onto the run's device (:func:`_read_ecg`), find its beats (on all
+    """Read one ECG channel onto the run's device (:func:`read_ecg`), find its beats (on all
     leads with ``channel="all"`` or where it has several, then cut from the first), cut them;
-    with the summary fields that say which leads the beats were found on (:func:`_first_lead`).
+    with the summary fields that say which leads the beats were found on (:func:`first_lead`).
     Returns the recording as read (every lead, for the classes), its first lead, the R peaks,
     the beats and those fields."""
-    rec = _read_ecg(run, source, channel, sampling_rate, nan, encoding)
+    rec = read_ecg(run, source, channel, sampling_rate, nan, encoding)
     run.note(f"finding beats in {rec.n_samples:,} samples at {rec.sampling_rate:g} Hz on {run.device}")
     with run.stage("detect"):
-        peaks = _find_peaks(rec, method, channel)
+        peaks = find_peaks(rec, method, channel)
     every = rec
-    rec, leads = _first_lead(rec)
+    rec, leads = first_lead(rec)
     if leads:
         run.note(f"beats found on all {len(leads['beats_found_on_leads'])} leads together, cut from {rec.channels[0]}")
     with run.stage("segment"):
@@ -145,7 +145,7 @@ def _read_and_cut(
     return every, rec, peaks, beats, leads
 
 
-def _check_ecg_input(rec: Recording, channel: str | int | None = None) -> None:
+def check_ecg_input(rec: Recording, channel: str | int | None = None) -> None:
     """The checks :func:`ecg_peaks` makes, made on one recording before it joins a batch (so one
     bad recording is refused alone, not with its batch); with ``channel="all"``, on each lead."""
     if rec.samples.ndim != 1 and channel != ALL_LEADS and channel is not None and not isinstance(channel, list):

@@ -4,7 +4,7 @@ A :class:`Pipeline` says what a run of it is: the report page it writes (a kind 
 :data:`devicepipe.report_pages.PAGES`), how it runs a group of recordings when given a folder
 (None: one recording at a time only), what the command line says of a finished run, and which
 figures to open after ``report.html``. A dataset's index row is the same for every pipeline
-(:func:`devicepipe.batch.index._row`, from the typed summary). A new pipeline is its module
+(:func:`devicepipe.batch.index.index_row`, from the typed summary). A new pipeline is its module
 plus one entry here; :func:`devicepipe.batch.run_dataset` finds those that take folders in
 :data:`DATASET_PIPELINES`.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from devicepipe.pipelines import says
 from devicepipe.pipelines.ecg import run_ecg
-from devicepipe.pipelines.many import RunGroup, _beats_group, _one_at_a_time
+from devicepipe.pipelines.many import RunGroup, beats_group, one_at_a_time
 from devicepipe.pipelines.score import run_score
 
 __all__ = ["DATASET_PIPELINES", "PIPELINES", "Pipeline"]
@@ -39,10 +39,10 @@ class Pipeline:
 
 PIPELINES = MappingProxyType(
     {
-        "beats": Pipeline("beats", "beats", _beats_group, says.beats_lines),
-        "ecg": Pipeline("ecg", "ecg", _one_at_a_time(run_ecg), says.ecg_lines, ECG_FIGURES),
+        "beats": Pipeline("beats", "beats", beats_group, says.beats_lines),
+        "ecg": Pipeline("ecg", "ecg", one_at_a_time(run_ecg), says.ecg_lines, ECG_FIGURES),
         "score": Pipeline(
-            "score", "score", _one_at_a_time(run_score), says.score_lines, ("scores.png", "extremes.png", "latent.png")
+            "score", "score", one_at_a_time(run_score), says.score_lines, ("scores.png", "extremes.png", "latent.png")
         ),
         "score-series": Pipeline(
             "score-series",

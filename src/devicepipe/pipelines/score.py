@@ -25,13 +25,13 @@ from devicepipe.outputs import (
     input_summary,
     write_summary,
 )
-from devicepipe.pipelines.checks import _reference_counts, detection_accuracy, missed_labels, rate_warnings
+from devicepipe.pipelines.checks import detection_accuracy, missed_labels, rate_warnings, reference_counts
 from devicepipe.pipelines.classes import label_beats
-from devicepipe.pipelines.context import Progress, _Run, _start, _to_host
-from devicepipe.pipelines.ecg import _flagged_beats, _scored_beat_files
-from devicepipe.pipelines.learning import _fitted_model, _model_summary, beat_rows, model_rows
+from devicepipe.pipelines.context import Progress, Run, start, to_host
+from devicepipe.pipelines.ecg import flagged_beat_rows, scored_beat_files
+from devicepipe.pipelines.learning import beat_rows, fitted_model, model_rows, model_summary
 from devicepipe.pipelines.model_fit import failed_model_warnings, flag_share_warnings, rate_fit_warnings
-from devicepipe.pipelines.reading import _no_beats, _read_and_cut
+from devicepipe.pipelines.reading import no_beats, read_and_cut
 from devicepipe.pipelines.results import LearnResult
 from devicepipe.pipelines.scored import beat_counts, flagged_beats, label_with_reference, score_views
 from devicepipe.report import REPORT_NAME, write_report
@@ -71,15 +71,15 @@ def run_score(
     ``report.html``, and ``summary.json`` last.
     """
     dev = resolve_device(device)
-    detector = _fitted_model(model, dev, "ecg-beats")
+    detector = fitted_model(model, dev, "ecg-beats")
     geometry = detector.geometry_
     ref = None if reference is None else read_reference(reference)
-    run = _start(out, dev, count_transfers, progress)
-    every, rec, peaks, beats, leads = _read_and_cut(
+    run = start(out, dev, count_transfers, progress)
+    every, rec, peaks, beats, leads = read_and_cut(
         run, source, channel, sampling_rate, geometry["method"], geometry["mode"], nan, encoding
     )
     if beats.matrix.shape[0] == 0:
-        raise _no_beats(rec, peaks)
+        raise no_beats(rec, peaks)
     labelled = label_beats(run, every, peaks)
     with run.stage("scale"):
         # as the model's rows were made (older models: neither levelled nor aligned)
@@ -94,7 +94,7 @@ def run_score(
         views |= {"tail": detector.tail_of(scores.scores), "train_scores": detector.train_scores_}
     with run.stage("transfer"):
         kept = {"all_peaks": peaks, "peaks": beats.peaks, "kept": beats.kept}
-        host = scores.to_host() | _to_host(kept | {"neighbour_s": neighbours_in_rows(beats, peaks)} | views)
+        host = scores.to_host() | to_host(kept | {"neighbour_s": neighbours_in_rows(beats, peaks)} | views)
         signal = rec.samples.cpu().numpy()
     fs = rec.sampling_rate
     with run.stage("hrv"):
@@ -102,7 +102,7 @@ def run_score(
     if ref is not None:
         label_with_reference(host, ref, rec)
     with run.stage("write"):
-        files, leading = _scored_beat_files(run, rec, host, ref is not None, beat_quality(beats), labelled)
+        files, leading = scored_beat_files(run, rec, host, ref is not None, beat_quality(beats), labelled)
         made = Made(
             "score", run.out, host, rec=rec, signal=signal, threshold=detector.threshold_, leading=leading,
             beat_rate=detector.width_ / beats.window_s, reference=host.get("reference_peaks"),
@@ -112,9 +112,9 @@ def run_score(
     summary = {**_score_summary(source, rec, run, detector, host, heart_rate), **leads, "holter": labelled.summary()}
     if ref is not None:
         missed = missed_labels(host["reference_peaks"], ref.symbols, host["all_peaks"], rec.sampling_rate)
-        summary["reference"] = _reference_counts(ref.source, host["truth"], host["flags"], missed)
+        summary["reference"] = reference_counts(ref.source, host["truth"], host["flags"], missed)
         summary["accuracy"] = detection_accuracy(ref, rec, host["all_peaks"])
-    page = _flagged_beats(host, fs, ref is not None)
+    page = flagged_beat_rows(host, fs, ref is not None)
     typed = RunSummary.from_dict(summary)
     files[REPORT_NAME] = write_report(run.out, "score", typed, files, flagged=page)
     typed = write_summary(run.out, typed, files, replaces=run.earlier)
@@ -125,7 +125,7 @@ def run_score(
 def _score_summary(
     source: Any,
     rec: Recording,
-    run: _Run,
+    run: Run,
     detector: BeatAnomalyDetector,
     host: dict[str, np.ndarray],
     heart_rate: dict[str, Any],
@@ -133,7 +133,7 @@ def _score_summary(
     """``summary.json`` of a scored recording, but its reference counts."""
     return {
         **input_summary(source, rec, run.device),
-        "model": _model_summary(detector, "training_beats"),
+        "model": model_summary(detector, "training_beats"),
         "heart_rate": heart_rate,
         "counts": beat_counts(host),
         "threshold": detector.threshold_,

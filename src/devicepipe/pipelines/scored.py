@@ -12,7 +12,7 @@ import torch
 from devicepipe.ecg import label_beats
 from devicepipe.io import Recording
 from devicepipe.io.reference import ReferenceBeats
-from devicepipe.pipelines.checks import _reference_in
+from devicepipe.pipelines.checks import reference_in
 from devicepipe.report import MAX_FLAGGED_ROWS
 from devicepipe.score import Scores
 
@@ -37,7 +37,7 @@ def score_views(scores: Scores, data: torch.Tensor) -> dict[str, torch.Tensor]:
 def label_with_reference(host: dict[str, np.ndarray], ref: ReferenceBeats, rec: Recording) -> None:
     """Give each kept beat (``host["peaks"]``) the label of its nearest reference beat within
     150 ms, as ``host["truth"]``; the reference beats (samples) are ``host["reference_peaks"]``."""
-    host["reference_peaks"] = _reference_in(ref, rec)
+    host["reference_peaks"] = reference_in(ref, rec)
     host["truth"] = label_beats(host["reference_peaks"], ref.symbols, host["peaks"], rec.sampling_rate)
 
 

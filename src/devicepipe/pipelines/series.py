@@ -37,11 +37,11 @@ from devicepipe.pipelines.context import (
     SERIES_WINDOW,
     EpochProgress,
     Progress,
-    _Run,
-    _start,
-    _to_host,
+    Run,
+    start,
+    to_host,
 )
-from devicepipe.pipelines.learning import _detector, _finish, _fitted_model, _identity, _learn, _model_summary
+from devicepipe.pipelines.learning import finish, fitted_model, learn, make_detector, model_summary, run_identity
 from devicepipe.pipelines.model_fit import failed_model_warnings, flag_share_warnings, scale_fit_warnings
 from devicepipe.pipelines.results import LearnResult
 from devicepipe.pipelines.series_days import (
@@ -77,7 +77,7 @@ def _load_times(source: Any, time_column: str | int | None, need: str) -> tuple[
 
 
 def _read_load(
-    run: _Run,
+    run: Run,
     source: Any,
     column: str | int | None,
     times: tuple[str | int | None, bool],
@@ -160,9 +160,9 @@ def run_series(
     _check_pointwise_scorer(settings, pointwise)
     time_column, found = _load_times(source, time_column, "a load series needs its time column")
     ref = reference_days(reference)
-    run = _start(out, device, count_transfers, progress)
+    run = start(out, device, count_transfers, progress)
     choices = {"column": column, "time_column": time_column, "time_format": time_format, "window": window}
-    identity = _identity(source, settings, **choices, pointwise=pointwise, hidden=hidden, nan=nan)
+    identity = run_identity(source, settings, **choices, pointwise=pointwise, hidden=hidden, nan=nan)
     check_before_start(run.out, settings, identity)
     rec, report = _read_load(run, source, column, (time_column, found), time_format, nan, encoding)
     wins = _windows_to_train(run, rec, report, window)
@@ -171,17 +171,17 @@ def run_series(
     raw = wins.values.reshape(-1, 1) if pointwise else wins.values  # the notebook's model sees one sample at a time
     # MinMax scaling to [0, 1] (fitted on every value), the MLP's sigmoid output
     default_scorer = "reconstruction" if pointwise else DEFAULT_SCORER
-    detector = _detector(
+    detector = make_detector(
         settings, run.device, scorer=default_scorer, model="mlp", width=raw.shape[1], hidden=hidden, scaling="minmax"
     )
     what = f"{raw.shape[0]:,} {'samples' if pointwise else 'windows'} of {per} steps"
-    learned = _learn(run, detector, raw, settings, {"window_s": window_s, "identity": identity}, epoch_progress, what)
+    learned = learn(run, detector, raw, settings, {"window_s": window_s, "identity": identity}, epoch_progress, what)
     with run.stage("score"):
         scores = group_scores(learned.scores, per, settings.percentile) if pointwise else learned.scores
         rows = detector.scaler_.transform(raw.reshape(-1)).reshape(raw.shape).float()
         raw_recon = _reconstructed(detector, learned.models[0], rows, wins.values.shape)
     with run.stage("transfer"):
-        host = scores.to_host() | _to_host({"days": wins.values, "recon": raw_recon})
+        host = scores.to_host() | to_host({"days": wins.values, "recon": raw_recon})
     flagged = _flagged_order(host)
     dep = departures(host["days"], wins.starts, window_s)
     with run.stage("write"):
@@ -207,10 +207,10 @@ def run_series(
         **_reference_part(listed, wins, host, dep),
     }
     page = _flagged_windows(wins, host, flagged, rec.channels[0], dep)
-    return _finish(run, summary, learned, files, "series", page)
+    return finish(run, summary, learned, files, "series", page)
 
 
-def _windows_to_train(run: _Run, rec: Recording, report: TimeReport, window: str) -> Windows:
+def _windows_to_train(run: Run, rec: Recording, report: TimeReport, window: str) -> Windows:
     """The series' complete windows of ``window`` (a duration); refuses too few to train on."""
     with run.stage("window"):
         wins = make_windows(rec.samples, rec.timestamps, window_s=parse_duration(window), step_s=report.step_s)
@@ -352,7 +352,7 @@ def run_score_series(
     detector = _window_model(model, dev)
     time_column, found = _load_times(source, time_column, "the model scores windows of a load series")
     ref = reference_days(reference)
-    run = _start(out, dev, count_transfers, progress)
+    run = start(out, dev, count_transfers, progress)
     rec, report = _read_load(run, source, column, (time_column, found), time_format, nan, encoding)
     wins = _model_windows(run, rec, report, detector.geometry_)
     window_s = parse_duration(str(detector.geometry_["window"]))
@@ -363,7 +363,7 @@ def run_score_series(
         rows = detector.scaler_.transform(wins.values.reshape(-1)).reshape(wins.values.shape).float()
         raw_recon = _reconstructed(detector, detector.models_[0], rows, rows.shape)
     with run.stage("transfer"):
-        host = scores.to_host() | _to_host(
+        host = scores.to_host() | to_host(
             {"days": wins.values, "recon": raw_recon, "tail": tail, "train_scores": detector.train_scores_}
         )
     flagged = _flagged_order(host)
@@ -377,7 +377,7 @@ def run_score_series(
     summary = {
         **input_summary(source, rec, run.device, channel_key="column"),
         "time_column": time_column if time_column is not None else "the DataFrame's DatetimeIndex",
-        "model": _model_summary(detector, "training_windows"),
+        "model": model_summary(detector, "training_windows"),
         "window": str(detector.geometry_["window"]),
         "steps_per_window": wins.per_window,
         "time": report.to_dict(),
@@ -401,7 +401,7 @@ def run_score_series(
 
 def _window_model(model: str | Path | BeatAnomalyDetector, device: torch.device) -> BeatAnomalyDetector:
     """A fitted model of load-series windows on ``device``; a per-sample model is refused."""
-    detector = _fitted_model(model, device, "load-windows")
+    detector = fitted_model(model, device, "load-windows")
     if detector.geometry_.get("pointwise"):
         raise DevicepipeError(
             "the model is a per-sample autoencoder (series --pointwise): it scores samples, not windows; "
@@ -410,7 +410,7 @@ def _window_model(model: str | Path | BeatAnomalyDetector, device: torch.device)
     return detector
 
 
-def _model_windows(run: _Run, rec: Recording, report: TimeReport, geometry: dict[str, Any]) -> Windows:
+def _model_windows(run: Run, rec: Recording, report: TimeReport, geometry: dict[str, Any]) -> Windows:
     """The series' windows as the model takes them: its window, in its number of steps."""
     window = str(geometry["window"])
     window_s = parse_duration(window)

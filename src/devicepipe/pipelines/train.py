@@ -38,13 +38,13 @@ from devicepipe.pipelines.context import (
     PEAK_METHOD,
     EpochProgress,
     Progress,
-    _Run,
-    _start,
-    _to_host,
+    Run,
+    start,
+    to_host,
 )
-from devicepipe.pipelines.learning import _beat_geometry, _detector, _finish, _learn, _Learned, beat_rows, model_rows
-from devicepipe.pipelines.quality import _check_min_quality
-from devicepipe.pipelines.reading import _find_peaks, _first_lead, _no_beats, _read_ecg
+from devicepipe.pipelines.learning import Learned, beat_geometry, beat_rows, finish, learn, make_detector, model_rows
+from devicepipe.pipelines.quality import check_min_quality
+from devicepipe.pipelines.reading import find_peaks, first_lead, no_beats, read_ecg
 from devicepipe.pipelines.results import LearnResult
 from devicepipe.prestart import is_dataset
 from devicepipe.summaries import RunSummary
@@ -155,8 +155,8 @@ def run_train(
     """
     settings = settings or LearnSettings()
     vae = LightVAEConfig(width=width, latent=settings.latent)
-    _check_min_quality(min_quality)
-    run = _start(out, device, count_transfers, progress)
+    check_min_quality(min_quality)
+    run = start(out, device, count_transfers, progress)
     sources, described = _population(source, run.out)
     choices = dict(channel=channel, sampling_rate=sampling_rate, method=method, mode=mode, width=width, nan=nan)
     if min_quality is not None:
@@ -170,21 +170,23 @@ def run_train(
     # a model for other recordings scores by its reconstruction error: a new recording's normal
     # beats lie farther from the training beats than those lie from their own recordings' beats,
     # so distances to the training beats flag too many of them (tests/cli/test_models.py)
-    detector = _detector(settings, run.device, scorer="reconstruction", model="vae", width=vae.width, scaling="none")
+    detector = make_detector(
+        settings, run.device, scorer="reconstruction", model="vae", width=vae.width, scaling="none"
+    )
     about = f"{pop.n_beats:,} beats of {len(pop.used)} recordings"
-    learned = _learn(run, detector, pop.data, settings, {"identity": identity}, epoch_progress, about)
+    learned = learn(run, detector, pop.data, settings, {"identity": identity}, epoch_progress, about)
     if distributed()[0] != 0:  # rank 0 writes the run; the others only trained their share
         return LearnResult(run.out, RunSummary(extra={"rank": distributed()[0]}), {})
     with run.stage("transfer"):
-        host = learned.scores.to_host() | _to_host({"train_scores": detector.train_scores_})
+        host = learned.scores.to_host() | to_host({"train_scores": detector.train_scores_})
     bounds = np.cumsum([0] + [u["beats"] for u in pop.used])
     for u, a, b in zip(pop.used, bounds[:-1], bounds[1:], strict=True):
         u["flagged"] = int(host["flags"][a:b].sum())
         u["median_score"] = float(np.median(host["scores"][a:b]))
     with run.stage("write"):
-        files = _write_train(run, learned, host, pop, _beat_geometry(pop.geometry_beats, method, width))
+        files = _write_train(run, learned, host, pop, beat_geometry(pop.geometry_beats, method, width))
     summary = _train_summary(source, run, settings, cut, pop, host, learned)
-    return _finish(run, summary, learned, files, "train", None)
+    return finish(run, summary, learned, files, "train", None)
 
 
 @dataclass(frozen=True)
@@ -219,21 +221,21 @@ class _Gathered:
         return sum(u["beats"] for u in self.used)
 
 
-def _recording_rows(run: _Run, src: _Source, cut: _Cut) -> tuple[torch.Tensor, int, Recording, Beats]:
+def _recording_rows(run: Run, src: _Source, cut: _Cut) -> tuple[torch.Tensor, int, Recording, Beats]:
     """One recording's rows (its usable beats, resampled and standardised), how many poor beats
     were left out, the recording and its beats."""
-    rec = _read_ecg(run, str(src.path), cut.channel, cut.sampling_rate, cut.nan, cut.encoding)
+    rec = read_ecg(run, str(src.path), cut.channel, cut.sampling_rate, cut.nan, cut.encoding)
     with run.stage("detect"):
         peaks = (
-            _find_peaks(rec, cut.method, cut.channel)
+            find_peaks(rec, cut.method, cut.channel)
             if src.peaks_file is None
             else _stored_peaks(src.peaks_file, run.device)
         )
-    rec, _ = _first_lead(rec)
+    rec, _ = first_lead(rec)
     with run.stage("segment"):
         beats = ecg_segment(rec.samples, peaks, rec.sampling_rate, mode=cut.mode)
     if beats.matrix.shape[0] == 0:
-        raise _no_beats(rec, peaks)
+        raise no_beats(rec, peaks)
     left_out = 0
     if cut.min_quality is not None:
         with run.stage("segment"):
@@ -254,7 +256,7 @@ def _recording_rows(run: _Run, src: _Source, cut: _Cut) -> tuple[torch.Tensor, i
 
 
 def _gather(
-    run: _Run,
+    run: Run,
     sources: list[_Source],
     described: str,
     cut: _Cut,
@@ -306,7 +308,7 @@ def _gather(
 
 
 def _write_train(
-    run: _Run, learned: _Learned, host: dict[str, np.ndarray], pop: _Gathered, geometry: dict[str, Any]
+    run: Run, learned: Learned, host: dict[str, np.ndarray], pop: _Gathered, geometry: dict[str, Any]
 ) -> dict[str, Path]:
     """The model, ``recordings.parquet``, the scores and the figures of a population's run."""
     used = pop.used
@@ -321,14 +323,14 @@ def _write_train(
 
 def _train_summary(
     source: str | Path,
-    run: _Run,
+    run: Run,
     settings: LearnSettings,
     cut: _Cut,
     pop: _Gathered,
     host: dict[str, np.ndarray],
-    learned: _Learned,
+    learned: Learned,
 ) -> dict[str, Any]:
-    """``summary.json`` of a population's run (before :func:`_finish` adds the training's part)."""
+    """``summary.json`` of a population's run (before :func:`finish` adds the training's part)."""
     detector, skipped = learned.detector, pop.skipped
     summary = {
         "input": str(source),

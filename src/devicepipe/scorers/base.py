@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from devicepipe.scorers.neighbours import _robust_log_scale, _robust_z, row_pyramid, typical_size
+from devicepipe.scorers.neighbours import robust_log_scale, robust_z, row_pyramid, typical_size
 
 #: A calibration: by name, the median and robust scale of the log values it standardises.
 Calibration = Mapping[str, tuple[float, float]]
@@ -166,8 +166,8 @@ class PyramidScorer(DistanceScorer):
             size = typical_size(reference)
             for name, d in self.distances(rows, reference, ref, exclude).items():
                 if fitting is not None:
-                    calibration[name] = _robust_log_scale(d)
-                z.append(_robust_z(d, *calibration[name]))
+                    calibration[name] = robust_log_scale(d)
+                z.append(robust_z(d, *calibration[name]))
                 effects.append(d / size)
         stacked = torch.stack(z)
         largest = stacked.argmax(0, keepdim=True)

@@ -6,7 +6,7 @@ import torch
 
 from devicepipe.scorers.base import Fitting, Reference, Scorer, reconstruction_words
 from devicepipe.scorers.knn import knn_scores, knn_words
-from devicepipe.scorers.neighbours import _robust_log_scale, _robust_z
+from devicepipe.scorers.neighbours import robust_log_scale, robust_z
 
 
 class CombinedScorer(Scorer):
@@ -25,8 +25,8 @@ class CombinedScorer(Scorer):
         parts = {"recon": recon, "knn": knn_scores(data, ref, fitting)}
         calibration = dict(ref.calibration)
         if fitting is not None:
-            calibration = {name: _robust_log_scale(values[fitting.train_rows]) for name, values in parts.items()}
-        z = [_robust_z(values, *calibration[name]) for name, values in parts.items()]
+            calibration = {name: robust_log_scale(values[fitting.train_rows]) for name, values in parts.items()}
+        z = [robust_z(values, *calibration[name]) for name, values in parts.items()]
         return (z[0] + z[1]) / 2, calibration
 
     def meaning(self, ref: Reference, rows: str, units: str) -> str:

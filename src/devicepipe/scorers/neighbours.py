@@ -269,7 +269,7 @@ def local_neighbours(n_reference: int) -> int:
     return max(1, min(round(math.sqrt(n_reference)), LOCAL_MOST))
 
 
-def _robust_log_scale(values: torch.Tensor) -> tuple[float, float]:
+def robust_log_scale(values: torch.Tensor) -> tuple[float, float]:
     """The median and 1.4826 x MAD of ``log(values)`` (the MAD floored so that a constant score divides)."""
     logs = values.double().clamp_min(torch.finfo(torch.float64).tiny).log()
     median = _median(logs)
@@ -277,12 +277,12 @@ def _robust_log_scale(values: torch.Tensor) -> tuple[float, float]:
     return float(median), max(float(mad), 1e-12)
 
 
-def _robust_z(values: torch.Tensor, median: float, scale: float) -> torch.Tensor:
+def robust_z(values: torch.Tensor, median: float, scale: float) -> torch.Tensor:
     logs = values.double().clamp_min(torch.finfo(torch.float64).tiny).log()
     return ((logs - median) / scale).to(values.dtype)
 
 
-def _quantile(x: torch.Tensor, q: float) -> float:
+def quantile(x: torch.Tensor, q: float) -> float:
     """The ``q`` quantile of ``x`` ``(n,)`` with linear interpolation (``torch.quantile``'s and NumPy's
     default), of any length."""
     ordered = x.sort().values

@@ -11,14 +11,14 @@ import typer
 
 from devicepipe.batch import is_dataset
 from devicepipe.cli.application import (
-    _Command,
+    Command,
     app,
     summary,
 )
 from devicepipe.cli.many import (
-    _engine,
-    _run_dataset_cli,
-    _single_only,
+    engine_of,
+    run_dataset_cli,
+    single_only,
 )
 from devicepipe.cli.options import (
     DATASET_INPUT,
@@ -35,12 +35,12 @@ from devicepipe.cli.options import (
     SchedulerOpt,
     SegmentMode,
     WorkersOpt,
-    _maybe_int,
-    _rate,
+    maybe_int,
+    rate,
 )
 from devicepipe.cli.printing import (
-    _console,
-    _print_run,
+    console,
+    print_run,
 )
 from devicepipe.pipelines import (
     BEATS_MODE,
@@ -94,7 +94,7 @@ _BUDGET = Annotated[
 _RESUME = Annotated[bool, typer.Option("--resume", help="Many recordings: skip those done.")]
 
 
-@app.command(cls=_Command, short_help=summary("beats"))
+@app.command(cls=Command, short_help=summary("beats"))
 def beats(
     input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
     out: _OUT,
@@ -125,8 +125,8 @@ def beats(
     directory under --out, with index.parquet (one row per recording) and summary.json.
     """
     options = BeatsOptions(
-        channel=_maybe_int(channel),
-        sampling_rate=_rate(sampling_rate, override_rate),
+        channel=maybe_int(channel),
+        sampling_rate=rate(sampling_rate, override_rate),
         method=method.value,
         mode=mode.value,
         nan=nan.value,
@@ -139,11 +139,11 @@ def beats(
     if is_dataset(input):
         # no GPU, no transfers to count; the ledger would cost a fifth of a 10-s ECG's run
         many = dataclasses.replace(options, count_transfers=torch.cuda.is_available())
-        engine = _engine(workers, scheduler, devices, device)
-        _run_dataset_cli("beats", input, out, dataclasses.asdict(many), engine, reference, resume)
+        engine = engine_of(workers, scheduler, devices, device)
+        run_dataset_cli("beats", input, out, dataclasses.asdict(many), engine, reference, resume)
         return
-    _single_only(workers=workers, scheduler=scheduler, devices=devices, resume=resume or None)
-    con = _console()
+    single_only(workers=workers, scheduler=scheduler, devices=devices, resume=resume or None)
+    con = console()
     with con.status("finding beats ...") as status:
         result = run_beats(
             input,
@@ -153,4 +153,4 @@ def beats(
             progress=lambda msg: status.update(msg),
             **dataclasses.asdict(options),
         )
-    _print_run(con, "beats", result)
+    print_run(con, "beats", result)

@@ -20,22 +20,22 @@ from devicepipe.bench.report import (
 from devicepipe.bench.report import compare as compare_results
 from devicepipe.bench.stages import STAGES
 from devicepipe.cli.application import (
-    _Command,
+    Command,
     app,
     summary,
 )
 from devicepipe.cli.options import (
-    _split,
+    split,
 )
 from devicepipe.cli.printing import (
-    _console,
-    _ms,
+    console,
+    ms,
 )
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import check_output_dir
 
 
-@app.command(cls=_Command, short_help=summary("bench"))
+@app.command(cls=Command, short_help=summary("bench"))
 def bench(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Directory for report.html, bench.json, bench.md and charts.")
@@ -61,7 +61,7 @@ def bench(
     ] = (None),
 ) -> None:
     """Time every stage on every device, the notebooks' way, peers and the tutorials' micro-benchmarks."""
-    con = _console()
+    con = console()
     if compare is not None:
         a, b = (load_result(p) for p in compare)
         rows = compare_results(a, b)
@@ -71,14 +71,14 @@ def bench(
         for col in ("measurement", "A", "B", "A / B"):
             table.add_column(col, justify="right" if col != "measurement" else "left")
         for r in rows:
-            table.add_row(r["name"], _ms(r["a_s"]), _ms(r["b_s"]), f"{r['ratio']:.2f}")
+            table.add_row(r["name"], ms(r["a_s"]), ms(r["b_s"]), f"{r['ratio']:.2f}")
         con.print(table)
         return
     if out is None:
         raise DevicepipeError("bench needs --out DIR (or --compare A.json B.json).")
     check_output_dir(out)
-    devices = bench_devices(_split(device))
-    wanted = check_only(_split(only)) if only else None
+    devices = bench_devices(split(device))
+    wanted = check_only(split(only)) if only else None
     with con.status("benchmarking ...") as status:
         result = run_benchmarks(
             devices,

@@ -9,14 +9,14 @@ import typer
 
 from devicepipe.batch import is_dataset
 from devicepipe.cli.application import (
-    _Command,
+    Command,
     app,
     summary,
 )
 from devicepipe.cli.many import (
-    _engine,
-    _run_dataset_cli,
-    _single_only,
+    engine_of,
+    run_dataset_cli,
+    single_only,
 )
 from devicepipe.cli.options import (
     DATASET_INPUT,
@@ -52,14 +52,14 @@ from devicepipe.cli.options import (
     ThreadsOpt,
     WidthOpt,
     WorkersOpt,
-    _maybe_int,
-    _rate,
     learn_settings,
+    maybe_int,
+    rate,
 )
 from devicepipe.cli.printing import (
-    _console,
-    _epoch_bar,
-    _print_run,
+    console,
+    epoch_bar,
+    print_run,
 )
 from devicepipe.pipelines import (
     BEAT_WIDTH,
@@ -77,7 +77,7 @@ _ECG_REFERENCE = Annotated[
 ]
 
 
-@app.command(cls=_Command, short_help=summary("ecg"))
+@app.command(cls=Command, short_help=summary("ecg"))
 def ecg(
     input: Annotated[Path, typer.Argument(help=ONE_ECG + DATASET_INPUT + ".")],
     out: OutOpt,
@@ -117,8 +117,8 @@ def ecg(
     """
     settings = learn_settings(LearnSettings, locals())
     cut = {
-        "channel": _maybe_int(channel),
-        "sampling_rate": _rate(sampling_rate, override_rate),
+        "channel": maybe_int(channel),
+        "sampling_rate": rate(sampling_rate, override_rate),
         "mode": mode.value,
         "width": width,
         "nan": nan.value,
@@ -126,15 +126,15 @@ def ecg(
         "min_quality": min_quality,
     }
     if is_dataset(input):
-        engine = _engine(workers, scheduler, devices, device)
-        _run_dataset_cli("ecg", input, out, {"settings": settings, **cut}, engine, reference, resume)
+        engine = engine_of(workers, scheduler, devices, device)
+        run_dataset_cli("ecg", input, out, {"settings": settings, **cut}, engine, reference, resume)
         return
-    _single_only(workers=workers, scheduler=scheduler, devices=devices)
-    con = _console()
+    single_only(workers=workers, scheduler=scheduler, devices=devices)
+    con = console()
     bar = "training" if ensemble == 1 else f"training {ensemble} members"
-    with _epoch_bar(con, settings.epoch_limit, bar, exact=epochs is not None) as update:
+    with epoch_bar(con, settings.epoch_limit, bar, exact=epochs is not None) as update:
         result = run_ecg(
             input, out, settings=settings, device=device, reference=reference, progress=con.print,
             epoch_progress=update, **cut,
         )  # fmt: skip
-    _print_run(con, "ecg", result)
+    print_run(con, "ecg", result)

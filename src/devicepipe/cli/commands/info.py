@@ -8,7 +8,7 @@ import sys
 from rich.table import Table
 
 from devicepipe.cli.application import (
-    _Command,
+    Command,
     app,
     summary,
 )
@@ -16,20 +16,20 @@ from devicepipe.cli.options import (
     JsonOpt,
 )
 from devicepipe.cli.printing import (
-    _console,
-    _gib,
+    console,
+    gib,
 )
 from devicepipe.device import device_report
 
 
-@app.command(cls=_Command, short_help=summary("info"))
+@app.command(cls=Command, short_help=summary("info"))
 def info(as_json: JsonOpt = False) -> None:
     """Show Python, PyTorch and its CUDA build, the GPUs, the CPU and which optional libraries work."""
     report = device_report()
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
         return
-    con = _console()
+    con = console()
     t = report["torch"]
     con.print(f"[bold]devicepipe {report['devicepipe']}[/bold] on Python {report['python']} ({report['platform']})")
     con.print(f"PyTorch {t['version']}, CUDA build: {t['cuda_build'] or 'none'}, cuDNN: {t['cudnn'] or 'none'}")
@@ -47,7 +47,7 @@ def info(as_json: JsonOpt = False) -> None:
                 str(g["index"]),
                 g["name"],
                 g["compute_capability"],
-                f"{_gib(g['free_memory_bytes'])} / {_gib(g['total_memory_bytes'])}",
+                f"{gib(g['free_memory_bytes'])} / {gib(g['total_memory_bytes'])}",
                 str(g["multiprocessors"]),
             )
         con.print(table)

@@ -17,7 +17,7 @@ from devicepipe.bench.report import (
 )
 from devicepipe.bench.results import source_commit
 from devicepipe.cli.application import (
-    _Command,
+    Command,
     app,
     summary,
 )
@@ -25,13 +25,13 @@ from devicepipe.cli.options import (
     JsonOpt,
 )
 from devicepipe.cli.printing import (
-    _console,
-    _ms,
+    console,
+    ms,
 )
 from devicepipe.device import device_report
 
 
-@app.command(cls=_Command, short_help=summary("interop"))
+@app.command(cls=Command, short_help=summary("interop"))
 def interop(
     size: Annotated[
         int, typer.Option(help="Elements of the float32 array converted (default 100 M = 400 MB).", min=1)
@@ -40,7 +40,7 @@ def interop(
     as_json: JsonOpt = False,
 ) -> None:
     """Which libraries hand data to which without a copy, proven by pointer, and how long each way takes."""
-    con = _console()
+    con = console()
     kinds = installed_kinds()
     with con.status("converting ...") as status:
         pairs = interop_matrix(size, kinds, repeats=repeats, progress=lambda m: status.update(f"converting {m} ..."))
@@ -74,7 +74,7 @@ def interop(
         row = []
         for dst in kinds:
             p = cells[(src, dst)]
-            row.append(f"[{style[p.status]}]{p.status}[/{style[p.status]}]\n{_ms(p.seconds)}")
+            row.append(f"[{style[p.status]}]{p.status}[/{style[p.status]}]\n{ms(p.seconds)}")
         table.add_row(src, *row)
     con.print(table)
     missing = [
@@ -84,7 +84,7 @@ def interop(
         con.print(f"not available here: {', '.join(missing)}")
     slow, fast = handoff["naive_host_round_trip"], handoff["zero_copy_handoff"]
     con.print(
-        f"{handoff['source']} column -> torch on {handoff['device']}: host round trip {_ms(slow['median_s'])}, "
-        f"zero-copy handoff {_ms(fast['median_s'])} (shares memory: {handoff['handoff_shares_memory']}), "
+        f"{handoff['source']} column -> torch on {handoff['device']}: host round trip {ms(slow['median_s'])}, "
+        f"zero-copy handoff {ms(fast['median_s'])} (shares memory: {handoff['handoff_shares_memory']}), "
         f"{format_ratio(handoff['speedup'])}"
     )

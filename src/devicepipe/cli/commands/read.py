@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from devicepipe.cli.application import (
-    _Command,
+    Command,
     app,
     summary,
 )
@@ -24,11 +24,11 @@ from devicepipe.cli.options import (
     NanOpt,
     NanPolicy,
     TimeFormatOpt,
-    _columns,
-    _maybe_int,
+    columns,
+    maybe_int,
 )
 from devicepipe.cli.printing import (
-    _console,
+    console,
 )
 from devicepipe.io import read_series
 from devicepipe.io.channels import time_column_of
@@ -69,7 +69,7 @@ def _print_summary(summary: dict[str, Any], con: Console) -> None:
         )
 
 
-@app.command("read", cls=_Command, short_help=summary("read"))
+@app.command("read", cls=Command, short_help=summary("read"))
 def read_cmd(
     input: Annotated[Path, typer.Argument(help="CSV, TSV, Parquet, NPY, EDF/BDF or WFDB record.")],
     column: Annotated[
@@ -102,10 +102,10 @@ def read_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Read a recording onto the device and summarise it (shape, rate, statistics, time irregularities)."""
-    times = _maybe_int(time_column) if time_column is not None else time_column_of(input)
+    times = maybe_int(time_column) if time_column is not None else time_column_of(input)
     rec = read_series(
         input,
-        _columns(column),
+        columns(column),
         device=device,
         sampling_rate=sampling_rate,
         time_column=times,
@@ -118,7 +118,7 @@ def read_cmd(
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
         return
-    con = _console()
+    con = console()
     if time_column is None and times is not None:
         con.print(f"times from column {times!r}; --time-column picks another")
     _print_summary(summary, con)

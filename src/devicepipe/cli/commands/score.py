@@ -10,14 +10,14 @@ import typer
 from devicepipe.anomaly import BeatAnomalyDetector, load_model
 from devicepipe.batch import is_dataset
 from devicepipe.cli.application import (
-    _Command,
+    Command,
     app,
     summary,
 )
 from devicepipe.cli.many import (
-    _engine,
-    _run_dataset_cli,
-    _single_only,
+    engine_of,
+    run_dataset_cli,
+    single_only,
 )
 from devicepipe.cli.options import (
     DATASET_INPUT,
@@ -35,12 +35,12 @@ from devicepipe.cli.options import (
     SchedulerOpt,
     TimeFormatOpt,
     WorkersOpt,
-    _maybe_int,
-    _rate,
+    maybe_int,
+    rate,
 )
 from devicepipe.cli.printing import (
-    _console,
-    _print_run,
+    console,
+    print_run,
 )
 from devicepipe.errors import DevicepipeError
 from devicepipe.pipelines import (
@@ -63,7 +63,7 @@ _REFERENCE = Annotated[
 ]
 
 
-@app.command(cls=_Command, short_help=summary("score"))
+@app.command(cls=Command, short_help=summary("score"))
 def score(
     input: Annotated[
         Path,
@@ -104,21 +104,21 @@ def score(
     if time_column is not None or time_format is not None:
         raise DevicepipeError("--time-column and --time-format are for a model from 'devicepipe series'.")
     options = {
-        "channel": _maybe_int(channel),
-        "sampling_rate": _rate(sampling_rate, override_rate),
+        "channel": maybe_int(channel),
+        "sampling_rate": rate(sampling_rate, override_rate),
         "nan": nan.value,
         "encoding": encoding,
     }
     if many:
-        engine = _engine(workers, scheduler, devices, device)
-        _run_dataset_cli("score", input, out, {"model": str(named), **options}, engine, reference, resume)
+        engine = engine_of(workers, scheduler, devices, device)
+        run_dataset_cli("score", input, out, {"model": str(named), **options}, engine, reference, resume)
         return
-    _single_only(workers=workers, scheduler=scheduler, devices=devices)
+    single_only(workers=workers, scheduler=scheduler, devices=devices)
     if resume:
         raise DevicepipeError("--resume is for many recordings; scoring one recording starts afresh.")
-    con = _console()
+    con = console()
     result = run_score(input, out, model=fitted, device=device, reference=reference, progress=con.print, **options)
-    _print_run(con, "score", result)
+    print_run(con, "score", result)
 
 
 def _score_series(
@@ -140,10 +140,10 @@ def _score_series(
         raise DevicepipeError(f"{given[0]} is not for a load-series model (from 'devicepipe series'); drop it.")
     if is_dataset(input):
         raise DevicepipeError("a load-series model scores one series at a time; give one CSV or Parquet file.")
-    con = _console()
+    con = console()
     result = run_score_series(
-        input, out, model=model, column=_maybe_int(column), time_column=_maybe_int(time_column),
+        input, out, model=model, column=maybe_int(column), time_column=maybe_int(time_column),
         time_format=time_format, reference=reference, device=device, nan=nan.value, encoding=encoding,
         progress=con.print,
     )  # fmt: skip
-    _print_run(con, "score-series", result)
+    print_run(con, "score-series", result)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from devicepipe.cli.application import (
-    _Command,
+    Command,
     app,
     summary,
 )
@@ -33,13 +33,13 @@ from devicepipe.cli.options import (
     TensorboardOpt,
     ThreadsOpt,
     TimeFormatOpt,
-    _maybe_int,
     learn_settings,
+    maybe_int,
 )
 from devicepipe.cli.printing import (
-    _console,
-    _epoch_bar,
-    _print_run,
+    console,
+    epoch_bar,
+    print_run,
 )
 from devicepipe.pipelines import (
     SERIES_HIDDEN,
@@ -49,7 +49,7 @@ from devicepipe.pipelines import (
 )
 
 
-@app.command(cls=_Command, short_help=summary("series"))
+@app.command(cls=Command, short_help=summary("series"))
 def series(
     input: Annotated[Path, typer.Argument(help="A time-indexed load series: CSV or Parquet.")],
     out: OutOpt,
@@ -100,12 +100,12 @@ def series(
     scored against a list of known anomalous days, per kind.
     """
     settings = learn_settings(SeriesLearnSettings, locals())
-    con = _console()
-    with _epoch_bar(con, settings.epoch_limit, "training", exact=epochs is not None) as update:
+    con = console()
+    with epoch_bar(con, settings.epoch_limit, "training", exact=epochs is not None) as update:
         result = run_series(
-            input, out, column=_maybe_int(column), time_column=_maybe_int(time_column), time_format=time_format,
+            input, out, column=maybe_int(column), time_column=maybe_int(time_column), time_format=time_format,
             window=window, pointwise=pointwise, settings=settings, hidden=hidden, reference=reference, device=device,
             nan=nan.value,
             encoding=encoding, progress=con.print, epoch_progress=update,
         )  # fmt: skip
-    _print_run(con, "series", result)
+    print_run(con, "series", result)

@@ -9,11 +9,11 @@ from typing import Annotated
 import typer
 
 from devicepipe.cli.application import (
-    _Command,
+    Command,
     simulate_app,
 )
 from devicepipe.cli.printing import (
-    _console,
+    console,
 )
 from devicepipe.simulate import (
     Rhythm,
@@ -27,7 +27,7 @@ from devicepipe.simulate import (
 from devicepipe.units import format_duration, parse_duration
 
 
-@simulate_app.command("ecg", cls=_Command, short_help="An ECG with known R peaks and ectopic beats.")
+@simulate_app.command("ecg", cls=Command, short_help="An ECG with known R peaks and ectopic beats.")
 def simulate_ecg_cmd(
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Output file: .csv, .parquet or .npy. The truth goes to NAME.truth.csv.")
@@ -99,7 +99,7 @@ def simulate_ecg_cmd(
         rhythm=rhythm,
     )
     _, truth = write_simulated_ecg(sim, out)
-    con = _console()
+    con = console()
     n_v = int((sim.symbols == "V").sum())
     con.print(
         f"wrote {out} ({sim.signal.numel():,} samples at {sampling_rate:g} Hz, {format_duration(sim.duration_s)}) "
@@ -114,7 +114,7 @@ def simulate_ecg_cmd(
         con.print(f"events: {events_path(out)} ({counts})")
 
 
-@simulate_app.command("load", cls=_Command, short_help="A load series with anomalous days of known kind.")
+@simulate_app.command("load", cls=Command, short_help="A load series with anomalous days of known kind.")
 def simulate_load_cmd(
     out: Annotated[
         Path,
@@ -137,6 +137,6 @@ def simulate_load_cmd(
         days, samples_per_day=samples_per_day, start=start, n_anomalies=anomalies, noise=noise, seed=seed
     )
     _, truth = write_simulated_load(sim, out)
-    con = _console()
+    con = console()
     con.print(f"wrote {out} ({sim.values.numel():,} samples, {days} days from {start})")
     con.print(f"truth: {truth} ({len(sim.anomaly_kinds)} anomalous days)")

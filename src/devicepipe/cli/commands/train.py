@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from devicepipe.cli.application import (
-    _Command,
+    Command,
     app,
     summary,
 )
@@ -42,14 +42,14 @@ from devicepipe.cli.options import (
     SegmentMode,
     ThreadsOpt,
     WidthOpt,
-    _maybe_int,
-    _rate,
     learn_settings,
+    maybe_int,
+    rate,
 )
 from devicepipe.cli.printing import (
-    _console,
-    _epoch_bar,
-    _print_run,
+    console,
+    epoch_bar,
+    print_run,
 )
 from devicepipe.pipelines import (
     BEAT_WIDTH,
@@ -70,7 +70,7 @@ _BUDGET = Annotated[
 ]
 
 
-@app.command(cls=_Command, short_help=summary("train"))
+@app.command(cls=Command, short_help=summary("train"))
 def train(
     input: Annotated[
         Path,
@@ -111,15 +111,15 @@ def train(
     settings = learn_settings(LearnSettings, locals())
     joined = start_distributed(device)
     rank, world = distributed()
-    con = _console() if rank == 0 else Console(file=io.StringIO())
+    con = console() if rank == 0 else Console(file=io.StringIO())
     if joined is not None:
         con.print(f"{world} processes (torchrun), this one on {joined}")
     bar = "training" if ensemble == 1 else f"training {ensemble} members"
     try:
-        with _epoch_bar(con, settings.epoch_limit, bar, exact=epochs is not None) as update:
+        with epoch_bar(con, settings.epoch_limit, bar, exact=epochs is not None) as update:
             result = run_train(
-                input, out, settings=settings, channel=_maybe_int(channel),
-                sampling_rate=_rate(sampling_rate, override_rate), device=joined or device, mode=mode.value,
+                input, out, settings=settings, channel=maybe_int(channel),
+                sampling_rate=rate(sampling_rate, override_rate), device=joined or device, mode=mode.value,
                 width=width, nan=nan.value, encoding=encoding,
                 min_quality=min_quality, progress=con.print, epoch_progress=update,
                 memory_budget=None if memory_budget is None else parse_bytes(memory_budget),
@@ -132,5 +132,5 @@ def train(
 
 
 def _print_train(con: Console, result: LearnResult) -> None:
-    _print_run(con, "train", result)
+    print_run(con, "train", result)
     con.print(f"score a recording with it: devicepipe score RECORDING --model {result.out} --out DIR", markup=False)
