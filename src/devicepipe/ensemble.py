@@ -27,6 +27,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from devicepipe.device import full_float32
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.write import write_torch
+from devicepipe.models import as_model
 from devicepipe.train import (
     EarlyStopping,
     History,
@@ -99,7 +100,7 @@ def fit_ensemble(
     train_idx, val_idx = split_indices(data.shape[0], val_fraction, seed, device)
     train, val = data[train_idx.to(data.device)], data[val_idx.to(data.device)]
     optimizer = adam(list(params.values()), lr=lr, weight_decay=weight_decay)
-    latent = models[0].noise_dim
+    latent = as_model(models[0]).noise_dim
     histories = [History() for _ in seeds]
     stoppers = None if patience is None else [EarlyStopping(patience, min_improvement) for _ in seeds]
     if stoppers is not None and val.shape[0] == 0:
@@ -240,7 +241,7 @@ def _val_sums(
 
 def save_ensemble(ensemble: Ensemble, path: str | Path, extra_state: dict[str, Any] | None = None) -> Path:
     """Write the members' weights, seeds, kind and config (and ``extra_state``) to ``path``, atomically."""
-    first = ensemble.members[0]
+    first = as_model(ensemble.members[0])
     return write_torch(
         {
             "members": [m.state_dict() for m in ensemble.members],

@@ -16,7 +16,7 @@ from torch import nn
 from devicepipe.device import full_float32
 from devicepipe.errors import DevicepipeError
 from devicepipe.interop import convert
-from devicepipe.models import model_rows
+from devicepipe.models import as_model, model_rows
 from devicepipe.train import check_finite_rows
 
 __all__ = [
@@ -50,7 +50,7 @@ def embed(model: nn.Module, x: torch.Tensor, *, batch_size: int = 1024) -> torch
     """Latent means of ``x`` (shape ``(n, ...)``) -> ``(n, latent)`` on the model's device, in eval mode."""
     was = model.training
     model.eval()
-    out = torch.cat([model.encode(b)[0] for b in _batches(model, x, batch_size)])
+    out = torch.cat([as_model(model).encode(b)[0] for b in _batches(model, x, batch_size)])
     model.train(was)
     return out
 

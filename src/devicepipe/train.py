@@ -24,7 +24,7 @@ from torch import nn
 from devicepipe.device import all_finite, full_float32
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.write import write_torch
-from devicepipe.models import model_rows
+from devicepipe.models import as_model, model_rows
 
 __all__ = [
     "EarlyStopping",
@@ -209,7 +209,7 @@ class PerRowLoss(nn.Module):
         self.m = model
 
     def forward(self, x: torch.Tensor, eps: torch.Tensor | None) -> torch.Tensor:
-        return self.m.losses(x, eps)
+        return as_model(self.m).losses(x, eps)
 
 
 def _epoch_seed(seed: int, epoch: int) -> int:
@@ -254,7 +254,7 @@ def evaluate_loss(model: nn.Module, data: torch.Tensor, batch_size: int = 4096) 
     device = next(model.parameters()).device
     total = torch.zeros((), dtype=torch.float64, device=device)
     for start in range(0, data.shape[0], batch_size):
-        total += model.losses(data[start : start + batch_size].to(device)).sum().to(torch.float64)
+        total += as_model(model).losses(data[start : start + batch_size].to(device)).sum().to(torch.float64)
     model.train(was_training)
     return float(total) / data.shape[0]
 
@@ -402,7 +402,7 @@ def _step_losses(model: nn.Module, device: torch.device) -> Callable[..., torch.
     model wrapped in DistributedDataParallel (each rank takes every world-th row of each batch;
     gradients are averaged across ranks)."""
     if distributed()[1] == 1:
-        return model.losses
+        return as_model(model).losses
     from torch.nn.parallel import DistributedDataParallel  # noqa: PLC0415
 
     ids = [device.index] if device.type == "cuda" else None
@@ -477,7 +477,8 @@ def _train_epoch(
     that the averaged gradient is the batch mean's; the total is summed over the ranks."""
     device = next(model.parameters()).device
     rank, world = distributed()
-    noise = epoch_noise(train.shape[0], model.noise_dim, seed=seed, epoch=epoch, device=device, dtype=train.dtype)
+    noise_dim = as_model(model).noise_dim
+    noise = epoch_noise(train.shape[0], noise_dim, seed=seed, epoch=epoch, device=device, dtype=train.dtype)
     model.train()
     total = torch.zeros((), dtype=torch.float64, device=device)
     for start in range(0, train.shape[0], batch_size):
@@ -518,7 +519,7 @@ def _checkpoint(
         "epoch": epoch,
         "epochs": epochs,
         "model_kind": type(model).__name__,
-        "config": model.config_dict(),
+        "config": as_model(model).config_dict(),
         "history": history.to_dict(),
         "seed": seed,
         "rng": {

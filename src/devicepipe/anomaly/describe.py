@@ -53,6 +53,7 @@ def scorer_summary(det: BeatAnomalyDetector, reason: str | None = None) -> dict[
     why = [] if reason is None else [reason]
     kind = det._kind
     if kind.uses_reference:
+        assert det.reference_ is not None  # (a fitted detector whose scorer uses them holds its rows)
         out |= {"neighbours": det.neighbours_, "reference_rows": int(det.reference_.shape[0])}
         out |= kind.facts(det._against)
         if kind.measures_effect:

@@ -105,6 +105,14 @@ class BeatAnomalyDetector:
         saved with the model.
     """
 
+    # fitted state that is not plain to infer (set by ``fit``, or by ``load_model``)
+    reference_: torch.Tensor | None  # the training rows the neighbour scorers compare with
+    calibration_: dict[str, Any]  # each resolution's scale of the neighbour scores
+    neighbours_: int | None
+    versions_: dict[str, Any]  # a loaded model's devicepipe and torch versions
+    trained_on_: str | None  # the device a loaded model was trained on
+    path_: str  # where a loaded model was read from
+
     def __init__(
         self,
         model: str = "vae",
@@ -208,7 +216,7 @@ class BeatAnomalyDetector:
         limit = self.max_model_rows
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 2):
             raise DevicepipeError(f"BeatAnomalyDetector: max_model_rows must be at least 2 or None, got {limit!r}.")
-        if not (auto or (whole and self.neighbours >= 1)) or self.reference_rows < 2:
+        if not (auto or (whole and int(self.neighbours) >= 1)) or self.reference_rows < 2:
             raise DevicepipeError(
                 f"BeatAnomalyDetector: neighbours must be 'auto' or at least 1 (got {self.neighbours!r}), "
                 "and reference_rows at least 2."

@@ -10,6 +10,7 @@ import torch
 
 import devicepipe
 from devicepipe.io.write import write_torch
+from devicepipe.models import as_model
 from devicepipe.scale import MinMaxScaler, StandardScaler
 
 #: File name of the model a run writes (what ``devicepipe score --model RUN_DIR`` reads).
@@ -29,7 +30,7 @@ SCALERS = {"standard": StandardScaler, "minmax": MinMaxScaler}
 def write_model(det: BeatAnomalyDetector, path: str | Path) -> Path:
     """Write the fitted detector ``det`` to ``path`` (atomically): tensors and plain data only,
     in :data:`MODEL_FORMAT` version :data:`MODEL_FORMAT_VERSION`."""
-    first = det.models_[0]
+    first = as_model(det.models_[0])
     state = {
         "format": MODEL_FORMAT,
         "format_version": MODEL_FORMAT_VERSION,

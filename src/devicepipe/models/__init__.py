@@ -11,7 +11,7 @@ a vmap ensemble can be compared with members trained one by one.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import torch
 
@@ -20,7 +20,16 @@ from devicepipe.interop import convert
 from devicepipe.models.autoencoder import MLPAutoencoder, MLPAutoencoderConfig
 from devicepipe.models.vae import LightVAE, LightVAEConfig, Swish
 
-__all__ = ["LightVAE", "LightVAEConfig", "MLPAutoencoder", "MLPAutoencoderConfig", "Model", "Swish", "model_rows"]
+__all__ = [
+    "LightVAE",
+    "LightVAEConfig",
+    "MLPAutoencoder",
+    "MLPAutoencoderConfig",
+    "Model",
+    "Swish",
+    "as_model",
+    "model_rows",
+]
 
 
 @runtime_checkable
@@ -46,6 +55,12 @@ class Model(Protocol):
     def losses(self, x: torch.Tensor, eps: torch.Tensor | None = None) -> torch.Tensor: ...
 
     def config_dict(self) -> dict[str, Any]: ...
+
+
+def as_model(module: torch.nn.Module) -> Model:
+    """``module`` seen as the :class:`Model` it is (what the type checker cannot tell of an
+    ``nn.Module``, whose attributes it takes for tensors or submodules)."""
+    return cast(Model, module)
 
 
 def model_rows(model: torch.nn.Module, data: Any, caller: str, *, host: bool = False) -> torch.Tensor:

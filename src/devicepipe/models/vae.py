@@ -53,6 +53,8 @@ class Swish(nn.Module):
 class LightVAE(nn.Module):
     """Convolutional VAE on beats of shape ``(batch, width)``."""
 
+    smooth: torch.Tensor  # (1, 1, 3) the [1, 2, 1] smoothing before each halving (a buffer)
+
     def __init__(self, config: LightVAEConfig | None = None) -> None:
         super().__init__()
         self.config = config or LightVAEConfig()
