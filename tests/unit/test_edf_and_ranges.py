@@ -208,6 +208,17 @@ def test_chunks_of_an_npy_file_equal_read_series_ranges(tmp_path, array, column)
         chunk_reader(path, "ch7", sampling_rate=100.0)[0](0, 10)  # (read_series's path: at the first read)
 
 
+def test_the_npy_format_s_chunk_reader_reads_the_first_channel_when_none_is_named(tmp_path):
+    # the format's own reader took None for a list of channels and raised a TypeError
+    from devicepipe.io.formats.npy import NpyFormat
+
+    array = (np.arange(15000).reshape(3, 5000) % 977 - 400).astype(np.int16)
+    np.save(tmp_path / "x.npy", array)
+    read = NpyFormat().chunk_reader(tmp_path / "x.npy", None, "cpu", torch.float32)
+    assert read is not None
+    torch.testing.assert_close(read(10, 20), torch.as_tensor(array[0, 10:20], dtype=torch.float32), rtol=0, atol=0)
+
+
 def test_an_edf_signal_without_a_physical_range_is_one_warning_of_our_own(tmp_path):
     from devicepipe.simulate import simulate_ecg
 

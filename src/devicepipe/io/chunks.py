@@ -148,7 +148,7 @@ def npy_rows(path: Path) -> tuple[int, int, Callable[[Sequence[tuple[int, int]]]
         with path.open("rb") as fh:
             for start, stop in picks:  # each read straight into its place: no parts to join
                 fh.seek(offset + start * row)
-                got = fh.readinto(memoryview(out[done : done + stop - start]).cast("B"))
+                got = fh.readinto(out[done : done + stop - start].data.cast("B"))
                 if got != (stop - start) * row:
                     raise ReadError(f"{path} ends before row {stop:,}: the file is cut short.")
                 done += stop - start

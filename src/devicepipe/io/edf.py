@@ -48,6 +48,7 @@ def _open(path: Path, where: str) -> Any:
             f"{where}: {path.name} is not a readable EDF/BDF file: it holds {size} bytes, under the "
             f"{EDF_HEADER_BYTES} of the fixed header every EDF/BDF file starts with (truncated, or not an EDF)."
         )
+    edf: Any  # edfio's Edf, or its Bdf
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

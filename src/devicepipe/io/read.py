@@ -376,7 +376,7 @@ def _span(source: Any, column: ColumnSpec, start: Any, stop: Any, sampling_rate:
     needs_rate = isinstance(start, str) or isinstance(stop, str)
     if needs_rate and rate is None and isinstance(source, (str, os.PathLike)):
         rate = header_sampling_rate(Path(source), column)
-    bounds = []
+    bounds: list[int | None] = []
     for name, value in (("start", start), ("stop", stop)):
         if value is None:
             bounds.append(None)

@@ -63,6 +63,7 @@ class ReferenceBeats:
         """The R peaks as int64 sample indices of a recording sampled at ``sampling_rate`` Hz."""
         if self.samples is not None:
             return self.samples
+        assert self.times_s is not None  # (one of the two is given)
         return np.rint(self.times_s * sampling_rate).astype(np.int64)
 
 

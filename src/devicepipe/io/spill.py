@@ -10,11 +10,12 @@ one whole (:meth:`Spill.mapped`) for a result handed back.
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 import torch
@@ -74,7 +75,7 @@ class Spill:
             self._dtypes[name], self._sizes[name] = host.dtype, 0
         elif host.dtype != self._dtypes[name]:
             raise TypeError(f"Spill.append(): {name!r} holds {self._dtypes[name]}, not {host.dtype}.")
-        data = memoryview(np.ascontiguousarray(host)).cast("B")
+        data = np.ascontiguousarray(host).data.cast("B")
         self._sizes[name] += host.size
         if name not in self._buffers:
             self._buffers[name] = bytearray(SPILL_BUFFER)
@@ -117,7 +118,7 @@ class Spill:
         self._write(name)
         dtype = self._dtypes[name]
         out = np.empty(stop - start, dtype=dtype)
-        view, offset = memoryview(out).cast("B"), start * dtype.itemsize
+        view, offset = out.data.cast("B"), start * dtype.itemsize
         while view.nbytes:  # positioned reads, straight into place (all written: no buffer)
             got = _read_at(self._files[name], view, offset)
             if not got:
@@ -149,7 +150,7 @@ def _read_at(fh: BinaryIO, into: memoryview, offset: int) -> int:
         return os.preadv(fh.fileno(), [into], offset)
     fh.seek(offset)  # (no positioned reads on this system)
     try:
-        return fh.readinto(into) or 0
+        return cast(io.RawIOBase, fh).readinto(into) or 0  # (an unbuffered file: raw)
     finally:
         fh.seek(0, os.SEEK_END)
 

@@ -499,7 +499,7 @@ def _check_statistics(table: pa.Table, meta: pq.FileMetaData, groups: list[int],
             if least is None or most is None:
                 continue
             low, high = _min_max(values)
-            if low is not None and (low < least or high > most):
+            if low is not None and high is not None and (low < least or high > most):
                 raise ReadError(
                     f"read_series(): {name} is damaged: column {column!r} of row group {group} holds values from "
                     f"{low:g} to {high:g}, outside the {least:g} to {most:g} the file "

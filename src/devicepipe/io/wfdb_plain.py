@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,7 @@ PLAIN_FORMATS: dict[str, tuple[str, int, int]] = {
 _BYTES = {"16": 2.0, "61": 2.0, "160": 2.0, "80": 1.0, "32": 4.0, "24": 3.0, "212": 1.5}
 #: wfdb's read defaults of the signal fields a plain record may leave out (its ``SIGNAL_SPECS``),
 #: and its rule that a gain of 0 means 200; a left-out baseline is the ADC zero, or 0.
-SIGNAL_DEFAULTS = {"adc_gain": 200.0, "baseline": 0, "units": "mV"}
+SIGNAL_DEFAULTS: dict[str, Any] = {"adc_gain": 200.0, "baseline": 0, "units": "mV"}
 
 
 @dataclass(frozen=True)
@@ -155,9 +156,9 @@ def _decode(raw: np.ndarray, fmt: str, count: int) -> np.ndarray:
     """``count`` stored samples from the bytes (or words) ``raw`` of format ``fmt``: int64 ``(count,)``."""
     if fmt == "212":
         b = raw.astype(np.int64)
-        pairs = np.zeros((count + 1) // 2 * 3, dtype=np.int64)
-        pairs[: b.size] = b
-        pairs = pairs.reshape(-1, 3)
+        flat = np.zeros((count + 1) // 2 * 3, dtype=np.int64)
+        flat[: b.size] = b
+        pairs = flat.reshape(-1, 3)  # three bytes hold two samples
         values = np.empty(pairs.shape[0] * 2, dtype=np.int64)
         values[0::2] = pairs[:, 0] | ((pairs[:, 1] & 0x0F) << 8)
         values[1::2] = pairs[:, 2] | ((pairs[:, 1] & 0xF0) << 4)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -41,7 +41,7 @@ def format_of(path: Path) -> Format | None:
     """The first of :data:`FORMATS` that reads ``path``, or None; guarded (:class:`Guarded`), so
     that every probe of a file (its rate, length, channels) fails as its read does: in one line."""
     fmt = next((fmt for fmt in FORMATS if fmt.probe(path)), None)
-    return None if fmt is None else Guarded(fmt)
+    return None if fmt is None else cast(Format, Guarded(fmt))  # (a proxy: every call the format's own)
 
 
 #: What the libraries formats read with raise for a file that is not what its name says (damaged,

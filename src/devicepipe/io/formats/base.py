@@ -44,9 +44,9 @@ class Format(Protocol):
     """A recording file format: one module of :mod:`devicepipe.io.formats`, one line in its
     ``FORMATS``. The first format whose :meth:`probe` takes a path reads it."""
 
-    name: str  # what the user calls it ("csv", "wfdb", ...)
-    described: str  # how the error for an unknown format lists it, e.g. ".npy"
-    names_records: bool  # True: a path may name a record of several files, not a file (WFDB)
+    name: ClassVar[str]  # what the user calls it ("csv", "wfdb", ...)
+    described: ClassVar[str]  # how the error for an unknown format lists it, e.g. ".npy"
+    names_records: ClassVar[bool]  # True: a path may name a record of several files, not a file (WFDB)
 
     def probe(self, path: Path) -> bool:
         """Whether this format reads ``path``, from its name (and, where a format needs it, its

@@ -96,7 +96,7 @@ def _npy_reader(
     if fortran or len(shape) not in (1, 2) or npy_time_first(shape) or stored.kind not in "fiu" or not stored.isnative:
         return None  # (a (time, channels) array's channel is strided: read_series reads it)
     names = channel_names(shape[0] if len(shape) == 2 else 1)
-    wanted = resolve_names(column_list(column), names, "channel", path.name)
+    wanted = resolve_names(column_list(column) or [0], names, "channel", path.name)  # (None: the first, as chunks read)
     if len(wanted) != 1:
         return None
     n = shape[-1]

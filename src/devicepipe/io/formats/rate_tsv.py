@@ -49,7 +49,8 @@ class RateTsvFormat(FileFormat):
             return False
 
     def sampling_rate(self, path: Path, column: ColumnSpec = None) -> float:
-        given = _RATE.match(_first_line(path)).group(1).decode("ascii", "replace")
+        stated = _RATE.match(_first_line(path))
+        given = "" if stated is None else stated.group(1).decode("ascii", "replace")
         try:
             rate = float(given)
         except ValueError:
