@@ -85,7 +85,8 @@ class _Copy:
     """Collects the reason for the first copy; raises at once when copies are refused."""
 
     def __init__(self, allow: bool, where: str) -> None:
-        self.allow, self.where, self.reason = allow, where, None
+        self.allow, self.where = allow, where
+        self.reason: str | None = None
         self.read_only = False  # the shared NumPy view is not writeable
 
     def need(self, reason: str) -> None:

@@ -588,7 +588,7 @@ def plot_score_distribution(
     log = positive.size == both.size and threshold > 0
     lo = float(positive.min()) if positive.size and log else (float(both.min()) if both.size else 1e-6)
     hi = max(float(both.max()), threshold) if both.size else 1.0
-    bins = np.geomspace(lo, hi * 1.01, 60) if log and hi > lo else 60
+    bins: Any = np.geomspace(lo, hi * 1.01, 60) if log and hi > lo else 60
     for values, label, colour in ((train_scores, names[0], "0.55"), (scores, names[1], "tab:blue")):
         if values.size == 0:
             continue

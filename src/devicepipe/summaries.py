@@ -18,7 +18,7 @@ import functools
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar, Union, cast
 
 
 class _Absent:
@@ -92,7 +92,7 @@ class Record:
     @classmethod
     def from_dict(cls: type[R], data: Mapping[str, Any]) -> R:
         """The record of a JSON object: the declared keys typed, the others kept in ``extra``."""
-        hints = _hints(cls)
+        hints = _hints(cast(type, cls))
         names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         known = {k: _convert(hints[k], v) for k, v in data.items() if k in names}
         return cls(**known, extra={k: v for k, v in data.items() if k not in names})
@@ -343,7 +343,7 @@ class WindowReference(Record):
     listed_windows: int
     flagged_listed: int
     flagged_not_listed: int
-    sensitivity: float | None
+    sensitivity: float
     ppv: float | None
     listed_in_top: int  # listed windows among the listed_windows highest scores (the ranking, threshold aside)
     kinds: dict[str, KindCount]

@@ -38,6 +38,7 @@ def scores_table(m: Made) -> Path:
 
 
 def history(m: Made) -> Path:
+    assert m.histories is not None  # (a learning run's)
     return write_history(m.histories, m.out / "history.csv")
 
 
@@ -60,6 +61,7 @@ def model(m: Made) -> Path:
 def recordings(m: Made) -> Path:
     """One row per recording a population model was trained on."""
     columns = ("path", "beats", "poor_left_out", "rate_hz", "flagged", "median_score")
+    assert m.recordings is not None  # (a population model's run)
     return write_parquet({k: [u[k] for u in m.recordings] for k in columns}, m.out / "recordings.parquet")
 
 
@@ -68,7 +70,7 @@ def minute_table(m: Made) -> Path | None:
     its beats, and their median, lowest and highest heart rate (bpm; 60 / the RR interval before
     each beat, uncleaned)."""
     peaks = m.peaks if m.peaks is not None else m.host.get("all_peaks")
-    if peaks is None or m.rec is None or peaks.size < 2:
+    if peaks is None or m.rec is None or m.rec.sampling_rate is None or peaks.size < 2:
         return None
     rates = minute_rates(peaks, m.rec.sampling_rate)
     columns = {

@@ -161,7 +161,8 @@ def _with_defaults(kind: str, options: dict[str, Any]) -> dict[str, Any]:
     and the same one given as its default compare equal)."""
     if kind == "beats":
         return asdict(pipelines.BeatsOptions(**options))
-    run = {"ecg": pipelines.run_ecg, "score": pipelines.run_score}.get(kind)
+    runs: dict[str, Callable[..., Any]] = {"ecg": pipelines.run_ecg, "score": pipelines.run_score}
+    run = runs.get(kind)
     if run is None:
         return dict(options)
     per_run = ("device", "reference", "progress", "epoch_progress")
@@ -266,7 +267,7 @@ def run_dataset(
         )
     told = on_cluster
 
-    def on_cluster(how: dict[str, Any]) -> None:  # the workers are up, no recording has started: a run
+    def cluster_up(how: dict[str, Any]) -> None:  # the workers are up, no recording has started: a run
         _write_settings(out, asked)  # stopped part-way (kill -9 included) says what it was asked
         if told:
             told(how)
@@ -279,7 +280,7 @@ def run_dataset(
     ]
     if rows and on_rows:
         on_rows(rows)
-    fresh, how = run_recordings(kind, todo, options or {}, engine, on_rows=on_rows, on_cluster=on_cluster)
+    fresh, how = run_recordings(kind, todo, options or {}, engine, on_rows=on_rows, on_cluster=cluster_up)
     order = {item.path: i for i, item in enumerate(items)}
     rows = sorted(rows + fresh, key=lambda r: order[r["path"]])
     _write_settings(out, asked)

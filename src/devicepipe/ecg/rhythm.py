@@ -69,7 +69,8 @@ def _by_rows(view: np.ndarray, measure: Callable[[np.ndarray], tuple[np.ndarray,
     the answer is that of one call, while the temporary ``(rows, window)`` arrays stay small (all
     rows at once: about 1 GB for a week's 705,530 beats). Each block's results go straight into
     the answer's arrays (joining a list of parts would hold every result twice)."""
-    n, out = view.shape[0], ()
+    n = view.shape[0]
+    out: tuple[np.ndarray, ...] = ()
     for a in range(0, max(1, n), WINDOW_ROWS):
         part = measure(view[a : a + WINDOW_ROWS])
         out = out or tuple(np.empty((n, *c.shape[1:]), dtype=c.dtype) for c in part)

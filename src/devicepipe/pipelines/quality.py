@@ -61,7 +61,7 @@ def stored_quality(held: Spill) -> tuple[BeatQuality, torch.Tensor]:
 def excerpt_start(peaks: np.ndarray | Stored, n_samples: int, fs: float) -> int:
     """Where the excerpt figure starts: half a second before the first beat after the first 5 %
     (``peaks`` sorted, in memory or on disk)."""
-    i = peaks.searchsorted(0.05 * n_samples)
+    i = int(peaks.searchsorted(0.05 * n_samples))
     first = int(peaks[i]) if i < len(peaks) else 0
     return max(0, min(n_samples - int(round(10 * fs)), first - int(0.5 * fs)))
 
@@ -109,9 +109,8 @@ def quality_summary_stored(held: Spill, n_samples: int, fs: float) -> dict[str, 
     rated = held.size("quality")
     poor_beats = unlike = 0
     for s in range(0, rated, context.BEAT_PART):
-        part = BeatQuality(
-            *(held.read(name, s, s + context.BEAT_PART) for name in ("quality", "stretch")), QUALITY_WINDOW_S
-        )
+        beat, stretch = (held.read(name, s, s + context.BEAT_PART) for name in ("quality", "stretch"))
+        part = BeatQuality(beat, stretch, QUALITY_WINDOW_S)
         good = part.in_good_signal(POOR_QUALITY)
         poor_beats += int(torch.count_nonzero(~good))
         unlike += int(torch.count_nonzero(good & (part.beat < POOR_QUALITY)))

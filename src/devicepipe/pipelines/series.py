@@ -20,6 +20,7 @@ from devicepipe.io import (
     read_series,
 )
 from devicepipe.io.channels import time_column_of
+from devicepipe.io.timeline import NanPolicy
 from devicepipe.io.write import holds_output
 from devicepipe.learn import (
     DEFAULT_SCORER,
@@ -82,7 +83,7 @@ def _read_load(
     column: str | int | None,
     times: tuple[str | int | None, bool],
     time_format: str | None,
-    nan: str,
+    nan: NanPolicy,
     encoding: str | None,
 ) -> tuple[Recording, TimeReport]:
     """One value column of a load series onto the run's device, sorted by its times, duplicate
@@ -129,7 +130,7 @@ def run_series(
     hidden: int = SERIES_HIDDEN,
     reference: str | Path | None = None,
     device: str | torch.device = "auto",
-    nan: str = "error",
+    nan: NanPolicy = "error",
     encoding: str | None = None,
     progress: Progress | None = None,
     epoch_progress: EpochProgress | None = None,
@@ -212,6 +213,7 @@ def run_series(
 
 def _windows_to_train(run: Run, rec: Recording, report: TimeReport, window: str) -> Windows:
     """The series' complete windows of ``window`` (a duration); refuses too few to train on."""
+    assert rec.timestamps is not None  # (a load series is read with its times: _read_load)
     with run.stage("window"):
         wins = make_windows(rec.samples, rec.timestamps, window_s=parse_duration(window), step_s=report.step_s)
     if wins.values.shape[0] < MIN_WINDOWS_TO_TRAIN:
@@ -326,7 +328,7 @@ def run_score_series(
     time_format: str | None = None,
     reference: str | Path | None = None,
     device: str | torch.device = "auto",
-    nan: str = "error",
+    nan: NanPolicy = "error",
     encoding: str | None = None,
     progress: Progress | None = None,
     count_transfers: bool = True,
@@ -414,6 +416,7 @@ def _model_windows(run: Run, rec: Recording, report: TimeReport, geometry: dict[
     """The series' windows as the model takes them: its window, in its number of steps."""
     window = str(geometry["window"])
     window_s = parse_duration(window)
+    assert rec.timestamps is not None  # (a load series is read with its times: _read_load)
     with run.stage("window"):
         wins = make_windows(rec.samples, rec.timestamps, window_s=window_s, step_s=report.step_s)
     per = int(geometry["steps_per_window"])
