@@ -10,7 +10,7 @@ float64 on the input's device; transforms return the input's dtype.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self, cast
 
 import torch
 
@@ -51,12 +51,18 @@ class _Scaler:
         for name in ("n_samples_seen_", *self._state_names):
             setattr(self, name, None)
 
-    def fit(self, x: torch.Tensor) -> _Scaler:
+    def fit(self, x: torch.Tensor) -> Self:
         """Forget earlier data and fit on ``x`` of shape ``(n_samples[, n_features])``."""
         self._reset()
         return self.partial_fit(x)
 
-    def partial_fit(self, x: torch.Tensor) -> _Scaler:  # pragma: no cover - abstract
+    def partial_fit(self, x: torch.Tensor) -> Self:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def transform(self, x: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def inverse_transform(self, x: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def fit_transform(self, x: torch.Tensor) -> torch.Tensor:
@@ -77,7 +83,7 @@ class _Scaler:
     def _param(self, name: str, x: torch.Tensor) -> torch.Tensor:
         return getattr(self, name).to(device=x.device, dtype=x.dtype)
 
-    def to(self, device: torch.device | str) -> _Scaler:
+    def to(self, device: torch.device | str) -> Self:
         """Move the fitted state to ``device`` (in place) and return self."""
         for name in ("n_samples_seen_", *self._state_names):
             value = getattr(self, name)
@@ -93,7 +99,7 @@ class _Scaler:
             state[name] = None if value is None else value.detach().cpu()
         return state
 
-    def load_state_dict(self, state: dict[str, Any]) -> _Scaler:
+    def load_state_dict(self, state: dict[str, Any]) -> Self:
         if state.get("kind") != type(self).__name__:
             raise DevicepipeError(f"{type(self).__name__}.load_state_dict(): state is for {state.get('kind')}.")
         for name in ("n_samples_seen_", *self._state_names):
@@ -112,6 +118,12 @@ class MinMaxScaler(_Scaler):
     """
 
     _state_names = ("data_min_", "data_max_", "data_range_", "scale_", "min_")
+    # fitted state, None until fitted (see :attr:`fitted`)
+    data_min_: torch.Tensor
+    data_max_: torch.Tensor
+    data_range_: torch.Tensor
+    scale_: torch.Tensor
+    min_: torch.Tensor
 
     def __init__(self, feature_range: tuple[float, float] = (0.0, 1.0), *, clip: bool = False) -> None:
         super().__init__()
@@ -125,7 +137,7 @@ class MinMaxScaler(_Scaler):
     def _config(self) -> dict[str, Any]:
         return {"feature_range": list(self.feature_range), "clip": self.clip}
 
-    def partial_fit(self, x: torch.Tensor) -> MinMaxScaler:
+    def partial_fit(self, x: torch.Tensor) -> Self:
         """Update the running minimum and maximum with ``x`` of shape ``(n_samples[, n_features])``."""
         x = _as_2d(x, "MinMaxScaler.partial_fit()")
         if x.shape[1] == 1:  # one pass over a flat view
@@ -148,6 +160,7 @@ class MinMaxScaler(_Scaler):
                 )
             batch_min = torch.minimum(batch_min, self.data_min_.to(x.device))
             batch_max = torch.maximum(batch_max, self.data_max_.to(x.device))
+            assert self.n_samples_seen_ is not None  # (fitted)
             self.n_samples_seen_ = self.n_samples_seen_.to(x.device) + x.shape[0]
         else:
             self.n_samples_seen_ = torch.tensor(x.shape[0], device=x.device)
@@ -155,9 +168,9 @@ class MinMaxScaler(_Scaler):
             raise DevicepipeError("MinMaxScaler.partial_fit(): a feature holds only NaN values; nothing to scale by.")
         self.data_min_, self.data_max_ = batch_min, batch_max
         self.data_range_ = batch_max - batch_min
-        lo, hi = self.feature_range
-        self.scale_ = (hi - lo) / _handle_zeros_in_scale(self.data_range_)
-        self.min_ = lo - batch_min * self.scale_
+        low, high = self.feature_range
+        self.scale_ = cast(torch.Tensor, (high - low) / _handle_zeros_in_scale(self.data_range_))
+        self.min_ = low - batch_min * self.scale_
         return self
 
     def transform(self, x: torch.Tensor) -> torch.Tensor:
@@ -192,6 +205,10 @@ class StandardScaler(_Scaler):
     """
 
     _state_names = ("mean_", "var_", "scale_")
+    # fitted state, None until fitted (see :attr:`fitted`)
+    mean_: torch.Tensor
+    var_: torch.Tensor
+    scale_: torch.Tensor
 
     def __init__(self, *, with_mean: bool = True, with_std: bool = True) -> None:
         super().__init__()
@@ -202,7 +219,7 @@ class StandardScaler(_Scaler):
     def _config(self) -> dict[str, Any]:
         return {"with_mean": self.with_mean, "with_std": self.with_std}
 
-    def partial_fit(self, x: torch.Tensor) -> StandardScaler:
+    def partial_fit(self, x: torch.Tensor) -> Self:
         """Merge ``x`` of shape ``(n_samples[, n_features])`` into the running mean and variance."""
         x = _as_2d(x, "StandardScaler.partial_fit()")
         x64 = x.to(torch.float64)
@@ -216,7 +233,7 @@ class StandardScaler(_Scaler):
         zeroed = torch.where(valid, x64, 0.0)
         mean_b = zeroed.sum(0) / n_b.clamp(min=1)
         m2_b = torch.where(valid, (x64 - mean_b) ** 2, 0.0).sum(0)
-        if self.fitted:
+        if self.n_samples_seen_ is not None:  # fitted
             n_a = self.n_samples_seen_.to(x.device, torch.float64)
             mean_a, m2_a = self.mean_.to(x.device), self.var_.to(x.device) * n_a
             n = n_a + n_b
