@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping
 from enum import Enum, StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
 
@@ -23,13 +23,27 @@ from devicepipe.scorers import SCORERS
 
 def _choices(name: str, values: Any) -> type[StrEnum]:
     """A str Enum of the library's accepted values, for typer to list and check."""
-    return StrEnum(name, {str(v): str(v) for v in values})
+    return cast(type[StrEnum], StrEnum(name, {str(v): str(v) for v in values}))
 
 
-NanPolicy = _choices("NanPolicy", NAN_POLICIES)
-DuplicatePolicy = _choices("DuplicatePolicy", DUPLICATE_POLICIES)
-PeakMethod = _choices("PeakMethod", ECG_PEAK_METHODS)
-SegmentMode = _choices("SegmentMode", SEGMENT_MODES)
+if TYPE_CHECKING:  # each a str Enum, its members made from the library's own list below
+
+    class NanPolicy(StrEnum): ...
+
+    class DuplicatePolicy(StrEnum): ...
+
+    class PeakMethod(StrEnum): ...
+
+    class SegmentMode(StrEnum): ...
+
+    class Scorer(StrEnum): ...
+
+else:
+    NanPolicy = _choices("NanPolicy", NAN_POLICIES)
+    DuplicatePolicy = _choices("DuplicatePolicy", DUPLICATE_POLICIES)
+    PeakMethod = _choices("PeakMethod", ECG_PEAK_METHODS)
+    SegmentMode = _choices("SegmentMode", SEGMENT_MODES)
+    Scorer = _choices("Scorer", SCORERS)
 
 DeviceOpt = Annotated[str, typer.Option("--device", "-d", help="auto, cpu, cuda or cuda:N.", metavar="DEVICE")]
 EcgChannelOpt = Annotated[
@@ -66,6 +80,13 @@ MinQualityOpt = Annotated[
 ]
 
 
+def choice(value: StrEnum) -> Any:
+    """The library's value of a choice typer has checked against the library's own list (so of
+    the type the library's parameter takes, a literal the type checker cannot follow through an
+    Enum made at run time)."""
+    return value.value
+
+
 def maybe_int(value: str | None) -> str | int | None:
     """A column given on the command line: a position when it is a whole number, else a name."""
     if value is None:
@@ -76,7 +97,7 @@ def maybe_int(value: str | None) -> str | int | None:
 def columns(values: list[str] | None) -> list[str | int] | None:
     if not values:
         return None
-    return [maybe_int(v) for v in values]
+    return [int(v) if v.lstrip("-").isdigit() else v for v in values]  # (as maybe_int reads each)
 
 
 WorkersOpt = Annotated[
@@ -139,7 +160,6 @@ MinEffectOpt = Annotated[
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue the run in --out.")]
 TensorboardOpt = Annotated[Path | None, typer.Option(help="Also log losses for TensorBoard here.", metavar="DIR")]
 Bf16Opt = Annotated[bool, typer.Option("--bf16", help="bfloat16 autocast (CUDA only).")]
-Scorer = _choices("Scorer", SCORERS)
 ScorerOpt = Annotated[
     Scorer | None,
     typer.Option(
@@ -199,7 +219,7 @@ def rate(sampling_rate: float | None, override_rate: bool) -> float | None:
     """The --sampling-rate to read at: as given, or (``--override-rate``) over the recording's own."""
     if override_rate and sampling_rate is None:
         raise DevicepipeError("--override-rate says to read at --sampling-rate; give it, e.g. --sampling-rate 250.")
-    return OverrideRate(sampling_rate) if override_rate else sampling_rate
+    return OverrideRate(sampling_rate) if override_rate and sampling_rate is not None else sampling_rate
 
 
 RateOpt = Annotated[
@@ -219,7 +239,7 @@ Settings = TypeVar("Settings", bound=LearnSettings)
 def learn_settings(cls: type[Settings], given: Mapping[str, Any]) -> Settings:
     """The settings ``cls`` from a command's parameters (its ``locals()``): every field of ``cls``
     the command has, a choice as its value and a path as text."""
-    values = {}
+    values: dict[str, Any] = {}
     for field in dataclasses.fields(cls):
         if field.name in given:
             value = given[field.name]

@@ -35,6 +35,7 @@ from devicepipe.cli.options import (
     SchedulerOpt,
     SegmentMode,
     WorkersOpt,
+    choice,
     maybe_int,
     rate,
 )
@@ -127,9 +128,9 @@ def beats(
     options = BeatsOptions(
         channel=maybe_int(channel),
         sampling_rate=rate(sampling_rate, override_rate),
-        method=method.value,
-        mode=mode.value,
-        nan=nan.value,
+        method=choice(method),
+        mode=choice(mode),
+        nan=choice(nan),
         encoding=encoding,
         figures=figures,
         strict=strict,

@@ -78,7 +78,7 @@ def bench(
         raise DevicepipeError("bench needs --out DIR (or --compare A.json B.json).")
     check_output_dir(out)
     devices = bench_devices(split(device))
-    wanted = check_only(split(only)) if only else None
+    wanted = check_only(split(only) or []) if only else None
     with con.status("benchmarking ...") as status:
         result = run_benchmarks(
             devices,

@@ -52,6 +52,7 @@ from devicepipe.cli.options import (
     ThreadsOpt,
     WidthOpt,
     WorkersOpt,
+    choice,
     learn_settings,
     maybe_int,
     rate,
@@ -119,9 +120,9 @@ def ecg(
     cut = {
         "channel": maybe_int(channel),
         "sampling_rate": rate(sampling_rate, override_rate),
-        "mode": mode.value,
+        "mode": choice(mode),
         "width": width,
-        "nan": nan.value,
+        "nan": choice(nan),
         "encoding": encoding,
         "min_quality": min_quality,
     }

@@ -24,6 +24,7 @@ from devicepipe.cli.options import (
     NanOpt,
     NanPolicy,
     TimeFormatOpt,
+    choice,
     columns,
     maybe_int,
 )
@@ -111,8 +112,8 @@ def read_cmd(
         time_column=times,
         time_format=time_format,
         encoding=encoding,
-        nan=nan.value,
-        duplicates=duplicates.value,
+        nan=choice(nan),
+        duplicates=choice(duplicates),
     )
     summary = rec.describe()
     if as_json:

@@ -35,6 +35,7 @@ from devicepipe.cli.options import (
     SchedulerOpt,
     TimeFormatOpt,
     WorkersOpt,
+    choice,
     maybe_int,
     rate,
 )
@@ -106,7 +107,7 @@ def score(
     options = {
         "channel": maybe_int(channel),
         "sampling_rate": rate(sampling_rate, override_rate),
-        "nan": nan.value,
+        "nan": choice(nan),
         "encoding": encoding,
     }
     if many:
@@ -143,7 +144,7 @@ def _score_series(
     con = console()
     result = run_score_series(
         input, out, model=model, column=maybe_int(column), time_column=maybe_int(time_column),
-        time_format=time_format, reference=reference, device=device, nan=nan.value, encoding=encoding,
+        time_format=time_format, reference=reference, device=device, nan=choice(nan), encoding=encoding,
         progress=con.print,
     )  # fmt: skip
     print_run(con, "score-series", result)

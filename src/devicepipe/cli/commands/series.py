@@ -33,6 +33,7 @@ from devicepipe.cli.options import (
     TensorboardOpt,
     ThreadsOpt,
     TimeFormatOpt,
+    choice,
     learn_settings,
     maybe_int,
 )
@@ -105,7 +106,7 @@ def series(
         result = run_series(
             input, out, column=maybe_int(column), time_column=maybe_int(time_column), time_format=time_format,
             window=window, pointwise=pointwise, settings=settings, hidden=hidden, reference=reference, device=device,
-            nan=nan.value,
+            nan=choice(nan),
             encoding=encoding, progress=con.print, epoch_progress=update,
         )  # fmt: skip
     print_run(con, "series", result)

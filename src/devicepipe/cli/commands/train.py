@@ -42,6 +42,7 @@ from devicepipe.cli.options import (
     SegmentMode,
     ThreadsOpt,
     WidthOpt,
+    choice,
     learn_settings,
     maybe_int,
     rate,
@@ -119,8 +120,8 @@ def train(
         with epoch_bar(con, settings.epoch_limit, bar, exact=epochs is not None) as update:
             result = run_train(
                 input, out, settings=settings, channel=maybe_int(channel),
-                sampling_rate=rate(sampling_rate, override_rate), device=joined or device, mode=mode.value,
-                width=width, nan=nan.value, encoding=encoding,
+                sampling_rate=rate(sampling_rate, override_rate), device=joined or device, mode=choice(mode),
+                width=width, nan=choice(nan), encoding=encoding,
                 min_quality=min_quality, progress=con.print, epoch_progress=update,
                 memory_budget=None if memory_budget is None else parse_bytes(memory_budget),
             )  # fmt: skip
