@@ -142,14 +142,14 @@ def hrv(
         its own out (and not counted among its implausible or ectopic intervals).
     """
     single = isinstance(peaks, torch.Tensor)
-    rows = [peaks] if single else list(peaks)
+    rows: list[torch.Tensor] = [peaks] if isinstance(peaks, torch.Tensor) else list(peaks)
     if not rows:
         raise DevicepipeError("hrv(): no recordings given.")
     parts = [_intervals(r, sampling_rate, clean) for r in rows]
     if any(p[0].numel() < 2 for p in parts):
         raise DevicepipeError("hrv(): each recording needs at least three R peaks.")
     if normal is not None:
-        masks = [normal] if single else list(normal)
+        masks: list[torch.Tensor] = [normal] if isinstance(normal, torch.Tensor) else list(normal)
         if len(masks) != len(parts) or any(m.shape != p[0].shape for m, p in zip(masks, parts, strict=False)):
             raise DevicepipeError("hrv(): normal must hold one bool per interval (n_peaks - 1) of each recording.")
         parts = [(rr, k & m.to(k.device, torch.bool), i, e) for (rr, k, i, e), m in zip(parts, masks, strict=True)]
@@ -166,7 +166,7 @@ def hrv(
     implausible = torch.stack([p[2].sum() for p in parts])
     ectopic = torch.stack([p[3].sum() for p in parts])
     del parts  # (the masks: only their counts are needed)
-    measures = _measures(_sliced(rr, kept), rr.shape, rr[:0], float(sampling_rate), segment_s)
+    measures = _measures(_sliced(rr, kept), (rr.shape[0], rr.shape[1]), rr[:0], float(sampling_rate), segment_s)
     out = _hrv_of(measures, implausible, ectopic, float(sampling_rate))
     if single:
         return HRV(*(t[0] for t in out.__dict__.values()))

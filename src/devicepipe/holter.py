@@ -192,9 +192,12 @@ def holter_summary(
         if label:
             rhythms[e.first_beat : e.last_beat + 1] = label
     minutes = minute_rates(np.rint(t * 1000).astype(np.int64), 1000.0) if n > 1 else None
-    full = minutes is not None and minutes.minute.size > 0
-    lo = int(np.argmin(minutes.median_bpm)) if full else 0
-    hi = int(np.argmax(minutes.median_bpm)) if full else 0
+    slowest: tuple[float | None, float | None] = (None, None)  # a minute's median rate (bpm), its start (s)
+    fastest = slowest
+    if minutes is not None and minutes.minute.size > 0:
+        lo, hi = int(np.argmin(minutes.median_bpm)), int(np.argmax(minutes.median_bpm))
+        slowest = (float(minutes.median_bpm[lo]), float(60 * minutes.minute[lo]))
+        fastest = (float(minutes.median_bpm[hi]), float(60 * minutes.minute[hi]))
     return Holter(
         duration_s=float(duration_s),
         beats=n,
@@ -202,10 +205,10 @@ def holter_summary(
         burden_pct=burden,
         per_hour=per_hour,
         events=events,
-        min_hr_bpm=float(minutes.median_bpm[lo]) if full else None,
-        min_hr_at_s=float(60 * minutes.minute[lo]) if full else None,
-        max_hr_bpm=float(minutes.median_bpm[hi]) if full else None,
-        max_hr_at_s=float(60 * minutes.minute[hi]) if full else None,
+        min_hr_bpm=slowest[0],
+        min_hr_at_s=slowest[1],
+        max_hr_bpm=fastest[0],
+        max_hr_at_s=fastest[1],
         mean_hr_bpm=float(60.0 * (n - 1) / (t[-1] - t[0])) if n > 1 and t[-1] > t[0] else None,
         af_share=af_time / duration_s if duration_s > 0 else 0.0,
         rhythms=rhythms,

@@ -21,6 +21,7 @@ from torch import nn
 
 from devicepipe.ensemble import Ensemble, fit_ensemble, save_ensemble
 from devicepipe.errors import DevicepipeError
+from devicepipe.models import as_model
 from devicepipe.score import Scores, score
 from devicepipe.scorers import DEFAULT_SCORER, SCORERS
 from devicepipe.scorers.neighbours import MIN_EFFECT
@@ -194,7 +195,7 @@ def train_models(
     the best epoch's weights. Returns the trained models and one history per model
     (``{"train", "val", "seconds"}`` per epoch, ``best_epoch``, ``stopped_early``).
     """
-    common = dict(
+    common: dict[str, Any] = dict(
         epochs=settings.epoch_limit,
         batch_size=settings.batch_size,
         lr=settings.lr,
@@ -229,9 +230,9 @@ def train_models(
     model = make_model(settings.seed)
     if settings.resume and out is not None:
         state = load_checkpoint(out)
-        if state.get("config") != model.config_dict():
+        if state.get("config") != as_model(model).config_dict():
             raise DevicepipeError(
-                f"the checkpoint in {out} is for {state.get('config')}, not {model.config_dict()}; "
+                f"the checkpoint in {out} is for {state.get('config')}, not {as_model(model).config_dict()}; "
                 "resume with the settings of the original run."
             )
     history = fit(

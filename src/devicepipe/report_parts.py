@@ -106,6 +106,7 @@ def _excluded(summary: RunSummary) -> int:
     """The intervals HRV left out: by its cleaning, and where beats were classed, around every
     beat not classed N (the intervals between the beats found, less those used)."""
     h, found = summary.heart_rate, summary.counts.beats_found if summary.counts else None
+    assert h is not None  # (the page shows HRV only where it was measured)
     if isinstance(found, int) and found > h.n_intervals:
         return found - 1 - h.n_intervals
     return h.n_implausible + h.n_ectopic

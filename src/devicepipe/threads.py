@@ -23,6 +23,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -94,9 +95,10 @@ def step_flops(model: nn.Module, batch: torch.Tensor) -> float:
     """
     was = model.training
     model.train()
-    noise = None if model.noise_dim is None else torch.zeros(batch.shape[0], model.noise_dim, device=batch.device)
+    spec: Any = model  # (a devicepipe.models.Model, which this layer does not import)
+    noise = None if spec.noise_dim is None else torch.zeros(batch.shape[0], spec.noise_dim, device=batch.device)
     with FlopCounterMode(display=False) as counter:
-        model.losses(batch, noise).mean().backward()
+        spec.losses(batch, noise).mean().backward()
     model.zero_grad(set_to_none=True)
     model.train(was)
     return float(counter.get_total_flops())

@@ -91,8 +91,8 @@ class TimeReport:
 def _when(t: np.datetime64, sep: str = " ") -> str:
     """A time as ISO 8601 text to the precision it has: ``2024-01-01 00:00:00`` (``sep`` between
     date and time; ``"T"`` for JSON), with fractions of a second only where there are some."""
-    unit = next(u for u in ("s", "ms", "us", "ns") if np.datetime64(t, u) == t)
-    return np.datetime_as_string(t, unit=unit).replace("T", sep)
+    unit: Any = next(u for u in ("s", "ms", "us", "ns") if t.astype(f"datetime64[{u}]") == t)  # (numpy's literals)
+    return str(np.datetime_as_string(t, unit=unit)).replace("T", sep)
 
 
 def order_by_time(
