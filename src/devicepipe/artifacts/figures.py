@@ -36,7 +36,7 @@ def excerpt(m: Made) -> Any:
     rec = m.rec
     return plot_beats_excerpt(
         m.signal,
-        rec.sampling_rate,
+        m.fs,
         m.peaks if m.peaks is not None else m.host["all_peaks"],
         reference=m.reference,
         unit=rec.units[0],
@@ -64,8 +64,8 @@ def event_strips(m: Made) -> Any:
     missed = None
     if m.reference is not None:  # the reference's beats that no beat found lies within 150 ms of
         ref = np.asarray(m.reference, dtype=np.int64)
-        missed = ref[label_beats(peaks, np.full(len(peaks), "x"), ref, m.rec.sampling_rate) == ""]
-    return plot_event_strips(m.signal, m.rec.sampling_rate, peaks, m.classes, strips, offset=m.rec.start_sample,
+        missed = ref[label_beats(peaks, np.full(len(peaks), "x"), ref, m.fs) == ""]
+    return plot_event_strips(m.signal, m.fs, peaks, m.classes, strips, offset=m.rec.start_sample,
                              unit=m.rec.units[0], missed=missed)  # fmt: skip
 
 
@@ -74,14 +74,14 @@ def heart_rate(m: Made) -> Any:
     if m.rec is None or m.signal is None:
         return None
     peaks = m.peaks if m.peaks is not None else m.host["all_peaks"]
-    minutes = minute_rates(peaks, m.rec.sampling_rate)
-    return plot_heart_rate(peaks, m.rec.sampling_rate, minutes=(minutes.minute, minutes.median_bpm))
+    minutes = minute_rates(peaks, m.fs)
+    return plot_heart_rate(peaks, m.fs, minutes=(minutes.minute, minutes.median_bpm))
 
 
 def intervals(m: Made) -> Any:
     if m.rec is None or m.signal is None or m.peaks is None or m.beats is None:
         return None
-    return plot_intervals(np.diff(m.peaks), m.rec.sampling_rate, keep_range=m.beats.length_range)
+    return plot_intervals(np.diff(m.peaks), m.fs, keep_range=m.beats.length_range)
 
 
 def quality(m: Made) -> Any:
@@ -89,7 +89,7 @@ def quality(m: Made) -> Any:
     if m.quality is None or m.rec is None or (m.kind == "beats" and m.signal is None):
         return None
     rated, kept_peaks, n_samples = m.quality
-    fs = m.rec.sampling_rate
+    fs = m.fs
     medians = stretch_medians(rated, kept_peaks, n_samples, fs).cpu().numpy()
     poor = poor_stretches(rated, kept_peaks, n_samples, fs).cpu().numpy() / fs
     times = kept_peaks.cpu().numpy() / fs
@@ -101,6 +101,7 @@ def training(title: str) -> Any:
 
     def draw(m: Made) -> Any:
         words = title.format(n=_rows(m), recordings=m.n_recordings, kind=_series_kind(m))
+        assert m.histories is not None  # (a learning run's)
         return plot_training(m.histories, title=words, warning=m.warning)
 
     return draw
@@ -143,7 +144,7 @@ def extreme_beats(whose: str) -> Any:
     reconstructions, each titled by its time and reference label (where ``host`` has ``truth``)."""
 
     def draw(m: Made) -> Any:
-        h, fs = m.host, m.rec.sampling_rate
+        h, fs = m.host, m.fs
         truth = h.get("truth")
 
         def name(i: int) -> str:
@@ -236,8 +237,10 @@ def days(m: Made) -> Any:
     """The flagged windows against a typical one."""
     unit = _unit(m.unit_name)
     directions = None if m.leading is None else m.leading.get("direction")
+    days = m.host["days"]  # (a KeyError where the run made none)
+    assert m.flagged is not None  # (a series run's)
     return plot_days(
-        m.host["days"], m.flagged, _window_names(m), unit=unit, hours=_hours(m), scores=m.host["scores"],
+        days, m.flagged, _window_names(m), unit=unit, hours=_hours(m), scores=m.host["scores"],
         directions=directions,
     )  # fmt: skip
 
@@ -259,8 +262,8 @@ def _unit(unit_name: str) -> str:
 
 
 def _window_names(m: Made) -> list[str]:
-    return [str(s)[:10] for s in m.wins.starts]
+    return [str(s)[:10] for s in m.windows.starts]
 
 
 def _hours(m: Made) -> np.ndarray:
-    return np.arange(m.host["days"].shape[1]) * m.wins.step_s / 3600
+    return np.arange(m.host["days"].shape[1]) * m.windows.step_s / 3600

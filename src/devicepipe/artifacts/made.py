@@ -58,6 +58,18 @@ class Made:
     classes: np.ndarray | None = None  # each R peak's AAMI class, ``(n,)`` (an ECG run in one piece)
     events: Sequence[Any] | None = None  # the Holter events (devicepipe.holter.Event), in time order
 
+    @property
+    def fs(self) -> float:
+        """The recording's sampling rate, Hz (of an ECG run, whose Made holds its recording)."""
+        assert self.rec is not None and self.rec.sampling_rate is not None
+        return float(self.rec.sampling_rate)
+
+    @property
+    def windows(self) -> Windows:
+        """The windows of a load-series run."""
+        assert self.wins is not None
+        return self.wins
+
 
 #: What an artifact makes for a run: a matplotlib figure (saved as the artifact's PNG), the
 #: path of a file it wrote, or None (nothing to write this time).

@@ -166,7 +166,7 @@ def dataset_summary(
 
     tp, fp, fn = total("tp"), total("fp"), total("fn")
     accuracy = None
-    if tp is not None:
+    if tp is not None and fp is not None and fn is not None:
         se = tp / (tp + fn) if tp + fn else 0.0
         ppv = tp / (tp + fp) if tp + fp else 0.0
         accuracy = {

@@ -193,6 +193,7 @@ def _peaks_chunked(
         raise DevicepipeError(f"ecg_peaks_chunked(): no option {unknown[0]!r}; the options are {options_of('ricker')}.")
     if n_samples < 2 * sampling_rate:
         peaks = ecg_peaks(read(0, n_samples), sampling_rate, **options)
+        assert isinstance(peaks, torch.Tensor)  # (one lead's)
         out[0].append(out[1], peaks)
         return peaks.device
     r = Ricker(float(sampling_rate), **options)
@@ -233,7 +234,7 @@ def _peaks_chunked(
             b0, b1 = c0 // r.block, -(-min(n_samples, c0 + per * chunk) // r.block)
             a, b = max(0, b0 - around), min(n_blocks, b1 + around)
             block_mean = spill.read("block_mean", a, b, device)[None]
-            signs = tuple(spill.read(name, a, b, device)[None] for name in ("block_signed", "block_height"))
+            signs = (spill.read("block_signed", a, b, device)[None], spill.read("block_height", a, b, device)[None])
             limits = r.local_thresholds(envelope(a, b), block_mean, typical, no_ecg, dense, signs)
             found = {key: spill.read(key, first, first + count, device) for key in PACKED_KEYS}
             first += count
@@ -250,7 +251,7 @@ def _first_pass(
     chunk: int,
     halo: int,
     kernel: torch.Tensor,
-    means: tuple[torch.Tensor, ...],
+    means: tuple[torch.Tensor, torch.Tensor],
     spill: Spill,
     progress: Callable[[int, int], None] | None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from typing import Any
 
 import torch
@@ -26,7 +26,7 @@ ECG_PEAK_METHODS: dict[str, Callable[..., tuple[torch.Tensor, torch.Tensor]]] = 
 def ricker_defaults() -> dict[str, float]:
     """The ``"ricker"`` method's settings and their defaults (seconds, ratios and factors; see
     the module docstring), as :func:`ecg_peaks` takes them by keyword."""
-    return {f.name: f.default for f in fields(Ricker) if f.name != "fs"}
+    return {f.name: f.default for f in fields(Ricker) if f.name != "fs" and f.default is not MISSING}
 
 
 def ecg_contrast(x: torch.Tensor, sampling_rate: float, **options: float) -> torch.Tensor:
@@ -97,9 +97,11 @@ def ecg_peaks(
         many = x.ndim == 3
         with threads, torch.inference_mode():
             rows, cols = peaks_ricker_fused(x if many else x[None], float(sampling_rate), **options)
-        per_recording = split_by_row(*ordinary(rows, cols), x.shape[0] if many else 1)
+        rows, cols = ordinary(rows, cols)
+        per_recording = split_by_row(rows, cols, x.shape[0] if many else 1)
         return per_recording if many else per_recording[0]
     with threads, torch.inference_mode():  # no autograd bookkeeping: a tenth of a short call's time
         rows, cols = find(x.reshape(-1, x.shape[-1]), float(sampling_rate), **options)
-    per_row = split_by_row(*ordinary(rows, cols), 1 if x.ndim == 1 else x.shape[0])
+    rows, cols = ordinary(rows, cols)
+    per_row = split_by_row(rows, cols, 1 if x.ndim == 1 else x.shape[0])
     return per_row[0] if x.ndim == 1 else per_row

@@ -5,7 +5,7 @@ or fused over several. The R-peak kernel: long and dense by design."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -588,11 +588,11 @@ SELECT_HALO_BEATS = SEARCH_BACK_PASSES * (RR_NEIGHBOURS + 1) + 2
 
 def _search_back(
     beats: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-    weak: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+    weak: Sequence[torch.Tensor],
     total: int,
     rr_limit: float,
     clearance: tuple[int, int],
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Beats missed by the threshold, found again in the gaps the rhythm says hold one.
 
     The search-back of Pan and Tompkins (IEEE TBME 32(3), 1985): where the interval between
@@ -664,7 +664,8 @@ def _coarse_peaks(feature: torch.Tensor, min_distance: int, sub: int) -> tuple[t
     coarsened by under ``sub`` samples, at a ``sub``-th of the cost of the sliding maximum.
     """
     if sub <= 1:
-        return torch.nonzero(peak_mask(feature, min_distance=min_distance), as_tuple=True)
+        rows, cols = torch.nonzero(peak_mask(feature, min_distance=min_distance), as_tuple=True)
+        return rows, cols
     n = feature.shape[-1]
     maxima = block_reduce(feature, sub, "max")
     # (the feature is finite: the input was checked, and the filter's response of finite samples is)
