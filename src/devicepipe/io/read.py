@@ -103,6 +103,18 @@ class Recording:
         return 1 if self.samples.ndim == 1 else int(self.samples.shape[0])
 
     @property
+    def fs(self) -> float:
+        """The sampling rate in Hz; a clear error where the source did not say it (where a
+        recording's rate is needed, the reader or the pipeline has asked for it already)."""
+        if self.sampling_rate is None:
+            raise ReadError(
+                f"the sampling rate of {self.source} is unknown",
+                fix="pass {sampling_rate=HZ}.",
+                param="sampling_rate",
+            )
+        return float(self.sampling_rate)
+
+    @property
     def duration_s(self) -> float | None:
         """Length in seconds (from the sampling rate, or the time column's span)."""
         if self.sampling_rate:

@@ -68,7 +68,7 @@ def finish_beats(
     results back and write the run directory."""
     every = rec
     rec, leads = first_lead(rec)
-    fs = rec.sampling_rate
+    fs = rec.fs
     with run.stage("segment"):
         beats = ecg_segment(rec.samples, peaks, fs, mode=opts.mode)
         quality = beat_quality(beats)
@@ -131,7 +131,7 @@ def check_beats(
     """Score the beats against the reference, their heart rate and HRV (the spectrum between two
     N beats of ``classes``), and what they say about the settings (an error under ``strict``,
     before anything is written)."""
-    fs = rec.sampling_rate
+    fs = rec.fs
     ref_samples = None if ref is None else reference_in(ref, rec, n_samples)
     found = host_peaks if ref is None or isinstance(host_peaks, np.ndarray) else host_peaks[:]  # (as the reference)
     score = None if ref is None else evaluate_beats(ref_samples, found, fs, n_samples=n_samples)
@@ -167,7 +167,7 @@ def write_beats(
     summary, none for a run read in chunks; ``more``: the summary's extra fields). The R peaks,
     ``kept`` and the columns may be held on disk (:class:`Stored`): the files are written from
     parts of them, and only the figures read them whole."""
-    fs, peaks = rec.sampling_rate, checked.host_peaks
+    fs, peaks = rec.fs, checked.host_peaks
     run.note(f"found {peaks.size:,} beats, writing {run.out}")
     files = {"beat_matrix.npy": stage / "beat_matrix.npy"}
     classes, rhythms = (labelled.columns, labelled.holter.rhythms) if labelled else (None, None)
@@ -217,7 +217,7 @@ def beats_result(
     return BeatsResult(
         source=rec.source,
         device=run.device,
-        sampling_rate=rec.sampling_rate,
+        sampling_rate=rec.fs,
         n_samples=n_samples,
         channel=rec.channels[0],
         peaks=peaks,

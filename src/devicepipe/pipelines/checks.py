@@ -82,7 +82,7 @@ def record_name(rec: Recording) -> str:
 def reference_in(ref: ReferenceBeats, rec: Recording, n_samples: int | None = None) -> np.ndarray:
     """The reference beats as sample indices of ``rec`` (of ``n_samples``, when ``rec`` holds only
     a part); a clear error when they do not fit in it."""
-    samples = ref.samples_at(rec.sampling_rate)
+    samples = ref.samples_at(rec.fs)
     n = rec.n_samples if n_samples is None else n_samples
     if samples.size and int(samples[-1]) >= n:
         raise DevicepipeError(
@@ -108,7 +108,7 @@ def accuracy_summary(score: BeatScore, source: str, fs: float, n_samples: int) -
 def detection_accuracy(ref: ReferenceBeats, rec: Recording, peaks: np.ndarray) -> dict[str, Any]:
     """``summary.json``'s accuracy of the R peaks ``peaks`` (samples, ``(n,)``) found in the whole
     recording ``rec`` against the reference, as the ``beats`` pipeline gives it."""
-    fs, n = rec.sampling_rate, rec.n_samples
+    fs, n = rec.fs, rec.n_samples
     return accuracy_summary(evaluate_beats(reference_in(ref, rec), peaks, fs, n_samples=n), ref.source, fs, n)
 
 

@@ -116,7 +116,7 @@ def label_beats_chunked(
 def label_beats(run: Run, rec: Recording, peaks: torch.Tensor) -> Labelled:
     """Every R peak of ``rec`` (one lead ``(time,)``, or the leads the beats were found on
     ``(leads, time)``, classed on each and agreed) classed, and the Holter summary of them."""
-    fs = rec.sampling_rate
+    fs = rec.fs
     with run.stage("classes"):
         classes = ecg_classes_leads(rec.samples, peaks, fs)
         t = peaks.detach().cpu().numpy().astype(np.float64) / fs

@@ -129,7 +129,7 @@ def run_ecg(
         )
         signal = rec.samples.cpu().numpy()
     with run.stage("hrv"):
-        heart_rate = heart_rate_summary(peaks, rec.sampling_rate, labelled.classes.labels)
+        heart_rate = heart_rate_summary(peaks, rec.fs, labelled.classes.labels)
     if ref is not None:
         label_with_reference(host, ref, rec)
     with run.stage("write"):
@@ -141,16 +141,16 @@ def run_ecg(
         **leads,
         "holter": labelled.summary(),
         "settings": {**settings.to_dict(), "mode": mode, "width": width, "method": method},
-        **_ecg_scores_summary(host, heart_rate, learned, rec.sampling_rate),
-        "quality": quality_summary(quality, beats.peaks, rec.n_samples, rec.sampling_rate, min_quality),
+        **_ecg_scores_summary(host, heart_rate, learned, rec.fs),
+        "quality": quality_summary(quality, beats.peaks, rec.n_samples, rec.fs, min_quality),
     }
     if usable is not None:
         summary["quality"]["left_out_of_training_and_flags"] = int((~usable).sum())
     if ref is not None:
-        missed = missed_labels(host["reference_peaks"], ref.symbols, host["all_peaks"], rec.sampling_rate)
+        missed = missed_labels(host["reference_peaks"], ref.symbols, host["all_peaks"], rec.fs)
         summary["reference"] = reference_counts(ref.source, host["truth"], host["flags"], missed)
         summary["accuracy"] = detection_accuracy(ref, rec, host["all_peaks"])
-    return finish(run, summary, learned, files, "ecg", flagged_beat_rows(host, rec.sampling_rate, ref is not None))
+    return finish(run, summary, learned, files, "ecg", flagged_beat_rows(host, rec.fs, ref is not None))
 
 
 def _write_ecg(
@@ -298,7 +298,7 @@ def scored_beat_files(
     """The beat files of a scored run (every R peak with its quality, class, score and flag: NaN
     and False where the beat was not kept), and the leading columns of its per-beat table (peak,
     time, and the reference label when ``labelled``)."""
-    fs, n = rec.sampling_rate, host["all_peaks"].size
+    fs, n = rec.fs, host["all_peaks"].size
     per_peak, flagged_peak = np.full(n, np.nan), np.zeros(n, bool)
     per_peak[host["kept"]], flagged_peak[host["kept"]] = host["scores"], host["flags"]
     files = write_beat_files(

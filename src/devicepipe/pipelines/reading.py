@@ -104,8 +104,8 @@ def find_peaks(rec: Recording, method: str, channel: str | int | list[str] | Non
     several (``channel="all"``, or the leads :func:`signal_choice` chose)."""
     if channel == ALL_LEADS or rec.samples.ndim == 2:
         leads = rec.samples if rec.samples.ndim == 2 else rec.samples[None]
-        return ecg_peaks(leads, rec.sampling_rate, method=method, leads="fuse")
-    return ecg_peaks(rec.samples, rec.sampling_rate, method=method)
+        return ecg_peaks(leads, rec.fs, method=method, leads="fuse")
+    return ecg_peaks(rec.samples, rec.fs, method=method)
 
 
 def first_lead(rec: Recording) -> tuple[Recording, dict[str, Any]]:
@@ -141,7 +141,7 @@ def read_and_cut(
     if leads:
         run.note(f"beats found on all {len(leads['beats_found_on_leads'])} leads together, cut from {rec.channels[0]}")
     with run.stage("segment"):
-        beats = ecg_segment(rec.samples, peaks, rec.sampling_rate, mode=mode)
+        beats = ecg_segment(rec.samples, peaks, rec.fs, mode=mode)
     return every, rec, peaks, beats, leads
 
 
@@ -150,4 +150,4 @@ def check_ecg_input(rec: Recording, channel: str | int | None = None) -> None:
     bad recording is refused alone, not with its batch); with ``channel="all"``, on each lead."""
     if rec.samples.ndim != 1 and channel != ALL_LEADS and channel is not None and not isinstance(channel, list):
         raise DevicepipeError(f"{rec.source}: expected one channel, got shape {tuple(rec.samples.shape)}.")
-    check_ecg(rec.samples, rec.sampling_rate)
+    check_ecg(rec.samples, rec.fs)

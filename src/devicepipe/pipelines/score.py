@@ -96,7 +96,7 @@ def run_score(
         kept = {"all_peaks": peaks, "peaks": beats.peaks, "kept": beats.kept}
         host = scores.to_host() | to_host(kept | {"neighbour_s": neighbours_in_rows(beats, peaks)} | views)
         signal = rec.samples.cpu().numpy()
-    fs = rec.sampling_rate
+    fs = rec.fs
     with run.stage("hrv"):
         heart_rate = heart_rate_summary(peaks, fs, labelled.classes.labels)
     if ref is not None:
@@ -111,7 +111,7 @@ def run_score(
         files.update(write_artifacts(made))
     summary = {**_score_summary(source, rec, run, detector, host, heart_rate), **leads, "holter": labelled.summary()}
     if ref is not None:
-        missed = missed_labels(host["reference_peaks"], ref.symbols, host["all_peaks"], rec.sampling_rate)
+        missed = missed_labels(host["reference_peaks"], ref.symbols, host["all_peaks"], rec.fs)
         summary["reference"] = reference_counts(ref.source, host["truth"], host["flags"], missed)
         summary["accuracy"] = detection_accuracy(ref, rec, host["all_peaks"])
     page = flagged_beat_rows(host, fs, ref is not None)
@@ -143,12 +143,12 @@ def _score_summary(
         ),
         "scorer": detector.scorer_summary(),
         "flag_rate": float(host["flags"].mean()),
-        "flagged": flagged_beats(host, rec.sampling_rate, tail=True),
+        "flagged": flagged_beats(host, rec.fs, tail=True),
         "seconds": run.timer.seconds,
         "transfers": run.timer.transfers(),
         "threads": detector.threads_.to_dict(),
-        "warnings": rate_warnings(host["all_peaks"], rec.sampling_rate, rec.n_samples)
-        + rate_fit_warnings(detector.geometry_, rec.sampling_rate)
+        "warnings": rate_warnings(host["all_peaks"], rec.fs, rec.n_samples)
+        + rate_fit_warnings(detector.geometry_, rec.fs)
         + flag_share_warnings(detector, host["flags"])
         + failed_model_warnings(detector),
     }

@@ -38,8 +38,7 @@ def label_with_reference(host: dict[str, np.ndarray], ref: ReferenceBeats, rec: 
     """Give each kept beat (``host["peaks"]``) the label of its nearest reference beat within
     150 ms, as ``host["truth"]``; the reference beats (samples) are ``host["reference_peaks"]``."""
     host["reference_peaks"] = reference_in(ref, rec)
-    assert rec.sampling_rate is not None  # (an ECG is read with its rate)
-    host["truth"] = label_beats(host["reference_peaks"], ref.symbols, host["peaks"], rec.sampling_rate)
+    host["truth"] = label_beats(host["reference_peaks"], ref.symbols, host["peaks"], rec.fs)
 
 
 def beat_counts(host: dict[str, np.ndarray]) -> dict[str, int]:

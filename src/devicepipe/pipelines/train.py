@@ -233,7 +233,7 @@ def _recording_rows(run: Run, src: _Source, cut: _Cut) -> tuple[torch.Tensor, in
         )
     rec, _ = first_lead(rec)
     with run.stage("segment"):
-        beats = ecg_segment(rec.samples, peaks, rec.sampling_rate, mode=cut.mode)
+        beats = ecg_segment(rec.samples, peaks, rec.fs, mode=cut.mode)
     if beats.matrix.shape[0] == 0:
         raise no_beats(rec, peaks)
     left_out = 0
