@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import torch
 
@@ -14,7 +14,9 @@ from devicepipe.io.spill import Stored
 from devicepipe.signal.resample import resample_rows
 from devicepipe.signal.segment import segment, segment_between
 
-SEGMENT_MODES = ("centered", "seed")
+#: How a beat is cut around its R peak (see :func:`ecg_segment`).
+SegmentMode = Literal["centered", "seed"]
+SEGMENT_MODES: tuple[str, ...] = get_args(SegmentMode)
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ def ecg_segment(
     peaks: torch.Tensor,
     sampling_rate: float,
     *,
-    mode: Literal["centered", "seed"] = "centered",
+    mode: SegmentMode = "centered",
     before_s: float = 0.25,
     after_s: float = 0.45,
     lead_s: float = 0.304,
@@ -203,7 +205,7 @@ def ecg_segment_chunked(
     sampling_rate: float,
     *,
     chunk: int,
-    mode: Literal["centered", "seed"] = "centered",
+    mode: SegmentMode = "centered",
     **options: Any,
 ) -> Iterator[tuple[torch.Tensor, Beats]]:
     """:func:`ecg_segment` of a recording read a chunk at a time (``read(start, stop)`` as for

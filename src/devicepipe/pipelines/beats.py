@@ -13,6 +13,7 @@ from devicepipe.device import resolve_device
 from devicepipe.ecg import (
     ecg_peaks,
 )
+from devicepipe.ecg.segment import SegmentMode
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
     Recording,
@@ -20,6 +21,7 @@ from devicepipe.io import (
     read_reference,
 )
 from devicepipe.io.read import header_sampling_rate, read_series
+from devicepipe.io.timeline import NanPolicy
 from devicepipe.io.write import holds_output
 from devicepipe.pipelines.beats_finish import BeatsOptions, finish_beats
 from devicepipe.pipelines.chunked import chunk_size, run_beats_chunked
@@ -36,10 +38,10 @@ def run_beats(
     channel: str | int | None = None,
     sampling_rate: float | None = None,
     method: str = PEAK_METHOD,
-    mode: str = BEATS_MODE,
+    mode: SegmentMode = BEATS_MODE,
     device: str | torch.device = "auto",
     reference: str | Path | None = None,
-    nan: str = "error",
+    nan: NanPolicy = "error",
     encoding: str | None = None,
     figures: bool = True,
     strict: bool = False,

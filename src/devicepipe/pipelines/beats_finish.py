@@ -19,6 +19,7 @@ from devicepipe.ecg import (
     ecg_segment,
     evaluate_beats,
 )
+from devicepipe.ecg.segment import SegmentMode
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
     Recording,
@@ -27,6 +28,7 @@ from devicepipe.io import (
     write_npy,
 )
 from devicepipe.io.spill import Stored
+from devicepipe.io.timeline import NanPolicy
 from devicepipe.outputs import (
     heart_rate_summary,
     input_summary,
@@ -51,8 +53,8 @@ class BeatsOptions:
     channel: str | int | None = None
     sampling_rate: float | None = None
     method: str = PEAK_METHOD
-    mode: str = BEATS_MODE
-    nan: str = "error"
+    mode: SegmentMode = BEATS_MODE
+    nan: NanPolicy = "error"
     encoding: str | None = None
     figures: bool = True
     strict: bool = False
@@ -122,8 +124,8 @@ def check_beats(
     run: Run,
     rec: Recording,
     n_samples: int,
-    peaks: torch.Tensor,
-    host_peaks: np.ndarray,
+    peaks: torch.Tensor | Stored,
+    host_peaks: np.ndarray | Stored,
     ref: ReferenceBeats | None,
     opts: BeatsOptions,
     classes: np.ndarray | None = None,
@@ -141,7 +143,7 @@ def check_beats(
     warnings = rate_warnings(host_peaks, fs, n_samples, median_bpm=bpm)
     if opts.strict and warnings:
         raise DevicepipeError(f"{warnings[0]} (refused under strict; nothing was written).")
-    accuracy = None if score is None else accuracy_summary(score, ref.source, fs, n_samples)
+    accuracy = None if score is None or ref is None else accuracy_summary(score, ref.source, fs, n_samples)
     return _CheckedBeats(host_peaks, ref_samples, score, accuracy, heart_rate, warnings, bpm)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from devicepipe.device import resolve_device
+from devicepipe.ecg.segment import SegmentMode
 from devicepipe.interop import TransferLedger
 from devicepipe.io import (
     check_output_dir,
@@ -28,8 +29,8 @@ MIN_WINDOWS_TO_TRAIN = 10
 
 # Defaults of the pipelines (the command line takes its defaults from these too)
 PEAK_METHOD = "ricker"  # the accurate detector; "seed" is the notebook's recipe
-BEATS_MODE = "seed"  # run_beats: the notebook's peak-to-peak beats
-ECG_MODE = "centered"  # run_ecg: windows around each R peak, which keep premature beats
+BEATS_MODE: SegmentMode = "seed"  # run_beats: the notebook's peak-to-peak beats
+ECG_MODE: SegmentMode = "centered"  # run_ecg: windows around each R peak, which keep premature beats
 BEAT_WIDTH = 256  # samples per beat row given to the VAE (a power of two)
 SERIES_WINDOW = "1d"  # run_series: days
 SERIES_HIDDEN = 32  # hidden units of the MLP autoencoder (the notebook's)

@@ -18,12 +18,14 @@ from devicepipe.ecg import (
     beat_quality,
     neighbours_in_rows,
 )
+from devicepipe.ecg.segment import SegmentMode
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
     Recording,
     ReferenceBeats,
     read_reference,
 )
+from devicepipe.io.timeline import NanPolicy
 from devicepipe.io.write import holds_output
 from devicepipe.learn import (
     LearnSettings,
@@ -67,11 +69,11 @@ def run_ecg(
     channel: str | int | None = None,
     sampling_rate: float | None = None,
     device: str | torch.device = "auto",
-    mode: str = ECG_MODE,
+    mode: SegmentMode = ECG_MODE,
     width: int = BEAT_WIDTH,
     method: str = PEAK_METHOD,
     reference: str | Path | None = None,
-    nan: str = "error",
+    nan: NanPolicy = "error",
     encoding: str | None = None,
     progress: Progress | None = None,
     epoch_progress: EpochProgress | None = None,

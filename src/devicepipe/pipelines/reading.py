@@ -15,6 +15,7 @@ from devicepipe.ecg import (
     ecg_peaks,
     ecg_segment,
 )
+from devicepipe.ecg.segment import SegmentMode
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
     Recording,
@@ -22,6 +23,7 @@ from devicepipe.io import (
 )
 from devicepipe.io.channels import choose_signal
 from devicepipe.io.read import declares_sampling_rate
+from devicepipe.io.timeline import NanPolicy
 from devicepipe.pipelines.context import Run
 
 
@@ -37,9 +39,9 @@ def unknown_rate(source: str) -> DevicepipeError:
 def read_ecg(
     run: Run,
     source: Any,
-    channel: str | int | None,
+    channel: str | int | list[str] | None,
     sampling_rate: float | None,
-    nan: str,
+    nan: NanPolicy,
     encoding: str | None,
     time_column: str | None = None,
 ) -> Recording:
@@ -104,8 +106,11 @@ def find_peaks(rec: Recording, method: str, channel: str | int | list[str] | Non
     several (``channel="all"``, or the leads :func:`signal_choice` chose)."""
     if channel == ALL_LEADS or rec.samples.ndim == 2:
         leads = rec.samples if rec.samples.ndim == 2 else rec.samples[None]
-        return ecg_peaks(leads, rec.fs, method=method, leads="fuse")
-    return ecg_peaks(rec.samples, rec.fs, method=method)
+        peaks = ecg_peaks(leads, rec.fs, method=method, leads="fuse")
+    else:
+        peaks = ecg_peaks(rec.samples, rec.fs, method=method)
+    assert isinstance(peaks, torch.Tensor)  # (one recording's)
+    return peaks
 
 
 def first_lead(rec: Recording) -> tuple[Recording, dict[str, Any]]:
@@ -123,8 +128,8 @@ def read_and_cut(
     channel: str | int | None,
     sampling_rate: float | None,
     method: str,
-    mode: str,
-    nan: str,
+    mode: SegmentMode,
+    nan: NanPolicy,
     encoding: str | None,
 ) -> tuple[Recording, Recording, torch.Tensor, Beats, dict[str, Any]]:
     """Read one ECG channel onto the run's device (:func:`read_ecg`), find its beats (on all

@@ -19,6 +19,7 @@ from devicepipe.io import (
     Recording,
     read_reference,
 )
+from devicepipe.io.timeline import NanPolicy
 from devicepipe.io.write import holds_output
 from devicepipe.outputs import (
     heart_rate_summary,
@@ -50,7 +51,7 @@ def run_score(
     sampling_rate: float | None = None,
     device: str | torch.device = "auto",
     reference: str | Path | None = None,
-    nan: str = "error",
+    nan: NanPolicy = "error",
     encoding: str | None = None,
     progress: Progress | None = None,
     count_transfers: bool = True,

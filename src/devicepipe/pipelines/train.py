@@ -20,11 +20,13 @@ from devicepipe.ecg import (
     beat_quality,
     ecg_segment,
 )
+from devicepipe.ecg.segment import SegmentMode
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
     Recording,
 )
 from devicepipe.io.discover import INDEX_NAME, find_recordings
+from devicepipe.io.timeline import NanPolicy
 from devicepipe.io.write import holds_output
 from devicepipe.learn import (
     LearnSettings,
@@ -120,10 +122,10 @@ def run_train(
     channel: str | int | None = None,
     sampling_rate: float | None = None,
     device: str | torch.device = "auto",
-    mode: str = ECG_MODE,
+    mode: SegmentMode = ECG_MODE,
     width: int = BEAT_WIDTH,
     method: str = PEAK_METHOD,
-    nan: str = "error",
+    nan: NanPolicy = "error",
     encoding: str | None = None,
     progress: Progress | None = None,
     recording_progress: Callable[[int, int], None] | None = None,
@@ -195,10 +197,10 @@ class _Cut:
 
     channel: str | int | None
     sampling_rate: float | None
-    nan: str
+    nan: NanPolicy
     encoding: str | None
     method: str
-    mode: str
+    mode: SegmentMode
     width: int
     min_quality: float | None
 
