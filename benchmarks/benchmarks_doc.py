@@ -333,12 +333,36 @@ MARK = re.compile(r"^<!-- table (?P<name>[\w-]+): (?P<path>\S+?)(?:#(?P<index>\d
 END = "<!-- end table -->"
 
 
+TOC = "<!-- contents -->"
+TOC_END = "<!-- end contents -->"
+
+
+def anchor(heading: str) -> str:
+    """A heading's link target as GitHub makes it: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def contents(text: str) -> list[str]:
+    """A list of the page's sections (its ``##`` headings), each a link to it."""
+    titles = [line[3:].strip() for line in text.splitlines() if line.startswith("## ")]
+    return [f"- [{title}](#{anchor(title)})" for title in titles]
+
+
 def render(text: str) -> str:
-    """``text`` with every generated table rebuilt from its result file."""
+    """``text`` with every generated table rebuilt from its result file, and its contents."""
     out: list[str] = []
     lines = iter(text.splitlines())
     for line in lines:
         out.append(line)
+        if line == TOC:
+            for skipped in lines:
+                if skipped == TOC_END:
+                    break
+            else:
+                raise ValueError(f"the contents have no {TOC_END!r}")
+            out += contents(text)
+            out.append(TOC_END)
+            continue
         m = MARK.match(line)
         if not m:
             continue

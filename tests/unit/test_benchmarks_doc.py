@@ -11,6 +11,17 @@ def test_generated_tables_are_up_to_date():
     assert doc.render(text) == text, "run: python benchmarks/benchmarks_doc.py"
 
 
+def test_the_contents_link_every_section_as_github_names_its_anchor():
+    # GitHub's anchors: lower case, punctuation dropped, spaces as hyphens (checked by hand on these)
+    assert doc.anchor("`devicepipe bench` on the CPU: every stage") == "devicepipe-bench-on-the-cpu-every-stage"
+    assert doc.anchor("The process's start and end") == "the-processs-start-and-end"
+    assert doc.anchor("Zero-copy interop (CPU)") == "zero-copy-interop-cpu"
+    text = doc.DOC.read_text(encoding="utf-8")
+    listed = text[text.index(doc.TOC) : text.index(doc.TOC_END)]
+    headings = [line[3:] for line in text.splitlines() if line.startswith("## ")]
+    assert len(headings) >= 10 and all(f"[{h}](#{doc.anchor(h)})" in listed for h in headings)
+
+
 def test_every_figure_quoted_in_benchmarks_md_is_in_the_committed_results():
     missing = doc.unsourced(doc.DOC.read_text(encoding="utf-8"))
     assert not missing, "figures with no source in the results their section cites: " + ", ".join(
