@@ -404,9 +404,10 @@ def test_reference_days_from_tables(tmp_path):
     assert ref.kinds.tolist() == ["listed", "storm"]
     cases = [
         ("n.csv", "sample\n1\n", r"n.csv has no column of days; its columns are \['sample'\]"),
-        ("t.csv", "day\nyesterday\n", "cannot read column 'day' of the reference t.csv as dates"),
+        ("t.csv", "day\nyesterday\n", "cannot parse column 'day' of t.csv as ISO 8601 times"),
         ("e.csv", "day,kind\n", "lists no days"),
-        ("g.csv", "day,kind\n2021-01-01,x\n,y\n", "must hold a date in every row"),
+        ("g.csv", "day,kind\n2021-01-01,x\n,y\n", "column 'day' of g.csv has 1 empty value"),
+        ("f.csv", "day\n3.5\n", r"column 'day' of f.csv holds double, not times"),
         ("x.atr", "", "is not a table of days"),
         ("missing.csv", None, "reference file not found"),
     ]

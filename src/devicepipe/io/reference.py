@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from devicepipe.errors import ReadError
 from devicepipe.io.edf import EDF_SUFFIXES, read_edf_annotations
-from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES
+from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES, times_from_arrow
 from devicepipe.io.wfdb import BEAT_SYMBOLS, read_beat_annotations
 
 __all__ = [
@@ -183,21 +183,7 @@ def read_reference_days(path: str | os.PathLike[str]) -> ReferenceDays:
         )
     if table.num_rows == 0:
         raise ReadError(f"the reference {p.name} lists no days; give at least one row.")
-    column = table.column(name)
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-        try:
-            column = column.cast(pa.timestamp("ns"))
-        except pa.ArrowInvalid:
-            raise ReadError(
-                f"cannot read column {name!r} of the reference {p.name} as dates; write them as YYYY-MM-DD "
-                "(or YYYY-MM-DD HH:MM:SS)."
-            ) from None
-    if not (pa.types.is_timestamp(column.type) or pa.types.is_date(column.type)) or column.null_count:
-        raise ReadError(
-            f"column {name!r} of the reference {p.name} must hold a date in every row; it holds {column.type} "
-            f"with {column.null_count} empty value(s)."
-        )
-    times = column.to_numpy().astype("datetime64[ns]")
+    times = times_from_arrow(table.column(name), name, p.name, caller="read_reference_days()", what="column")
     order = np.argsort(times, kind="stable")
     kind_name = next((by_name[n] for n in KIND_COLUMNS if n in by_name), None)
     if kind_name is None:

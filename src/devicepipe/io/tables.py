@@ -550,19 +550,21 @@ def parquet_sampling_rate(path: Path) -> float | None:
         raise ReadError(f"read_series(): {path.name} is not a readable Parquet file ({exc}).") from None
 
 
-def times_from_arrow(col: pa.ChunkedArray, name: str, source: str) -> np.ndarray:
-    """An Arrow time column (timestamps, dates or ISO 8601 strings) as ``datetime64[ns]``."""
+def times_from_arrow(
+    col: pa.ChunkedArray, name: str, source: str, *, caller: str = "read_series()", what: str = "time column"
+) -> np.ndarray:
+    """An Arrow time column (timestamps, dates or ISO 8601 strings) as ``datetime64[ns]``; an
+    error (from ``caller``, of its ``what``) for an empty value, text that is not a time, or
+    another type."""
     if col.null_count:
-        raise ReadError(f"read_series(): time column {name!r} of {source} has {col.null_count} empty value(s).")
+        raise ReadError(f"{caller}: {what} {name!r} of {source} has {col.null_count} empty value(s).")
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
         try:
             col = col.cast(pa.timestamp("ns"))
         except pa.ArrowInvalid:
-            raise ReadError(
-                f"read_series(): cannot parse time column {name!r} of {source} as ISO 8601 times."
-            ) from None
+            raise ReadError(f"{caller}: cannot parse {what} {name!r} of {source} as ISO 8601 times.") from None
     if not pa.types.is_timestamp(col.type) and not pa.types.is_date(col.type):
-        raise ReadError(f"read_series(): time column {name!r} of {source} holds {col.type}, not times.")
+        raise ReadError(f"{caller}: {what} {name!r} of {source} holds {col.type}, not times.")
     return col.to_numpy().astype("datetime64[ns]")
 
 
