@@ -66,13 +66,13 @@ def input_files(source: str | Path) -> list[dict[str, Any]]:
 def write_beat_files(
     out: Path,
     record: str,
-    peaks: np.ndarray,
-    kept: np.ndarray,
+    peaks: np.ndarray | Stored,
+    kept: np.ndarray | Stored,
     sampling_rate: float,
     *,
     scores: np.ndarray | None = None,
     flags: np.ndarray | None = None,
-    quality: tuple[np.ndarray, np.ndarray] | None = None,
+    quality: tuple[np.ndarray | Stored, np.ndarray | Stored] | None = None,
     classes: tuple[np.ndarray, np.ndarray] | None = None,
     rhythms: np.ndarray | None = None,
 ) -> dict[str, Path]:

@@ -79,6 +79,13 @@ def test_score_reproduces_the_runs_own_scores(population, tmp_path):
     assert summary["threshold"] == json.loads((tmp_path / "run" / "summary.json").read_text())["threshold"]
     assert summary["counts"]["flagged"] == int(trained["flag"].sum())
     assert {"report.html", "scores.png", "beats.parquet", "rec0.qrs"} <= set(summary["files"])
+    # a reference without labels is refused before anything is read or written (it failed inside
+    # the run, with "label_beats(): 140 reference beats but 1 labels")
+    (tmp_path / "peaks.csv").write_text("sample\n100\n200\n")
+    refused = run("score", str(rec), "--model", str(tmp_path / "run"), "--out", str(tmp_path / "s2"),
+                  "--reference", str(tmp_path / "peaks.csv"))  # fmt: skip
+    assert refused.returncode == 2 and "peaks.csv has no beat labels; score needs labelled beats" in refused.stderr
+    assert not (tmp_path / "s2").exists()
 
 
 def test_population_model_scores_new_recordings(population, tmp_path):

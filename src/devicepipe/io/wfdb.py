@@ -27,6 +27,8 @@ from devicepipe.io.write import atomic_path
 if TYPE_CHECKING:
     import wfdb
 
+    from devicepipe.io.spill import Stored
+
 __all__ = [
     "wfdb_sampling_rate",
     "BEAT_SYMBOLS",
@@ -244,7 +246,7 @@ _END_SPECIAL = (0, 236, 255, 255, 255, 255, 1, 0)
 def write_beat_annotations(
     directory: str | os.PathLike[str],
     record: str,
-    samples: np.ndarray,
+    samples: np.ndarray | Stored,
     sampling_rate: float,
     *,
     scores: np.ndarray | None = None,

@@ -70,26 +70,26 @@ def run_beats(
     """
     run = start(out, device, count_transfers, progress)
     ref = None if reference is None else read_reference(reference)  # checked before the recording is read
-    channel, time_column = signal_choice(run, source, channel)  # (the chunk size may need its rate)
+    chosen, time_column = signal_choice(run, source, channel)  # (the chunk size may need its rate)
     opts = BeatsOptions(
-        channel, sampling_rate, method, mode, nan, encoding, figures, strict, count_transfers, chunk, memory_budget
+        chosen, sampling_rate, method, mode, nan, encoding, figures, strict, count_transfers, chunk, memory_budget
     )
     if chunk is not None:
-        _check_rate_for_chunks(source, channel, time_column, sampling_rate)
+        _check_rate_for_chunks(source, chosen, time_column, sampling_rate)
     size = chunk_size(source, opts, run.device)
     if size is not None:
-        _check_rate_for_chunks(source, channel, time_column, sampling_rate)
-        if channel == ALL_LEADS:
+        _check_rate_for_chunks(source, chosen, time_column, sampling_rate)
+        if chosen == ALL_LEADS:
             raise DevicepipeError(
                 "--channel all finds beats on every channel in one piece, and this recording is read in chunks "
                 "(--chunk, or beyond --memory-budget); drop --channel (every lead named as an ECG lead is read, "
                 "in chunks too), pick one (--channel 0), or raise --memory-budget."
             )
         return run_beats_chunked(run, source, ref, opts, size)
-    rec = read_ecg(run, source, channel, sampling_rate, nan, encoding, time_column)
+    rec = read_ecg(run, source, chosen, sampling_rate, nan, encoding, time_column)
     run.note(f"finding beats in {rec.n_samples:,} samples at {rec.sampling_rate:g} Hz on {run.device}")
     with run.stage("detect"):
-        peaks = find_peaks(rec, method, channel)
+        peaks = find_peaks(rec, method, chosen)
     return finish_beats(run, source, rec, peaks, ref, opts)
 
 
@@ -155,21 +155,23 @@ def run_beats_many(
     for i, (source, out) in enumerate(zip(sources, outs, strict=True)):
         try:
             run = start(out, dev, opts.count_transfers, None)
-            ref = None if refs[i] is None else read_reference(refs[i])
+            named = refs[i]
+            ref = None if named is None else read_reference(named)
             rec = read_ecg(run, source, opts.channel, opts.sampling_rate, opts.nan, opts.encoding)
             check_ecg_input(rec, opts.channel)
             ready[i] = (run, rec, ref)
         except DevicepipeError as exc:
             results[i] = exc
-    groups: dict[tuple[int, float, torch.dtype], list[int]] = {}
+    groups: dict[tuple[tuple[int, ...], float, torch.dtype], list[int]] = {}
     for i, (_, rec, _) in ready.items():
-        groups.setdefault((tuple(rec.samples.shape), rec.sampling_rate, rec.samples.dtype), []).append(i)
+        groups.setdefault((tuple(rec.samples.shape), rec.fs, rec.samples.dtype), []).append(i)
     for (shape, fs, _), members in groups.items():
         fuse = opts.channel == ALL_LEADS or len(shape) == 2  # asked for, or the leads chosen
         runs = [ready[i][0] for i in members]
         stacked = torch.stack([ready[i][1].samples for i in members]) if len(members) > 1 else None
         started = runs[0].timer.seconds.get("detect", 0.0)
         with runs[0].stage("detect"):
+            found: list[torch.Tensor] | torch.Tensor
             if stacked is None:
                 found = [find_peaks(ready[members[0]][1], opts.method, opts.channel)]
             elif fuse:

@@ -50,7 +50,7 @@ from devicepipe.summaries import HolterSummary, RunSummary
 class BeatsOptions:
     """The settings of :func:`run_beats` other than its input and output (see there)."""
 
-    channel: str | int | None = None
+    channel: str | int | list[str] | None = None  # (a list: the leads signal_choice chose)
     sampling_rate: float | None = None
     method: str = PEAK_METHOD
     mode: SegmentMode = BEATS_MODE
@@ -111,7 +111,7 @@ class _CheckedBeats:
     """What a beats run knows once its beats are found: the reference beats, the accuracy,
     heart rate and HRV, and the warnings."""
 
-    host_peaks: np.ndarray
+    host_peaks: np.ndarray | Stored  # (a chunked run's are held on disk)
     reference: np.ndarray | None
     score: BeatScore | None
     accuracy: dict[str, Any] | None

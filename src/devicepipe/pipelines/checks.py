@@ -63,7 +63,7 @@ def rate_warnings(
         return []
     bpm = median_heart_rate(peaks, sampling_rate) if median_bpm is None else median_bpm
     lo, hi = PLAUSIBLE_BPM
-    if lo <= bpm <= hi:
+    if bpm is None or lo <= bpm <= hi:  # (None: under two beats, said above)
         return []
     return [
         f"the median heart rate is {bpm:.0f} bpm, outside {lo:.0f}-{hi:.0f} bpm: the sampling rate of "

@@ -202,5 +202,6 @@ def _write_matrix_chunked(
                 header = {"descr": "<f4", "fortran_order": False, "shape": (n_kept, rows.shape[1])}
                 np.lib.format.write_array_header_1_0(fh, header)
                 cut = part
-            fh.write(np.ascontiguousarray(rows))  # (its buffer: no copy)
+            fh.write(np.ascontiguousarray(rows).data)  # (its buffer: no copy)
+    assert cut is not None  # (a recording with beats to cut: checked before)
     return cut

@@ -22,8 +22,6 @@ from devicepipe.ecg.segment import SegmentMode
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
     Recording,
-    ReferenceBeats,
-    read_reference,
 )
 from devicepipe.io.timeline import NanPolicy
 from devicepipe.io.write import holds_output
@@ -31,7 +29,7 @@ from devicepipe.learn import (
     LearnSettings,
     check_before_start,
 )
-from devicepipe.models import LightVAEConfig
+from devicepipe.models import LightVAEConfig, as_model
 from devicepipe.outputs import (
     heart_rate_summary,
     input_summary,
@@ -54,7 +52,14 @@ from devicepipe.pipelines.learning import Learned, beat_geometry, finish, learn,
 from devicepipe.pipelines.quality import check_min_quality, quality_summary, quality_table_columns
 from devicepipe.pipelines.reading import read_and_cut
 from devicepipe.pipelines.results import LearnResult
-from devicepipe.pipelines.scored import beat_counts, flag_reason, flagged_beats, label_with_reference, score_views
+from devicepipe.pipelines.scored import (
+    beat_counts,
+    flag_reason,
+    flagged_beats,
+    label_with_reference,
+    labelled_reference,
+    score_views,
+)
 from devicepipe.report import FlaggedRows
 from devicepipe.scale import StandardScaler
 from devicepipe.score import class_grid, latent_grid, reconstruct
@@ -104,7 +109,7 @@ def run_ecg(
     """
     settings = settings or LearnSettings()
     vae = LightVAEConfig(width=width, latent=settings.latent)  # checked before anything is read or written
-    ref = _labelled_reference(reference)
+    ref = labelled_reference(reference, "ecg")
     check_min_quality(min_quality)
     run = start(out, device, count_transfers, progress)
     choices = {"channel": channel, "sampling_rate": sampling_rate, "method": method, "mode": mode, "width": width}
@@ -149,6 +154,7 @@ def run_ecg(
     if usable is not None:
         summary["quality"]["left_out_of_training_and_flags"] = int((~usable).sum())
     if ref is not None:
+        assert ref.symbols is not None  # (a labelled reference: checked when it was read)
         missed = missed_labels(host["reference_peaks"], ref.symbols, host["all_peaks"], rec.fs)
         summary["reference"] = reference_counts(ref.source, host["truth"], host["flags"], missed)
         summary["accuracy"] = detection_accuracy(ref, rec, host["all_peaks"])
@@ -197,17 +203,6 @@ def _learn_usable(
         every = learned.detector.score_details(data)
         learned = replace(learned, scores=replace(every, flags=every.flags & usable))
     return learned
-
-
-def _labelled_reference(reference: str | Path | None) -> ReferenceBeats | None:
-    """The reference beats, which ``ecg`` needs labelled (None: no reference given)."""
-    ref = None if reference is None else read_reference(reference)
-    if ref is not None and ref.symbols is None:
-        raise DevicepipeError(
-            f"reference {ref.source} has no beat labels; ecg needs labelled beats (a WFDB annotation file, "
-            "or a table with a 'symbol' column such as the simulator's truth file)."
-        )
-    return ref
 
 
 def _training_rows(
@@ -263,15 +258,15 @@ def _model_views(learned: Learned, data: torch.Tensor, row_classes: np.ndarray) 
     return views | {
         "grid": grid,
         "grid_towards": torch.tensor(code),
-        "generated": first.decode(grid).detach(),
-        "centre": first.decode(centre).detach()[0],
+        "generated": as_model(first).decode(grid).detach(),
+        "centre": as_model(first).decode(centre).detach()[0],
         "extreme_recon": reconstruct(first, data[views["extreme_idx"]]),
         "extreme_rows": data[views["extreme_idx"]],
     }
 
 
 def _ecg_scores_summary(
-    host: dict[str, np.ndarray], heart_rate: dict[str, Any], learned: Learned, fs: float
+    host: dict[str, np.ndarray], heart_rate: dict[str, Any] | None, learned: Learned, fs: float
 ) -> dict[str, Any]:
     """``summary.json``'s heart rate, counts, threshold (and what it means), scorer and flagged beats."""
     return {

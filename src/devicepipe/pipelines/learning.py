@@ -186,7 +186,12 @@ def run_identity(source: Any, settings: LearnSettings, **choices: Any) -> dict[s
 
 
 def finish(
-    run: Run, summary: dict[str, Any], learned: Learned, files: dict[str, Path], kind: str, flagged: FlaggedRows
+    run: Run,
+    summary: dict[str, Any],
+    learned: Learned,
+    files: dict[str, Path],
+    kind: str,
+    flagged: FlaggedRows | None,
 ) -> LearnResult:
     """Complete a run's summary (final losses, seconds, transfers, files), write the run's
     ``report.html`` (a ``kind`` page), and ``summary.json`` last."""

@@ -150,7 +150,7 @@ def read_and_cut(
     return every, rec, peaks, beats, leads
 
 
-def check_ecg_input(rec: Recording, channel: str | int | None = None) -> None:
+def check_ecg_input(rec: Recording, channel: str | int | list[str] | None = None) -> None:
     """The checks :func:`ecg_peaks` makes, made on one recording before it joins a batch (so one
     bad recording is refused alone, not with its batch); with ``channel="all"``, on each lead."""
     if rec.samples.ndim != 1 and channel != ALL_LEADS and channel is not None and not isinstance(channel, list):

@@ -17,7 +17,6 @@ from devicepipe.ecg import (
 )
 from devicepipe.io import (
     Recording,
-    read_reference,
 )
 from devicepipe.io.timeline import NanPolicy
 from devicepipe.io.write import holds_output
@@ -34,7 +33,13 @@ from devicepipe.pipelines.learning import beat_rows, fitted_model, model_rows, m
 from devicepipe.pipelines.model_fit import failed_model_warnings, flag_share_warnings, rate_fit_warnings
 from devicepipe.pipelines.reading import no_beats, read_and_cut
 from devicepipe.pipelines.results import LearnResult
-from devicepipe.pipelines.scored import beat_counts, flagged_beats, label_with_reference, score_views
+from devicepipe.pipelines.scored import (
+    beat_counts,
+    flagged_beats,
+    label_with_reference,
+    labelled_reference,
+    score_views,
+)
 from devicepipe.report import REPORT_NAME, write_report
 from devicepipe.score import reconstruct
 from devicepipe.signal.resample import resample_rows
@@ -74,7 +79,7 @@ def run_score(
     dev = resolve_device(device)
     detector = fitted_model(model, dev, "ecg-beats")
     geometry = detector.geometry_
-    ref = None if reference is None else read_reference(reference)
+    ref = labelled_reference(reference, "score")
     run = start(out, dev, count_transfers, progress)
     every, rec, peaks, beats, leads = read_and_cut(
         run, source, channel, sampling_rate, geometry["method"], geometry["mode"], nan, encoding
@@ -112,6 +117,7 @@ def run_score(
         files.update(write_artifacts(made))
     summary = {**_score_summary(source, rec, run, detector, host, heart_rate), **leads, "holter": labelled.summary()}
     if ref is not None:
+        assert ref.symbols is not None  # (a labelled reference: checked when it was read)
         missed = missed_labels(host["reference_peaks"], ref.symbols, host["all_peaks"], rec.fs)
         summary["reference"] = reference_counts(ref.source, host["truth"], host["flags"], missed)
         summary["accuracy"] = detection_accuracy(ref, rec, host["all_peaks"])
@@ -129,7 +135,7 @@ def _score_summary(
     run: Run,
     detector: BeatAnomalyDetector,
     host: dict[str, np.ndarray],
-    heart_rate: dict[str, Any],
+    heart_rate: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """``summary.json`` of a scored recording, but its reference counts."""
     return {

@@ -4,14 +4,16 @@ summary's counts and flagged beats. Plain functions on tensors and arrays: no I/
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from devicepipe.ecg import label_beats
+from devicepipe.errors import DevicepipeError
 from devicepipe.io import Recording
-from devicepipe.io.reference import ReferenceBeats
+from devicepipe.io.reference import ReferenceBeats, read_reference
 from devicepipe.pipelines.checks import reference_in
 from devicepipe.report import MAX_FLAGGED_ROWS
 from devicepipe.score import Scores
@@ -32,6 +34,18 @@ def score_views(scores: Scores, data: torch.Tensor) -> dict[str, torch.Tensor]:
         "flagged_rows": data[top_flagged],
         "typical": data.median(0).values,
     }
+
+
+def labelled_reference(reference: str | Path | None, command: str) -> ReferenceBeats | None:
+    """The reference beats, which ``command`` (``ecg``, ``score``) needs labelled, read before
+    the run starts (None: no reference given)."""
+    ref = None if reference is None else read_reference(reference)
+    if ref is not None and ref.symbols is None:
+        raise DevicepipeError(
+            f"reference {ref.source} has no beat labels; {command} needs labelled beats (a WFDB annotation "
+            "file, or a table with a 'symbol' column such as the simulator's truth file)."
+        )
+    return ref
 
 
 def label_with_reference(host: dict[str, np.ndarray], ref: ReferenceBeats, rec: Recording) -> None:

@@ -268,8 +268,11 @@ def _gather(
     """Every recording's rows, held on the device until they pass ``budget`` bytes and in host
     memory from then on (streamed to the device a batch at a time); a recording that fails is left
     out and named, unless it is the only one. Refuses too few beats to train."""
-    parts, used, skipped = [], [], []
-    window_s, geometry_beats = None, None
+    parts: list[torch.Tensor] = []
+    used: list[dict[str, Any]] = []
+    skipped: list[dict[str, str]] = []
+    window_s: float | None = None
+    geometry_beats: Beats | None = None
     held, stream = 0, False
     for i, src in enumerate(sources):
         try:
@@ -306,6 +309,7 @@ def _gather(
     if stream and run.device.type == "cuda":
         data = data.pin_memory()  # copies of pinned memory to the GPU are faster and can overlap
     streamed = {"from_host": stream, "bytes": held, "budget_bytes": budget}
+    assert geometry_beats is not None  # (at least one recording gave beats: checked above)
     return _Gathered(data, used, skipped, window_s, geometry_beats, streamed, described)
 
 
