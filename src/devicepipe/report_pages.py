@@ -413,6 +413,8 @@ def _window_facts(summary: RunSummary) -> list[tuple[str, str]]:
     facts = [
         (f"windows flagged {words}", number(directions.count(d))) for d, words in DIRECTION_WORDS.items() if directions
     ]
+    if summary.flat_windows is not ABSENT:
+        facts.append(("windows holding one value", number(len(summary.flat_windows))))
     ref = summary.window_reference
     if ref:
         facts += [

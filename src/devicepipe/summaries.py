@@ -449,6 +449,7 @@ class RunSummary(Record):
     accuracy: Accuracy | None
     reference: Reference
     window_reference: WindowReference
+    flat_windows: list[str]  # a series' windows that hold one value throughout (absent in older runs)
     model: Model
     recordings: Recordings
     window: str

@@ -23,6 +23,7 @@ __all__ = [
     "Departures",
     "Windows",
     "departures",
+    "flat_windows",
     "make_windows",
     "windows_holding",
 ]
@@ -162,6 +163,14 @@ def departures(values: np.ndarray, starts: np.ndarray, window_s: float) -> Depar
     largest, base = diff[rows, step], np.abs(usual[rows, step])
     share = np.divide(largest, base, out=np.full(n, np.nan), where=base > 0)
     return Departures(np.where(largest < 0, "low", "high"), share, step, count, usual)
+
+
+def flat_windows(values: np.ndarray) -> np.ndarray:
+    """Which windows hold one value throughout (a stuck meter, or a constant fill): bool array of
+    shape ``(n_windows,)`` from ``values`` of shape ``(n_windows, per_window)``. A model of
+    normal windows may rank such a window below its threshold (its shape is a flat line, near
+    the night's load), but no load stays exactly constant for a window."""
+    return np.asarray(values.max(axis=1) == values.min(axis=1))
 
 
 def windows_holding(starts: np.ndarray, window_s: float, times: np.ndarray) -> np.ndarray:

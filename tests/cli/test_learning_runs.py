@@ -353,6 +353,9 @@ def test_series_reference_scores_every_simulated_kind(tmp_path):
     by_day = {w["start"][:10]: w for w in ref["windows"]}
     for day, kind, direction in zip(listed["day"], listed["kind"], listed["direction"], strict=True):
         assert by_day[day]["kind"] == kind and by_day[day]["direction"] == direction == SIMULATED_SIDE[kind]
+    # the stuck meter's days hold one value throughout, whether the model flags them or not
+    summary = json.loads((out / "summary.json").read_text())
+    assert [d[:10] for d in summary["flat_windows"]] == truth.loc[truth["kind"] == "stuck", "day"].tolist()
     # the terminal ends with the answer: the flags low and high, then the reference's count
     said = result.stdout.splitlines()
     last = said[said.index(next(line for line in said if line.startswith("outputs in"))) - 1]

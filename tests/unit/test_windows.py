@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from devicepipe.errors import DevicepipeError
-from devicepipe.windows import departures, make_windows, windows_holding
+from devicepipe.windows import departures, flat_windows, make_windows, windows_holding
 
 HOUR_NS = 3_600_000_000_000
 DAY0 = int(np.datetime64("2021-03-01T00:00", "ns").view(np.int64))
@@ -109,3 +109,8 @@ def test_windows_holding_each_time():
         dtype="datetime64[ns]",
     )
     assert windows_holding(starts, 86_400, times).tolist() == [0, 1, -1, 2, -1, -1]
+
+
+def test_flat_windows_are_those_of_one_value_throughout():
+    values = np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0], [0.0, 0.0, 1e-9], [-2.0, -2.0, -2.0]])
+    assert flat_windows(values).tolist() == [False, True, False, True]

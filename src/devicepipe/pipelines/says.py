@@ -145,6 +145,14 @@ def window_lines(s: RunSummary) -> list[str]:
         if named:
             more = f" and {len(named) - WINDOWS_NAMED:,} more" if len(named) > WINDOWS_NAMED else ""
             lines.append(f"flagged {words}: {len(named):,}: {', '.join(named[:WINDOWS_NAMED])}{more}")
+    flat = s.flat_windows or []
+    if flat:
+        more = f" and {len(flat) - WINDOWS_NAMED:,} more" if len(flat) > WINDOWS_NAMED else ""
+        lines.append(
+            f"{len(flat):,} window(s) hold one value throughout (a stuck meter, or a constant fill), flagged or not: "
+            + ", ".join(f[:10] for f in flat[:WINDOWS_NAMED])
+            + more
+        )
     ref = s.window_reference
     if ref:
         ppv = "-" if ref.ppv is None else f"{100 * ref.ppv:.1f} %"

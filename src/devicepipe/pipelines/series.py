@@ -57,7 +57,7 @@ from devicepipe.report import MAX_FLAGGED_ROWS, REPORT_NAME, FlaggedRows, write_
 from devicepipe.score import group_scores, reconstruct
 from devicepipe.summaries import RunSummary
 from devicepipe.units import format_duration, parse_duration
-from devicepipe.windows import Departures, Windows, departures, make_windows
+from devicepipe.windows import Departures, Windows, departures, flat_windows, make_windows
 
 
 def _load_times(source: Any, time_column: str | int | None, need: str) -> tuple[str | int | None, bool]:
@@ -205,6 +205,7 @@ def run_series(
         "windows": _windows_summary(wins),
         **_series_scores_summary(detector, scores.threshold, settings.percentile, pointwise, per),
         "flagged": flagged_entries(wins, host["scores"], flagged, dep),
+        "flat_windows": _flat_starts(wins, host),
         **_reference_part(listed, wins, host, dep),
     }
     page = _flagged_windows(wins, host, flagged, rec.channels[0], dep)
@@ -281,6 +282,11 @@ def _windows_summary(wins: Windows) -> dict[str, Any]:
         "windows_with_filled_slots": int((wins.filled > 0).sum()),
         "dropped": [str(d)[:19] for d in wins.dropped],
     }
+
+
+def _flat_starts(wins: Windows, host: dict[str, np.ndarray]) -> list[str]:
+    """``summary.json``'s windows that hold one value throughout (:func:`~devicepipe.windows.flat_windows`)."""
+    return [str(wins.starts[i])[:19] for i in np.flatnonzero(flat_windows(host["days"]))]
 
 
 def _leading(wins: Windows, dep: Departures) -> dict[str, np.ndarray]:
@@ -385,6 +391,7 @@ def run_score_series(
         "time": report.to_dict(),
         "windows": _windows_summary(wins),
         **_score_series_scores(detector, host, wins, flagged, dep),
+        "flat_windows": _flat_starts(wins, host),
         **_reference_part(listed, wins, host, dep),
         "seconds": run.timer.seconds,
         "transfers": run.timer.transfers(),
