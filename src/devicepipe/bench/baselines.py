@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -151,7 +151,7 @@ def run_baselines(
         torch.manual_seed(0)
         model = LightVAE(LightVAEConfig(width=256, latent=2))
         opt = torch.optim.Adam(model.parameters())
-        loader = torch.utils.data.DataLoader(beats, batch_size=1024, shuffle=True)
+        loader: Any = torch.utils.data.DataLoader(cast(Any, beats), batch_size=1024, shuffle=True)  # (rows)
         total = 0.0
         for batch in loader:
             opt.zero_grad()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
@@ -61,9 +62,9 @@ def measure_limits(
     for dev in devices:
         src = torch.ones(elements, device=dev)
         dst = torch.empty_like(src)
-        copy = measure(lambda src=src, dst=dst: dst.copy_(src), device=dev, repeats=repeats)
+        copy = measure(partial(dst.copy_, src), device=dev, repeats=repeats)
         a, b = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
-        mm = measure(lambda a=a, b=b: a @ b, device=dev, repeats=repeats)
+        mm = measure(partial(torch.matmul, a, b), device=dev, repeats=repeats)
         rec = {
             "copy_bytes": 2 * src.numel() * src.element_size(),
             "copy_gb_per_s": 2 * src.numel() * src.element_size() / copy.min_s / 1e9,

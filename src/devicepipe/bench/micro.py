@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -115,10 +116,10 @@ def _matmul_records(dev: torch.device, quick: bool, repeats: int, note: Callable
         note(f"matmul {n} on {dev}")
         a, b = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
         t = measure(
-            lambda a=a, b=b: a @ b,
+            partial(torch.matmul, a, b),
             device=dev,
             repeats=repeats,
-            check=lambda r, a=a, b=b: _close(r[:4, :4], (a[:4].double() @ b[:, :4].double()).float()),
+            check=partial(_matmul_corner, a=a, b=b),
         )
         gflops = 2 * n**3 / t.median_s / 1e9
         peak = _peak_gflops(dev)
@@ -139,8 +140,8 @@ def _create_record(dev: torch.device, quick: bool, repeats: int, note: Callable[
     """Random numbers made on the device against made on the host and copied."""
     n = 1_000_000 if quick else 50_000_000
     note(f"tensor creation on {dev}")
-    on_dev = measure(lambda n=n: torch.randn(n, device=dev), device=dev, repeats=repeats)
-    via_host = measure(lambda n=n: torch.randn(n).to(dev), device=dev, repeats=repeats)
+    on_dev = measure(partial(torch.randn, n, device=dev), device=dev, repeats=repeats)
+    via_host = measure(partial(_randn_then_to, n, dev), device=dev, repeats=repeats)
     return {
         "device": str(dev),
         "elements": n,
@@ -158,13 +159,13 @@ def _bandwidth_records(dev: torch.device, quick: bool, repeats: int) -> list[dic
         if dev.type == "cuda":
             sources = (("pageable", host), ("pinned", host.pin_memory()))
             timed = [
-                (kind, measure(lambda src=src: src.to(dev, non_blocking=True), device=dev, repeats=repeats))
+                (kind, measure(partial(src.to, dev, non_blocking=True), device=dev, repeats=repeats))
                 for kind, src in sources
             ]
         else:
             # into a buffer that exists already: the copy itself, not the page faults of fresh memory
             target = torch.empty_like(host)
-            t = measure(lambda host=host, target=target: target.copy_(host), device=dev, repeats=repeats)
+            t = measure(partial(target.copy_, host), device=dev, repeats=repeats)
             timed = [("memory copy", t)]
         for kind, t in timed:
             records.append(
@@ -181,7 +182,7 @@ def _cnn_record(dev: torch.device, quick: bool, repeats: int, note: Callable[[st
     opt = torch.optim.SGD(cnn.parameters(), lr=0.01, momentum=0.9)
     images, labels = torch.randn(batch, 3, 32, 32, device=dev), torch.randint(10, (batch,), device=dev)
 
-    def cnn_step() -> float:
+    def cnn_step() -> torch.Tensor:
         opt.zero_grad()
         loss = nn.functional.cross_entropy(cnn(images), labels)
         loss.backward()
@@ -201,7 +202,7 @@ def _xor_record(dev: torch.device, repeats: int, note: Callable[[str], None]) ->
     y = (x[:, 0].long() ^ x[:, 1].long()).float()
     opt = torch.optim.SGD(xor.parameters(), lr=0.1)
 
-    def xor_train() -> float:
+    def xor_train() -> torch.Tensor:
         for _ in range(steps):
             opt.zero_grad()
             loss = nn.functional.binary_cross_entropy_with_logits(xor(x).squeeze(1), y)
@@ -267,7 +268,7 @@ def _batching_record(dev: torch.device, quick: bool, repeats: int, note: Callabl
 
     def loader_epoch() -> torch.Tensor:
         total = torch.zeros((), device=dev)
-        for batch in torch.utils.data.DataLoader(data, batch_size=1024, shuffle=True):
+        for batch in torch.utils.data.DataLoader(cast(Any, data), batch_size=1024, shuffle=True):  # (rows)
             total += batch[0, 0]
         return total
 
@@ -309,7 +310,7 @@ def crossover(
         for n in sizes:
             note(f"crossover: detection of {n:,} samples on {dev}")
             host = signal[:n].clone()
-            t = measure(lambda host=host: ecg_peaks(host.to(dev), 250).cpu(), device=dev, repeats=repeats)
+            t = measure(partial(_peaks_on, host, dev), device=dev, repeats=repeats)
             curves["detect"].append({"device": str(dev), "size": n, **t.to_dict()})
         for m in rows:
             note(f"crossover: training epoch of {m:,} beats on {dev}")
@@ -334,3 +335,17 @@ def crossover(
         wins = [s for s in common if g[s] < cpu[s]]
         result["crossover"][key] = next((s for s in common if all(t in wins for t in common if t >= s)), None)
     return result
+
+
+def _matmul_corner(r: torch.Tensor, *, a: torch.Tensor, b: torch.Tensor) -> None:
+    """Raise unless the product's corner ``r[:4, :4]`` is ``a @ b``'s, computed in float64."""
+    _close(r[:4, :4], (a[:4].double() @ b[:, :4].double()).float())
+
+
+def _randn_then_to(n: int, dev: torch.device) -> torch.Tensor:
+    return torch.randn(n).to(dev)
+
+
+def _peaks_on(host: torch.Tensor, dev: torch.device) -> torch.Tensor:
+    """One lead's R peaks found on ``dev``, back on the host."""
+    return cast(torch.Tensor, ecg_peaks(host.to(dev), 250)).cpu()

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -116,7 +116,7 @@ def thread_limit(threads: int) -> Iterator[None]:
     import pyarrow
 
     previous_torch, previous_arrow = torch.get_num_threads(), pyarrow.cpu_count()
-    numba = None
+    numba: Any = None
     with contextlib.suppress(ImportError):
         import numba  # noqa: F811 - optional
 
@@ -314,12 +314,12 @@ def detection_sweep(
         note(f"paired: detection on {n:,} samples")
         rec = paired(
             [
-                Contender("peer", "sleepecg", lambda as64=as64: sleepecg.detect_heartbeats(as64, fs)),
-                Contender("ours", "ecg_peaks", lambda host=host: ecg_peaks(host, fs)),
+                Contender("peer", "sleepecg", partial(sleepecg.detect_heartbeats, as64, fs)),
+                Contender("ours", "ecg_peaks", partial(ecg_peaks, host, fs)),
             ],
             repeats=repeats,
             threads=1,
-            check=lambda res, n=n, truth=truth: check_detections(res, truth, fs, n),
+            check=partial(check_detections, truth=truth, fs=fs, n=n),
         )
         out.append({"n_samples": n, **rec})
     return out
@@ -348,7 +348,7 @@ def competent_pipeline(csv: str) -> np.ndarray:
 
 def _ours_pipeline(csv: str, fs: float, method: str) -> torch.Tensor:
     s = read_series(csv, "heartbeats", device="cpu").samples
-    return ecg_segment(s, ecg_peaks(s, fs, method=method), fs, mode="seed").matrix
+    return ecg_segment(s, cast(torch.Tensor, ecg_peaks(s, fs, method=method)), fs, mode="seed").matrix
 
 
 def _identical_rows(a: np.ndarray, b: np.ndarray) -> int:

@@ -45,7 +45,7 @@ def _versions() -> dict[str, str | None]:
 
 def _peers(inp: Any, repeats: int, note: Callable[[str], None]) -> list[dict[str, Any]]:
 
-    records = []
+    records: list[dict[str, Any]] = []
     for name in ("neurokit2", "sleepecg"):
         note(f"peer: {name}")
         try:

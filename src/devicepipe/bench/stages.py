@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -88,7 +88,7 @@ def beats_for_training(inp: BenchInput, device: torch.device, width: int = 256) 
     """The input's beats (seed segmentation) resampled to ``width`` and standardised: ``(n_beats, width)``."""
 
     x = torch.from_numpy(inp.signal).to(device)
-    beats = ecg_segment(x, ecg_peaks(x, inp.sampling_rate), inp.sampling_rate, mode="seed")
+    beats = ecg_segment(x, cast(torch.Tensor, ecg_peaks(x, inp.sampling_rate)), inp.sampling_rate, mode="seed")
     m = resample_rows(beats.matrix, width)
     return (m - m.mean()) / m.std()
 
@@ -117,7 +117,7 @@ def _cases(inp: BenchInput, dev: torch.device, kernel: torch.Tensor, wanted: set
     pinned = host.pin_memory() if dev.type == "cuda" else None
     filtered = convolve(x, kernel)
     feature = filtered.abs()
-    peaks = ecg_peaks(x, fs)
+    peaks = cast(torch.Tensor, ecg_peaks(x, fs))  # (one lead's)
     beats = beats_for_training(inp, dev) if {"train_epoch", "score"} & wanted else None
 
     def new_model() -> torch.nn.Module:
@@ -164,13 +164,16 @@ def _cases(inp: BenchInput, dev: torch.device, kernel: torch.Tensor, wanted: set
         ),
         "pipeline": (
             lambda: ecg_segment(
-                (s := read_series(inp.csv, "heartbeats", device=dev).samples), ecg_peaks(s, fs), fs, mode="seed"
+                (s := read_series(inp.csv, "heartbeats", device=dev).samples),
+                cast(torch.Tensor, ecg_peaks(s, fs)),
+                fs,
+                mode="seed",
             ),
             lambda r: require(_f1(inp.truth, r.peaks, fs, n) >= 0.98, "pipeline beats do not match truth"),
             lambda r: r.matrix.cpu(),
         ),
     }
-    if beats is not None:
+    if beats is not None and trained is not None:
         cases["train_epoch"] = (
             lambda: fit(new_model(), beats, epochs=1, batch_size=1024, val_fraction=0.0, seed=0).train[-1],
             lambda r: require(math.isfinite(r), "training loss is not finite"),
@@ -181,7 +184,7 @@ def _cases(inp: BenchInput, dev: torch.device, kernel: torch.Tensor, wanted: set
             lambda r: require(bool(torch.isfinite(r).all()), "scores are not finite"),
             lambda r: r.cpu(),
         )
-    if dev.type == "cuda":
+    if dev.type == "cuda" and pinned is not None:
         cases["h2d_pageable"] = (lambda: host.to(dev), lambda r: None, lambda r: r.cpu())
         cases["h2d_pinned"] = (lambda: pinned.to(dev, non_blocking=True), lambda r: None, lambda r: r.cpu())
     return _Cases(cases, trained, beats, new_model)

@@ -14,6 +14,7 @@ import importlib
 import re
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -85,7 +86,8 @@ class Command(_PlainHelp, TyperCommand):
     fits: names and value, help, default (details in docs/commands.md)."""
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
-        args, opts = [], []
+        args: list[tuple[str, str]] = []
+        opts: list[tuple[str, str]] = []
         for param in self.get_params(ctx):
             record = param.get_help_record(ctx)
             if record is not None:
@@ -155,7 +157,10 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
             load_command(name)
         finally:  # what the import made lives as long as the command: no collection traces it again
             resume_collector(was_on, freeze=True)
-        options = {"pretty_exceptions_short": app.pretty_exceptions_short, "rich_markup_mode": app.rich_markup_mode}
+        options: dict[str, Any] = {
+            "pretty_exceptions_short": app.pretty_exceptions_short,
+            "rich_markup_mode": app.rich_markup_mode,
+        }
         for group in app.registered_groups:
             if group.name == name:
                 built = typer.main.get_group_from_info(group, suggest_commands=True, **options)
@@ -195,10 +200,11 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
 
     def main(
         self,
-        args: Any = None,
+        args: Sequence[str] | None = None,
         prog_name: str | None = None,
         complete_var: str | None = None,
         standalone_mode: bool = True,
+        windows_expand_args: bool = True,
         **extra: Any,
     ) -> Any:
         try:
@@ -209,6 +215,7 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
                     prog_name=prog_name or "devicepipe",
                     complete_var=complete_var,
                     standalone_mode=False,
+                    windows_expand_args=windows_expand_args,
                     **extra,
                 )
         except KeyboardInterrupt:
