@@ -167,7 +167,7 @@ def run_series(
     check_before_start(run.out, settings, identity)
     rec, report = _read_load(run, source, column, (time_column, found), time_format, nan, encoding)
     wins = _windows_to_train(run, rec, report, window)
-    listed = None if ref is None else listed_windows(ref, wins, window_s)
+    listed = None if ref is None else listed_windows(ref, wins)
     per = wins.per_window
     raw = wins.values.reshape(-1, 1) if pointwise else wins.values  # the notebook's model sees one sample at a time
     # MinMax scaling to [0, 1] (fitted on every value), the MLP's sigmoid output
@@ -184,7 +184,7 @@ def run_series(
     with run.stage("transfer"):
         host = scores.to_host() | to_host({"days": wins.values, "recon": raw_recon})
     flagged = _flagged_order(host)
-    dep = departures(host["days"], wins.starts, window_s)
+    dep, answers = _window_answers(wins, host, flagged, listed)
     with run.stage("write"):
         geometry = {"input": "load-windows", "window": window, "steps_per_window": per, "pointwise": pointwise}
         made = Made(
@@ -204,9 +204,7 @@ def run_series(
         "time": report.to_dict(),
         "windows": _windows_summary(wins),
         **_series_scores_summary(detector, scores.threshold, settings.percentile, pointwise, per),
-        "flagged": flagged_entries(wins, host["scores"], flagged, dep),
-        "flat_windows": _flat_starts(wins, host),
-        **_reference_part(listed, wins, host, dep),
+        **answers,
     }
     page = _flagged_windows(wins, host, flagged, rec.channels[0], dep)
     return finish(run, summary, learned, files, "series", page)
@@ -284,23 +282,30 @@ def _windows_summary(wins: Windows) -> dict[str, Any]:
     }
 
 
-def _flat_starts(wins: Windows, host: dict[str, np.ndarray]) -> list[str]:
-    """``summary.json``'s windows that hold one value throughout (:func:`~devicepipe.windows.flat_windows`)."""
-    return [str(wins.starts[i])[:19] for i in np.flatnonzero(flat_windows(host["days"]))]
-
-
 def _leading(wins: Windows, dep: Departures) -> dict[str, np.ndarray]:
     """The first columns of a series run's tables: each window's start, slots filled, direction."""
     return {"start": wins.starts, "filled_slots": wins.filled, "direction": dep.direction}
 
 
-def _reference_part(
-    listed: Listed | None, wins: Windows, host: dict[str, np.ndarray], dep: Departures
-) -> dict[str, Any]:
-    """``summary.json``'s ``window_reference`` where the run has a reference, else nothing."""
-    if listed is None:
-        return {}
-    return {"window_reference": reference_summary(listed, wins, host["scores"], host["flags"], dep)}
+def _window_answers(
+    wins: Windows,
+    host: dict[str, np.ndarray],
+    flagged: np.ndarray,
+    listed: Listed | None,
+    tail: np.ndarray | None = None,
+) -> tuple[Departures, dict[str, Any]]:
+    """Each window's departure from like windows (:func:`~devicepipe.windows.departures`), and
+    what ``summary.json`` says of the windows: the flagged ones (``flagged``: positions, highest
+    score first), low or high; those holding one value throughout; and, with a reference
+    (``listed``), ``window_reference``. ``tail``: each window's tail probability, for a scored series."""
+    dep = departures(host["days"], wins.starts, wins.per_window * wins.step_s)
+    answers: dict[str, Any] = {
+        "flagged": flagged_entries(wins, host["scores"], flagged, dep, tail),
+        "flat_windows": [str(wins.starts[i])[:19] for i in np.flatnonzero(flat_windows(host["days"]))],
+    }
+    if listed is not None:
+        answers["window_reference"] = reference_summary(listed, wins, host["scores"], host["flags"], dep)
+    return dep, answers
 
 
 def _flagged_windows(
@@ -363,8 +368,7 @@ def run_score_series(
     run = start(out, dev, count_transfers, progress)
     rec, report = _read_load(run, source, column, (time_column, found), time_format, nan, encoding)
     wins = _model_windows(run, rec, report, detector.geometry_)
-    window_s = parse_duration(str(detector.geometry_["window"]))
-    listed = None if ref is None else listed_windows(ref, wins, window_s)
+    listed = None if ref is None else listed_windows(ref, wins)
     with run.stage("score"):
         scores = detector.score_details(wins.values)
         tail = detector.tail_of(scores.scores)
@@ -375,7 +379,7 @@ def run_score_series(
             {"days": wins.values, "recon": raw_recon, "tail": tail, "train_scores": detector.train_scores_}
         )
     flagged = _flagged_order(host)
-    dep = departures(host["days"], wins.starts, window_s)
+    dep, answers = _window_answers(wins, host, flagged, listed, host["tail"])
     with run.stage("write"):
         made = Made(
             "score-series", run.out, host, threshold=detector.threshold_, wins=wins, unit_name=rec.channels[0],
@@ -390,9 +394,8 @@ def run_score_series(
         "steps_per_window": wins.per_window,
         "time": report.to_dict(),
         "windows": _windows_summary(wins),
-        **_score_series_scores(detector, host, wins, flagged, dep),
-        "flat_windows": _flat_starts(wins, host),
-        **_reference_part(listed, wins, host, dep),
+        **_score_series_scores(detector, host),
+        **answers,
         "seconds": run.timer.seconds,
         "transfers": run.timer.transfers(),
         "threads": detector.threads_.to_dict(),
@@ -438,10 +441,8 @@ def _model_windows(run: Run, rec: Recording, report: TimeReport, geometry: dict[
     return wins
 
 
-def _score_series_scores(
-    detector: BeatAnomalyDetector, host: dict[str, np.ndarray], wins: Windows, flagged: np.ndarray, dep: Departures
-) -> dict[str, Any]:
-    """``summary.json``'s threshold, what it means, the scorer, the flag rate and the flagged windows."""
+def _score_series_scores(detector: BeatAnomalyDetector, host: dict[str, np.ndarray]) -> dict[str, Any]:
+    """``summary.json``'s threshold, what it means, the scorer and the flag rate."""
     return {
         "threshold": detector.threshold_,
         "threshold_means": (
@@ -453,5 +454,4 @@ def _score_series_scores(
         ),
         "scorer": detector.scorer_summary(),
         "flag_rate": float(host["flags"].mean()),
-        "flagged": flagged_entries(wins, host["scores"], flagged, dep, host["tail"]),
     }

@@ -88,10 +88,10 @@ class Listed:
     source: str
 
 
-def listed_windows(ref: ReferenceDays, wins: Windows, window_s: float) -> Listed:
+def listed_windows(ref: ReferenceDays, wins: Windows) -> Listed:
     """The windows holding ``ref``'s listed times (a window holding several counts once, with
     the first one's kind); refuses a reference none of whose times is in a window."""
-    pos = windows_holding(wins.starts, window_s, ref.times)
+    pos = windows_holding(wins.starts, wins.per_window * wins.step_s, ref.times)
     inside = pos >= 0
     if not inside.any():
         first, last = str(wins.starts[0])[:10], str(wins.starts[-1])[:10]
