@@ -376,6 +376,10 @@ def test_series_reference_scores_every_simulated_kind(tmp_path):
     refused = run("series", src, "--out", tmp_path / "o", "--reference", tmp_path / "other.csv", "--epochs", 2)
     assert_user_error(refused, "none of the 1 time(s) listed in other.csv")
     assert not (tmp_path / "o").exists()
+    # the series given as its own reference lists every window: refused, nothing written
+    refused = run("series", src, "--out", tmp_path / "o", "--reference", src, "--epochs", 2)
+    assert_user_error(refused, "load.csv lists every one of the series' 240 windows")
+    assert not (tmp_path / "o").exists()
 
 
 def test_a_series_model_refuses_what_it_cannot_score(tmp_path):

@@ -101,6 +101,11 @@ def listed_windows(ref: ReferenceDays, wins: Windows) -> Listed:
             fix="give the reference of this series.",
         )
     held, first_row = np.unique(pos[inside], return_index=True)
+    if held.size == wins.starts.size > 1:
+        raise DevicepipeError(
+            f"{ref.source} lists every one of the series' {held.size:,} windows, so it tells no window from another",
+            fix="give the list of anomalous days (a column 'day' and, optionally, 'kind'), not the series itself.",
+        )
     times, kinds = ref.times[inside][first_row], ref.kinds[inside][first_row]
     return Listed(held, times, kinds, ref.times[~inside], int(ref.times.size), ref.source)
 
