@@ -614,3 +614,58 @@ def test_beat_classes_and_rhythm_changes_are_the_bytes_wfdb_wrann_writes(tmp_pat
     assert list(np.array(back.symbol)[beats]) == list(symbols)
     assert [note for s, note in zip(back.symbol, back.aux_note, strict=True) if s == "+"][:2] == [rhythms[0],
         rhythms[np.flatnonzero(rhythms != rhythms[0])[0]]]  # fmt: skip
+
+
+def test_beat_annotations_past_a_32_bit_gap_are_the_bytes_wfdb_wrann_writes(tmp_path):
+    # a gap over 2**31 - 1 samples needs two SKIP words (a week at 10 kHz has 6 G samples)
+    import wfdb
+
+    from devicepipe.io import write_beat_annotations
+
+    samples = np.array([5, 900, 2_000, 2**31 + 2_100, 2**31 + 2_500, 2**32 + 9_000], dtype=np.int64)
+    symbols = np.array(["N", "V", "N", "S", "N", "N"])
+    ours = write_beat_annotations(tmp_path, "rec", samples, 10_000.0, symbols=symbols)
+    (tmp_path / "wrann").mkdir()
+    wfdb.wrann("rec", "qrs", samples, symbol=list(symbols), fs=10_000.0, write_dir=str(tmp_path / "wrann"))
+    assert ours.read_bytes() == (tmp_path / "wrann" / "rec.qrs").read_bytes()
+
+
+def test_table_columns_equal_pyarrow_s_own_and_import_no_pandas(tmp_path):
+    # numbers, booleans and text become the Arrow arrays pyarrow.array makes of them; NaN stays
+    # NaN (not null); in a fresh process, writing a beats-like table imports no pandas
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+
+    from devicepipe.io.write import arrow_column
+
+    cases = [
+        np.arange(5, dtype=np.int64),
+        np.array([1.5, np.nan, -0.0]),
+        np.array([1.5, 2.5], dtype=np.float32),
+        np.array([True, False, True] * 7),
+        np.array(["N", "V\u00e9", ""]),
+        np.array(["a", "bc"], dtype=object),
+        np.arange(10, dtype=np.int32)[::3],
+        np.array([], dtype=bool),
+    ]
+    for value in cases:
+        ours, theirs = arrow_column(value), pa.array(value)
+        ours.validate(full=True)
+        assert ours.type == theirs.type
+        assert str(ours.to_pylist()) == str(theirs.to_pylist())  # (NaN compared as text)
+    mixed = np.array(["a", None], dtype=object)
+    assert arrow_column(mixed) is mixed  # left to pyarrow
+    code = (
+        "import sys, numpy as np\n"
+        "from devicepipe.io.write import write_csv, write_parquet\n"
+        "cols = {'peak': np.arange(9), 'rr_s': np.full(9, np.nan), 'kept': np.ones(9, bool)}\n"
+        "cols['class'] = np.array(['N'] * 9)\n"
+        "write_parquet(cols, sys.argv[1] + '/b.parquet'); write_csv(cols, sys.argv[1] + '/b.csv')\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+    assert (tmp_path / "b.csv").read_text().splitlines()[:2] == ['"peak","rr_s","kept","class"', '0,nan,true,"N"']
