@@ -243,6 +243,62 @@ ANNOTATION_BLOCK = 65_536
 _END_SPECIAL = (0, 236, 255, 255, 255, 255, 1, 0)
 
 
+def _type_codes(symbols: np.ndarray, typecodes: dict[str, int]) -> np.ndarray:
+    """Each symbol's WFDB type code, ``(n,)``."""
+    names, index = np.unique(symbols, return_inverse=True)
+    return np.asarray([typecodes[str(name)] for name in names], dtype=np.int64)[index]
+
+
+def _type_words(differences: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """The bytes ``wfdb``'s ``field2bytes("samptype", [difference, symbol])`` gives a run of
+    annotations (``differences`` from the one before, ``codes`` their type codes; ``(n,)`` each),
+    all at once: the type word (the difference's low 10 bits, the code above them), after a SKIP
+    (its word and the 32-bit difference, high half first) where the difference passes 1,023."""
+    d = np.asarray(differences, dtype=np.int64)
+    if d.size and int(d.max()) > 0x7FFFFFFF:  # (more than one SKIP: as wfdb writes it)
+        from wfdb.io.annotation import field2bytes
+
+        table = {int(c): int(c) for c in np.unique(codes)}
+        return np.asarray(
+            [
+                b
+                for sd, c in zip(d.tolist(), codes.tolist(), strict=True)
+                for b in field2bytes("samptype", [sd, c], table)
+            ],
+            dtype=np.uint8,
+        )
+    skip = d > 1023
+    rest = np.where(skip, 0, d)
+    words = np.zeros((d.size, 8), dtype=np.int64)
+    words[:, :6] = [0, 59 << 2, 0, 0, 0, 0]
+    words[:, 2], words[:, 3], words[:, 4], words[:, 5] = (d >> 16) & 255, (d >> 24) & 255, d & 255, (d >> 8) & 255
+    words[:, 6], words[:, 7] = rest & 255, ((rest & 768) >> 8) + 4 * np.asarray(codes, dtype=np.int64)
+    used = np.ones((d.size, 8), dtype=bool)
+    used[~skip, :6] = False
+    return words[used].astype(np.uint8)
+
+
+def _beats_with_more(
+    n: int,
+    values: np.ndarray | None,
+    marked: np.ndarray | None,
+    num: int,
+    changes: np.ndarray | None,
+    rhythm: str,
+) -> list[int]:
+    """The beats of a block (``n`` of them) whose annotation holds more than its type word: with
+    a note each (``values``), where the rhythm changes (from ``rhythm`` before the block) or the
+    flag does (from ``num``); the rest are written together by :func:`_type_words`."""
+    if values is not None:
+        return list(range(n))
+    more = np.zeros(n, dtype=bool)
+    if changes is not None:
+        more |= changes != np.concatenate([[rhythm], changes[:-1]])
+    if marked is not None:
+        more |= marked.astype(np.int64) != np.concatenate([[num], marked[:-1].astype(np.int64)])
+    return np.flatnonzero(more).tolist()
+
+
 def write_beat_annotations(
     directory: str | os.PathLike[str],
     record: str,
@@ -291,6 +347,7 @@ def write_beat_annotations(
         previous, num, rhythm = 0, 0, ""
         for first in range(0, n, ANNOTATION_BLOCK):
             words: list[int] = []
+            chunks: list[np.ndarray] = []
             block = slice(first, min(n, first + ANNOTATION_BLOCK))
             own = np.asarray(samples[block], dtype=np.int64)
             if bool(np.any(np.diff(own) < 0)) or int(own[0]) < previous:
@@ -299,7 +356,17 @@ def write_beat_annotations(
             values = None if scores is None else np.asarray(scores[block], dtype=np.float64)
             kinds = None if symbols is None else np.asarray(symbols[block]).astype(str)
             changes = None if rhythms is None else np.asarray(rhythms[block]).astype(str)
-            for i, sample in enumerate(own.tolist()):
+            codes = np.full(own.size, typecodes["N"]) if kinds is None else _type_codes(kinds, typecodes)
+            done = 0  # beats of the block written; those between the ones below take only a type word
+            for i in _beats_with_more(own.size, values, marked, num, changes, rhythm):
+                if i > done:
+                    chunks += [
+                        np.asarray(words, dtype=np.uint8),
+                        _type_words(np.diff(own[done:i], prepend=previous), codes[done:i]),
+                    ]
+                    words, previous = [], int(own[i - 1])
+                done = i + 1
+                sample = int(own[i])
                 if changes is not None and changes[i] != rhythm:
                     rhythm = str(changes[i])
                     words += field2bytes("samptype", [sample - previous, "+"], typecodes)
@@ -318,6 +385,10 @@ def write_beat_annotations(
                     value = values[i]
                     note = f"{'flagged, ' if flagged else ''}score {value:.4g}" if np.isfinite(value) else "not scored"
                     words += field2bytes("aux_note", note, typecodes)
-            f.write(np.asarray(words, dtype=np.uint8).tobytes())
+            chunks.append(np.asarray(words, dtype=np.uint8))
+            if done < own.size:
+                chunks.append(_type_words(np.diff(own[done:], prepend=previous), codes[done:]))
+                previous = int(own[-1])
+            f.write(np.concatenate(chunks).tobytes())
         f.write(bytes(2))  # the end of the file
     return final
