@@ -335,11 +335,14 @@ def minute_rates(peaks: np.ndarray, sampling_rate: float, *, minute_s: float = 6
     bpm = 60.0 * fs / np.diff(peaks.astype(np.float64))
     minute = np.floor(peaks[1:] / fs / minute_s).astype(np.int64)
     starts = np.concatenate([[0], np.flatnonzero(np.diff(minute)) + 1])
-    groups = np.split(bpm, starts[1:])
+    counts = np.diff(np.append(starts, minute.size))
+    # each minute's rates in order (the minutes already are), for its middle one or two
+    ordered = bpm[np.lexsort((bpm, minute))]
+    median = (ordered[starts + (counts - 1) // 2] + ordered[starts + counts // 2]) / 2  # (np.median's)
     return MinuteRates(
         minute=minute[starts],
-        beats=np.array([g.size for g in groups], dtype=np.int64),
-        median_bpm=np.array([np.median(g) for g in groups]),
-        min_bpm=np.array([g.min() for g in groups]),
-        max_bpm=np.array([g.max() for g in groups]),
+        beats=counts.astype(np.int64),
+        median_bpm=median,
+        min_bpm=np.minimum.reduceat(bpm, starts),
+        max_bpm=np.maximum.reduceat(bpm, starts),
     )

@@ -33,6 +33,24 @@ def test_minute_rates_by_hand():
     assert minute_rates(peaks[:1], fs).minute.size == 0
 
 
+def test_minute_rates_equal_numpy_s_statistics_of_each_minute():
+    """Against NumPy's median, min and max of each minute's rates, taken a minute at a time
+    (odd and even counts, minutes with one beat, minutes without any)."""
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        fs = float(rng.choice([125.0, 250.0, 360.0, 1000.0]))
+        peaks = np.cumsum(rng.integers(1, int(rng.integers(2, int(3 * fs))), int(rng.integers(2, 2000))))
+        rates = minute_rates(peaks, fs)
+        bpm = 60.0 * fs / np.diff(peaks.astype(np.float64))
+        minute = np.floor(peaks[1:] / fs / 60.0).astype(np.int64)
+        assert rates.minute.tolist() == np.unique(minute).tolist()
+        for j, k in enumerate(rates.minute):
+            own = bpm[minute == k]
+            assert rates.beats[j] == own.size
+            assert rates.median_bpm[j] == np.median(own)
+            assert (rates.min_bpm[j], rates.max_bpm[j]) == (own.min(), own.max())
+
+
 def test_a_beats_run_writes_each_minute_s_heart_rate(tmp_path):
     sim = simulate_ecg(150, 250, heart_rate_bpm=72, hrv=0.1, seed=4)
     path, _ = write_simulated_ecg(sim, tmp_path / "e.parquet")
