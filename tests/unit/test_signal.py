@@ -276,3 +276,17 @@ def test_peak_mask_told_the_score_is_finite_gives_the_same_mask():
         x[:, n // 3 : n // 3 + 4] = 0.5  # a plateau
         for distance in (1, 2, 5, 40):
             assert torch.equal(peak_mask(x, min_distance=distance, finite=True), peak_mask(x, min_distance=distance))
+
+
+@pytest.mark.parametrize("n", [1, 5, 300, 301, 302, 5_000])
+def test_rows_with_the_ends_repeated_equal_clamped_indexing(n):
+    # fill=None: a row running past an end repeats the end sample, as indexing x at positions
+    # clamped into it does (the reference, built element by element)
+    from devicepipe.signal import rows_at
+
+    g = torch.Generator().manual_seed(n)
+    x = torch.randn(n, generator=g)
+    for before, after in ((150, 151), (3, 4), (0, 1)):
+        centres = torch.randint(0, n, (min(n, 400),), generator=g)
+        positions = (centres[:, None] + torch.arange(-before, after)).clamp(0, n - 1)
+        assert torch.equal(rows_at(x, centres - before, before + after, fill=None), x[positions])

@@ -74,6 +74,7 @@ import torch
 
 from devicepipe.ecg.rhythm import WINDOW_ROWS, beat_rhythm, irregular_rhythm, without_p_waves
 from devicepipe.errors import DevicepipeError
+from devicepipe.signal.segment import rows_at
 
 __all__ = [
     "BEAT_CLASSES",
@@ -176,8 +177,7 @@ class BeatClasses:
 
 def _windows(x: torch.Tensor, centres: torch.Tensor, before: int, after: int) -> torch.Tensor:
     """``(n, before + after)`` samples of ``x`` from ``centre - before`` (edges repeated)."""
-    pos = centres[:, None] + torch.arange(-before, after, device=x.device)
-    return x[pos.clamp(0, x.shape[0] - 1)]
+    return rows_at(x, centres.to(torch.int64) - before, before + after, fill=None)
 
 
 def _unit(rows: torch.Tensor) -> torch.Tensor:

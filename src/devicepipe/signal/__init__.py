@@ -2,7 +2,7 @@
 
 from devicepipe.signal.filters import convolve
 from devicepipe.signal.peaks import find_peaks, peak_mask, sliding_max, sliding_min
-from devicepipe.signal.segment import segment, segment_between
+from devicepipe.signal.segment import rows_at, segment, segment_between
 from devicepipe.signal.wavelets import ricker
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "find_peaks",
     "peak_mask",
     "ricker",
+    "rows_at",
     "segment",
     "segment_between",
     "sliding_max",
