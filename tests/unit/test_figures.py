@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from matplotlib.colors import to_rgba
+from matplotlib.patches import StepPatch
 
 from devicepipe.ecg import label_beats
 from devicepipe.learn import convergence_warning, recent_fall
@@ -27,14 +28,18 @@ def test_interval_bins_are_whole_samples_so_no_comb_of_empty_bins():
     rng = np.random.default_rng(0)
     rr = rng.integers(250, 330, size=3000)  # every whole sample from 250 to 329 occurs
     fig = plot_intervals(rr, 360.0)
+    bars = []
     for ax in fig.axes:
-        heights = np.array([p.get_height() for p in ax.patches])
-        widths = np.array([p.get_width() for p in ax.patches])
+        (steps,) = [p for p in ax.patches if isinstance(p, StepPatch)]  # the bars, drawn as one outline
+        heights, edges = steps.get_data().values, steps.get_data().edges
+        bars.append((heights, np.diff(edges)))
         assert heights.sum() == rr.size  # every interval counted once
         assert (heights > 0).all()  # no empty teeth between occupied bins
-    samples_ax = fig.axes[1]
-    assert min(p.get_width() for p in samples_ax.patches) >= 1  # no bin narrower than one sample
-    np.testing.assert_allclose(np.array([p.get_width() for p in fig.axes[0].patches]), widths / 360.0)
+        # against NumPy's histogram over the same edges
+        scale = 360.0 if ax is fig.axes[0] else 1.0
+        np.testing.assert_array_equal(heights, np.histogram(rr / scale, bins=edges)[0])
+    assert bars[1][1].min() >= 1  # no bin narrower than one sample
+    np.testing.assert_allclose(bars[0][1], bars[1][1] / 360.0)
 
 
 def test_latent_grid_follows_the_directions_the_codes_spread_along():
