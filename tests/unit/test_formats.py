@@ -91,3 +91,23 @@ def test_a_plain_tsv_is_still_a_table_without_a_rate(tmp_path, ecg):
     (tmp_path / "p.tsv").write_text("ecg\n" + "".join(f"{v:.6f}\n" for v in ecg[:500]), encoding="utf-8")
     rec = read_series(tmp_path / "p.tsv", device="cpu")
     assert rec.sampling_rate is None and rec.samples.numel() == 500
+
+
+def test_a_folder_s_recordings_and_the_help_come_from_the_format_table(tmp_path):
+    # every format's suffixes name recordings in a folder, and each is read by a format of the
+    # table; the help lists each format's label
+    from devicepipe.io.discover import find_recordings
+    from devicepipe.io.formats import FORMAT_LABELS, RECORDING_SUFFIXES
+
+    expected = {s for fmt in FORMATS for s in fmt.suffixes}
+    assert set(RECORDING_SUFFIXES) == expected and {".hea", ".csv", ".parquet", ".npy", ".edf"} <= expected
+    for suffix in RECORDING_SUFFIXES:
+        (tmp_path / f"rec{suffix.replace('.', '_')}{suffix}").write_bytes(b"")
+        assert format_of(tmp_path / f"rec{suffix}") is not None, suffix
+    (tmp_path / "notes.md").write_text("not a recording")
+    found = find_recordings(str(tmp_path)).paths
+    assert sorted(p.suffix for p in found) == sorted(RECORDING_SUFFIXES)
+    labels = [fmt.label for fmt in FORMATS if fmt.label]
+    assert len(labels) == 5 and all(label in FORMAT_LABELS for label in labels)
+    shown = runner.invoke(app, ["beats", "--help"], terminal_width=400).output
+    assert all(label in shown for label in labels)

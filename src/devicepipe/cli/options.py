@@ -14,6 +14,7 @@ import typer
 from devicepipe.ecg import ECG_PEAK_METHODS, SEGMENT_MODES
 from devicepipe.errors import DevicepipeError
 from devicepipe.io import DUPLICATE_POLICIES, NAN_POLICIES, OverrideRate
+from devicepipe.io.formats import FORMAT_LABELS
 from devicepipe.pipelines import (
     LearnSettings,
     SeriesLearnSettings,
@@ -122,7 +123,7 @@ DevicesOpt = Annotated[
         metavar="LIST",
     ),
 ]
-ONE_ECG = "An ECG (CSV, Parquet, NPY, EDF/BDF, WFDB record)"
+ONE_ECG = f"An ECG ({FORMAT_LABELS})"
 DATASET_INPUT = ", or a folder, a quoted glob or a .txt list of them"
 
 

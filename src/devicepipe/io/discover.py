@@ -8,10 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from devicepipe.errors import DevicepipeError
+from devicepipe.io.formats import RECORDING_SUFFIXES
 from devicepipe.prestart import LIST_SUFFIXES
 
-#: File suffixes taken as recordings in a folder or a glob (a WFDB record by its ``.hea``).
-RECORDING_SUFFIXES = (".hea", ".csv", ".tsv", ".parquet", ".pq", ".npy", ".edf", ".bdf")
 #: Files that sit beside recordings and are not recordings: ``simulate``'s ground truth.
 SIDECAR_ENDINGS = (".truth.csv", ".events.csv")
 #: The per-recording table of a dataset directory.

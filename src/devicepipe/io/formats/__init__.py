@@ -24,7 +24,17 @@ from devicepipe.io.formats.parquet import ParquetFormat
 from devicepipe.io.formats.rate_tsv import RateTsvFormat
 from devicepipe.io.formats.wfdb import WfdbFormat
 
-__all__ = ["FORMATS", "FileFormat", "Format", "ReadRequest", "Span", "format_of", "known_formats"]
+__all__ = [
+    "FORMATS",
+    "FORMAT_LABELS",
+    "RECORDING_SUFFIXES",
+    "FileFormat",
+    "Format",
+    "ReadRequest",
+    "Span",
+    "format_of",
+    "known_formats",
+]
 
 #: Every format devicepipe reads, in the order their probes are tried.
 FORMATS: tuple[Format, ...] = (
@@ -35,6 +45,10 @@ FORMATS: tuple[Format, ...] = (
     NpyFormat(),
     EdfFormat(),
 )
+#: The suffixes of the files that name a recording, every format's: what a folder's recordings end in.
+RECORDING_SUFFIXES: tuple[str, ...] = tuple(dict.fromkeys(s for fmt in FORMATS for s in fmt.suffixes))
+#: The formats as the commands' help lists them ("CSV/TSV, Parquet, ...").
+FORMAT_LABELS = ", ".join(fmt.label for fmt in sorted(FORMATS, key=lambda f: f.names_records) if fmt.label)
 
 
 def format_of(path: Path) -> Format | None:

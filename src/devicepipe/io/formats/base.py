@@ -47,6 +47,10 @@ class Format(Protocol):
     name: ClassVar[str]  # what the user calls it ("csv", "wfdb", ...)
     described: ClassVar[str]  # how the error for an unknown format lists it, e.g. ".npy"
     names_records: ClassVar[bool]  # True: a path may name a record of several files, not a file (WFDB)
+    # the suffixes of the files that name a recording: a folder's recordings are the files ending
+    # in one of any format's (a WFDB record by its header)
+    suffixes: ClassVar[tuple[str, ...]]
+    label: ClassVar[str]  # how the commands' help lists it ("" where another format's label covers it)
 
     def probe(self, path: Path) -> bool:
         """Whether this format reads ``path``, from its name (and, where a format needs it, its
@@ -93,6 +97,7 @@ class FileFormat:
     suffixes: ClassVar[tuple[str, ...]] = ()
     described: ClassVar[str] = ""
     names_records: ClassVar[bool] = False
+    label: ClassVar[str] = ""
 
     def probe(self, path: Path) -> bool:
         return path.suffix.lower() in self.suffixes

@@ -14,6 +14,7 @@ class CsvFormat(FileFormat):
     name: ClassVar[str] = "csv"
     suffixes: ClassVar[tuple[str, ...]] = tuple(CSV_DELIMITERS)
     described: ClassVar[str] = ".csv, .tsv"
+    label: ClassVar[str] = "CSV/TSV"
 
     def read(self, path: Path, request: ReadRequest) -> RawSeries:
         delimiter, decimal = csv_layout(path, request.encoding)

@@ -15,6 +15,7 @@ class EdfFormat(FileFormat):
     name: ClassVar[str] = "edf"
     suffixes: ClassVar[tuple[str, ...]] = tuple(sorted(EDF_SUFFIXES, reverse=True))
     described: ClassVar[str] = ".edf, .bdf"
+    label: ClassVar[str] = "EDF/BDF"
 
     def read(self, path: Path, request: ReadRequest) -> RawSeries:
         if request.time_column is not None:

@@ -15,6 +15,8 @@ from devicepipe.interop import convert
 from devicepipe.io.formats.base import WHOLE, FileFormat, ReadRequest, Span
 from devicepipe.io.raw import ColumnSpec, RawSeries, channel_names, column_list, resolve_names
 
+#: The suffix of a NumPy array file.
+NPY_SUFFIXES = (".npy",)
 _NUMERIC_INTS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool)
 
 
@@ -87,7 +89,7 @@ def _npy_reader(
     of native-order numbers, its header read once and each chunk by a positioned read (what
     :func:`~devicepipe.io.read_series` does per call, header and mapping included, was a
     quarter of a 10-minute chunk's time); None for any other file, which read_series reads."""
-    if path.suffix.lower() != ".npy":
+    if path.suffix.lower() not in NPY_SUFFIXES:
         return None
     try:
         shape, fortran, stored, offset = npy_header(path)
@@ -112,8 +114,9 @@ def _npy_reader(
 
 class NpyFormat(FileFormat):
     name: ClassVar[str] = "npy"
-    suffixes: ClassVar[tuple[str, ...]] = (".npy",)
+    suffixes: ClassVar[tuple[str, ...]] = NPY_SUFFIXES
     described: ClassVar[str] = ".npy"
+    label: ClassVar[str] = "NPY"
 
     def read(self, path: Path, request: ReadRequest) -> RawSeries:
         if request.time_column is not None:

@@ -16,6 +16,7 @@ class ParquetFormat(FileFormat):
     name: ClassVar[str] = "parquet"
     suffixes: ClassVar[tuple[str, ...]] = tuple(sorted(PARQUET_SUFFIXES))
     described: ClassVar[str] = ".parquet"
+    label: ClassVar[str] = "Parquet"
 
     def read(self, path: Path, request: ReadRequest) -> RawSeries:
         return read_parquet_table(path, request.column, request.time_column, request.span.start, request.span.stop)

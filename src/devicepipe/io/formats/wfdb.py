@@ -16,6 +16,8 @@ class WfdbFormat(FileFormat):
     name: ClassVar[str] = "wfdb"
     described: ClassVar[str] = "a WFDB record (.hea/.dat)"
     names_records: ClassVar[bool] = True
+    suffixes: ClassVar[tuple[str, ...]] = (".hea",)  # (a record is also named without a suffix: see probe)
+    label: ClassVar[str] = "WFDB record"
 
     def probe(self, path: Path) -> bool:
         return is_wfdb_record(path)
