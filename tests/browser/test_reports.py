@@ -32,7 +32,7 @@ from devicepipe.pipelines import (
     run_series,
     run_train,
 )
-from devicepipe.report import _script_hash
+from devicepipe.report.render import _script_hash
 from devicepipe.simulate import simulate_ecg, simulate_load, write_simulated_ecg, write_simulated_load
 
 pytestmark = pytest.mark.browser

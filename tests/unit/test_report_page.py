@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from devicepipe.pipelines import run_beats
-from devicepipe.report_parts import HRV_MIN_S, number
+from devicepipe.report.parts import HRV_MIN_S, number
 from devicepipe.simulate import Rhythm, simulate_ecg, write_simulated_ecg
 
 

@@ -51,7 +51,7 @@ def test_counts_and_flagged_beats_as_the_summary_lists_them():
 def test_every_pipeline_has_its_page_its_figures_and_the_folder_ones_their_group_run():
     from devicepipe.artifacts import ARTIFACTS
     from devicepipe.pipelines import DATASET_PIPELINES, PIPELINES
-    from devicepipe.report_pages import PAGES
+    from devicepipe.report.pages import PAGES
 
     declared = {a.name for a in ARTIFACTS}
     for name, pipeline in PIPELINES.items():

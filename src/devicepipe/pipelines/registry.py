@@ -1,7 +1,7 @@
 """Every pipeline by name: :data:`PIPELINES`.
 
 A :class:`Pipeline` says what a run of it is: the report page it writes (a kind of
-:data:`devicepipe.report_pages.PAGES`), how it runs a group of recordings when given a folder
+:data:`devicepipe.report.pages.PAGES`), how it runs a group of recordings when given a folder
 (None: one recording at a time only), what the command line says of a finished run, and which
 figures to open after ``report.html``. A dataset's index row is the same for every pipeline
 (:func:`devicepipe.batch.index.index_row`, from the typed summary). A new pipeline is its module

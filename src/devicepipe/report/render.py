@@ -6,7 +6,7 @@ its PNG figures (inlined as data URIs: the page opens from disk and links to not
 learning runs, the flagged rows drawn as small inline SVG beside a typical row. It is written
 atomically, before ``summary.json``.
 
-The page of each kind of run (its facts and sections) is built in :mod:`devicepipe.report_pages`.
+The page of each kind of run (its facts and sections) is built in :mod:`devicepipe.report.pages`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from markupsafe import Markup
 
 from devicepipe import __version__
 from devicepipe.io import atomic_path
-from devicepipe.report_pages import MAX_FLAGGED_ROWS, PAGES, REPORT_NAME, FlaggedRows, input_facts, number, timing
+from devicepipe.report.pages import MAX_FLAGGED_ROWS, PAGES, REPORT_NAME, FlaggedRows, input_facts, timing
+from devicepipe.report.parts import number
 from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary, read_summary
 
 __all__ = ["MAX_FLAGGED_ROWS", "REPORT_NAME", "FlaggedRows", "dataset_table", "render_report", "write_report"]
