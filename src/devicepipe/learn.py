@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from devicepipe.artifacts.names import CHECKPOINT_NAME, ENSEMBLE_NAME
 from devicepipe.ensemble import Ensemble, fit_ensemble, save_ensemble
 from devicepipe.errors import DevicepipeError
 from devicepipe.models import as_model
@@ -26,7 +27,7 @@ from devicepipe.score import Scores, score
 from devicepipe.scorers import DEFAULT_SCORER, SCORERS
 from devicepipe.scorers.neighbours import MIN_EFFECT
 from devicepipe.threads import check_thread_count, requested_threads
-from devicepipe.train import CHECKPOINT_NAME, History, distributed, fit, load_checkpoint, split_indices
+from devicepipe.train import History, distributed, fit, load_checkpoint, split_indices
 
 __all__ = [
     "DEFAULT_SCORER",
@@ -44,8 +45,6 @@ __all__ = [
     "train_models",
 ]
 
-#: File name of a saved ensemble in a run directory (a single model's is ``checkpoint.pt``).
-ENSEMBLE_NAME = "ensemble.pt"
 
 EpochCallback = Callable[[int, float, float], None]
 

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from devicepipe.artifacts.names import CHECKPOINT_NAME
 from devicepipe.device import all_finite, full_float32
 from devicepipe.errors import DevicepipeError
 from devicepipe.io.write import write_torch
@@ -41,8 +42,6 @@ __all__ = [
     "split_indices",
     "start_distributed",
 ]
-
-CHECKPOINT_NAME = "checkpoint.pt"
 
 
 @dataclass

@@ -54,7 +54,8 @@ from __future__ import annotations
 
 from devicepipe.anomaly.estimator import BeatAnomalyDetector
 from devicepipe.anomaly.model_file import load_model
-from devicepipe.anomaly.model_format import MODEL_FORMAT, MODEL_FORMAT_VERSION, MODEL_NAME
+from devicepipe.anomaly.model_format import MODEL_FORMAT, MODEL_FORMAT_VERSION
+from devicepipe.artifacts.names import MODEL_NAME
 from devicepipe.models.kinds import nearest_power_of_two
 from devicepipe.scorers import SCORERS
 from devicepipe.scorers.neighbours import (

@@ -16,6 +16,7 @@ from torch import nn
 from devicepipe.anomaly.describe import score_meaning, scorer_summary, threshold_rule
 from devicepipe.anomaly.model_format import SCALERS, write_model
 from devicepipe.anomaly.rows import Details, host_kind, reconstruction_details, table_rows
+from devicepipe.artifacts.names import CHECKPOINT_NAME
 from devicepipe.device import resolve_device
 from devicepipe.errors import DevicepipeError
 from devicepipe.learn import LearnSettings, train_models
@@ -33,7 +34,7 @@ from devicepipe.scorers.neighbours import (
 )
 from devicepipe.signal.resample import resample_rows
 from devicepipe.threads import ThreadChoice, choose_threads, using_threads
-from devicepipe.train import CHECKPOINT_NAME, load_checkpoint, split_indices
+from devicepipe.train import load_checkpoint, split_indices
 
 #: The most rows a model trains on where the scores do not use it (see ``max_model_rows``):
 #: every beat of a 30-minute recording at up to 83 bpm, so that its maps are drawn as before.

@@ -14,19 +14,15 @@ from devicepipe.anomaly.model_format import (
     LOCAL_FROM,
     MODEL_FORMAT,
     MODEL_FORMAT_VERSION,
-    MODEL_NAME,
     SCALERS,
     content_digest,
 )
+from devicepipe.artifacts.names import CHECKPOINT_NAME, ENSEMBLE_NAME, MODEL_NAME
 from devicepipe.device import resolve_device
 from devicepipe.errors import DevicepipeError
-from devicepipe.learn import (
-    ENSEMBLE_NAME,
-)
 from devicepipe.models.kinds import ModelKind, kind_of_module
 from devicepipe.scorers import SCORER_KINDS
 from devicepipe.threads import choose_threads, most_threads
-from devicepipe.train import CHECKPOINT_NAME
 
 
 def _model_file(path: str | Path) -> Path:

@@ -13,8 +13,6 @@ from devicepipe.io.write import write_torch
 from devicepipe.models import as_model
 from devicepipe.scale import MinMaxScaler, StandardScaler
 
-#: File name of the model a run writes (what ``devicepipe score --model RUN_DIR`` reads).
-MODEL_NAME = "model.pt"
 #: What a model file says it is; files of another format are refused with one line.
 MODEL_FORMAT = "devicepipe-model"
 #: Bumped when the file changes in a way an older reader cannot follow. Format 2: the local

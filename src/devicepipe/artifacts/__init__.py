@@ -12,13 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from devicepipe.anomaly.model_format import MODEL_NAME
 from devicepipe.artifacts import figures, tables
 from devicepipe.artifacts.made import Artifact, Histories, Made
+from devicepipe.artifacts.names import CHECKPOINT_NAME, ENSEMBLE_NAME, MODEL_NAME
 from devicepipe.artifacts.tables import write_history
-from devicepipe.learn import ENSEMBLE_NAME
 from devicepipe.plot import save_figure
-from devicepipe.train import CHECKPOINT_NAME
 
 LEARNING = ("ecg", "train", "series")
 

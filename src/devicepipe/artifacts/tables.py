@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from devicepipe.anomaly.model_format import MODEL_NAME
 from devicepipe.artifacts.made import Histories, Made
+from devicepipe.artifacts.names import MODEL_NAME
 from devicepipe.heart import minute_rates
 from devicepipe.io import write_csv, write_parquet
 

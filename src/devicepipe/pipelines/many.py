@@ -17,12 +17,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from devicepipe.artifacts.names import CHECKPOINT_NAME
 from devicepipe.errors import OutputError
 from devicepipe.io.write import writing_output
 from devicepipe.learn import LearnSettings
 from devicepipe.pipelines.beats import run_beats_many
 from devicepipe.pipelines.beats_finish import BeatsOptions
-from devicepipe.train import CHECKPOINT_NAME
 
 __all__ = ["RunGroup"]
 
