@@ -37,7 +37,7 @@ SCORERS = [("reconstruction", "auto"), ("knn", 0.02), ("multiscale", 0.02), ("lo
 
 def allow_tf32() -> None:
     """Replace devicepipe's IEEE float32 block by one that allows TF32 (before devicepipe loads)."""
-    import devicepipe.device as device
+    import devicepipe.core.device as device
 
     @contextmanager
     def tf32():

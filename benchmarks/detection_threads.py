@@ -7,7 +7,7 @@
 500 Hz in one batched call (5 M samples), three ways, interleaved in an order rotated from one
 repeat to the next, ``OMP_WAIT_POLICY=PASSIVE`` (what the ``devicepipe`` command sets): torch at 1
 and at 2 threads, the count fixed by ``DEVICEPIPE_THREADS`` (which ``ecg_peaks`` obeys over its own
-choice), and torch at 2 threads with ``ecg_peaks`` choosing (``devicepipe.threads.detection_threads``:
+choice), and torch at 2 threads with ``ecg_peaks`` choosing (``devicepipe.core.threads.detection_threads``:
 the default). Idle, and under a controlled load: two processes that spin on the 2 cores for the
 whole measurement. Per input, the ratio of the 1-thread time to the 2-thread time within each
 repeat, median and bootstrap 95 % interval; above 1, two threads were faster; and each input's
@@ -33,7 +33,7 @@ import torch  # noqa: E402
 from results_io import heading, machine, parser, table, write_results  # noqa: E402
 
 import devicepipe as dp  # noqa: E402
-from devicepipe.threads import THREADS_ENV  # noqa: E402
+from devicepipe.core.threads import THREADS_ENV  # noqa: E402
 
 SIZES = [10_000, 100_000, 1_000_000, 4_000_000, 20_000_000]
 BATCH = "1,000 x 5,000 (batched)"

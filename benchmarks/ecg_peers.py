@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ecg_accuracy import DEFAULT_DATA, by_set, records  # noqa: E402
 
 from devicepipe.bench.results import source_commit  # noqa: E402
-from devicepipe.device import device_report  # noqa: E402
+from devicepipe.core.device import device_report  # noqa: E402
 from devicepipe.ecg import ecg_peaks, evaluate_beats  # noqa: E402
 from devicepipe.io import read_beat_annotations, read_series  # noqa: E402
 from devicepipe.simulate import simulate_ecg  # noqa: E402

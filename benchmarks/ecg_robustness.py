@@ -29,7 +29,7 @@ from ecg_accuracy import DEFAULT_DATA, records  # beside this script
 from evaluation import DETECTION_SETS
 
 from devicepipe.bench.results import source_commit
-from devicepipe.device import device_report
+from devicepipe.core.device import device_report
 from devicepipe.ecg import BeatScore, ecg_contrast, ecg_peaks, evaluate_beats, ricker_defaults
 from devicepipe.io import read_beat_annotations, read_series
 

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import ecg_peaks, evaluate_beats
 from devicepipe.ensemble import fit_ensemble
-from devicepipe.errors import DevicepipeError
 from devicepipe.io import read_beat_annotations, read_series
 from devicepipe.learn import LearnSettings
 from devicepipe.models import LightVAE, LightVAEConfig

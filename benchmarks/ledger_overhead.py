@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from devicepipe.bench.results import source_commit
-from devicepipe.device import device_report
+from devicepipe.core.device import device_report
 from devicepipe.interop import count_transfers
 from devicepipe.io import write_parquet
 from devicepipe.pipelines import LearnSettings, run_ecg

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from devicepipe.bench.results import source_commit
-from devicepipe.device import device_report
+from devicepipe.core.device import device_report
 
 #: Where the scripts write their results by default (committed).
 RESULTS = Path(__file__).resolve().parent / "results"

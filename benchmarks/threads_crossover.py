@@ -16,9 +16,9 @@ import time
 import torch
 from results_io import machine, parser, table, write_results  # beside this script
 
-from devicepipe.device import usable_cores
+from devicepipe.core.device import usable_cores
+from devicepipe.core.threads import ONE_THREAD_BELOW_FLOPS, step_flops
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
-from devicepipe.threads import ONE_THREAD_BELOW_FLOPS, step_flops
 from devicepipe.train import adam
 
 CASES = [  # (name, model factory, rows per batch, row width)

@@ -14,11 +14,11 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "DevicepipeError": "devicepipe.errors",
-    "DeviceError": "devicepipe.errors",
-    "ReadError": "devicepipe.errors",
-    "resolve_device": "devicepipe.device",
-    "device_report": "devicepipe.device",
+    "DevicepipeError": "devicepipe.core.errors",
+    "DeviceError": "devicepipe.core.errors",
+    "ReadError": "devicepipe.core.errors",
+    "resolve_device": "devicepipe.core.device",
+    "device_report": "devicepipe.core.device",
     "Recording": "devicepipe.io",
     "TimeReport": "devicepipe.io",
     "read_series": "devicepipe.io",
@@ -33,7 +33,7 @@ _EXPORTS = {
     "simulate_load": "devicepipe.simulate",
     "to_torch": "devicepipe.interop",
     "shares_memory": "devicepipe.interop",
-    "parse_duration": "devicepipe.units",
+    "parse_duration": "devicepipe.core.units",
     "ecg_peaks": "devicepipe.ecg",
     "ecg_classes": "devicepipe.ecg",
     "holter_summary": "devicepipe.holter",

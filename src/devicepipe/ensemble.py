@@ -24,8 +24,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from devicepipe.device import full_float32
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.device import full_float32
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.io.write import write_torch
 from devicepipe.models import as_model
 from devicepipe.train import (

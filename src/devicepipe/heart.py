@@ -22,8 +22,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from devicepipe.errors import DevicepipeError
-from devicepipe.io.spill import Spill, Stored
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.spill import Spill, Stored
 from devicepipe.signal.blocks import neighbour_median
 
 __all__ = ["HRV", "NN_RANGE_S", "MinuteRates", "hrv", "hrv_stored", "minute_rates", "nn_intervals"]
@@ -182,7 +182,7 @@ def hrv_stored(
     normal: np.ndarray | None = None,
 ) -> HRV:
     """:func:`hrv` of one recording's R peaks (``(n_peaks,)``, increasing) read :data:`BLOCK`
-    intervals at a time, as peaks held on disk (:class:`~devicepipe.io.spill.Stored`) are: the
+    intervals at a time, as peaks held on disk (:class:`~devicepipe.core.spill.Stored`) are: the
     intervals and their cleaning wait on disk between the passes, so the memory held does not
     grow with the recording. The same values as :func:`hrv` of the peaks in memory (``normal``:
     ``(n_peaks - 1,)`` bool, as :func:`hrv` takes it)."""

@@ -26,8 +26,8 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from devicepipe.device import resolve_device
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.device import resolve_device
+from devicepipe.core.errors import DevicepipeError
 
 __all__ = [
     "KINDS",

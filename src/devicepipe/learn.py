@@ -20,13 +20,13 @@ import torch
 from torch import nn
 
 from devicepipe.artifacts.names import CHECKPOINT_NAME, ENSEMBLE_NAME
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.threads import check_thread_count, requested_threads
 from devicepipe.ensemble import Ensemble, fit_ensemble, save_ensemble
-from devicepipe.errors import DevicepipeError
 from devicepipe.models import as_model
 from devicepipe.score import Scores, score
 from devicepipe.scorers import DEFAULT_SCORER, SCORERS
 from devicepipe.scorers.neighbours import MIN_EFFECT
-from devicepipe.threads import check_thread_count, requested_threads
 from devicepipe.train import History, distributed, fit, load_checkpoint, split_indices
 
 __all__ = [

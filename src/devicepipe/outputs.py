@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from devicepipe.core.spill import Stored
 from devicepipe.heart import hrv, hrv_stored, nn_intervals
 from devicepipe.io import Recording, write_beat_annotations, write_csv, write_json, write_parquet
 from devicepipe.io.read import recording_files
-from devicepipe.io.spill import Stored
 from devicepipe.spectral_hrv import hrv_frequency
 from devicepipe.summaries import RunSummary
 

@@ -14,7 +14,7 @@ from typing import Any, Self, cast
 
 import torch
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 
 __all__ = ["MinMaxScaler", "StandardScaler"]
 

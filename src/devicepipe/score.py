@@ -13,8 +13,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from devicepipe.device import full_float32
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.device import full_float32
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.interop import convert
 from devicepipe.models import as_model, model_rows
 from devicepipe.train import check_finite_rows

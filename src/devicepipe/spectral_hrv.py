@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 
 __all__ = ["BANDS_HZ", "MIN_SPAN_S", "FrequencyHRV", "hrv_frequency", "spline_on_grid", "welch_psd"]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from devicepipe.device import synchronize
+from devicepipe.core.device import synchronize
 from devicepipe.interop import TransferLedger, count_transfers
 
 __all__ = ["UNCOUNTED_STAGES", "StageTimer"]

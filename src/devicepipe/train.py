@@ -22,8 +22,8 @@ import torch
 from torch import nn
 
 from devicepipe.artifacts.names import CHECKPOINT_NAME
-from devicepipe.device import all_finite, full_float32
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.device import all_finite, full_float32
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.io.write import write_torch
 from devicepipe.models import as_model, model_rows
 
@@ -178,7 +178,7 @@ def start_distributed(device: str | torch.device = "auto") -> torch.device | Non
 
     import torch.distributed as dist  # noqa: PLC0415
 
-    from devicepipe.device import resolve_device  # noqa: PLC0415
+    from devicepipe.core.device import resolve_device  # noqa: PLC0415
 
     world = int(os.environ.get("WORLD_SIZE", "1") or 1)
     if world <= 1:

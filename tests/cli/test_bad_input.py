@@ -16,8 +16,8 @@ from typer.main import get_command
 from typer.testing import CliRunner
 
 from devicepipe.cli import app
+from devicepipe.core.errors import CLI_NAMES, TOKEN, DevicepipeError
 from devicepipe.ecg import ecg_peaks, evaluate_beats
-from devicepipe.errors import CLI_NAMES, TOKEN, DevicepipeError
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 
 runner = CliRunner()
@@ -171,7 +171,7 @@ def _text(node: ast.AST) -> str:
 
 
 def test_a_message_names_each_setting_as_its_reader_writes_it():
-    from devicepipe.errors import DevicepipeError, render
+    from devicepipe.core.errors import DevicepipeError, render
 
     error = DevicepipeError(
         "read_series(): {param} is unknown", fix="pass {sampling_rate=HZ} or {time_format='%d/%m %H'}; {resume=True}",
@@ -320,7 +320,8 @@ def test_a_full_disk_is_one_line_and_leaves_nothing(monkeypatch, tmp_path, where
     import contextlib
     import errno
 
-    from devicepipe.io import spill, write
+    from devicepipe.core import spill
+    from devicepipe.io import write
 
     sim = simulate_ecg(180, 250, seed=2)
     src, _ = write_simulated_ecg(sim, tmp_path / "e.npy")
@@ -621,7 +622,7 @@ def test_crashes_of_the_audit_end_in_one_line(tmp_path, monkeypatch):
 def test_a_model_file_trained_with_more_threads_than_this_machine_has_still_loads(tmp_path):
     from devicepipe.anomaly import load_model
     from devicepipe.anomaly.model_format import content_digest
-    from devicepipe.threads import most_threads
+    from devicepipe.core.threads import most_threads
 
     sim = simulate_ecg(120, 250, seed=2)
     src, _ = write_simulated_ecg(sim, tmp_path / "e.parquet")

@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 from conftest import require_data
 from devicepipe.batch import INDEX_NAME, Dataset, Engine, find_recordings, is_dataset, run_dataset
 from devicepipe.cli import app
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import ecg_peaks
-from devicepipe.errors import DevicepipeError
 from devicepipe.io import read_series
 from devicepipe.pipelines import BeatsOptions, run_beats, run_beats_many
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg

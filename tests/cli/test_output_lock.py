@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from devicepipe.cli import app
-from devicepipe.errors import DevicepipeError, OutputError
+from devicepipe.core.errors import DevicepipeError, OutputError
 from devicepipe.io.write import LOCK_SUFFIX, lock_path, output_lock
 from devicepipe.pipelines import run_beats
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
@@ -109,7 +109,7 @@ def test_no_two_holders_overlap_under_contention(tmp_path):
     out = tmp_path / "out"
     worker = (
         "import os, sys\n"
-        "from devicepipe.errors import OutputError\n"
+        "from devicepipe.core.errors import OutputError\n"
         "from devicepipe.io.write import output_lock\n"
         "held = overlaps = 0\n"
         "for _ in range(300):\n"

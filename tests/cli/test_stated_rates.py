@@ -11,7 +11,7 @@ from one_line import one_line_error
 from typer.testing import CliRunner
 
 from devicepipe.cli import app
-from devicepipe.errors import ReadError
+from devicepipe.core.errors import ReadError
 from devicepipe.io import OverrideRate, read_series
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 

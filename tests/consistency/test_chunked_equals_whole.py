@@ -158,8 +158,8 @@ def test_a_non_finite_sample_is_named_by_its_place_in_the_recording():
 
 
 def _fused_chunked(x, fs, chunk):
+    from devicepipe.core.spill import Spill
     from devicepipe.ecg import ecg_peaks_fused_chunked_to
-    from devicepipe.io.spill import Spill
 
     with Spill() as held:
         reads = [lambda a, b, lead=lead: x[lead, a:b] for lead in range(x.shape[0])]

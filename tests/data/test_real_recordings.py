@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from conftest import require_data
-from devicepipe.errors import ReadError
+from devicepipe.core.errors import ReadError
 from devicepipe.io import read_series
 
 

@@ -14,7 +14,7 @@ def test_every_export_is_the_object_not_a_submodule():
 
 
 def test_durations_read_as_a_person_writes_them():
-    from devicepipe.units import format_duration, parse_duration
+    from devicepipe.core.units import format_duration, parse_duration
 
     assert [format_duration(s) for s in (4.2, 1800, 4500, 216000)] == ["4.20 s", "30.0 min", "1.25 h", "2.50 d"]
     # AEP's hourly load, 2004-10-01 to 2018-08-03: 5052.88 d, in years
@@ -28,8 +28,8 @@ def test_api_edges_end_in_a_value_or_a_clear_error():
     import torch
 
     import devicepipe as dp
+    from devicepipe.core.errors import DeviceError, DevicepipeError
     from devicepipe.ecg import ecg_peaks, ecg_segment, evaluate_beats
-    from devicepipe.errors import DeviceError, DevicepipeError
 
     with pytest.raises(DevicepipeError, match="expected a floating tensor, got torch.int64"):
         dp.MinMaxScaler().fit(torch.arange(10))  # once answered zeros for every value

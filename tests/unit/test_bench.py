@@ -9,7 +9,7 @@ from devicepipe.bench.limits import annotate, count_flops
 from devicepipe.bench.report import achieved_cells, bench_devices, check_only, compare, format_ratio, markdown
 from devicepipe.bench.timer import measure
 from devicepipe.cli import app
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 
 
 def test_timer_statistics_on_a_fake_clock(monkeypatch):

@@ -13,7 +13,7 @@ from sklearn.metrics import average_precision_score, f1_score, roc_auc_score
 import devicepipe as dp
 from devicepipe.anomaly import MODEL_FORMAT_VERSION, auto_threshold, load_model, nearest_power_of_two, smallest
 from devicepipe.anomaly.model_format import content_digest
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 
 
 def beats(n: int, width: int = 64, *, seed: int = 0, anomalous: bool = False) -> np.ndarray:

@@ -5,8 +5,8 @@ import pyarrow
 import pytest
 import torch
 
-from devicepipe.device import cuda_unavailable_reason, device_report, full_float32, resolve_device
-from devicepipe.errors import DeviceError
+from devicepipe.core.device import cuda_unavailable_reason, device_report, full_float32, resolve_device
+from devicepipe.core.errors import DeviceError
 
 
 def test_cpu_and_torch_device():
@@ -111,7 +111,7 @@ def test_full_float32_turns_tf32_off_inside_and_restores_it():
 def test_release_freed_memory_trims_the_heap_on_linux():
     import sys
 
-    from devicepipe.device import release_freed_memory
+    from devicepipe.core.device import release_freed_memory
 
     blocks = [bytearray(600_000) for _ in range(200)]  # mid-sized blocks, as chunked work frees them
     del blocks
@@ -119,7 +119,7 @@ def test_release_freed_memory_trims_the_heap_on_linux():
 
 
 def test_all_finite_against_numpy_including_a_sum_that_overflows():
-    from devicepipe.device import all_finite
+    from devicepipe.core.device import all_finite
 
     big = torch.full((10,), 3e38)  # finite values whose float32 sum is inf
     cases = [torch.zeros(5), big, torch.tensor([1.0, float("nan")]), torch.tensor([float("-inf"), 2.0]),

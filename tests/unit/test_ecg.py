@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import torch
 
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import BeatScore, ecg_peaks, ecg_segment, evaluate_beats, seed_gates
-from devicepipe.errors import DevicepipeError
 from devicepipe.signal import convolve, ricker
 from devicepipe.signal.blocks import row_median
 from devicepipe.signal.filters import centred_convolve, centred_convolve_at
@@ -623,8 +623,8 @@ def _held(c, r, spill):
 
 @pytest.mark.parametrize("block", [1, 2, 3, 100])
 def test_the_polarity_figures_in_parts_equal_those_of_all_candidates_at_once(block):
+    from devicepipe.core.spill import Spill
     from devicepipe.ecg import ricker
-    from devicepipe.io.spill import Spill
 
     with Spill() as spill:
         _polarity_cases(ricker.Ricker(250.0), block, spill)
@@ -650,8 +650,8 @@ def _polarity_cases(r, block, spill):
 
 
 def test_parts_joined_on_disk_equal_unique_of_all_peaks():
+    from devicepipe.core.spill import Spill
     from devicepipe.ecg.chunked import _joined
-    from devicepipe.io.spill import Spill
 
     def joined(*parts, seam=2):
         with Spill() as spill:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from conftest import require_data
 from devicepipe.cli import app
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.io import SAMPLING_RATE_KEY, read_reference, read_series
 
 runner = CliRunner()
@@ -239,7 +239,7 @@ def test_an_edf_signal_without_a_physical_range_is_one_warning_of_our_own(tmp_pa
 
 
 def test_a_discontinuous_edf_is_refused_not_joined_over_its_gaps(tmp_path):
-    from devicepipe.errors import ReadError
+    from devicepipe.core.errors import ReadError
 
     path = write_edf(tmp_path / "d.edf", [np.sin(np.arange(2500) / 40)], 250, annotations=[(1.0, "x")])
     data = bytearray(path.read_bytes())

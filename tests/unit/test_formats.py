@@ -9,7 +9,7 @@ import torch
 from typer.testing import CliRunner
 
 from devicepipe.cli import app
-from devicepipe.errors import ReadError
+from devicepipe.core.errors import ReadError
 from devicepipe.io import read_series, write_parquet
 from devicepipe.io.chunks import recording_length
 from devicepipe.io.formats import FORMATS, format_of

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import ecg_peaks
-from devicepipe.errors import DevicepipeError
 from devicepipe.io import read_series
 
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis (the dev extra) drives these tests")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.spectral_hrv import hrv_frequency
 
 

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 import torch
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.interop import (
     CopyRefusedError,
     ReadOnlyMemoryWarning,

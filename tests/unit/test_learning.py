@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import ecg_peaks, ecg_segment
 from devicepipe.ensemble import fit_ensemble
-from devicepipe.errors import DevicepipeError
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig, Model
 from devicepipe.plot import plot_training
 from devicepipe.score import anomaly_threshold, embed, reconstruction_error, score
@@ -180,7 +180,7 @@ def test_rows_of_the_wrong_width_or_device_get_a_fix():
 
 
 def test_library_errors_name_python_arguments_not_cli_options(tmp_path, monkeypatch):
-    from devicepipe.device import resolve_device
+    from devicepipe.core.device import resolve_device
     from devicepipe.io import check_output_dir, read_series
     from devicepipe.learn import LearnSettings
     from devicepipe.simulate import simulation_path

@@ -7,8 +7,8 @@ import torch
 
 import devicepipe as dp
 from devicepipe.anomaly import load_model
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import label_beats
-from devicepipe.errors import DevicepipeError
 from devicepipe.pipelines.learning import model_rows
 from devicepipe.scale import StandardScaler
 from devicepipe.scorers.neighbours import MIN_EFFECT, typical_size

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.scale import MinMaxScaler, StandardScaler
 
 sk = pytest.importorskip("sklearn.preprocessing")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.signal import convolve, find_peaks, peak_mask, ricker, segment, segment_between, sliding_max
 from devicepipe.signal.blocks import POOLED_BLOCK, POOLED_ROW, block_reduce, centred_window
 from devicepipe.signal.filters import choose_conv_method

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import torch
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.units import parse_duration
 from devicepipe.simulate import simulate_ecg, simulate_load
-from devicepipe.units import parse_duration
 
 
 @pytest.mark.parametrize("fs", [125, 250, 360, 1000])

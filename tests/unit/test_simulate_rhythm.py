@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from devicepipe.cli import app
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.io.discover import find_recordings
 from devicepipe.simulate import Rhythm, simulate_ecg
 

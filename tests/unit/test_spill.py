@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from devicepipe.io.spill import Spill
+from devicepipe.core.spill import Spill
 from devicepipe.signal.blocks import lower_median_of_parts, median_of_parts
 
 
@@ -55,7 +55,7 @@ def test_spilled_files_leave_nothing_behind_even_when_the_process_is_killed(tmp_
 
     script = (
         "import os, signal, torch\n"
-        "from devicepipe.io.spill import Spill\n"
+        "from devicepipe.core.spill import Spill\n"
         "spill = Spill()\n"
         "for _ in range(4):\n"
         "    spill.append('x', torch.zeros(100_000))\n"

@@ -10,8 +10,8 @@ import torch
 from typer.testing import CliRunner
 
 from devicepipe.cli import app
+from devicepipe.core.errors import ReadError
 from devicepipe.ecg import ecg_peaks, evaluate_beats
-from devicepipe.errors import ReadError
 from devicepipe.io import read_series
 from devicepipe.io.channels import signal_column
 from devicepipe.io.chunks import chunk_reader, recording_length

@@ -8,9 +8,9 @@ import time
 import pytest
 import torch
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.threads import ONE_THREAD_BELOW_FLOPS, THREADS_ENV, choose_threads, step_flops, using_threads
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
-from devicepipe.threads import ONE_THREAD_BELOW_FLOPS, THREADS_ENV, choose_threads, step_flops, using_threads
 
 
 def test_step_flops_of_the_load_mlp_by_hand():
@@ -66,7 +66,7 @@ def test_using_threads_restores_the_count():
 
 
 def test_the_wait_policy_is_recorded_as_the_environment_set_it(monkeypatch):
-    from devicepipe.threads import ThreadChoice
+    from devicepipe.core.threads import ThreadChoice
 
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     assert ThreadChoice(1, "policy").to_dict()["wait_policy"] == "default"
@@ -88,10 +88,10 @@ def test_the_command_makes_idle_threads_sleep_unless_told_otherwise(given, expec
 
 
 def test_detection_runs_short_inputs_on_one_thread_and_long_ones_on_the_threads_torch_has(monkeypatch):
-    from devicepipe import threads as threads_module
+    from devicepipe.core import threads as threads_module
+    from devicepipe.core.threads import DETECTION_THREADS_FROM, detection_threads
     from devicepipe.ecg import peaks as peak_module
     from devicepipe.simulate import simulate_ecg
-    from devicepipe.threads import DETECTION_THREADS_FROM, detection_threads
 
     monkeypatch.delenv(THREADS_ENV, raising=False)
     monkeypatch.setattr(threads_module, "runnable_elsewhere", lambda: 0)  # an idle 2-core machine
@@ -123,7 +123,7 @@ def test_detection_runs_short_inputs_on_one_thread_and_long_ones_on_the_threads_
 
 
 def test_runnable_elsewhere_reads_the_kernels_count_less_the_reader(tmp_path):
-    from devicepipe.threads import runnable_elsewhere
+    from devicepipe.core.threads import runnable_elsewhere
 
     f = tmp_path / "loadavg"
     f.write_text("0.52 0.58 0.59 3/245 12345\n")
@@ -137,7 +137,7 @@ def test_runnable_elsewhere_reads_the_kernels_count_less_the_reader(tmp_path):
 
 @pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="/proc/loadavg is Linux's")
 def test_runnable_elsewhere_sees_two_busy_processes():
-    from devicepipe.threads import runnable_elsewhere
+    from devicepipe.core.threads import runnable_elsewhere
 
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
@@ -162,8 +162,8 @@ def test_runnable_elsewhere_sees_two_busy_processes():
     ],
 )
 def test_long_detection_leaves_the_cores_other_work_runs_on(monkeypatch, cores, others, torch_threads, expected):
-    from devicepipe import threads as threads_module
-    from devicepipe.threads import DETECTION_THREADS_FROM, detection_threads
+    from devicepipe.core import threads as threads_module
+    from devicepipe.core.threads import DETECTION_THREADS_FROM, detection_threads
 
     monkeypatch.delenv(THREADS_ENV, raising=False)
     monkeypatch.setattr(threads_module, "runnable_elsewhere", lambda: others)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import require_data
-from devicepipe.errors import ReadError
+from devicepipe.core.errors import ReadError
 from devicepipe.io import read_series
 from devicepipe.io.wfdb import import_wfdb, wfdb_sampling_rate, wfdb_signal_names
 from devicepipe.io.wfdb_plain import PLAIN_FORMATS, SIGNAL_DEFAULTS, plain_header, read_plain

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.windows import departures, flat_windows, make_windows, windows_holding
 
 HOUR_NS = 3_600_000_000_000

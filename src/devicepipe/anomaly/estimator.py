@@ -17,8 +17,9 @@ from devicepipe.anomaly.describe import score_meaning, scorer_summary, threshold
 from devicepipe.anomaly.model_format import SCALERS, write_model
 from devicepipe.anomaly.rows import Details, host_kind, reconstruction_details, table_rows
 from devicepipe.artifacts.names import CHECKPOINT_NAME
-from devicepipe.device import resolve_device
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.device import resolve_device
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.threads import ThreadChoice, choose_threads, using_threads
 from devicepipe.learn import LearnSettings, train_models
 from devicepipe.models.kinds import MODEL_KINDS, Sizes
 from devicepipe.score import Scores, reconstruction_error
@@ -33,7 +34,6 @@ from devicepipe.scorers.neighbours import (
     quantile,
 )
 from devicepipe.signal.resample import resample_rows
-from devicepipe.threads import ThreadChoice, choose_threads, using_threads
 from devicepipe.train import load_checkpoint, split_indices
 
 #: The most rows a model trains on where the scores do not use it (see ``max_model_rows``):

@@ -18,11 +18,11 @@ from devicepipe.anomaly.model_format import (
     content_digest,
 )
 from devicepipe.artifacts.names import CHECKPOINT_NAME, ENSEMBLE_NAME, MODEL_NAME
-from devicepipe.device import resolve_device
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.device import resolve_device
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.threads import choose_threads, most_threads
 from devicepipe.models.kinds import ModelKind, kind_of_module
 from devicepipe.scorers import SCORER_KINDS
-from devicepipe.threads import choose_threads, most_threads
 
 
 def _model_file(path: str | Path) -> Path:

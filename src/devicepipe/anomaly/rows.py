@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.interop import convert
 from devicepipe.score import embed, reconstruction_error
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from devicepipe.batch.scheduler import SCHEDULER_TIMEOUT_S, check_scheduler
-from devicepipe.device import usable_cores
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.device import usable_cores
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.prestart import WORKER_PRELOAD
 
 #: Local workers per usable core at most (more only compete for the cores and the memory:

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from devicepipe.batch.plan import Item
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.io.discover import INDEX_NAME, Dataset
 from devicepipe.summaries import Accuracy, Counts, DatasetSummary, HolterSummary, RunSummary
 from devicepipe.summaries import held as _held

@@ -27,15 +27,15 @@ from devicepipe.batch.index import (
     worker_name,
 )
 from devicepipe.batch.plan import Item, plan_tasks
-from devicepipe.device import resolve_device, usable_cores
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.device import resolve_device, usable_cores
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.threads import requested_threads, using_threads
 from devicepipe.io import check_output_dir, write_json, write_parquet
 from devicepipe.io.discover import INDEX_NAME, Dataset, find_recordings
 from devicepipe.io.write import holds_output
 from devicepipe.outputs import SUMMARY_SCHEMA, input_files
 from devicepipe.report import REPORT_NAME, dataset_table, write_report
 from devicepipe.summaries import DatasetSummary
-from devicepipe.threads import requested_threads, using_threads
 
 #: Per-recording pipelines that run on a dataset.
 KINDS = tuple(pipelines.DATASET_PIPELINES)

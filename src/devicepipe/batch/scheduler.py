@@ -12,7 +12,7 @@ import asyncio
 import socket
 from typing import Any
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 
 #: How long a scheduler has to accept the connection and answer (seconds).
 SCHEDULER_TIMEOUT_S = 10.0

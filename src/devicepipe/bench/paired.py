@@ -45,7 +45,7 @@ import torch
 
 from devicepipe.bench.baselines import seed_fftconv, seed_nms_numba, seed_pipeline, seed_taps, seed_zero_padding
 from devicepipe.bench.stages import BenchInput, require
-from devicepipe.device import usable_cores
+from devicepipe.core.device import usable_cores
 from devicepipe.ecg import ecg_peaks, ecg_segment, evaluate_beats
 from devicepipe.io import read_series
 from devicepipe.scale import MinMaxScaler

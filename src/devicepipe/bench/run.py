@@ -22,9 +22,9 @@ from devicepipe.bench.paired import detection_sweep, run_paired
 from devicepipe.bench.results import source_commit
 from devicepipe.bench.stages import STAGES, prepare_input, run_stages
 from devicepipe.bench.timer import measure
-from devicepipe.device import device_report, resolve_device
+from devicepipe.core.device import device_report, resolve_device
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import evaluate_beats
-from devicepipe.errors import DevicepipeError
 
 if TYPE_CHECKING:
     pass

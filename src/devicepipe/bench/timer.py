@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from devicepipe.device import synchronize
+from devicepipe.core.device import synchronize
 
 __all__ = ["Timing", "measure"]
 

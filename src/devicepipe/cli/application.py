@@ -23,7 +23,7 @@ import typer.main
 from typer.core import TyperCommand, TyperGroup
 
 from devicepipe import __version__
-from devicepipe.errors import DevicepipeError, is_disk_full
+from devicepipe.core.errors import DevicepipeError, is_disk_full
 from devicepipe.prestart import pause_collector, resume_collector
 
 #: Every command, in the order ``devicepipe --help`` lists them: the module of

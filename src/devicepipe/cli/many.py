@@ -21,10 +21,10 @@ from devicepipe.batch import INDEX_NAME, DatasetResult, Engine, run_dataset
 from devicepipe.cli.printing import (
     console,
 )
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.units import format_duration
 from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
-from devicepipe.errors import DevicepipeError
 from devicepipe.summaries import held
-from devicepipe.units import format_duration
 
 
 def engine_of(workers: int | None, scheduler: str | None, devices: str | None, device: str) -> Engine:

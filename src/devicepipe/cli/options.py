@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
 
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import ECG_PEAK_METHODS, SEGMENT_MODES
-from devicepipe.errors import DevicepipeError
 from devicepipe.io import DUPLICATE_POLICIES, NAN_POLICIES, OverrideRate
 from devicepipe.io.formats import FORMAT_LABELS
 from devicepipe.pipelines import (

@@ -8,7 +8,10 @@ from typing import Any
 
 import torch
 
-from devicepipe.device import all_finite
+from devicepipe.core.device import all_finite
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.spill import Spill
+from devicepipe.core.threads import detection_threads, using_threads
 from devicepipe.ecg import ricker
 from devicepipe.ecg.fuse import fuse_leads, stretch_medians_of_correlations
 from devicepipe.ecg.peaks import ecg_peaks, options_of
@@ -22,12 +25,9 @@ from devicepipe.ecg.ricker import (
     samples,
 )
 from devicepipe.ecg.segment import ecg_segment_chunked, segment_kept_parts
-from devicepipe.errors import DevicepipeError
-from devicepipe.io.spill import Spill
 from devicepipe.signal.blocks import (
     lower_median_of_parts,
 )
-from devicepipe.threads import detection_threads, using_threads
 
 
 def ecg_peaks_chunked(
@@ -45,7 +45,7 @@ def ecg_peaks_chunked(
     One pass: each chunk is filtered, and gives per-block summaries of the response (its maximum
     and mean every ``block_s``, and a sparse subsample) and its candidates (local maxima, with
     their height, sign and refined position), both small next to the signal and both written to
-    temporary files (:class:`~devicepipe.io.spill.Spill`), so that memory does not grow with
+    temporary files (:class:`~devicepipe.core.spill.Spill`), so that memory does not grow with
     the recording. The thresholds, which depend on the whole recording, come from the summaries
     of all chunks (the envelope's median by an exact selection over parts read back); then the
     candidates above them go through the T-wave and polarity rules, which compare candidates

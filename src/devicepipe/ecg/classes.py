@@ -72,8 +72,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg.rhythm import WINDOW_ROWS, beat_rhythm, irregular_rhythm, without_p_waves
-from devicepipe.errors import DevicepipeError
 from devicepipe.signal.segment import rows_at
 
 __all__ = [

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg.ricker import EDGE_S, MATCH_TOLERANCE_S
-from devicepipe.errors import DevicepipeError
 
 
 @dataclass(frozen=True)

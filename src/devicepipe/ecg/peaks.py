@@ -9,12 +9,12 @@ from typing import Any
 
 import torch
 
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.threads import detection_threads, using_threads
 from devicepipe.ecg.fuse import peaks_ricker_fused
 from devicepipe.ecg.ricker import Ricker, check_input, ordinary, peaks_ricker
 from devicepipe.ecg.seed import peaks_seed
-from devicepipe.errors import DevicepipeError
 from devicepipe.signal.peaks import split_by_row
-from devicepipe.threads import detection_threads, using_threads
 
 # each method maps (batch, time) and a rate to the (rows, columns) of its peaks, sorted
 ECG_PEAK_METHODS: dict[str, Callable[..., tuple[torch.Tensor, torch.Tensor]]] = {

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import torch
 
+from devicepipe.core.spill import Spill, Stored
 from devicepipe.ecg.ricker import samples
 from devicepipe.ecg.segment import Beats
-from devicepipe.io.spill import Spill, Stored
 from devicepipe.signal.blocks import (
     row_median,
 )

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import torch
 
-from devicepipe.device import all_finite
-from devicepipe.errors import DevicepipeError
-from devicepipe.io.spill import Spill
+from devicepipe.core.device import all_finite
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.spill import Spill
 from devicepipe.signal.blocks import (
     block_reduce,
     centred_window,

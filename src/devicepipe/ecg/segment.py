@@ -8,9 +8,9 @@ from typing import Any, Literal, get_args
 
 import torch
 
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.spill import Stored
 from devicepipe.ecg.ricker import samples
-from devicepipe.errors import DevicepipeError
-from devicepipe.io.spill import Stored
 from devicepipe.signal.resample import resample_rows
 from devicepipe.signal.segment import segment, segment_between
 
@@ -213,7 +213,7 @@ def ecg_segment_chunked(
     that fall in it (int64 ``(k,)``) and their :class:`Beats`, whose rows, stacked in order, are
     the matrix of one call on the whole recording; ``kept`` and the positions are the
     recording's. ``peaks`` are sorted: a tensor, or peaks held on disk
-    (:class:`~devicepipe.io.spill.Stored`), read a chunk's worth at a time. Each chunk is cut
+    (:class:`~devicepipe.core.spill.Stored`), read a chunk's worth at a time. Each chunk is cut
     with a halo longer than any beat, so a beat across a chunk border is cut whole."""
     fs = float(sampling_rate)
     if isinstance(peaks, torch.Tensor):

@@ -8,7 +8,6 @@ One module a concern:
 - :mod:`~devicepipe.io.wfdb_plain`: plain WFDB records, read without wfdb's slow header parse;
 - :mod:`~devicepipe.io.edf`: EDF, EDF+ and BDF recordings and their annotations;
 - :mod:`~devicepipe.io.chunks`: a recording's length from its header, and its samples a chunk at a time;
-- :mod:`~devicepipe.io.spill`: arrays that grow with a long recording, held on disk while it is worked through;
 - :mod:`~devicepipe.io.reference`: reference beats from annotations or tables;
 - :mod:`~devicepipe.io.timeline`: ordering by a time column, duplicates, gaps, the NaN policy;
 - :mod:`~devicepipe.io.raw`: what every reader returns, and column choice;

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.errors import ReadError
+from devicepipe.core.errors import ReadError
 from devicepipe.io.formats import format_of
 from devicepipe.io.formats.npy import npy_header
 from devicepipe.io.raw import ColumnSpec

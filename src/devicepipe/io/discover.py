@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.io.formats import RECORDING_SUFFIXES
 from devicepipe.prestart import LIST_SUFFIXES
 

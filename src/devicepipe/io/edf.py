@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from devicepipe.errors import ReadError
+from devicepipe.core.errors import ReadError
 from devicepipe.interop import convert
 from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from devicepipe.errors import ReadError
+from devicepipe.core.errors import ReadError
 
 __all__ = ["ColumnSpec", "RawSeries", "channel_names", "column_list", "pick_columns", "resolve_names"]
 

@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.device import resolve_device
-from devicepipe.errors import ReadError
+from devicepipe.core.device import resolve_device
+from devicepipe.core.errors import ReadError
+from devicepipe.core.units import parse_duration
 from devicepipe.interop import library_of
 from devicepipe.io.formats import ReadRequest, Span, format_of, known_formats
 from devicepipe.io.formats.npy import from_array, npy_error, npy_time_first
@@ -44,7 +45,6 @@ from devicepipe.io.timeline import (
     apply_nan_policy,
     order_by_time,
 )
-from devicepipe.units import parse_duration
 
 __all__ = [
     "Recording",

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from devicepipe.errors import ReadError
+from devicepipe.core.errors import ReadError
 from devicepipe.io.edf import EDF_SUFFIXES, read_edf_annotations
 from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES, times_from_arrow
 from devicepipe.io.wfdb import BEAT_SYMBOLS, read_beat_annotations

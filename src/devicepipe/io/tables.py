@@ -19,7 +19,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import torch
 
-from devicepipe.errors import ReadError
+from devicepipe.core.errors import ReadError
 from devicepipe.interop import convert
 from devicepipe.io.raw import ColumnSpec, RawSeries, pick_columns
 
@@ -339,7 +339,7 @@ def _explain_csv_error(
     decimal: str = ".",
 ) -> tuple[str, str | None]:
     """Find the first offending value (its line number and text) for a one-line error: the
-    problem and, where a setting would help, the fix (see :class:`~devicepipe.errors.DevicepipeError`)."""
+    problem and, where a setting would help, the fix (see :class:`~devicepipe.core.errors.DevicepipeError`)."""
     message = str(exc)
     read_opts = pacsv.ReadOptions(column_names=names, skip_rows=1 if header else 0, encoding=encoding)
     as_text = pacsv.ConvertOptions(

@@ -13,8 +13,8 @@ from typing import Any, Literal, get_args
 import numpy as np
 import torch
 
-from devicepipe.device import all_finite
-from devicepipe.errors import ReadError
+from devicepipe.core.device import all_finite
+from devicepipe.core.errors import ReadError
 from devicepipe.signal.resample import interpolate_nans
 
 __all__ = [

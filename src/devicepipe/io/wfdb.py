@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from devicepipe.errors import ReadError
+from devicepipe.core.errors import ReadError
 from devicepipe.interop import convert
 from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names
 from devicepipe.io.wfdb_plain import plain_header, read_plain
@@ -27,7 +27,7 @@ from devicepipe.io.write import atomic_path
 if TYPE_CHECKING:
     import wfdb
 
-    from devicepipe.io.spill import Stored
+    from devicepipe.core.spill import Stored
 
 __all__ = [
     "wfdb_sampling_rate",
@@ -329,7 +329,7 @@ def write_beat_annotations(
     across blocks exactly as ``wrann`` writes them (the same bytes, tested).
 
     ``samples`` are sample indices, shape ``(n_beats,)``, increasing: an array, or any sequence
-    of them read in slices (say :class:`~devicepipe.io.spill.Stored`, peaks held on disk), as
+    of them read in slices (say :class:`~devicepipe.core.spill.Stored`, peaks held on disk), as
     ``scores`` and ``flags`` may be too. Returns the file, or None when there are no beats (a
     WFDB annotation file cannot be empty).
     """

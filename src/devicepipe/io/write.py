@@ -27,7 +27,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import torch
 
-from devicepipe.errors import OutputError, is_disk_full
+from devicepipe.core.errors import OutputError, is_disk_full
 from devicepipe.io.tables import SAMPLING_RATE_KEY
 
 __all__ = [

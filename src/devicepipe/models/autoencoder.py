@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 
 __all__ = ["MLPAutoencoder", "MLPAutoencoderConfig"]
 

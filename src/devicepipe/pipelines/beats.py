@@ -9,12 +9,12 @@ from typing import Any
 
 import torch
 
-from devicepipe.device import resolve_device
+from devicepipe.core.device import resolve_device
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import (
     ecg_peaks,
 )
 from devicepipe.ecg.segment import SegmentMode
-from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
     Recording,
     ReferenceBeats,

@@ -11,6 +11,8 @@ import numpy as np
 import torch
 
 from devicepipe.artifacts import Made, write_artifacts
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.spill import Stored
 from devicepipe.ecg import (
     BeatQuality,
     Beats,
@@ -20,14 +22,12 @@ from devicepipe.ecg import (
     evaluate_beats,
 )
 from devicepipe.ecg.segment import SegmentMode
-from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
     Recording,
     ReferenceBeats,
     staged_dir,
     write_npy,
 )
-from devicepipe.io.spill import Stored
 from devicepipe.io.timeline import NanPolicy
 from devicepipe.outputs import (
     heart_rate_summary,

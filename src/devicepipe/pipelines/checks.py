@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.spill import Stored
 from devicepipe.ecg import (
     AAMI_CLASSES,
     EDGE_S,
@@ -20,12 +22,10 @@ from devicepipe.ecg import (
     evaluate_beats,
     label_beats,
 )
-from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
     Recording,
     ReferenceBeats,
 )
-from devicepipe.io.spill import Stored
 from devicepipe.pipelines import context
 from devicepipe.signal.blocks import median_of_parts
 

@@ -11,7 +11,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.device import free_memory, release_freed_memory
+from devicepipe.core.device import free_memory, release_freed_memory
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.spill import Spill, Stored
+from devicepipe.core.units import parse_duration
 from devicepipe.ecg import (
     Beats,
     detection_chunk,
@@ -19,7 +22,6 @@ from devicepipe.ecg import (
     ecg_segment_chunked,
     segment_kept_parts,
 )
-from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
     ReferenceBeats,
     read_series,
@@ -27,7 +29,6 @@ from devicepipe.io import (
 )
 from devicepipe.io.chunks import chunk_reader, recording_length, samples_at_most
 from devicepipe.io.read import check_rate, chosen_rate, header_sampling_rate
-from devicepipe.io.spill import Spill, Stored
 from devicepipe.outputs import remove_stale
 from devicepipe.pipelines import context
 from devicepipe.pipelines.beats_finish import BeatsOptions, beats_result, check_beats, write_beats
@@ -37,7 +38,6 @@ from devicepipe.pipelines.quality import excerpt_start, quality_stored, quality_
 from devicepipe.pipelines.reading import unknown_rate
 from devicepipe.pipelines.results import BeatsResult
 from devicepipe.summaries import HolterSummary
-from devicepipe.units import parse_duration
 
 BYTES_PER_SAMPLE = 12
 #: Samples per chunk when chunking starts by itself (2.3 h at 250 Hz, about 100 MB of working

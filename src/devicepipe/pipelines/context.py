@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from devicepipe.device import resolve_device
+from devicepipe.core.device import resolve_device
 from devicepipe.ecg.segment import SegmentMode
 from devicepipe.interop import TransferLedger
 from devicepipe.io import (

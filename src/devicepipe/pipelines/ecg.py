@@ -11,6 +11,7 @@ import torch
 
 from devicepipe.anomaly import BeatAnomalyDetector
 from devicepipe.artifacts import Made, write_artifacts
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import (
     BEAT_CLASSES,
     BeatQuality,
@@ -19,7 +20,6 @@ from devicepipe.ecg import (
     neighbours_in_rows,
 )
 from devicepipe.ecg.segment import SegmentMode
-from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
     Recording,
 )

@@ -10,6 +10,8 @@ from typing import Any
 import torch
 
 from devicepipe.anomaly import BeatAnomalyDetector, load_model
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.threads import ThreadChoice
 from devicepipe.ecg import (
     ALIGNED_WORDS,
     BASELINE_WORDS,
@@ -17,7 +19,6 @@ from devicepipe.ecg import (
     align_rows,
     baseline_rows,
 )
-from devicepipe.errors import DevicepipeError
 from devicepipe.io.read import input_fingerprint
 from devicepipe.learn import (
     DEFAULT_SCORER,
@@ -38,7 +39,6 @@ from devicepipe.score import Scores
 from devicepipe.scorers import SCORER_KINDS
 from devicepipe.signal.resample import resample_rows
 from devicepipe.summaries import RunSummary
-from devicepipe.threads import ThreadChoice
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from devicepipe.artifacts.names import CHECKPOINT_NAME
-from devicepipe.errors import OutputError
+from devicepipe.core.errors import OutputError
 from devicepipe.io.write import writing_output
 from devicepipe.learn import LearnSettings
 from devicepipe.pipelines.beats import run_beats_many

@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.spill import Spill, Stored
 from devicepipe.ecg import (
     POOR_QUALITY,
     QUALITY_WINDOW_S,
@@ -19,9 +21,7 @@ from devicepipe.ecg import (
     template_rows,
     typical_beat,
 )
-from devicepipe.errors import DevicepipeError
 from devicepipe.io.chunks import npy_rows
-from devicepipe.io.spill import Spill, Stored
 from devicepipe.pipelines import context
 from devicepipe.signal.blocks import lower_median_of_parts
 

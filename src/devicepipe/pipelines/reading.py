@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import (
     Beats,
     check_ecg,
@@ -16,7 +17,6 @@ from devicepipe.ecg import (
     ecg_segment,
 )
 from devicepipe.ecg.segment import SegmentMode
-from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
     Recording,
     read_series,

@@ -4,10 +4,10 @@ are the run's own, printed apart): one function per kind of run, looked up in
 
 from __future__ import annotations
 
+from devicepipe.core.units import format_duration
 from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
 from devicepipe.pipelines.results import BeatsResult, LearnResult
 from devicepipe.summaries import ABSENT, HolterSummary, LabelCount, RunSummary, flag_rule, held
-from devicepipe.units import format_duration
 from devicepipe.windows import DIRECTION_WORDS
 
 

@@ -10,7 +10,7 @@ import torch
 
 from devicepipe.anomaly import BeatAnomalyDetector
 from devicepipe.artifacts import Made, write_artifacts
-from devicepipe.device import resolve_device
+from devicepipe.core.device import resolve_device
 from devicepipe.ecg import (
     beat_quality,
     neighbours_in_rows,

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import label_beats
-from devicepipe.errors import DevicepipeError
 from devicepipe.io import Recording
 from devicepipe.io.reference import ReferenceBeats, read_reference
 from devicepipe.pipelines.checks import reference_in

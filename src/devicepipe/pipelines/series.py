@@ -12,8 +12,9 @@ import torch
 
 from devicepipe.anomaly import BeatAnomalyDetector
 from devicepipe.artifacts import Made, write_artifacts
-from devicepipe.device import resolve_device
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.device import resolve_device
+from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.units import format_duration, parse_duration
 from devicepipe.io import (
     Recording,
     TimeReport,
@@ -56,7 +57,6 @@ from devicepipe.pipelines.series_days import (
 from devicepipe.report import MAX_FLAGGED_ROWS, REPORT_NAME, FlaggedRows, write_report
 from devicepipe.score import group_scores, reconstruct
 from devicepipe.summaries import RunSummary
-from devicepipe.units import format_duration, parse_duration
 from devicepipe.windows import Departures, Windows, departures, flat_windows, make_windows
 
 

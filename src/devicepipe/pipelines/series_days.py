@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.io import ReferenceDays, read_reference_days
 from devicepipe.windows import Departures, Windows, windows_holding
 

@@ -14,14 +14,14 @@ import pyarrow.parquet as pq
 import torch
 
 from devicepipe.artifacts import Made, write_artifacts
-from devicepipe.device import free_memory
+from devicepipe.core.device import free_memory
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import (
     Beats,
     beat_quality,
     ecg_segment,
 )
 from devicepipe.ecg.segment import SegmentMode
-from devicepipe.errors import DevicepipeError
 from devicepipe.io import (
     Recording,
 )

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import torch
 from torch.nn import functional as F
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 
 #: The fewest rows :meth:`BeatAnomalyDetector.fit` learns from.
 MIN_ROWS = 10

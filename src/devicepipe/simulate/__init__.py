@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from devicepipe.device import resolve_device
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.device import resolve_device
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.io import write_csv, write_npy, write_parquet
 from devicepipe.signal.runs import true_runs
 from devicepipe.simulate.rhythm import Rhythm, plan_rhythm

@@ -43,12 +43,12 @@ from devicepipe.cli.printing import (
     console,
     print_run,
 )
+from devicepipe.core.units import parse_bytes
 from devicepipe.pipelines import (
     BEATS_MODE,
     BeatsOptions,
     run_beats,
 )
-from devicepipe.units import parse_bytes
 
 _OUT = Annotated[
     Path,

@@ -31,7 +31,7 @@ from devicepipe.cli.printing import (
     console,
     ms,
 )
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.io import check_output_dir
 
 

@@ -19,7 +19,7 @@ from devicepipe.cli.printing import (
     console,
     gib,
 )
-from devicepipe.device import device_report
+from devicepipe.core.device import device_report
 
 
 @app.command(cls=Command, short_help=summary("info"))

@@ -28,7 +28,7 @@ from devicepipe.cli.printing import (
     console,
     ms,
 )
-from devicepipe.device import device_report
+from devicepipe.core.device import device_report
 
 
 @app.command(cls=Command, short_help=summary("interop"))

@@ -31,9 +31,9 @@ from devicepipe.cli.options import (
 from devicepipe.cli.printing import (
     console,
 )
+from devicepipe.core.units import format_duration
 from devicepipe.io import read_series
 from devicepipe.io.channels import time_column_of
-from devicepipe.units import format_duration
 
 
 def _print_summary(summary: dict[str, Any], con: Console) -> None:

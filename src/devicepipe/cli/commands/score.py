@@ -43,7 +43,7 @@ from devicepipe.cli.printing import (
     console,
     print_run,
 )
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.pipelines import (
     model_input,
     run_score,

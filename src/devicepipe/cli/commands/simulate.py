@@ -15,6 +15,7 @@ from devicepipe.cli.application import (
 from devicepipe.cli.printing import (
     console,
 )
+from devicepipe.core.units import format_duration, parse_duration
 from devicepipe.simulate import (
     Rhythm,
     events_path,
@@ -24,7 +25,6 @@ from devicepipe.simulate import (
     write_simulated_ecg,
     write_simulated_load,
 )
-from devicepipe.units import format_duration, parse_duration
 
 
 @simulate_app.command("ecg", cls=Command, short_help="An ECG with known R peaks and ectopic beats.")

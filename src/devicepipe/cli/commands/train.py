@@ -52,6 +52,7 @@ from devicepipe.cli.printing import (
     epoch_bar,
     print_run,
 )
+from devicepipe.core.units import parse_bytes
 from devicepipe.pipelines import (
     BEAT_WIDTH,
     ECG_MODE,
@@ -60,7 +61,6 @@ from devicepipe.pipelines import (
     run_train,
 )
 from devicepipe.train import distributed, start_distributed
-from devicepipe.units import parse_bytes
 
 _BUDGET = Annotated[
     str | None,

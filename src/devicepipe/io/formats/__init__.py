@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import pyarrow as pa
 
-from devicepipe.errors import DevicepipeError, ReadError
+from devicepipe.core.errors import DevicepipeError, ReadError
 from devicepipe.io.formats.base import FileFormat, Format, ReadRequest, Span
 from devicepipe.io.formats.csv import CsvFormat
 from devicepipe.io.formats.edf import EdfFormat
@@ -59,7 +59,7 @@ def format_of(path: Path) -> Format | None:
 
 
 #: What the libraries formats read with raise for a file that is not what its name says (damaged,
-#: cut short, empty, in another format): said as a :class:`~devicepipe.errors.ReadError`. A
+#: cut short, empty, in another format): said as a :class:`~devicepipe.core.errors.ReadError`. A
 #: TypeError or AttributeError is no file's fault, and is left to be seen.
 FILE_FAULTS = (OSError, ValueError, IndexError, KeyError, EOFError, LookupError, pa.ArrowException)
 

@@ -10,7 +10,7 @@ from typing import ClassVar, Protocol
 
 import torch
 
-from devicepipe.errors import ReadError
+from devicepipe.core.errors import ReadError
 from devicepipe.io.raw import ColumnSpec, RawSeries
 
 __all__ = ["WHOLE", "FileFormat", "Format", "ReadRequest", "Span"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from devicepipe.errors import ReadError
+from devicepipe.core.errors import ReadError
 from devicepipe.io.edf import EDF_SUFFIXES, edf_header, read_edf
 from devicepipe.io.formats.base import FileFormat, ReadRequest
 from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names

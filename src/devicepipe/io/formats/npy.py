@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from devicepipe.device import resolve_device
-from devicepipe.errors import ReadError
+from devicepipe.core.device import resolve_device
+from devicepipe.core.errors import ReadError
 from devicepipe.interop import convert
 from devicepipe.io.formats.base import WHOLE, FileFormat, ReadRequest, Span
 from devicepipe.io.raw import ColumnSpec, RawSeries, channel_names, column_list, resolve_names

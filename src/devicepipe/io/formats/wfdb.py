@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from devicepipe.errors import ReadError
+from devicepipe.core.errors import ReadError
 from devicepipe.io.formats.base import FileFormat, ReadRequest
 from devicepipe.io.raw import ColumnSpec, RawSeries
 from devicepipe.io.wfdb import import_wfdb, is_wfdb_record, read_wfdb, record_base, wfdb_sampling_rate

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from devicepipe import __version__
-from devicepipe.errors import DeviceError
+from devicepipe.core.errors import DeviceError
 
 __all__ = [
     "all_finite",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 
 __all__ = ["format_duration", "parse_bytes", "parse_duration"]
 

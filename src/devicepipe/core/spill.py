@@ -20,7 +20,7 @@ from typing import Any, BinaryIO, cast
 import numpy as np
 import torch
 
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError
 
 __all__ = ["Spill", "Stored"]
 

@@ -29,8 +29,8 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from devicepipe.device import usable_cores
-from devicepipe.errors import DevicepipeError
+from devicepipe.core.device import usable_cores
+from devicepipe.core.errors import DevicepipeError
 
 __all__ = [
     "DETECTION_THREADS_FROM",
