@@ -28,8 +28,8 @@ from results_io import RESULTS, machine, write_results  # noqa: E402
 
 from devicepipe.ecg import classes  # noqa: E402
 from devicepipe.ecg.rhythm import beat_rhythm  # noqa: E402
-from devicepipe.holter import holter_summary  # noqa: E402
-from devicepipe.spectral_hrv import hrv_frequency  # noqa: E402
+from devicepipe.heart.holter import holter_summary  # noqa: E402
+from devicepipe.heart.spectral import hrv_frequency  # noqa: E402
 
 
 def main() -> int:

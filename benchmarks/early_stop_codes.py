@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from results_io import machine, parser, table, write_results
 from scipy.spatial import procrustes
 
-from devicepipe.learn import LearnSettings
+from devicepipe.learning.learn import LearnSettings
 from devicepipe.pipelines import run_demo, run_ecg
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ published figures.
 Each record is analysed as ``devicepipe beats RECORD`` analyses it with its defaults: the leads
 named as ECG leads read together, beats found on all of them at once, every beat classed on every
 lead (:func:`devicepipe.ecg.ecg_classes_leads`), the Holter summary made of them
-(:func:`devicepipe.holter.holter_summary`, no pause across a stretch with no signal). Scoring
+(:func:`devicepipe.heart.holter.holter_summary`, no pause across a stretch with no signal). Scoring
 (EC57): a detection matches a reference beat within 150 ms, each at most once, the first and last
 0.5 s not scored. Per class k: Se = reference beats of k matched and classed k over the reference
 beats of k; +P = those over the matched beats classed k; the false-positive rate = the matched beats
@@ -36,7 +36,7 @@ from results_io import machine, parser, table, write_results  # beside this scri
 from devicepipe.ecg import aami_class, ecg_peaks
 from devicepipe.ecg.classes import BeatClasses, ecg_classes_leads
 from devicepipe.ecg.flat import flat_stretches
-from devicepipe.holter import Holter, holter_summary
+from devicepipe.heart.holter import Holter, holter_summary
 from devicepipe.io import read_series
 from devicepipe.io.channels import choose_signal
 from devicepipe.io.wfdb import read_beat_annotations

@@ -21,14 +21,14 @@ import torch
 
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import ecg_peaks, evaluate_beats
-from devicepipe.ensemble import fit_ensemble
 from devicepipe.io import read_beat_annotations, read_series
-from devicepipe.learn import LearnSettings
+from devicepipe.learning.ensemble import fit_ensemble
+from devicepipe.learning.learn import LearnSettings
+from devicepipe.learning.score import roc_auc, score
+from devicepipe.learning.train import fit
 from devicepipe.models import LightVAE, LightVAEConfig
 from devicepipe.scale import StandardScaler
-from devicepipe.score import roc_auc, score
 from devicepipe.signal.resample import resample_rows
-from devicepipe.train import fit
 
 __all__ = [
     "ANNOTATED_RECORDS",

@@ -28,8 +28,8 @@ from evaluation import ecg5000_auc  # beside this script
 
 from devicepipe.bench.results import source_commit
 from devicepipe.io import read_beat_annotations
+from devicepipe.learning.score import roc_auc
 from devicepipe.pipelines import LearnSettings, run_ecg, run_series
-from devicepipe.score import roc_auc
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -18,8 +18,8 @@ from results_io import machine, parser, table, write_results  # beside this scri
 
 from devicepipe.core.device import usable_cores
 from devicepipe.core.threads import ONE_THREAD_BELOW_FLOPS, step_flops
+from devicepipe.learning.train import adam
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
-from devicepipe.train import adam
 
 CASES = [  # (name, model factory, rows per batch, row width)
     ("MLP 24-32-8 (series default)", lambda: MLPAutoencoder(MLPAutoencoderConfig(24, 32, 8)), 64, 24),

@@ -18,10 +18,10 @@ import numpy as np
 import torch
 
 from devicepipe.core.spill import Stored
-from devicepipe.heart import hrv, hrv_stored, nn_intervals
+from devicepipe.heart.rate import hrv, hrv_stored, nn_intervals
+from devicepipe.heart.spectral import hrv_frequency
 from devicepipe.io import Recording, write_beat_annotations, write_csv, write_json, write_parquet
 from devicepipe.io.read import recording_files
-from devicepipe.spectral_hrv import hrv_frequency
 from devicepipe.summaries import RunSummary
 
 #: Rows of a beat table built and written at a time.
@@ -126,7 +126,7 @@ def write_beat_files(
 def heart_rate_summary(
     peaks: torch.Tensor | Stored, sampling_rate: float, classes: np.ndarray | None = None
 ) -> dict[str, Any] | None:
-    """``summary.json``'s heart rate and HRV (cleaned NN intervals; see :mod:`devicepipe.heart`)
+    """``summary.json``'s heart rate and HRV (cleaned NN intervals; see :mod:`devicepipe.heart.rate`)
     of R peaks in memory or held on disk (read a part at a time), or None with fewer than three
     beats. With each beat's AAMI class (``classes``, ``(n,)``), the time domain and the spectrum
     take only the intervals between two N beats (ectopic beats and the intervals around them left

@@ -132,7 +132,7 @@ def plot_heart_rate(
     minute_s: float = 60.0,
 ) -> Figure:
     """Heart rate over the recording: each beat's rate from the RR interval before it (dots) and,
-    given ``minutes`` (each minute's index and median rate, as :func:`devicepipe.heart.minute_rates`
+    given ``minutes`` (each minute's index and median rate, as :func:`devicepipe.heart.rate.minute_rates`
     gives them), the median of each minute (line), in beats per minute against time
     (:func:`time_axis`: minutes, or hours for recordings over 3 hours).
 

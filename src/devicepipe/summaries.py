@@ -141,7 +141,7 @@ class Counts(Record):
 
 @_section
 class SpectralHRV(Record):
-    """Frequency-domain HRV (see :mod:`devicepipe.spectral_hrv`): band powers in ms², LF/HF,
+    """Frequency-domain HRV (see :mod:`devicepipe.heart.spectral`): band powers in ms², LF/HF,
     LF and HF in percent of LF + HF; a power is None where the window resolves none of its band."""
 
     vlf_ms2: float | None
@@ -159,7 +159,7 @@ class SpectralHRV(Record):
 
 @_section
 class HeartRate(Record):
-    """Time-domain HRV of the cleaned NN intervals (see :mod:`devicepipe.heart`); SDANN and the
+    """Time-domain HRV of the cleaned NN intervals (see :mod:`devicepipe.heart.rate`); SDANN and the
     SDNN index are None under three 5-minute segments."""
 
     nn_cleaning: str
@@ -395,7 +395,7 @@ class Distributed(Record):
 
 @_section
 class HolterSummary(Record):
-    """Each beat's AAMI class counted, and what a Holter report gives (see :mod:`devicepipe.holter`):
+    """Each beat's AAMI class counted, and what a Holter report gives (see :mod:`devicepipe.heart.holter`):
     burden per class (count, percent, per hour), events of each kind counted (``events``) and
     listed (``listed``, up to 100 of each), the longest and fastest run, the longest pause, the
     lowest and highest one-minute heart rate and when, and the share in atrial fibrillation."""

@@ -117,7 +117,7 @@ def test_summary_json_is_strict_json(tmp_path):
 
 
 def test_training_on_nan_is_refused_and_a_step_too_large_stops():
-    from devicepipe.ensemble import fit_ensemble
+    from devicepipe.learning.ensemble import fit_ensemble
     from devicepipe.models import MLPAutoencoder, MLPAutoencoderConfig
 
     def make(seed):
@@ -433,7 +433,7 @@ class _Payload:
 
 
 def test_a_checkpoint_that_would_run_code_is_refused(tmp_path, capfd):
-    from devicepipe.train import load_checkpoint
+    from devicepipe.learning.train import load_checkpoint
 
     torch.save({"epoch": 3, "payload": _Payload()}, tmp_path / "checkpoint.pt")
     with pytest.raises(DevicepipeError, match="cannot read checkpoint .* more than tensors and plain data"):

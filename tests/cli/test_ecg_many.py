@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from devicepipe.batch import Engine, run_dataset
-from devicepipe.learn import LearnSettings
+from devicepipe.learning.learn import LearnSettings
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 
 #: The files compared: what a run found and scored (figures are left out to keep the test short).
@@ -69,7 +69,7 @@ def whole(folder, tmp_path_factory):
     ],
 )
 def test_a_folder_run_stopped_at_any_stage_resumes_to_the_whole_run(folder, whole, tmp_path, monkeypatch, stage):
-    from devicepipe import train
+    from devicepipe.learning import train
     from devicepipe.pipelines import ecg
 
     _no_figures(monkeypatch)

@@ -37,9 +37,9 @@ def beats(*args):
 @pytest.mark.parametrize("mode", ["seed", "centered"])
 @pytest.mark.parametrize("parts", ["as shipped", "small parts"])
 def test_chunks_write_the_files_of_one_piece(tmp_path, monkeypatch, mode, parts):
-    from devicepipe import heart
     from devicepipe.core import spill
     from devicepipe.ecg import chunked, quality, ricker
+    from devicepipe.heart import rate as heart
     from devicepipe.io import wfdb
     from devicepipe.pipelines import context
     from devicepipe.signal import blocks

@@ -4,14 +4,14 @@ import numpy as np
 import torch
 
 from devicepipe.ecg import ecg_peaks, ecg_segment
-from devicepipe.ensemble import fit_ensemble, member_seeds
+from devicepipe.learning.ensemble import fit_ensemble, member_seeds
+from devicepipe.learning.score import embed, reconstruction_error
+from devicepipe.learning.train import fit
 from devicepipe.models import LightVAE, LightVAEConfig
 from devicepipe.scale import StandardScaler
-from devicepipe.score import embed, reconstruction_error
 from devicepipe.signal import find_peaks
 from devicepipe.signal.resample import resample_rows
 from devicepipe.simulate import simulate_ecg
-from devicepipe.train import fit
 
 
 def _beats(device: torch.device, seconds: float = 120, width: int = 64) -> torch.Tensor:

@@ -11,12 +11,12 @@ import torch
 
 from devicepipe.ecg import ecg_peaks
 from devicepipe.io import write_parquet
+from devicepipe.learning.score import embed
+from devicepipe.learning.train import fit
 from devicepipe.models import LightVAE, LightVAEConfig
 from devicepipe.pipelines import run_beats
 from devicepipe.scale import MinMaxScaler
-from devicepipe.score import embed
 from devicepipe.simulate import simulate_ecg, simulate_load
-from devicepipe.train import fit
 from devicepipe.windows import make_windows
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]

@@ -24,7 +24,7 @@ import pytest
 import wfdb
 
 from devicepipe.batch import Engine, run_dataset
-from devicepipe.learn import LearnSettings, SeriesLearnSettings
+from devicepipe.learning.learn import LearnSettings, SeriesLearnSettings
 from devicepipe.outputs import SUMMARY_SCHEMA
 from devicepipe.pipelines import run_beats, run_ecg, run_score, run_score_series, run_series, run_train
 from devicepipe.simulate import simulate_ecg, simulate_load, write_simulated_ecg, write_simulated_load

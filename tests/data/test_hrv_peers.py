@@ -7,7 +7,7 @@ import pytest
 
 from conftest import require_data
 from devicepipe.ecg import ecg_peaks
-from devicepipe.heart import hrv
+from devicepipe.heart.rate import hrv
 from devicepipe.io import read_series
 
 nk = pytest.importorskip("neurokit2", reason="NeuroKit2 (the dev extra) is the reference")
@@ -60,8 +60,8 @@ def test_time_domain_hrv_equals_neurokit2_on_real_recordings():
 
 
 def test_frequency_domain_hrv_within_2_percent_of_neurokit2_on_the_same_nn_intervals():
-    from devicepipe.heart import nn_intervals
-    from devicepipe.spectral_hrv import hrv_frequency
+    from devicepipe.heart.rate import nn_intervals
+    from devicepipe.heart.spectral import hrv_frequency
 
     compared = 0
     for record in _records():

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 import devicepipe as dp
 from conftest import require_data
 from devicepipe.cli import app
-from devicepipe.score import roc_auc
+from devicepipe.learning.score import roc_auc
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from devicepipe.artifacts import ARTIFACTS, Made, caption, write_artifacts
-from devicepipe.heart import minute_rates
+from devicepipe.heart.rate import minute_rates
 from devicepipe.pipelines import run_beats
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 

@@ -9,7 +9,7 @@ import torch
 from devicepipe.ecg import ecg_peaks
 from devicepipe.ecg.classes import BeatClasses, agree_on_ventricular, ecg_classes, ecg_classes_leads
 from devicepipe.ecg.rhythm import beat_rhythm
-from devicepipe.holter import holter_summary
+from devicepipe.heart.holter import holter_summary
 from devicepipe.simulate import Rhythm, simulate_ecg
 
 

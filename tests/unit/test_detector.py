@@ -285,7 +285,7 @@ def test_combined_scorer_is_the_mean_of_robust_z_scores():
 
     train_rows = combined.train_scores_.numel()
     assert train_rows == 180
-    from devicepipe.train import split_indices
+    from devicepipe.learning.train import split_indices
 
     rows, _ = split_indices(200, 0.1, 0, torch.device("cpu"))
     expected = (

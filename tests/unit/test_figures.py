@@ -11,7 +11,8 @@ from matplotlib.colors import to_rgba
 from matplotlib.patches import StepPatch
 
 from devicepipe.ecg import label_beats
-from devicepipe.learn import convergence_warning, recent_fall
+from devicepipe.learning.learn import convergence_warning, recent_fall
+from devicepipe.learning.score import latent_axes, latent_grid
 from devicepipe.plot import (
     plot_days,
     plot_extremes,
@@ -21,7 +22,6 @@ from devicepipe.plot import (
     plot_score_distribution,
     plot_training,
 )
-from devicepipe.score import latent_axes, latent_grid
 
 
 def test_interval_bins_are_whole_samples_so_no_comb_of_empty_bins():
@@ -229,7 +229,7 @@ def test_scores_above_the_colour_bar_s_range_are_said():
 
 
 def test_class_grid_runs_from_the_normal_codes_to_the_class_the_model_sets_farthest_apart():
-    from devicepipe.score import class_grid
+    from devicepipe.learning.score import class_grid
 
     rng = np.random.default_rng(3)
     normal = rng.normal(size=(500, 2)) * np.array([0.1, 1.0])  # normal codes spread along z1

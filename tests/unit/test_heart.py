@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from devicepipe import heart
 from devicepipe.core.errors import DevicepipeError
-from devicepipe.heart import hrv, nn_intervals
+from devicepipe.heart import rate as heart
+from devicepipe.heart.rate import hrv, nn_intervals
 
 
 def _peaks(intervals_samples):
@@ -102,8 +102,8 @@ def test_blocks_of_intervals_give_the_measures_of_one_block(monkeypatch):
 
 @pytest.mark.parametrize("block", [7, 100, 16_384])
 def test_hrv_of_peaks_on_disk_equals_hrv_in_memory(monkeypatch, block):
-    from devicepipe import heart
     from devicepipe.core.spill import Spill, Stored
+    from devicepipe.heart import rate as heart
 
     rng = np.random.default_rng(3)
     rr = rng.normal(200, 20, 4000).astype(np.int64)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from devicepipe.core.errors import DevicepipeError
-from devicepipe.spectral_hrv import hrv_frequency
+from devicepipe.heart.spectral import hrv_frequency
 
 
 def _modulated(duration_s: float, parts: list[tuple[float, float]], mean_ms: float = 800.0):
@@ -92,7 +92,7 @@ def test_the_summary_s_hrv_takes_only_intervals_between_two_normal_beats():
 def test_welch_psd_is_scipy_s_welch(n, per, nfft):
     from scipy import signal
 
-    from devicepipe.spectral_hrv import welch_psd
+    from devicepipe.heart.spectral import welch_psd
 
     x = np.random.default_rng(n).normal(size=n).cumsum()
     freq, psd = welch_psd(x, 4.0, per, nfft)
@@ -141,7 +141,7 @@ def _irregular(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def test_the_spline_built_in_pieces_is_the_whole_spline(seed):
     from scipy import interpolate
 
-    from devicepipe.spectral_hrv import spline_on_grid
+    from devicepipe.heart.spectral import spline_on_grid
 
     rr, t = _irregular(20_000, seed)
     grid = np.arange(t[0], t[-1], 0.05)
@@ -158,7 +158,7 @@ def test_the_spline_built_in_pieces_is_the_whole_spline(seed):
 def test_a_spline_of_one_piece_is_scipy_s_exactly():
     from scipy import interpolate
 
-    from devicepipe.spectral_hrv import spline_on_grid
+    from devicepipe.heart.spectral import spline_on_grid
 
     rr, t = _irregular(5_000, 3)
     grid = np.arange(t[0], t[-1], 0.01)
@@ -170,7 +170,7 @@ def test_a_million_beats_hold_what_one_piece_does_not_the_whole_spline():
 
     from scipy import interpolate
 
-    from devicepipe.spectral_hrv import MAX_GRID, spline_on_grid
+    from devicepipe.heart.spectral import MAX_GRID, spline_on_grid
 
     rr, t = _irregular(1_000_000, 4)  # about ten days of beats
     grid = np.linspace(t[0], t[-1], MAX_GRID)

@@ -6,13 +6,13 @@ import torch
 
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import ecg_peaks, ecg_segment
-from devicepipe.ensemble import fit_ensemble
+from devicepipe.learning.ensemble import fit_ensemble
+from devicepipe.learning.score import anomaly_threshold, embed, reconstruction_error, score
+from devicepipe.learning.train import epoch_noise, evaluate_loss, fit, load_checkpoint, split_indices
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig, Model
 from devicepipe.plot import plot_training
-from devicepipe.score import anomaly_threshold, embed, reconstruction_error, score
 from devicepipe.signal.resample import resample_rows
 from devicepipe.simulate import simulate_ecg
-from devicepipe.train import epoch_noise, evaluate_loss, fit, load_checkpoint, split_indices
 
 
 def _beats(n_seconds=240, seed=0, width=64, device="cpu"):
@@ -182,7 +182,7 @@ def test_rows_of_the_wrong_width_or_device_get_a_fix():
 def test_library_errors_name_python_arguments_not_cli_options(tmp_path, monkeypatch):
     from devicepipe.core.device import resolve_device
     from devicepipe.io import check_output_dir, read_series
-    from devicepipe.learn import LearnSettings
+    from devicepipe.learning.learn import LearnSettings
     from devicepipe.simulate import simulation_path
 
     (tmp_path / "nan.csv").write_text("x\n1\nnan\n2\n")
@@ -291,7 +291,7 @@ def test_run_series_takes_a_dataframe_with_a_datetime_index(tmp_path):
 
 
 def test_a_loss_that_stopped_changing_is_a_dead_model_not_a_converged_one():
-    from devicepipe.learn import convergence_warning, learning_failed, stuck_loss
+    from devicepipe.learning.learn import convergence_warning, learning_failed, stuck_loss
 
     flat = {"train": [0.03, 0.1535, 0.1535, 0.1535, 0.1535, 0.1535], "val": [0.147] * 6}
     assert stuck_loss(flat["train"]) and not stuck_loss([0.5, 0.4, 0.3, 0.29, 0.2899, 0.28985])
@@ -309,7 +309,7 @@ def test_a_loss_that_stopped_changing_is_a_dead_model_not_a_converged_one():
 
 
 def test_a_loss_that_grew_or_became_nan_is_a_failed_model():
-    from devicepipe.learn import convergence_warning, learning_failed
+    from devicepipe.learning.learn import convergence_warning, learning_failed
 
     # kept model ten times worse than the untrained one (initial), by hand
     grew = {"train": [1.1, 8.0, 700.0], "val": [3.4, 670.0, 99.0], "initial": 1.06, "best_epoch": None}

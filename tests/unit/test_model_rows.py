@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import torch
 
 import devicepipe as dp
-from devicepipe.learn import LearnSettings
+from devicepipe.learning.learn import LearnSettings
 from devicepipe.pipelines import run_ecg, run_score
 from devicepipe.pipelines.learning import beat_rows, model_rows
 from devicepipe.signal.resample import resample_rows

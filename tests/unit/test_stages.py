@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from devicepipe.learning.score import Scores
 from devicepipe.pipelines.scored import beat_counts, flagged_beats, score_views
 from devicepipe.report import MAX_FLAGGED_ROWS
-from devicepipe.score import Scores
 
 
 def _scores(values: list[float], threshold: float) -> Scores:

@@ -20,9 +20,10 @@ from devicepipe.artifacts.names import CHECKPOINT_NAME
 from devicepipe.core.device import resolve_device
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.threads import ThreadChoice, choose_threads, using_threads
-from devicepipe.learn import LearnSettings, train_models
+from devicepipe.learning.learn import LearnSettings, train_models
+from devicepipe.learning.score import Scores, reconstruction_error
+from devicepipe.learning.train import load_checkpoint, split_indices
 from devicepipe.models.kinds import MODEL_KINDS, Sizes
-from devicepipe.score import Scores, reconstruction_error
 from devicepipe.scorers import DEFAULT_SCORER, SCORER_KINDS, Fitting, Reference, Scorer
 from devicepipe.scorers.neighbours import (
     KNN_SHARE,
@@ -34,7 +35,6 @@ from devicepipe.scorers.neighbours import (
     quantile,
 )
 from devicepipe.signal.resample import resample_rows
-from devicepipe.train import load_checkpoint, split_indices
 
 #: The most rows a model trains on where the scores do not use it (see ``max_model_rows``):
 #: every beat of a 30-minute recording at up to 83 bpm, so that its maps are drawn as before.
@@ -74,7 +74,7 @@ class BeatAnomalyDetector:
     epochs : exactly this many epochs; None: until the validation loss stops improving
         (``patience`` epochs, ``min_improvement`` relative), at most ``max_epochs``.
     batch_size, lr, weight_decay, val_fraction, seed, bf16, threads : as
-        :class:`devicepipe.learn.LearnSettings` has them.
+        :class:`devicepipe.learning.learn.LearnSettings` has them.
     scorer : what a row's score is. ``"knn"``: the mean Euclidean distance from the (scaled,
         resampled) row to its ``neighbours`` nearest training rows (a training row's own score
         leaves itself out); ``"multiscale"``: that distance at the row's own resolution and

@@ -12,7 +12,7 @@ from torch import nn
 
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.interop import convert
-from devicepipe.score import embed, reconstruction_error
+from devicepipe.learning.score import embed, reconstruction_error
 
 
 def table_rows(X: Any, caller: str) -> torch.Tensor:

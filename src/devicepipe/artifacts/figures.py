@@ -9,7 +9,7 @@ import numpy as np
 
 from devicepipe.artifacts.made import Made
 from devicepipe.ecg import BEAT_CLASSES, POOR_QUALITY, label_beats, poor_stretches, stretch_medians
-from devicepipe.heart import minute_rates
+from devicepipe.heart.rate import minute_rates
 from devicepipe.plot import (
     plot_beats_excerpt,
     plot_days,

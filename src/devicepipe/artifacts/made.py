@@ -56,7 +56,7 @@ class Made:
     detector: Any = None  # a fitted BeatAnomalyDetector, for model.pt
     geometry: Mapping[str, Any] | None = None  # what rows the model takes (see BeatAnomalyDetector.save)
     classes: np.ndarray | None = None  # each R peak's AAMI class, ``(n,)`` (an ECG run in one piece)
-    events: Sequence[Any] | None = None  # the Holter events (devicepipe.holter.Event), in time order
+    events: Sequence[Any] | None = None  # the Holter events (devicepipe.heart.holter.Event), in time order
 
     @property
     def fs(self) -> float:

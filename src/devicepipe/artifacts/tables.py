@@ -9,7 +9,7 @@ import numpy as np
 
 from devicepipe.artifacts.made import Histories, Made
 from devicepipe.artifacts.names import MODEL_NAME
-from devicepipe.heart import minute_rates
+from devicepipe.heart.rate import minute_rates
 from devicepipe.io import write_csv, write_parquet
 
 

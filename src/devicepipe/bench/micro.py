@@ -20,9 +20,9 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from devicepipe.bench.timer import measure
 from devicepipe.ecg import ecg_peaks
+from devicepipe.learning.train import fit
 from devicepipe.models import LightVAE, LightVAEConfig
 from devicepipe.simulate import simulate_ecg
-from devicepipe.train import fit
 
 __all__ = ["CifarCNN", "SimpleClassifier", "SimpleMLP", "crossover", "run_micro"]
 

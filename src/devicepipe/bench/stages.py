@@ -21,13 +21,13 @@ from devicepipe.bench.limits import count_flops
 from devicepipe.bench.timer import measure
 from devicepipe.ecg import ecg_peaks, ecg_segment, evaluate_beats
 from devicepipe.io import read_series, write_csv, write_parquet
+from devicepipe.learning.score import reconstruction_error
+from devicepipe.learning.train import fit
 from devicepipe.models import LightVAE, LightVAEConfig
 from devicepipe.scale import MinMaxScaler
-from devicepipe.score import reconstruction_error
 from devicepipe.signal import convolve, find_peaks, ricker
 from devicepipe.signal.resample import resample_rows
 from devicepipe.simulate import simulate_ecg
-from devicepipe.train import fit
 
 __all__ = ["BenchInput", "STAGES", "beats_for_training", "prepare_input", "require", "run_stages"]
 

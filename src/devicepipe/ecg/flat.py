@@ -3,7 +3,7 @@
 A living heart's ECG is never exactly constant: even asystole shows baseline noise of a few
 quantisation steps. Where every lead holds one value for :data:`FLAT_MIN_S` or more, nothing
 was recorded, and the rhythm there cannot be read: no beat is found in it, and the interval
-across it is no pause (:func:`devicepipe.holter.holter_summary`'s ``no_signal``).
+across it is no pause (:func:`devicepipe.heart.holter.holter_summary`'s ``no_signal``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ __all__ = ["FLAT_BLOCK_S", "FLAT_MIN_S", "flat_blocks", "flat_stretches", "flat_
 
 #: Blocks (s) whose samples are compared: a block of one value on every lead is flat.
 FLAT_BLOCK_S = 0.25
-#: The shortest flat stretch reported, s: as long as the shortest pause (:data:`devicepipe.holter.PAUSE_S`),
+#: The shortest flat stretch reported, s: as long as the shortest pause (:data:`devicepipe.heart.holter.PAUSE_S`),
 #: so no shorter one can fake a pause.
 FLAT_MIN_S = 2.0
 

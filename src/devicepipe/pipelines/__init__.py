@@ -3,7 +3,7 @@
 Each ``run_*`` reads like the data flow: read -> segment -> (scale -> learn -> score) ->
 copy back -> write. The stages live in their own modules (:mod:`~devicepipe.io`,
 :mod:`~devicepipe.ecg`, :mod:`~devicepipe.windows`, :mod:`~devicepipe.scale`,
-:mod:`~devicepipe.learn`, :mod:`~devicepipe.score`, :mod:`~devicepipe.outputs`). These
+:mod:`~devicepipe.learning.learn`, :mod:`~devicepipe.learning.score`, :mod:`~devicepipe.outputs`). These
 functions never print; progress goes to optional callbacks. ``"auto"`` devices are resolved
 here, once.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from devicepipe.ecg import ecg_segment
 from devicepipe.io.chunks import recording_length
-from devicepipe.learn import LearnSettings, SeriesLearnSettings
+from devicepipe.learning.learn import LearnSettings, SeriesLearnSettings
 from devicepipe.pipelines.beats import run_beats, run_beats_many
 from devicepipe.pipelines.beats_finish import BeatsOptions
 from devicepipe.pipelines.checks import rate_warnings

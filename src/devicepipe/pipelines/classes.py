@@ -18,7 +18,7 @@ from devicepipe.ecg.classes import (
     ecg_classes_leads,
 )
 from devicepipe.ecg.flat import flat_stretches, flat_stretches_read
-from devicepipe.holter import Holter, holter_summary
+from devicepipe.heart.holter import Holter, holter_summary
 from devicepipe.io import Recording
 from devicepipe.pipelines.context import Run
 

@@ -9,7 +9,7 @@ import torch
 from devicepipe.io import (
     check_output_dir,
 )
-from devicepipe.learn import (
+from devicepipe.learning.learn import (
     LearnSettings,
 )
 from devicepipe.pipelines.context import EpochProgress, Progress

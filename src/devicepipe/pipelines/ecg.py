@@ -25,10 +25,11 @@ from devicepipe.io import (
 )
 from devicepipe.io.timeline import NanPolicy
 from devicepipe.io.write import holds_output
-from devicepipe.learn import (
+from devicepipe.learning.learn import (
     LearnSettings,
     check_before_start,
 )
+from devicepipe.learning.score import class_grid, latent_grid, reconstruct
 from devicepipe.models import LightVAEConfig, as_model
 from devicepipe.outputs import (
     heart_rate_summary,
@@ -62,7 +63,6 @@ from devicepipe.pipelines.scored import (
 )
 from devicepipe.report import FlaggedRows
 from devicepipe.scale import StandardScaler
-from devicepipe.score import class_grid, latent_grid, reconstruct
 
 
 @holds_output

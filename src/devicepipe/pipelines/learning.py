@@ -20,7 +20,7 @@ from devicepipe.ecg import (
     baseline_rows,
 )
 from devicepipe.io.read import input_fingerprint
-from devicepipe.learn import (
+from devicepipe.learning.learn import (
     DEFAULT_SCORER,
     SCORES_AT_STAKE,
     LearnSettings,
@@ -28,6 +28,7 @@ from devicepipe.learn import (
     kept_epoch,
     learning_failed,
 )
+from devicepipe.learning.score import Scores
 from devicepipe.outputs import (
     write_summary,
 )
@@ -35,7 +36,6 @@ from devicepipe.pipelines.context import EpochProgress, Run
 from devicepipe.pipelines.results import LearnResult
 from devicepipe.report import REPORT_NAME, FlaggedRows, write_report
 from devicepipe.scale import StandardScaler
-from devicepipe.score import Scores
 from devicepipe.scorers import SCORER_KINDS
 from devicepipe.signal.resample import resample_rows
 from devicepipe.summaries import RunSummary

@@ -20,7 +20,7 @@ from typing import Any
 from devicepipe.artifacts.names import CHECKPOINT_NAME
 from devicepipe.core.errors import OutputError
 from devicepipe.io.write import writing_output
-from devicepipe.learn import LearnSettings
+from devicepipe.learning.learn import LearnSettings
 from devicepipe.pipelines.beats import run_beats_many
 from devicepipe.pipelines.beats_finish import BeatsOptions
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from devicepipe.anomaly import BeatAnomalyDetector
-from devicepipe.learn import SCORES_AT_STAKE, learning_failed
+from devicepipe.learning.learn import SCORES_AT_STAKE, learning_failed
 from devicepipe.scorers import SCORER_KINDS
 
 #: A flagged share this many times the model's own (and at least :data:`MIN_EXCESS` above it)

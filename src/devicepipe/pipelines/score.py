@@ -20,6 +20,7 @@ from devicepipe.io import (
 )
 from devicepipe.io.timeline import NanPolicy
 from devicepipe.io.write import holds_output
+from devicepipe.learning.score import reconstruct
 from devicepipe.outputs import (
     heart_rate_summary,
     input_summary,
@@ -41,7 +42,6 @@ from devicepipe.pipelines.scored import (
     score_views,
 )
 from devicepipe.report import REPORT_NAME, write_report
-from devicepipe.score import reconstruct
 from devicepipe.signal.resample import resample_rows
 from devicepipe.summaries import RunSummary
 

@@ -14,9 +14,9 @@ from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import label_beats
 from devicepipe.io import Recording
 from devicepipe.io.reference import ReferenceBeats, read_reference
+from devicepipe.learning.score import Scores
 from devicepipe.pipelines.checks import reference_in
 from devicepipe.report import MAX_FLAGGED_ROWS
-from devicepipe.score import Scores
 
 __all__ = ["beat_counts", "flag_reason", "flagged_beats", "label_with_reference", "score_views"]
 

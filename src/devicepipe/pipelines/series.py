@@ -23,12 +23,13 @@ from devicepipe.io import (
 from devicepipe.io.channels import time_column_of
 from devicepipe.io.timeline import NanPolicy
 from devicepipe.io.write import holds_output
-from devicepipe.learn import (
+from devicepipe.learning.learn import (
     DEFAULT_SCORER,
     LearnSettings,
     SeriesLearnSettings,
     check_before_start,
 )
+from devicepipe.learning.score import group_scores, reconstruct
 from devicepipe.outputs import (
     input_summary,
     write_summary,
@@ -55,7 +56,6 @@ from devicepipe.pipelines.series_days import (
     reference_summary,
 )
 from devicepipe.report import MAX_FLAGGED_ROWS, REPORT_NAME, FlaggedRows, write_report
-from devicepipe.score import group_scores, reconstruct
 from devicepipe.summaries import RunSummary
 from devicepipe.windows import Departures, Windows, departures, flat_windows, make_windows
 

@@ -28,10 +28,11 @@ from devicepipe.io import (
 from devicepipe.io.discover import INDEX_NAME, find_recordings
 from devicepipe.io.timeline import NanPolicy
 from devicepipe.io.write import holds_output
-from devicepipe.learn import (
+from devicepipe.learning.learn import (
     LearnSettings,
     check_before_start,
 )
+from devicepipe.learning.train import distributed, distributed_summary
 from devicepipe.models import LightVAEConfig
 from devicepipe.pipelines.context import (
     BEAT_WIDTH,
@@ -50,7 +51,6 @@ from devicepipe.pipelines.reading import find_peaks, first_lead, no_beats, read_
 from devicepipe.pipelines.results import LearnResult
 from devicepipe.prestart import is_dataset
 from devicepipe.summaries import RunSummary
-from devicepipe.train import distributed, distributed_summary
 
 
 @dataclass(frozen=True)

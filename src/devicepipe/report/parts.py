@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from devicepipe.artifacts import caption
 from devicepipe.ecg.validated import NOT_DIAGNOSTIC, VALIDATED, VALIDATED_ON
-from devicepipe.holter import PAUSE_S
+from devicepipe.heart.holter import PAUSE_S
 from devicepipe.summaries import ABSENT, RunSummary, SpectralHRV
 
 

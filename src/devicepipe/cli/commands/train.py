@@ -53,6 +53,7 @@ from devicepipe.cli.printing import (
     print_run,
 )
 from devicepipe.core.units import parse_bytes
+from devicepipe.learning.train import distributed, start_distributed
 from devicepipe.pipelines import (
     BEAT_WIDTH,
     ECG_MODE,
@@ -60,7 +61,6 @@ from devicepipe.pipelines import (
     LearnSettings,
     run_train,
 )
-from devicepipe.train import distributed, start_distributed
 
 _BUDGET = Annotated[
     str | None,

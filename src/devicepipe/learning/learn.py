@@ -22,12 +22,12 @@ from torch import nn
 from devicepipe.artifacts.names import CHECKPOINT_NAME, ENSEMBLE_NAME
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.threads import check_thread_count, requested_threads
-from devicepipe.ensemble import Ensemble, fit_ensemble, save_ensemble
+from devicepipe.learning.ensemble import Ensemble, fit_ensemble, save_ensemble
+from devicepipe.learning.score import Scores, score
+from devicepipe.learning.train import History, distributed, fit, load_checkpoint, split_indices
 from devicepipe.models import as_model
-from devicepipe.score import Scores, score
 from devicepipe.scorers import DEFAULT_SCORER, SCORERS
 from devicepipe.scorers.neighbours import MIN_EFFECT
-from devicepipe.train import History, distributed, fit, load_checkpoint, split_indices
 
 __all__ = [
     "DEFAULT_SCORER",

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from devicepipe.heart import minute_rates
+from devicepipe.heart.rate import minute_rates
 from devicepipe.signal.runs import true_runs
 
 __all__ = ["AF_MIN_S", "PAUSE_S", "Event", "Holter", "holter_summary"]

@@ -4,7 +4,7 @@ The members' parameters are stacked (``stack_module_state``), one loss is evalua
 of them with ``vmap`` over ``functional_call``, and one Adam steps the stacked parameters;
 Adam works element by element, so this is the same arithmetic as N optimisers. Each member
 keeps its own initialisation, batch order and sampling noise (from its own seed, exactly as
-:func:`devicepipe.train.fit` draws them), and all share one train/validation split, so
+:func:`devicepipe.learning.train.fit` draws them), and all share one train/validation split, so
 member ``i`` ends where ``fit(make_model(seeds[i]), data, seed=seeds[i], split_seed=seed)``
 ends, within float tolerance.
 """
@@ -27,8 +27,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from devicepipe.core.device import full_float32
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.io.write import write_torch
-from devicepipe.models import as_model
-from devicepipe.train import (
+from devicepipe.learning.train import (
     EarlyStopping,
     History,
     PerRowLoss,
@@ -37,6 +36,7 @@ from devicepipe.train import (
     epoch_noise,
     split_indices,
 )
+from devicepipe.models import as_model
 
 __all__ = ["Ensemble", "fit_ensemble", "member_seeds", "save_ensemble"]
 
@@ -80,7 +80,7 @@ def fit_ensemble(
 
     ``make_model`` must return the model on ``data``'s device, initialised from the seed it is
     given. Returns the trained members; ``callback(epoch, mean train loss, mean val loss)``.
-    ``patience`` stops early as :func:`~devicepipe.train.fit` does, member by member: a member
+    ``patience`` stops early as :func:`~devicepipe.learning.train.fit` does, member by member: a member
     whose patience has run out keeps its best weights (and they stay its result while the
     others go on), so each member ends as it would trained alone; the loop ends when every
     member is done or after ``epochs``.

@@ -16,8 +16,8 @@ from torch import nn
 from devicepipe.core.device import full_float32
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.interop import convert
+from devicepipe.learning.train import check_finite_rows
 from devicepipe.models import as_model, model_rows
-from devicepipe.train import check_finite_rows
 
 __all__ = [
     "AnomalyEvaluation",
@@ -123,7 +123,7 @@ def score(
 
     The threshold is the ``percentile`` of the scores of ``train_rows`` (indices or a mask;
     all rows when None); rows scoring above it are flagged. Embeddings are the first
-    member's latent means. ``x`` takes what :func:`devicepipe.train.fit` takes (a tensor on the
+    member's latent means. ``x`` takes what :func:`devicepipe.learning.train.fit` takes (a tensor on the
     models' device, a ``Beats``, a NumPy array, ...).
     """
     members = models if isinstance(models, list) else [models]
