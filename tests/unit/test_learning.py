@@ -376,3 +376,28 @@ def test_the_training_figure_shows_the_untrained_loss_and_where_the_loss_became_
     assert ax.get_xlim()[0] <= 0 and ax.get_xlim()[1] >= 2  # from the untrained model to the epoch that failed
     plain = [t.get_text() for t in plot_training([h]).axes[0].get_legend().get_texts()]
     assert "loss NaN or infinite" not in plain
+
+
+def test_learn_settings_go_to_the_estimator_and_come_back_whole():
+    # the one mapping between a run's settings and the estimator's parameters, both ways
+    import dataclasses
+
+    from devicepipe.anomaly import BeatAnomalyDetector
+    from devicepipe.learning.learn import LearnSettings
+    from devicepipe.scorers import DEFAULT_SCORER
+
+    cases = [
+        LearnSettings(),
+        LearnSettings(epochs=7, batch_size=64, lr=1e-3, weight_decay=1e-5, val_fraction=0.2, seed=3, latent=4,
+                      ensemble=2, percentile=97.5, min_effect=0.3, threads=1, scorer="knn", neighbours=9),
+        LearnSettings(max_epochs=50, patience=5, min_improvement=0.01, percentile=99.9, scorer="reconstruction"),
+    ]  # fmt: skip
+    for settings in cases:
+        det = BeatAnomalyDetector.from_settings(settings, device="cpu", width=128)
+        assert det.get_params()["width"] == 128 and det.device == "cpu"
+        assert det.scorer == (settings.scorer or DEFAULT_SCORER)  # (none named: the default one)
+        # the scorer stays the estimator's parameter; every other setting comes back as it went
+        assert det.learn_settings() == dataclasses.replace(settings, scorer=None)
+    # a pipeline's default scorer, where the settings name none
+    det = BeatAnomalyDetector.from_settings(LearnSettings(), scorer="multiscale")
+    assert det.scorer == "multiscale"

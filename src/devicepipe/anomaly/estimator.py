@@ -207,7 +207,47 @@ class BeatAnomalyDetector:
 
     # ------------------------------------------------------------------ settings
 
-    def _settings(self) -> LearnSettings:
+    @classmethod
+    def from_settings(
+        cls,
+        settings: LearnSettings,
+        *,
+        device: str | torch.device = "auto",
+        scorer: str = DEFAULT_SCORER,
+        **model: Any,
+    ) -> BeatAnomalyDetector:
+        """The estimator of a learning run's settings (the command line's, a pipeline's): each
+        setting becomes the parameter of the same meaning (``percentile`` the ``contamination``
+        above it), ``scorer`` the scorer where the settings name none, ``model`` the model's own
+        choices (``model``, ``width``, ``scaling``, ``hidden``, ...). :meth:`learn_settings` gives
+        the settings back, so the mapping both ways is written here only."""
+        return cls(
+            scorer=settings.scorer or scorer,
+            neighbours="auto" if settings.neighbours is None else settings.neighbours,
+            contamination=(100.0 - settings.percentile) / 100.0,
+            min_effect=settings.min_effect,
+            device=str(device),
+            epochs=settings.epochs,
+            max_epochs=settings.max_epochs,
+            patience=settings.patience,
+            min_improvement=settings.min_improvement,
+            batch_size=settings.batch_size,
+            lr=settings.lr,
+            weight_decay=settings.weight_decay,
+            val_fraction=settings.val_fraction,
+            seed=settings.seed,
+            latent=settings.latent,
+            ensemble=settings.ensemble,
+            bf16=settings.bf16,
+            threads=settings.threads,
+            **model,
+        )
+
+    def learn_settings(self) -> LearnSettings:
+        """The training and scoring settings of this estimator's parameters (checked: one line
+        naming the first out of range), as :meth:`from_settings` takes them; the scorer stays
+        the estimator's own parameter (checked against its registry, to which a scorer may be
+        added), so the settings name none."""
         if self.model not in MODEL_KINDS:
             raise DevicepipeError(f"BeatAnomalyDetector: model={self.model!r} is not one of {sorted(MODEL_KINDS)}.")
         if self.scorer not in SCORER_KINDS:
@@ -262,8 +302,10 @@ class BeatAnomalyDetector:
             latent=self.latent,
             ensemble=self.ensemble,
             percentile=max(50.0, min(percentile, 99.999)),
+            min_effect=self.min_effect,
             bf16=self.bf16,
             threads=self.threads,
+            neighbours=None if self.neighbours == "auto" else int(self.neighbours),
         )
 
     @property
@@ -373,7 +415,7 @@ class BeatAnomalyDetector:
         ``threads_``, ``details_`` (embeddings, scores, spread and flags of the training rows,
         on the device) and ``train_scores_`` (the training split's sorted scores).
         """
-        settings = self._settings()
+        settings = self.learn_settings()
         if resume and checkpoint_dir is None:
             raise DevicepipeError("fit(): resume=True needs checkpoint_dir=, the directory of the checkpoint.")
         settings = LearnSettings(

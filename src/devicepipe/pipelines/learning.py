@@ -81,27 +81,7 @@ def make_detector(
 ) -> BeatAnomalyDetector:
     """The estimator a learning pipeline trains, from its settings (``scorer``: the pipeline's
     default when they name none); ``model`` its model's choices."""
-    return BeatAnomalyDetector(
-        scorer=settings.scorer or scorer,
-        neighbours="auto" if settings.neighbours is None else settings.neighbours,
-        contamination=(100.0 - settings.percentile) / 100.0,
-        min_effect=settings.min_effect,
-        device=str(device),
-        epochs=settings.epochs,
-        max_epochs=settings.max_epochs,
-        patience=settings.patience,
-        min_improvement=settings.min_improvement,
-        batch_size=settings.batch_size,
-        lr=settings.lr,
-        weight_decay=settings.weight_decay,
-        val_fraction=settings.val_fraction,
-        seed=settings.seed,
-        latent=settings.latent,
-        ensemble=settings.ensemble,
-        bf16=settings.bf16,
-        threads=settings.threads,
-        **model,
-    )
+    return BeatAnomalyDetector.from_settings(settings, device=device, scorer=scorer, **model)
 
 
 def learn(
