@@ -460,7 +460,7 @@ def test_fused_leads_errors():
     x = torch.zeros(2, 2000)
     with pytest.raises(DevicepipeError, match="leads must be 'each' or 'fuse'"):
         ecg_peaks(x, 250, leads="all")
-    with pytest.raises(DevicepipeError, match="needs method='ricker'"):
+    with pytest.raises(DevicepipeError, match=r"needs a method of \['ricker'\]"):
         ecg_peaks(x, 250, leads="fuse", method="seed")
     with pytest.raises(DevicepipeError, match=r"\(leads, time\) or \(batch, leads, time\)"):
         ecg_peaks(torch.zeros(2000), 250, leads="fuse")
@@ -755,3 +755,27 @@ def test_align_rows_undoes_known_shifts_of_the_qrs():
     np.testing.assert_allclose(aligned[:5, 60:120], template[60:120].expand(5, -1), atol=0.05)
     # rows that need no move keep their values exactly
     assert torch.equal(aligned[7:], rows[7:])
+
+
+def test_a_peak_method_declares_what_it_supports(monkeypatch):
+    # a new method is one entry: its options from its signature, refused where it declares no
+    # fused leads or chunks, the command's chunked path asked of the table rather than a name
+    from devicepipe.ecg import peaks as peak_module
+    from devicepipe.ecg.peaks import PeakMethod, methods_that, options_of
+    from devicepipe.pipelines.chunked import check_settings
+
+    def every_second(x, fs, *, spacing_s: float = 1.0):
+        step = max(1, int(spacing_s * fs))
+        cols = torch.arange(0, x.shape[-1], step).repeat(x.shape[0])
+        rows = torch.arange(x.shape[0]).repeat_interleave(cols.numel() // x.shape[0])
+        return rows, cols
+
+    monkeypatch.setitem(peak_module.ECG_PEAK_METHODS, "tick", PeakMethod(every_second))
+    assert options_of("tick") == ["spacing_s"] and "tick" not in methods_that("chunks")
+    assert methods_that("chunks") == methods_that("fused") == ["ricker"]
+    x = torch.zeros(2, 1000)
+    assert peak_module.ecg_peaks(x[0], 100.0, method="tick", spacing_s=2.0).tolist() == [0, 200, 400, 600, 800]
+    with pytest.raises(DevicepipeError, match="leads='fuse' needs a method of \\['ricker'\\]"):
+        peak_module.ecg_peaks(x, 100.0, method="tick", leads="fuse")
+    with pytest.raises(DevicepipeError, match="made for the ricker method, not tick"):
+        check_settings({"chunk": 1000, "method": "tick"})

@@ -1,5 +1,6 @@
 """The thread policy: one thread for a tiny model, the cores for a large one, explicit choices win."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -101,9 +102,9 @@ def test_detection_runs_short_inputs_on_one_thread_and_long_ones_on_the_threads_
 
     def spy(x, fs, **options):
         seen.append(torch.get_num_threads())
-        return ricker(x, fs, **options)
+        return ricker.find(x, fs, **options)
 
-    monkeypatch.setitem(peak_module.ECG_PEAK_METHODS, "ricker", spy)
+    monkeypatch.setitem(peak_module.ECG_PEAK_METHODS, "ricker", dataclasses.replace(ricker, find=spy))
     short = simulate_ecg(40.0, 250.0, seed=0).signal  # 10,000 samples
     long = short.repeat(DETECTION_THREADS_FROM // short.numel() + 1)  # just past the crossover
     with using_threads(2):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 import torch
@@ -16,17 +16,47 @@ from devicepipe.ecg.ricker import Ricker, check_input, ordinary, peaks_ricker
 from devicepipe.ecg.seed import peaks_seed
 from devicepipe.signal.peaks import split_by_row
 
-# each method maps (batch, time) and a rate to the (rows, columns) of its peaks, sorted
-ECG_PEAK_METHODS: dict[str, Callable[..., tuple[torch.Tensor, torch.Tensor]]] = {
-    "ricker": peaks_ricker,
-    "seed": peaks_seed,
-}
+#: What a peak method maps: ``(batch, time)`` and a rate in Hz (and its keyword settings) to the
+#: rows and columns of its peaks, sorted.
+FindPeaks = Callable[..., tuple[torch.Tensor, torch.Tensor]]
 
 
 def ricker_defaults() -> dict[str, float]:
     """The ``"ricker"`` method's settings and their defaults (seconds, ratios and factors; see
     the module docstring), as :func:`ecg_peaks` takes them by keyword."""
     return {f.name: f.default for f in fields(Ricker) if f.name != "fs" and f.default is not MISSING}
+
+
+@dataclass(frozen=True)
+class PeakMethod:
+    """A way to find R peaks, and what it supports: ``find`` (see :data:`FindPeaks`); ``fused``,
+    the same from the leads of a recording together (``ecg_peaks(..., leads="fuse")``; None:
+    not supported); ``chunks``, whether it finds the same peaks a chunk at a time (a recording
+    read in chunks, ``--chunk``); ``settings``, its keyword settings (None: ``find``'s
+    keyword-only parameters)."""
+
+    find: FindPeaks
+    fused: FindPeaks | None = None
+    chunks: bool = False
+    settings: Callable[[], list[str]] | None = None
+
+    def options(self) -> list[str]:
+        """The keyword settings the method accepts."""
+        if self.settings is not None:
+            return self.settings()
+        return [p.name for p in inspect.signature(self.find).parameters.values() if p.kind is p.KEYWORD_ONLY]
+
+
+#: Every peak method by name: a new one is one module and one line here.
+ECG_PEAK_METHODS: dict[str, PeakMethod] = {
+    "ricker": PeakMethod(peaks_ricker, fused=peaks_ricker_fused, chunks=True, settings=lambda: list(ricker_defaults())),
+    "seed": PeakMethod(peaks_seed),
+}
+
+
+def methods_that(supports: str) -> list[str]:
+    """The peak methods that support ``"chunks"`` or ``"fused"`` leads, by name."""
+    return [name for name, m in ECG_PEAK_METHODS.items() if (m.chunks if supports == "chunks" else m.fused)]
 
 
 def ecg_contrast(x: torch.Tensor, sampling_rate: float, **options: float) -> torch.Tensor:
@@ -46,10 +76,7 @@ def ecg_contrast(x: torch.Tensor, sampling_rate: float, **options: float) -> tor
 
 def options_of(method: str) -> list[str]:
     """The keyword settings a peak method accepts."""
-    if method == "ricker":
-        return list(ricker_defaults())
-    find = ECG_PEAK_METHODS[method]
-    return [p.name for p in inspect.signature(find).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    return ECG_PEAK_METHODS[method].options()
 
 
 def ecg_peaks(
@@ -83,9 +110,11 @@ def ecg_peaks(
     x = check_input(x, sampling_rate, "ecg_peaks()", leads=leads == "fuse")
     if method not in ECG_PEAK_METHODS:
         raise DevicepipeError(f"ecg_peaks(): unknown method {method!r}; choose one of {sorted(ECG_PEAK_METHODS)}.")
-    if leads == "fuse" and method != "ricker":
-        raise DevicepipeError(f"ecg_peaks(): leads='fuse' needs method='ricker', got {method!r}.")
-    find = ECG_PEAK_METHODS[method]
+    chosen = ECG_PEAK_METHODS[method]
+    fused = chosen.fused if leads == "fuse" else None
+    if leads == "fuse" and fused is None:
+        raise DevicepipeError(f"ecg_peaks(): leads='fuse' needs a method of {methods_that('fused')}, got {method!r}.")
+    find = chosen.find
     accepted = options_of(method)
     unknown = sorted(set(options) - set(accepted))
     if unknown:
@@ -93,10 +122,10 @@ def ecg_peaks(
             f"ecg_peaks(): method {method!r} has no option {unknown[0]!r}; its options are {accepted or 'none'}."
         )
     threads = using_threads(detection_threads(x.numel(), x.device))  # short inputs: one thread
-    if leads == "fuse":
+    if fused is not None:
         many = x.ndim == 3
         with threads, torch.inference_mode():
-            rows, cols = peaks_ricker_fused(x if many else x[None], float(sampling_rate), **options)
+            rows, cols = fused(x if many else x[None], float(sampling_rate), **options)
         rows, cols = ordinary(rows, cols)
         per_recording = split_by_row(rows, cols, x.shape[0] if many else 1)
         return per_recording if many else per_recording[0]

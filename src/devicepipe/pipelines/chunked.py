@@ -20,6 +20,7 @@ from devicepipe.ecg import (
     detection_chunk,
     ecg_peaks_fused_chunked_to,
     ecg_segment_chunked,
+    methods_that,
     segment_kept_parts,
 )
 from devicepipe.io import (
@@ -57,10 +58,11 @@ def check_settings(options: Mapping[str, Any]) -> None:
 
 
 def _check_chunk(chunk: int | str, method: str) -> None:
-    if method != "ricker":
+    if method not in methods_that("chunks"):
+        able = methods_that("chunks")
         raise DevicepipeError(
-            f"{{param}} is made for the ricker method, not {method}",
-            fix="use {method='ricker'}, or drop {chunk}.",
+            f"{{param}} is made for the {' or '.join(able)} method, not {method}",
+            fix=f"use {{method={able[0]!r}}}, or drop {{chunk}}.",
             param="chunk",
             value=method,
         )
@@ -86,7 +88,7 @@ def chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | N
                 raise unknown_rate(Path(source).name)
             return max(1, int(round(parse_duration(opts.chunk) * rate)))
         return int(opts.chunk)
-    if opts.method != "ricker" or opts.nan != "error":
+    if opts.method not in methods_that("chunks") or opts.nan != "error":
         return None
     budget = opts.memory_budget if opts.memory_budget is not None else free_memory(device) // 4
     try:
