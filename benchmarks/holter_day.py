@@ -32,19 +32,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
-from results_io import machine, parser, table, write_results  # beside this script
+from results_io import machine, parser, run_measured, table, write_results  # beside this script
 
-#: Where ``ours`` and ``base`` write their peak resident memory (VmHWM, kB) at exit.
-_MEASURED = (
-    "import atexit, runpy, sys\n"
-    "out = sys.argv.pop(1)\n"
-    "def hwm():\n"
-    "    kb = next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:'))\n"
-    "    open(out, 'w').write(kb)\n"
-    "atexit.register(hwm)\n"
-    "sys.argv[0] = 'devicepipe'\n"
-    "runpy.run_module('devicepipe', run_name='__main__')\n"
-)
 _SLEEPECG = (
     "import sys, time, numpy as np, sleepecg\n"
     "x = np.load(sys.argv[1]).astype(np.float64)\n"
@@ -68,18 +57,12 @@ def _ours(day: Path, out: Path, src: Path | None) -> dict[str, Any]:
     env = {**os.environ, **ONE_THREAD}
     if src is not None:
         env["PYTHONPATH"] = str(src)
-    args = ["beats", str(day), "--sampling-rate", "250", "--out", str(out)]
-    with tempfile.NamedTemporaryFile(suffix=".hwm") as fh:
-        started = time.perf_counter()
-        command = [sys.executable, "-c", _MEASURED, fh.name, *args]
-        proc = subprocess.run(command, capture_output=True, text=True, env=env)
-        wall = time.perf_counter() - started
-        kb = Path(fh.name).read_text().strip()
+    wall, peak, proc = run_measured(["beats", str(day), "--sampling-rate", "250", "--out", str(out)], env)
     if proc.returncode != 0:
         raise SystemExit(f"devicepipe beats failed ({proc.returncode}): {proc.stderr.strip()[-800:]}")
     summary = json.loads((out / "summary.json").read_text())
     peaks = pq.read_table(out / "beats.parquet", columns=["peak"])["peak"].to_numpy()
-    return {"wall_s": wall, "peak_rss_mib": int(kb) / 1024, "seconds": summary["seconds"], "peaks": peaks}
+    return {"wall_s": wall, "peak_rss_mib": peak / 2**20, "seconds": summary["seconds"], "peaks": peaks}
 
 
 def _sleepecg(day: Path, work: Path) -> dict[str, Any]:

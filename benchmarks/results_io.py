@@ -95,12 +95,16 @@ _MEASURED = (
 )
 
 
-def run_measured(args: list[str]) -> tuple[float, int, subprocess.CompletedProcess]:
-    """``devicepipe ARGS`` in a process of its own: wall seconds, its peak resident bytes (-1 when
-    it could not be read: the command failed before its exit), and the finished process."""
+def run_measured(
+    args: list[str], env: dict[str, str] | None = None
+) -> tuple[float, int, subprocess.CompletedProcess]:
+    """``devicepipe ARGS`` in a process of its own (``env``: its environment, default this
+    one's): wall seconds, its peak resident bytes (-1 when it could not be read: the command
+    failed before its exit), and the finished process."""
     with tempfile.NamedTemporaryFile(suffix=".hwm") as fh:
         started = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", _MEASURED, fh.name, *args], capture_output=True, text=True)
+        command = [sys.executable, "-c", _MEASURED, fh.name, *args]
+        proc = subprocess.run(command, capture_output=True, text=True, env=env)
         elapsed = time.perf_counter() - started
         text = Path(fh.name).read_text().strip()
     return elapsed, int(text) * 1024 if text else -1, proc
