@@ -87,6 +87,15 @@ def window_reference_sections(summary: RunSummary) -> list[Section]:
     ]
 
 
+def _window_sections(summary: RunSummary, files: dict[str, Path], flagged: FlaggedRows | None) -> list[Section]:
+    """What both series pages open with: the flagged windows, the flags against a reference, and
+    the anomalous windows' figures."""
+    sections = [] if flagged is None else [flagged_section(flagged, summary)]
+    sections.extend(window_reference_sections(summary))
+    sections.append(Section("Anomalous windows", figures=figure_list(files, ["days.png", "extremes.png"])))
+    return sections
+
+
 def series_page(
     summary: RunSummary,
     files: dict[str, Path],
@@ -95,7 +104,6 @@ def series_page(
     extra_html: Markup | None,
 ) -> tuple[list[tuple[str, str]], list[Section]]:
     """The facts and sections of a ``series`` run's page (``facts``: what was read, where)."""
-    sections: list[Section] = []
     w = summary.windows
     facts = [
         *learning_facts(summary, "windows"),
@@ -105,10 +113,7 @@ def series_page(
         ("windows with gaps filled", number(w.windows_with_filled_slots)),
         *facts,
     ]
-    if flagged is not None:
-        sections.append(flagged_section(flagged, summary))
-    sections.extend(window_reference_sections(summary))
-    sections.append(Section("Anomalous windows", figures=figure_list(files, ["days.png", "extremes.png"])))
+    sections = _window_sections(summary, files, flagged)
     codes = figure_list(files, ["latent.png"])
     sections.append(Section("Codes", model_use(summary, "windows"), figures=codes))
     sections.append(training_section(summary, files))
@@ -123,7 +128,6 @@ def score_series_page(
     extra_html: Markup | None,
 ) -> tuple[list[tuple[str, str]], list[Section]]:
     """The facts and sections of a ``score-series`` run's page (``facts``: what was read, where)."""
-    sections: list[Section] = []
     w = summary.windows
     facts = [
         ("windows flagged as anomalous", number(len(summary.flagged))),
@@ -137,10 +141,7 @@ def score_series_page(
         ("windows with gaps filled", number(w.windows_with_filled_slots)),
         *facts,
     ]
-    if flagged is not None:
-        sections.append(flagged_section(flagged, summary))
-    sections.extend(window_reference_sections(summary))
-    sections.append(Section("Anomalous windows", figures=figure_list(files, ["days.png", "extremes.png"])))
+    sections = _window_sections(summary, files, flagged)
     sections.append(
         Section(
             "Scores against the model's training windows",
