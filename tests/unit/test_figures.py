@@ -13,7 +13,7 @@ from matplotlib.patches import StepPatch
 from devicepipe.ecg import label_beats
 from devicepipe.learning.learn import convergence_warning, recent_fall
 from devicepipe.learning.score import latent_axes, latent_grid
-from devicepipe.plot import (
+from devicepipe.plots import (
     plot_days,
     plot_extremes,
     plot_generated,
@@ -177,7 +177,7 @@ def test_score_distribution_is_logarithmic_only_for_positive_scores():
 def test_heart_rate_and_quality_axes_are_in_a_unit_a_day_reads_in(hours, unit, end):
     # a day's heart rate against minutes reads 0-1440; past 3 hours the axes are in hours
     from devicepipe.ecg import POOR_QUALITY
-    from devicepipe.plot import plot_heart_rate, plot_quality
+    from devicepipe.plots import plot_heart_rate, plot_quality
 
     fs = 100.0
     peaks = np.arange(0, int(hours * 3600 * fs), 80)  # 75 bpm throughout
@@ -206,7 +206,7 @@ def test_runs_without_figures_do_not_load_matplotlib(tmp_path):
         f"devicepipe.pipelines.run_beats({str(tmp_path / 'e.parquet')!r}, {str(tmp_path / 'out')!r}, "
         "device='cpu', figures=False)\n"
         "print('matplotlib' in sys.modules)\n"
-        "from devicepipe.plot import plot_heart_rate\n"
+        "from devicepipe.plots import plot_heart_rate\n"
         "plot_heart_rate(sim.r_peaks.numpy(), 250.0)\n"
         "print('matplotlib.figure' in sys.modules)\n"
     )
@@ -257,7 +257,7 @@ def test_class_grid_runs_from_the_normal_codes_to_the_class_the_model_sets_farth
 
 def test_latent_coloured_by_class_draws_the_rare_class_on_top_and_names_each():
     from devicepipe.artifacts.figures import CLASS_WORDS
-    from devicepipe.plot_events import CLASS_COLOURS
+    from devicepipe.plots.events import CLASS_COLOURS
 
     rng = np.random.default_rng(4)
     emb = rng.normal(size=(120, 2))
@@ -276,7 +276,7 @@ def test_latent_coloured_by_class_draws_the_rare_class_on_top_and_names_each():
 def test_event_strips_mark_the_reference_s_beats_that_were_never_detected(tmp_path):
     # a strip said "every beat lettered with its class" while beats the run missed were drawn
     # unlettered: they are marked "missed", where they are, and only they
-    from devicepipe.plot_events import plot_event_strips
+    from devicepipe.plots.events import plot_event_strips
 
     fs = 250.0
     peaks = np.arange(1, 40) * 250  # a beat a second

@@ -10,7 +10,7 @@ from devicepipe.learning.ensemble import fit_ensemble
 from devicepipe.learning.score import anomaly_threshold, embed, reconstruction_error, score
 from devicepipe.learning.train import epoch_noise, evaluate_loss, fit, load_checkpoint, split_indices
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig, Model
-from devicepipe.plot import plot_training
+from devicepipe.plots import plot_training
 from devicepipe.signal.resample import resample_rows
 from devicepipe.simulate import simulate_ecg
 

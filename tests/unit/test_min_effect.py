@@ -77,7 +77,7 @@ def test_min_effect_is_checked_said_and_saved(tmp_path):
 
 
 def test_the_extremes_figure_tells_a_flag_from_a_score_above_the_threshold_too_small_to_flag():
-    from devicepipe.plot import plot_extremes
+    from devicepipe.plots import plot_extremes
 
     rows = np.zeros((4, 8))
     scores = np.array([9.0, 8.0, 1.0, 0.5])

@@ -16,7 +16,7 @@ from devicepipe.artifacts import figures, tables
 from devicepipe.artifacts.made import Artifact, Histories, Made
 from devicepipe.artifacts.names import CHECKPOINT_NAME, ENSEMBLE_NAME, MODEL_NAME
 from devicepipe.artifacts.tables import write_history
-from devicepipe.plot import save_figure
+from devicepipe.plots import save_figure
 
 LEARNING = ("ecg", "train", "series")
 

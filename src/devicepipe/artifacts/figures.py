@@ -10,7 +10,7 @@ import numpy as np
 from devicepipe.artifacts.made import Made
 from devicepipe.ecg import BEAT_CLASSES, POOR_QUALITY, label_beats, poor_stretches, stretch_medians
 from devicepipe.heart.rate import minute_rates
-from devicepipe.plot import (
+from devicepipe.plots import (
     plot_beats_excerpt,
     plot_days,
     plot_extremes,
@@ -22,7 +22,7 @@ from devicepipe.plot import (
     plot_score_distribution,
     plot_training,
 )
-from devicepipe.plot_events import CLASS_COLOURS, plot_event_strips
+from devicepipe.plots.events import CLASS_COLOURS, plot_event_strips
 
 #: Each beat class in a word or two, for legends and titles.
 CLASS_WORDS = {name: words.split(" (")[0] for name, words in BEAT_CLASSES.items()}

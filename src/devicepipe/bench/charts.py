@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from devicepipe.plot import new_figure
+from devicepipe.plots import new_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

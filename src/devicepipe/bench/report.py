@@ -18,7 +18,7 @@ from devicepipe.bench.results import compare, load_result
 from devicepipe.bench.run import SECTIONS, bench_devices, check_only, run_benchmarks
 from devicepipe.bench.tables import achieved_cells, format_ratio, format_seconds, markdown
 from devicepipe.io import atomic_path, write_json
-from devicepipe.plot import save_figure
+from devicepipe.plots import save_figure
 from devicepipe.report import REPORT_NAME
 from devicepipe.report import write_report as write_page
 

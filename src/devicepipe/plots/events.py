@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from devicepipe.plot import new_figure
+from devicepipe.plots.base import new_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
