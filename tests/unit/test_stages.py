@@ -78,3 +78,24 @@ def test_what_the_command_line_says_of_training_by_hand():
     assert final_loss(s) == "final loss 1.5 (mean of 2 members)"
     assert label_lines(s) == ["flagged by reference label (a.atr): V 3 of 4"]
     assert label_lines(RunSummary()) == []
+
+
+def test_every_figure_a_page_shows_is_declared_and_every_declared_one_is_shown():
+    # the pages name their figures; each name must be an output file of ARTIFACTS (its caption
+    # comes from there), and each figure a kind of run makes must be shown by some page
+    import ast
+    from pathlib import Path
+
+    import devicepipe.report
+    from devicepipe.artifacts import ARTIFACTS
+
+    shown = set()
+    for path in Path(devicepipe.report.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(".png"):
+                if len(node.value) > len(".png"):
+                    shown.add(node.value)
+    declared = {a.name for a in ARTIFACTS}
+    made = {a.name for a in ARTIFACTS if a.name.endswith(".png") and a.makes}
+    assert shown and shown <= declared, shown - declared
+    assert made <= shown, made - shown
