@@ -46,7 +46,10 @@ FORMATS: tuple[Format, ...] = (
     EdfFormat(),
 )
 #: The suffixes of the files that name a recording, every format's: what a folder's recordings end in.
-RECORDING_SUFFIXES: tuple[str, ...] = tuple(dict.fromkeys(s for fmt in FORMATS for s in fmt.suffixes))
+#: (The labelled formats' first: a .tsv is a CSV/TSV before it is a rate-stating TSV.)
+RECORDING_SUFFIXES: tuple[str, ...] = tuple(
+    dict.fromkeys(s for fmt in sorted(FORMATS, key=lambda f: not f.label) for s in fmt.suffixes)
+)
 #: The formats as the commands' help lists them ("CSV/TSV, Parquet, ...").
 FORMAT_LABELS = ", ".join(fmt.label for fmt in sorted(FORMATS, key=lambda f: f.names_records) if fmt.label)
 
