@@ -31,10 +31,12 @@ def test_ectopic_beats_are_found(name, floor):
 def test_ventricular_beats_where_they_are_a_family():
     v106 = _scored("mitdb_v", "106")["classes"]["V"]
     v200 = _scored("mitdb_v", "200")["classes"]["V"]
-    for v, se in ((v106, 0.97), (v200, 0.89)):
+    for v, se in ((v106, 0.97), (v200, 0.92)):
         assert v["tp"] >= se * v["truth"], v
         assert v["tp"] >= 0.98 * v["given"], v  # +P
         assert v["others_given"] <= 0.01 * v["others"], v  # no more than 1 % of the other beats called V
+    # 200's on-time beats of its ventricular family are V, not fusion (22 were F before)
+    assert v200["called"]["F"] <= 1, v200
 
 
 def test_noise_is_not_ventricular():
