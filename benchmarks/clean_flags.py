@@ -32,8 +32,8 @@ from results_io import heading, machine, parser, table, write_results
 import devicepipe as dp
 from devicepipe.ecg import label_beats
 from devicepipe.pipelines.learning import model_rows
-from devicepipe.scale import StandardScaler
 from devicepipe.scorers.neighbours import MIN_EFFECT
+from devicepipe.signal.scale import StandardScaler
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("DEVICEPIPE_DATA", ROOT.parent / "shared" / "data"))

@@ -27,8 +27,8 @@ from devicepipe.learning.learn import LearnSettings
 from devicepipe.learning.score import roc_auc, score
 from devicepipe.learning.train import fit
 from devicepipe.models import LightVAE, LightVAEConfig
-from devicepipe.scale import StandardScaler
 from devicepipe.signal.resample import resample_rows
+from devicepipe.signal.scale import StandardScaler
 
 __all__ = [
     "ANNOTATED_RECORDS",

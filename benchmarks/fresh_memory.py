@@ -33,7 +33,7 @@ import json, os, sys, time
 os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 os.environ["THP_MEM_ALLOC_ENABLE"] = "1"
 import torch
-from devicepipe.scale import MinMaxScaler
+from devicepipe.signal.scale import MinMaxScaler
 threads, gib, calls, samples = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 torch.set_num_threads(threads)
 pretouch_s = None

@@ -24,7 +24,7 @@ from results_io import machine, parser, table, write_results
 CHILD = """
 import json, time, torch
 torch.set_num_threads(1)
-from devicepipe.scale import MinMaxScaler
+from devicepipe.signal.scale import MinMaxScaler
 x = torch.randn(20_000_000)
 out = {"alloc_fill_ms": [], "fit_transform_ms": []}
 for _ in range(CALLS):

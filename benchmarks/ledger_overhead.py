@@ -30,7 +30,7 @@ import torch
 
 from devicepipe.bench.results import source_commit
 from devicepipe.core.device import device_report
-from devicepipe.interop import count_transfers
+from devicepipe.core.interop import count_transfers
 from devicepipe.io import write_parquet
 from devicepipe.pipelines import LearnSettings, run_ecg
 from devicepipe.simulate import simulate_ecg

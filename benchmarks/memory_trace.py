@@ -58,8 +58,8 @@ def _sampling(peaks: dict[str, float], where: list[str]):
 
 
 def child_beats(path: str, out: str) -> dict:
-    from devicepipe import timing
     from devicepipe.cli import app
+    from devicepipe.core import timing
 
     where, peaks = ["outside"], {}
     original = timing.StageTimer.stage

@@ -37,7 +37,7 @@ def test_ecg_end_to_end_small(tmp_path):
     assert f"flagged as anomalous ({rule})" in " ".join(result.stdout.split())
     assert f"flagged ({rule})" in (out / "report.html").read_text(encoding="utf-8")
     assert summary["scorer"]["min_effect"] == 0.15
-    from devicepipe.summaries import flag_rule, read_summary
+    from devicepipe.artifacts.summaries import flag_rule, read_summary
 
     assert flag_rule(read_summary(summary)) == rule
     del summary["scorer"]["min_effect"]  # a scorer that measures no effect (knn, reconstruction)

@@ -8,8 +8,8 @@ import numpy as np
 import wfdb
 from typer.testing import CliRunner
 
+from devicepipe.artifacts.write import remove_stale
 from devicepipe.cli import app
-from devicepipe.outputs import remove_stale
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 
 runner = CliRunner()

@@ -8,9 +8,9 @@ from devicepipe.learning.ensemble import fit_ensemble, member_seeds
 from devicepipe.learning.score import embed, reconstruction_error
 from devicepipe.learning.train import fit
 from devicepipe.models import LightVAE, LightVAEConfig
-from devicepipe.scale import StandardScaler
 from devicepipe.signal import find_peaks
 from devicepipe.signal.resample import resample_rows
+from devicepipe.signal.scale import StandardScaler
 from devicepipe.simulate import simulate_ecg
 
 

@@ -10,7 +10,7 @@ from conftest import require_data
 from devicepipe.ecg import ecg_peaks, ecg_peaks_chunked
 from devicepipe.io import read_series
 from devicepipe.io.chunks import chunk_reader, iter_chunks, recording_length
-from devicepipe.scale import MinMaxScaler, StandardScaler
+from devicepipe.signal.scale import MinMaxScaler, StandardScaler
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 
 

@@ -15,9 +15,9 @@ from devicepipe.learning.score import embed
 from devicepipe.learning.train import fit
 from devicepipe.models import LightVAE, LightVAEConfig
 from devicepipe.pipelines import run_beats
-from devicepipe.scale import MinMaxScaler
+from devicepipe.signal.scale import MinMaxScaler
+from devicepipe.signal.windows import make_windows
 from devicepipe.simulate import simulate_ecg, simulate_load
-from devicepipe.windows import make_windows
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 

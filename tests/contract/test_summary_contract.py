@@ -7,7 +7,7 @@ value; the shape of a list's first element) with ``summary_contract.json`` besid
 
 The golden file was made by this code and guards against change, not for correctness (the other
 tests check the values): a change of shape must be deliberate. Then bump
-:data:`devicepipe.outputs.SUMMARY_SCHEMA` where a reader could break (a key renamed, removed or
+:data:`devicepipe.artifacts.write.SUMMARY_SCHEMA` where a reader could break (a key renamed, removed or
 retyped; an added key needs no bump), and rewrite the file with
 ``DEVICEPIPE_UPDATE_CONTRACT=1 pytest tests/contract``.
 """
@@ -23,9 +23,9 @@ import pyarrow.parquet as pq
 import pytest
 import wfdb
 
+from devicepipe.artifacts.write import SUMMARY_SCHEMA
 from devicepipe.batch import Engine, run_dataset
 from devicepipe.learning.learn import LearnSettings, SeriesLearnSettings
-from devicepipe.outputs import SUMMARY_SCHEMA
 from devicepipe.pipelines import run_beats, run_ecg, run_score, run_score_series, run_series, run_train
 from devicepipe.simulate import simulate_ecg, simulate_load, write_simulated_ecg, write_simulated_load
 
@@ -103,7 +103,7 @@ def test_every_summary_keeps_its_shape(written):
 def test_every_summary_is_its_typed_record_written_out(written):
     # the typed summaries declare every key of the contract (nothing left in `extra`), and
     # reading and writing one gives back exactly what the pipeline wrote
-    from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary, read_summary
+    from devicepipe.artifacts.summaries import ABSENT, DatasetSummary, RunSummary, read_summary
 
     for name, summary in written.items():
         if not isinstance(summary, dict):

@@ -71,7 +71,7 @@ def test_intervals_and_times_of_different_shapes_are_refused():
 def test_the_summary_s_hrv_takes_only_intervals_between_two_normal_beats():
     import torch
 
-    from devicepipe.outputs import heart_rate_summary
+    from devicepipe.artifacts.write import heart_rate_summary
 
     rr, t = _modulated(300, [(30.0, 0.1)])
     peaks = torch.as_tensor(np.round(np.concatenate([[0.0], t]) * 250).astype(np.int64))

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from devicepipe.core.errors import DevicepipeError
-from devicepipe.interop import (
+from devicepipe.core.interop import (
     CopyRefusedError,
     ReadOnlyMemoryWarning,
     convert,
@@ -137,7 +137,7 @@ def test_unsupported_inputs_are_clear():
 def test_library_detection_imports_nothing():
     code = (
         "import sys\n"
-        "from devicepipe.interop import library_of\n"
+        "from devicepipe.core.interop import library_of\n"
         "F = type('Series', (), {'__module__': 'polars.series.series'})\n"
         "G = type('ndarray', (), {'__module__': 'cupy._core.core'})\n"
         "print(library_of(F()), library_of(G()), 'polars' in sys.modules, 'cupy' in sys.modules)\n"
@@ -225,7 +225,7 @@ def test_counting_transfers_does_not_load_the_compiler():
     # a second of every command's start on the CPU, for a compiler nothing here uses
     code = (
         "import sys, torch\n"
-        "from devicepipe.interop import count_transfers\n"
+        "from devicepipe.core.interop import count_transfers\n"
         "with count_transfers() as ledger:\n"
         "    float((torch.ones(3) * 2).sum())\n"
         "assert ledger.device_to_host == 0\n"

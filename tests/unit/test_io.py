@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from devicepipe.core.errors import ReadError
-from devicepipe.interop import shares_memory
+from devicepipe.core.interop import shares_memory
 from devicepipe.io import (
     atomic_path,
     read_reference,
@@ -489,7 +489,7 @@ def test_the_beat_table_written_in_parts_holds_each_beat_once(tmp_path, monkeypa
     # change a row (the interval before a part's first beat comes from the part before)
     import pyarrow.csv as pacsv
 
-    from devicepipe import outputs
+    from devicepipe.artifacts import write as outputs
 
     monkeypatch.setattr(outputs, "TABLE_PART", part)
     fs = 250.0

@@ -10,8 +10,8 @@ from devicepipe.anomaly import load_model
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import label_beats
 from devicepipe.pipelines.learning import model_rows
-from devicepipe.scale import StandardScaler
 from devicepipe.scorers.neighbours import MIN_EFFECT, typical_size
+from devicepipe.signal.scale import StandardScaler
 
 
 def rows_of(signal: torch.Tensor, fs: float) -> tuple[torch.Tensor, object]:

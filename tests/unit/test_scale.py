@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from devicepipe.core.errors import DevicepipeError
-from devicepipe.scale import MinMaxScaler, StandardScaler
+from devicepipe.signal.scale import MinMaxScaler, StandardScaler
 
 sk = pytest.importorskip("sklearn.preprocessing")
 

@@ -61,8 +61,8 @@ def test_every_pipeline_has_its_page_its_figures_and_the_folder_ones_their_group
 
 
 def test_what_the_command_line_says_of_training_by_hand():
+    from devicepipe.artifacts.summaries import Epochs, FinalLoss, LabelCount, Reference, RunSummary, Threads
     from devicepipe.pipelines.says import final_loss, label_lines, training_line
-    from devicepipe.summaries import Epochs, FinalLoss, LabelCount, Reference, RunSummary, Threads
 
     s = RunSummary(
         epochs=Epochs(run=[12, 14], kept=[9, 14], stopped_early=[True, False], limit=200),

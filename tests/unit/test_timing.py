@@ -4,11 +4,11 @@ import json
 
 import torch
 
-from devicepipe.interop import TransferLedger
+from devicepipe.core.interop import TransferLedger
+from devicepipe.core.timing import UNCOUNTED_STAGES, StageTimer
 from devicepipe.io import write_parquet
 from devicepipe.pipelines import beats_finish, run_beats
 from devicepipe.simulate import simulate_ecg
-from devicepipe.timing import UNCOUNTED_STAGES, StageTimer
 
 
 def test_stages_add_up_and_training_is_not_counted():

@@ -38,8 +38,8 @@ def test_the_report_quotes_the_committed_evaluation(quoted):
 def test_the_rhythm_tile_names_the_kind_of_fibrillation():
     from types import SimpleNamespace
 
+    from devicepipe.artifacts.summaries import ABSENT
     from devicepipe.report.parts import _af_words
-    from devicepipe.summaries import ABSENT
 
     def h(episodes, share, kind):
         return SimpleNamespace(events={"afib": episodes}, af_share=share, af_kind=kind)

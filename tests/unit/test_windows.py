@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from devicepipe.core.errors import DevicepipeError
-from devicepipe.windows import departures, flat_windows, make_windows, windows_holding
+from devicepipe.signal.windows import departures, flat_windows, make_windows, windows_holding
 
 HOUR_NS = 3_600_000_000_000
 DAY0 = int(np.datetime64("2021-03-01T00:00", "ns").view(np.int64))

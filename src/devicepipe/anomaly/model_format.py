@@ -11,7 +11,7 @@ import torch
 import devicepipe
 from devicepipe.io.write import write_torch
 from devicepipe.models import as_model
-from devicepipe.scale import MinMaxScaler, StandardScaler
+from devicepipe.signal.scale import MinMaxScaler, StandardScaler
 
 #: What a model file says it is; files of another format are refused with one line.
 MODEL_FORMAT = "devicepipe-model"

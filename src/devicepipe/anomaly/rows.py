@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from devicepipe.core.errors import DevicepipeError
-from devicepipe.interop import convert
+from devicepipe.core.interop import convert
 from devicepipe.learning.score import embed, reconstruction_error
 
 

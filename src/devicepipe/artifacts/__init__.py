@@ -4,7 +4,8 @@ Each :class:`Artifact` names a file, says what it answers (its caption in ``repo
 and, for each kind of run that writes it, how it is made from what the run made
 (:class:`Made`). A pipeline hands its :class:`Made` to :func:`write_artifacts` once, at the
 end; a new output file is one more entry here. The beat tables, ``report.html`` and
-``summary.json`` are written by :mod:`devicepipe.outputs` and :mod:`devicepipe.report`.
+``summary.json`` are written by :mod:`devicepipe.artifacts.write` (``summary.json``'s typed
+records are :mod:`devicepipe.artifacts.summaries`) and ``report.html`` by :mod:`devicepipe.report`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import torch
 
 from devicepipe.ecg import BeatQuality, Beats
 from devicepipe.io import Recording
-from devicepipe.windows import Windows
+from devicepipe.signal.windows import Windows
 
 #: Each model's losses per epoch: ``[{"train": [...], "val": [...], "seconds": [...]}, ...]``.
 Histories = list[dict[str, list[float]]]

@@ -35,8 +35,8 @@ from devicepipe.batch.engine import LOCAL_CLUSTER_CONFIG, WORKERS_PER_CORE, Engi
 from devicepipe.batch.index import INDEX_COLUMNS, DatasetResult
 from devicepipe.batch.plan import TAIL_TASKS, TASK_BYTES, TASKS_PER_WORKER
 from devicepipe.batch.run import KINDS, run_dataset, run_recordings
+from devicepipe.core.datasets import LIST_SUFFIXES, is_dataset
 from devicepipe.io.discover import INDEX_NAME, RECORDING_SUFFIXES, Dataset, find_recordings
-from devicepipe.prestart import LIST_SUFFIXES, is_dataset
 
 __all__ = [
     "INDEX_COLUMNS",

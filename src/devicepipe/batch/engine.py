@@ -13,7 +13,7 @@ from typing import Any
 from devicepipe.batch.scheduler import SCHEDULER_TIMEOUT_S, check_scheduler
 from devicepipe.core.device import usable_cores
 from devicepipe.core.errors import DevicepipeError
-from devicepipe.prestart import WORKER_PRELOAD
+from devicepipe.startup.server import WORKER_PRELOAD
 
 #: Local workers per usable core at most (more only compete for the cores and the memory:
 #: every worker process holds its own torch).

@@ -12,11 +12,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from devicepipe.artifacts.summaries import Accuracy, Counts, DatasetSummary, HolterSummary, RunSummary
+from devicepipe.artifacts.summaries import held as _held
 from devicepipe.batch.plan import Item
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.io.discover import INDEX_NAME, Dataset
-from devicepipe.summaries import Accuracy, Counts, DatasetSummary, HolterSummary, RunSummary
-from devicepipe.summaries import held as _held
 
 INDEX_COLUMNS = pa.schema(
     [

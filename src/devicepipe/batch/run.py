@@ -15,6 +15,8 @@ from typing import Any
 import pyarrow as pa
 
 from devicepipe import pipelines
+from devicepipe.artifacts.summaries import DatasetSummary
+from devicepipe.artifacts.write import SUMMARY_SCHEMA, input_files
 from devicepipe.batch.engine import Engine, dashboard_of, dask_client, worker_count
 from devicepipe.batch.index import (
     INDEX_COLUMNS,
@@ -33,9 +35,7 @@ from devicepipe.core.threads import requested_threads, using_threads
 from devicepipe.io import check_output_dir, write_json, write_parquet
 from devicepipe.io.discover import INDEX_NAME, Dataset, find_recordings
 from devicepipe.io.write import holds_output
-from devicepipe.outputs import SUMMARY_SCHEMA, input_files
 from devicepipe.report import REPORT_NAME, dataset_table, write_report
-from devicepipe.summaries import DatasetSummary
 
 #: Per-recording pipelines that run on a dataset.
 KINDS = tuple(pipelines.DATASET_PIPELINES)

@@ -1,7 +1,7 @@
 """The interop matrix behind ``devicepipe interop``: every installed pair, zero-copy or not, and how long.
 
-Sources and targets meet through torch: source -> :func:`~devicepipe.interop.convert` ->
-:func:`~devicepipe.interop.from_torch` -> target. A pair is ``zero-copy`` when the target
+Sources and targets meet through torch: source -> :func:`~devicepipe.core.interop.convert` ->
+:func:`~devicepipe.core.interop.from_torch` -> target. A pair is ``zero-copy`` when the target
 shares the source's memory (checked by pointer), ``copy`` when it does not, and
 ``unsupported`` when a library is missing or its device is absent.
 """
@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from devicepipe.bench.timer import measure
-from devicepipe.interop import KINDS, convert, from_torch, shares_memory
+from devicepipe.core.interop import KINDS, convert, from_torch, shares_memory
 
 __all__ = ["PairResult", "installed_kinds", "interop_matrix", "handoff_comparison"]
 
@@ -35,7 +35,7 @@ class PairResult:
 
 
 def installed_kinds() -> list[str]:
-    """The kinds of :data:`~devicepipe.interop.KINDS` usable on this machine."""
+    """The kinds of :data:`~devicepipe.core.interop.KINDS` usable on this machine."""
     found = []
     cuda = torch.cuda.is_available()
     for kind in KINDS:
@@ -92,7 +92,7 @@ def handoff_comparison(n: int = 100_000_000, device: str | None = None, repeats:
     On a GPU with cuDF the column is a cuDF Series (CuPy without cuDF); on the CPU a pandas
     Series. ``naive`` goes to host NumPy, then ``torch.from_numpy(...).float().to(device)``
     (the notebook's ``as_matrix`` route, with the modern ``to_numpy``); ``handoff`` is
-    :func:`~devicepipe.interop.to_torch` (DLPack / array interface, no copy).
+    :func:`~devicepipe.core.interop.to_torch` (DLPack / array interface, no copy).
     """
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     base = torch.rand(n, dtype=torch.float32, device=dev)

@@ -48,8 +48,8 @@ from devicepipe.bench.stages import BenchInput, require
 from devicepipe.core.device import usable_cores
 from devicepipe.ecg import ecg_peaks, ecg_segment, evaluate_beats
 from devicepipe.io import read_series
-from devicepipe.scale import MinMaxScaler
 from devicepipe.signal import convolve, segment_between, sliding_max
+from devicepipe.signal.scale import MinMaxScaler
 
 __all__ = ["Contender", "detection_sweep", "paired", "run_paired", "thread_limit", "peak_rss_supported"]
 

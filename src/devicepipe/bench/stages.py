@@ -24,9 +24,9 @@ from devicepipe.io import read_series, write_csv, write_parquet
 from devicepipe.learning.score import reconstruction_error
 from devicepipe.learning.train import fit
 from devicepipe.models import LightVAE, LightVAEConfig
-from devicepipe.scale import MinMaxScaler
 from devicepipe.signal import convolve, find_peaks, ricker
 from devicepipe.signal.resample import resample_rows
+from devicepipe.signal.scale import MinMaxScaler
 from devicepipe.simulate import simulate_ecg
 
 __all__ = ["BenchInput", "STAGES", "beats_for_training", "prepare_input", "require", "run_stages"]

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from devicepipe.prestart import pause_collector, resume_collector, start_worker_server
+from devicepipe.startup.server import pause_collector, resume_collector, start_worker_server
 
 if TYPE_CHECKING:
     import typer
@@ -31,7 +31,7 @@ __all__ = ["app", "main"]
 def _load_app(every: bool = True) -> typer.Typer:
     """The Typer application, with every command imported (``every``; else each is imported when
     it is asked for), the cyclic garbage collector paused meanwhile (see
-    :func:`devicepipe.prestart.pause_collector`)."""
+    :func:`devicepipe.startup.server.pause_collector`)."""
     # PyTorch backs CPU buffers of 2 MB and more with transparent huge pages when this is set
     # (read once, at its first allocation, so before torch is used): a new full-length tensor
     # then costs one page fault per 2 MB instead of per 4 KB, as NumPy's allocator already does.
@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     A command on many recordings (``devicepipe beats FOLDER``) first starts its local Dask
     cluster's fork server, whose import of torch then runs beside this process's own
-    (:func:`devicepipe.prestart.start_worker_server`)."""
+    (:func:`devicepipe.startup.server.start_worker_server`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     # Idle OpenMP threads sleep instead of spinning: on a busy machine a spinning thread takes a
     # core from the work (benchmarks/results/wait_policy.md: a 10 k-sample detection 25x faster

@@ -24,7 +24,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from devicepipe import __version__
 from devicepipe.core.errors import DevicepipeError, is_disk_full
-from devicepipe.prestart import pause_collector, resume_collector
+from devicepipe.startup.server import pause_collector, resume_collector
 
 #: Every command, in the order ``devicepipe --help`` lists them: the module of
 #: :mod:`devicepipe.cli.commands` that defines it, and what it answers (its line in the help).

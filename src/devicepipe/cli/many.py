@@ -17,6 +17,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from devicepipe.artifacts.summaries import held
 from devicepipe.batch import INDEX_NAME, DatasetResult, Engine, run_dataset
 from devicepipe.cli.printing import (
     console,
@@ -24,7 +25,6 @@ from devicepipe.cli.printing import (
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.units import format_duration
 from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
-from devicepipe.summaries import held
 
 
 def engine_of(workers: int | None, scheduler: str | None, devices: str | None, device: str) -> Engine:

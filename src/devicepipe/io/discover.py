@@ -7,9 +7,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from devicepipe.core.datasets import LIST_SUFFIXES
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.io.formats import RECORDING_SUFFIXES
-from devicepipe.prestart import LIST_SUFFIXES
 
 #: Files that sit beside recordings and are not recordings: ``simulate``'s ground truth.
 SIDECAR_ENDINGS = (".truth.csv", ".events.csv")

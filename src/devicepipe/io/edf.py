@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from devicepipe.core.errors import ReadError
-from devicepipe.interop import convert
+from devicepipe.core.interop import convert
 from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names
 
 __all__ = ["EDF_SUFFIXES", "edf_header", "read_edf", "read_edf_annotations"]

@@ -27,8 +27,8 @@ import torch
 
 from devicepipe.core.device import resolve_device
 from devicepipe.core.errors import ReadError
+from devicepipe.core.interop import library_of
 from devicepipe.core.units import parse_duration
-from devicepipe.interop import library_of
 from devicepipe.io.formats import ReadRequest, Span, format_of, known_formats
 from devicepipe.io.formats.npy import from_array, npy_error, npy_time_first
 from devicepipe.io.raw import ColumnSpec, RawSeries

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import torch
 
 from devicepipe.core.errors import ReadError
-from devicepipe.interop import convert
+from devicepipe.core.interop import convert
 from devicepipe.io.raw import ColumnSpec, RawSeries, pick_columns
 
 __all__ = [

@@ -3,7 +3,7 @@
 ``wfdb`` (and the pandas it imports: a fifth of a second together) is imported where a record is
 first read or an annotation file written, not with this module: the process of a command that
 hands its recordings to a cluster's workers does not wait for it (the workers have it already,
-see :mod:`devicepipe.preload`).
+see :mod:`devicepipe.startup.preload`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from devicepipe.core.errors import ReadError
-from devicepipe.interop import convert
+from devicepipe.core.interop import convert
 from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names
 from devicepipe.io.wfdb_plain import plain_header, read_plain
 from devicepipe.io.write import atomic_path

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from devicepipe.interop import convert
+from devicepipe.core.interop import convert
 from devicepipe.io.raw import RawSeries
 
 __all__ = ["PLAIN_FORMATS", "SIGNAL_DEFAULTS", "PlainHeader", "plain_header", "read_plain"]

@@ -15,7 +15,7 @@ from torch import nn
 
 from devicepipe.core.device import full_float32
 from devicepipe.core.errors import DevicepipeError
-from devicepipe.interop import convert
+from devicepipe.core.interop import convert
 from devicepipe.learning.train import check_finite_rows
 from devicepipe.models import as_model, model_rows
 

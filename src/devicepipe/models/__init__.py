@@ -16,7 +16,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 import torch
 
 from devicepipe.core.errors import DevicepipeError
-from devicepipe.interop import convert
+from devicepipe.core.interop import convert
 from devicepipe.models.autoencoder import MLPAutoencoder, MLPAutoencoderConfig
 from devicepipe.models.vae import LightVAE, LightVAEConfig, Swish
 

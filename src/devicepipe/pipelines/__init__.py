@@ -2,8 +2,8 @@
 
 Each ``run_*`` reads like the data flow: read -> segment -> (scale -> learn -> score) ->
 copy back -> write. The stages live in their own modules (:mod:`~devicepipe.io`,
-:mod:`~devicepipe.ecg`, :mod:`~devicepipe.windows`, :mod:`~devicepipe.scale`,
-:mod:`~devicepipe.learning.learn`, :mod:`~devicepipe.learning.score`, :mod:`~devicepipe.outputs`). These
+:mod:`~devicepipe.ecg`, :mod:`~devicepipe.signal.windows`, :mod:`~devicepipe.signal.scale`,
+:mod:`~devicepipe.learning.learn`, :mod:`~devicepipe.learning.score`, :mod:`~devicepipe.artifacts.write`). These
 functions never print; progress goes to optional callbacks. ``"auto"`` devices are resolved
 here, once.
 
@@ -15,6 +15,7 @@ progress), :mod:`.reading` (an ECG read and its beats found), :mod:`.checks`, :m
 
 from __future__ import annotations
 
+from devicepipe.core.timing import StageTimer
 from devicepipe.ecg import ecg_segment
 from devicepipe.io.chunks import recording_length
 from devicepipe.learning.learn import LearnSettings, SeriesLearnSettings
@@ -31,7 +32,6 @@ from devicepipe.pipelines.results import BeatsResult, DemoResult, LearnResult
 from devicepipe.pipelines.score import run_score
 from devicepipe.pipelines.series import run_score_series, run_series
 from devicepipe.pipelines.train import run_train
-from devicepipe.timing import StageTimer
 
 __all__ = [
     "DATASET_PIPELINES",

@@ -11,6 +11,14 @@ import numpy as np
 import torch
 
 from devicepipe.artifacts import Made, write_artifacts
+from devicepipe.artifacts.summaries import HolterSummary, RunSummary
+from devicepipe.artifacts.write import (
+    heart_rate_summary,
+    input_summary,
+    remove_stale,
+    write_beat_files,
+    write_summary,
+)
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.spill import Stored
 from devicepipe.ecg import (
@@ -29,13 +37,6 @@ from devicepipe.io import (
     write_npy,
 )
 from devicepipe.io.timeline import NanPolicy
-from devicepipe.outputs import (
-    heart_rate_summary,
-    input_summary,
-    remove_stale,
-    write_beat_files,
-    write_summary,
-)
 from devicepipe.pipelines.checks import accuracy_summary, median_heart_rate, rate_warnings, record_name, reference_in
 from devicepipe.pipelines.classes import Labelled, label_beats
 from devicepipe.pipelines.context import BEATS_MODE, PEAK_METHOD, Run, to_host
@@ -43,7 +44,6 @@ from devicepipe.pipelines.quality import quality_summary, quality_table_columns
 from devicepipe.pipelines.reading import first_lead
 from devicepipe.pipelines.results import BeatsResult
 from devicepipe.report import REPORT_NAME, write_report
-from devicepipe.summaries import HolterSummary, RunSummary
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from devicepipe.artifacts.summaries import HolterSummary
+from devicepipe.artifacts.write import remove_stale
 from devicepipe.core.device import free_memory, release_freed_memory
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.spill import Spill, Stored
@@ -30,7 +32,6 @@ from devicepipe.io import (
 )
 from devicepipe.io.chunks import chunk_reader, recording_length, samples_at_most
 from devicepipe.io.read import check_rate, chosen_rate, header_sampling_rate
-from devicepipe.outputs import remove_stale
 from devicepipe.pipelines import context
 from devicepipe.pipelines.beats_finish import BeatsOptions, beats_result, check_beats, write_beats
 from devicepipe.pipelines.classes import label_beats_chunked
@@ -38,7 +39,6 @@ from devicepipe.pipelines.context import PEAK_METHOD, Run
 from devicepipe.pipelines.quality import excerpt_start, quality_stored, quality_summary_stored, stored_quality
 from devicepipe.pipelines.reading import unknown_rate
 from devicepipe.pipelines.results import BeatsResult
-from devicepipe.summaries import HolterSummary
 
 BYTES_PER_SAMPLE = 12
 #: Samples per chunk when chunking starts by itself (2.3 h at 250 Hz, about 100 MB of working

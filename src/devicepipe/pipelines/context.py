@@ -11,15 +11,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from devicepipe.artifacts.write import earlier_files
 from devicepipe.core.device import resolve_device
+from devicepipe.core.interop import TransferLedger
+from devicepipe.core.timing import StageTimer
 from devicepipe.ecg.segment import SegmentMode
-from devicepipe.interop import TransferLedger
 from devicepipe.io import (
     check_output_dir,
     sweep_leftovers,
 )
-from devicepipe.outputs import earlier_files
-from devicepipe.timing import StageTimer
 
 Progress = Callable[[str], None]
 EpochProgress = Callable[[int, float, float], None]

@@ -11,6 +11,11 @@ import torch
 
 from devicepipe.anomaly import BeatAnomalyDetector
 from devicepipe.artifacts import Made, write_artifacts
+from devicepipe.artifacts.write import (
+    heart_rate_summary,
+    input_summary,
+    write_beat_files,
+)
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import (
     BEAT_CLASSES,
@@ -31,11 +36,6 @@ from devicepipe.learning.learn import (
 )
 from devicepipe.learning.score import class_grid, latent_grid, reconstruct
 from devicepipe.models import LightVAEConfig, as_model
-from devicepipe.outputs import (
-    heart_rate_summary,
-    input_summary,
-    write_beat_files,
-)
 from devicepipe.pipelines.checks import detection_accuracy, missed_labels, record_name, reference_counts
 from devicepipe.pipelines.classes import Labelled, label_beats
 from devicepipe.pipelines.context import (
@@ -62,7 +62,7 @@ from devicepipe.pipelines.scored import (
     score_views,
 )
 from devicepipe.report import FlaggedRows
-from devicepipe.scale import StandardScaler
+from devicepipe.signal.scale import StandardScaler
 
 
 @holds_output

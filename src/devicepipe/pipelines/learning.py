@@ -10,6 +10,10 @@ from typing import Any
 import torch
 
 from devicepipe.anomaly import BeatAnomalyDetector, load_model
+from devicepipe.artifacts.summaries import RunSummary
+from devicepipe.artifacts.write import (
+    write_summary,
+)
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.threads import ThreadChoice
 from devicepipe.ecg import (
@@ -29,16 +33,12 @@ from devicepipe.learning.learn import (
     learning_failed,
 )
 from devicepipe.learning.score import Scores
-from devicepipe.outputs import (
-    write_summary,
-)
 from devicepipe.pipelines.context import EpochProgress, Run
 from devicepipe.pipelines.results import LearnResult
 from devicepipe.report import REPORT_NAME, FlaggedRows, write_report
-from devicepipe.scale import StandardScaler
 from devicepipe.scorers import SCORER_KINDS
 from devicepipe.signal.resample import resample_rows
-from devicepipe.summaries import RunSummary
+from devicepipe.signal.scale import StandardScaler
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from devicepipe.artifacts.summaries import HolterSummary, RunSummary
 from devicepipe.ecg import (
     Beats,
     BeatScore,
 )
 from devicepipe.pipelines.checks import median_heart_rate
-from devicepipe.summaries import HolterSummary, RunSummary
 
 
 @dataclass(frozen=True)

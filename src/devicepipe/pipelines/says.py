@@ -4,11 +4,11 @@ are the run's own, printed apart): one function per kind of run, looked up in
 
 from __future__ import annotations
 
+from devicepipe.artifacts.summaries import ABSENT, HolterSummary, LabelCount, RunSummary, flag_rule, held
 from devicepipe.core.units import format_duration
 from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
 from devicepipe.pipelines.results import BeatsResult, LearnResult
-from devicepipe.summaries import ABSENT, HolterSummary, LabelCount, RunSummary, flag_rule, held
-from devicepipe.windows import DIRECTION_WORDS
+from devicepipe.signal.windows import DIRECTION_WORDS
 
 
 def beats_lines(result: BeatsResult) -> list[str]:

@@ -10,6 +10,12 @@ import torch
 
 from devicepipe.anomaly import BeatAnomalyDetector
 from devicepipe.artifacts import Made, write_artifacts
+from devicepipe.artifacts.summaries import RunSummary
+from devicepipe.artifacts.write import (
+    heart_rate_summary,
+    input_summary,
+    write_summary,
+)
 from devicepipe.core.device import resolve_device
 from devicepipe.ecg import (
     beat_quality,
@@ -21,11 +27,6 @@ from devicepipe.io import (
 from devicepipe.io.timeline import NanPolicy
 from devicepipe.io.write import holds_output
 from devicepipe.learning.score import reconstruct
-from devicepipe.outputs import (
-    heart_rate_summary,
-    input_summary,
-    write_summary,
-)
 from devicepipe.pipelines.checks import detection_accuracy, missed_labels, rate_warnings, reference_counts
 from devicepipe.pipelines.classes import label_beats
 from devicepipe.pipelines.context import Progress, Run, start, to_host
@@ -43,7 +44,6 @@ from devicepipe.pipelines.scored import (
 )
 from devicepipe.report import REPORT_NAME, write_report
 from devicepipe.signal.resample import resample_rows
-from devicepipe.summaries import RunSummary
 
 
 @holds_output

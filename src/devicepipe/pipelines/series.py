@@ -12,6 +12,11 @@ import torch
 
 from devicepipe.anomaly import BeatAnomalyDetector
 from devicepipe.artifacts import Made, write_artifacts
+from devicepipe.artifacts.summaries import RunSummary
+from devicepipe.artifacts.write import (
+    input_summary,
+    write_summary,
+)
 from devicepipe.core.device import resolve_device
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.units import format_duration, parse_duration
@@ -30,10 +35,6 @@ from devicepipe.learning.learn import (
     check_before_start,
 )
 from devicepipe.learning.score import group_scores, reconstruct
-from devicepipe.outputs import (
-    input_summary,
-    write_summary,
-)
 from devicepipe.pipelines.context import (
     MIN_WINDOWS_TO_TRAIN,
     SERIES_HIDDEN,
@@ -56,8 +57,7 @@ from devicepipe.pipelines.series_days import (
     reference_summary,
 )
 from devicepipe.report import MAX_FLAGGED_ROWS, REPORT_NAME, FlaggedRows, write_report
-from devicepipe.summaries import RunSummary
-from devicepipe.windows import Departures, Windows, departures, flat_windows, make_windows
+from devicepipe.signal.windows import Departures, Windows, departures, flat_windows, make_windows
 
 
 def _load_times(source: Any, time_column: str | int | None, need: str) -> tuple[str | int | None, bool]:
@@ -150,7 +150,7 @@ def run_series(
     ``days.png``). ``settings`` defaults to :class:`SeriesLearnSettings`.
 
     Each flagged window is said to be low (under like windows: an outage, a holiday, a stuck
-    meter) or high (a demand extreme), by :func:`~devicepipe.windows.departures`.
+    meter) or high (a demand extreme), by :func:`~devicepipe.signal.windows.departures`.
     ``reference`` (a table of days and kinds, such as the simulator's ``NAME.truth.csv``; see
     :func:`~devicepipe.io.read_reference_days`) scores the flags against its listed days:
     ``summary.json``'s ``window_reference`` and the report say which were flagged, per kind,
@@ -294,7 +294,7 @@ def _window_answers(
     listed: Listed | None,
     tail: np.ndarray | None = None,
 ) -> tuple[Departures, dict[str, Any]]:
-    """Each window's departure from like windows (:func:`~devicepipe.windows.departures`), and
+    """Each window's departure from like windows (:func:`~devicepipe.signal.windows.departures`), and
     what ``summary.json`` says of the windows: the flagged ones (``flagged``: positions, highest
     score first), low or high; those holding one value throughout; and, with a reference
     (``listed``), ``window_reference``. ``tail``: each window's tail probability, for a scored series."""

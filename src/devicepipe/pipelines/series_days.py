@@ -1,5 +1,5 @@
 """A load series' windows in words: each flagged window low or high against like windows
-(:func:`~devicepipe.windows.departures`), and the flagged windows against a reference's listed
+(:func:`~devicepipe.signal.windows.departures`), and the flagged windows against a reference's listed
 days (``series --reference``, ``score --reference`` with a series model)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.io import ReferenceDays, read_reference_days
-from devicepipe.windows import Departures, Windows, windows_holding
+from devicepipe.signal.windows import Departures, Windows, windows_holding
 
 __all__ = [
     "Listed",

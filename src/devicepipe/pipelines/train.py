@@ -14,6 +14,8 @@ import pyarrow.parquet as pq
 import torch
 
 from devicepipe.artifacts import Made, write_artifacts
+from devicepipe.artifacts.summaries import RunSummary
+from devicepipe.core.datasets import is_dataset
 from devicepipe.core.device import free_memory
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.ecg import (
@@ -49,8 +51,6 @@ from devicepipe.pipelines.learning import Learned, beat_geometry, beat_rows, fin
 from devicepipe.pipelines.quality import check_min_quality
 from devicepipe.pipelines.reading import find_peaks, first_lead, no_beats, read_ecg
 from devicepipe.pipelines.results import LearnResult
-from devicepipe.prestart import is_dataset
-from devicepipe.summaries import RunSummary
 
 
 @dataclass(frozen=True)

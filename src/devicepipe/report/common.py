@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from devicepipe.artifacts.summaries import ABSENT, RunSummary, flag_rule, held
 from devicepipe.core.units import format_duration
 from devicepipe.report.parts import Section, figure_list, number, sparkline
 from devicepipe.scorers import SCORER_KINDS
-from devicepipe.summaries import ABSENT, RunSummary, flag_rule, held
 
 REPORT_NAME = "report.html"
 #: The most flagged rows a page lists.

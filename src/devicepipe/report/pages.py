@@ -10,6 +10,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from devicepipe.artifacts.summaries import ABSENT, DatasetSummary, RunSummary
 from devicepipe.core.units import format_duration
 from devicepipe.report.common import (
     MAX_FLAGGED_ROWS,
@@ -34,7 +35,6 @@ from devicepipe.report.parts import (
     number,
 )
 from devicepipe.report.series_pages import score_series_page, series_page
-from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary
 
 __all__ = ["MAX_FLAGGED_ROWS", "PAGES", "REPORT_NAME", "FlaggedRows", "input_facts", "timing"]
 

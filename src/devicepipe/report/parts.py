@@ -15,9 +15,9 @@ import numpy as np
 from markupsafe import Markup
 
 from devicepipe.artifacts import caption
+from devicepipe.artifacts.summaries import ABSENT, RunSummary, SpectralHRV
 from devicepipe.ecg.validated import NOT_DIAGNOSTIC, VALIDATED, VALIDATED_ON
 from devicepipe.heart.holter import PAUSE_S
-from devicepipe.summaries import ABSENT, RunSummary, SpectralHRV
 
 
 @dataclass

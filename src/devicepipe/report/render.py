@@ -25,10 +25,10 @@ import jinja2
 from markupsafe import Markup
 
 from devicepipe import __version__
+from devicepipe.artifacts.summaries import ABSENT, DatasetSummary, RunSummary, read_summary
 from devicepipe.io import atomic_path
 from devicepipe.report.pages import MAX_FLAGGED_ROWS, PAGES, REPORT_NAME, FlaggedRows, input_facts, timing
 from devicepipe.report.parts import number
-from devicepipe.summaries import ABSENT, DatasetSummary, RunSummary, read_summary
 
 __all__ = ["MAX_FLAGGED_ROWS", "REPORT_NAME", "FlaggedRows", "dataset_table", "render_report", "write_report"]
 

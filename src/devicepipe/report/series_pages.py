@@ -7,6 +7,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from devicepipe.artifacts.summaries import ABSENT, RunSummary
 from devicepipe.report.common import (
     FlaggedRows,
     flagged_section,
@@ -17,8 +18,7 @@ from devicepipe.report.common import (
     training_section,
 )
 from devicepipe.report.parts import Section, figure_list, number
-from devicepipe.summaries import ABSENT, RunSummary
-from devicepipe.windows import DIRECTION_WORDS
+from devicepipe.signal.windows import DIRECTION_WORDS
 
 __all__ = ["score_series_page", "series_page"]
 

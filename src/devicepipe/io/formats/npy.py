@@ -11,7 +11,7 @@ import torch
 
 from devicepipe.core.device import resolve_device
 from devicepipe.core.errors import ReadError
-from devicepipe.interop import convert
+from devicepipe.core.interop import convert
 from devicepipe.io.formats.base import WHOLE, FileFormat, ReadRequest, Span
 from devicepipe.io.raw import ColumnSpec, RawSeries, channel_names, column_list, resolve_names
 

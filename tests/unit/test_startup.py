@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from devicepipe.batch import INDEX_NAME, Engine, run_dataset
-from devicepipe.prestart import pause_collector, resume_collector, starts_cluster
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
+from devicepipe.startup.server import pause_collector, resume_collector, starts_cluster
 
 
 def test_which_command_lines_start_a_cluster(tmp_path):
@@ -49,12 +49,12 @@ def test_the_server_starts_once_with_the_pipelines_imported(tmp_path):
     code = textwrap.dedent(
         f"""
         import os, time, psutil
-        from devicepipe.prestart import STARTED, start_worker_server
+        from devicepipe.startup.server import STARTED, start_worker_server
         argv = ["devicepipe", "beats", {str(tmp_path / "in")!r}]
         print(start_worker_server(argv), start_worker_server(argv), os.environ.get(STARTED))
         def servers():  # a child shows its command line once it has exec'd
             lines = [" ".join(p.cmdline()) for p in psutil.Process().children()]
-            return sum("forkserver" in c and "devicepipe.preload" in c for c in lines)
+            return sum("forkserver" in c and "devicepipe.startup.preload" in c for c in lines)
         deadline = time.monotonic() + 10
         while not servers() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -72,7 +72,7 @@ def test_the_server_leaves_the_ordinary_way_when_the_command_ends(tmp_path):
     code = textwrap.dedent(
         f"""
         import time, psutil
-        from devicepipe.prestart import start_worker_server
+        from devicepipe.startup.server import start_worker_server
         start_worker_server(["devicepipe", "beats", {str(tmp_path / "in")!r}])
         deadline = time.monotonic() + 10
         found = []
@@ -241,7 +241,7 @@ def test_the_workers_preload_is_imported_with_the_collector_paused_and_frozen():
     out = _python(
         """
         import gc, sys
-        import devicepipe.preload
+        import devicepipe.startup.preload
         print(all(m in sys.modules for m in ("torch", "distributed", "devicepipe.pipelines", "wfdb")))
         print(gc.isenabled(), gc.get_freeze_count() > 100_000, len(gc.get_objects()) < 10_000)
         """
@@ -258,7 +258,7 @@ def test_the_dataset_commands_are_the_commands_with_workers():
     import inspect
 
     from devicepipe.cli import app
-    from devicepipe.prestart import DATASET_COMMANDS
+    from devicepipe.startup.server import DATASET_COMMANDS
 
     with_workers = {
         (c.name or c.callback.__name__)

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from devicepipe.artifacts.summaries import RunSummary
 from devicepipe.core.spill import Stored
 from devicepipe.heart.rate import hrv, hrv_stored, nn_intervals
 from devicepipe.heart.spectral import hrv_frequency
 from devicepipe.io import Recording, write_beat_annotations, write_csv, write_json, write_parquet
 from devicepipe.io.read import recording_files
-from devicepipe.summaries import RunSummary
 
 #: Rows of a beat table built and written at a time.
 TABLE_PART = 16_384

@@ -1,7 +1,7 @@
 """Seconds per stage of a run, the device synchronised at each boundary; transfers counted per stage.
 
 A :class:`StageTimer` times named stages (a stage entered twice adds up). Given a
-:class:`~devicepipe.interop.TransferLedger`, it also counts the host-device copies made
+:class:`~devicepipe.core.interop.TransferLedger`, it also counts the host-device copies made
 inside each stage where they can happen (reading, detecting, cutting, scoring, copying
 results back, writing), but not inside ``"train"``: the ledger sees every operator, and a
 training loop is thousands of small ones (about 2x slower under it), while its data
@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from devicepipe.core.device import synchronize
-from devicepipe.interop import TransferLedger, count_transfers
+from devicepipe.core.interop import TransferLedger, count_transfers
 
 __all__ = ["UNCOUNTED_STAGES", "StageTimer"]
 

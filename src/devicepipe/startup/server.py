@@ -26,18 +26,16 @@ watches close and leaves.
 from __future__ import annotations
 
 import gc
-import glob
 import multiprocessing
 import os
 from collections.abc import Sequence
-from pathlib import Path
+
+from devicepipe.core.datasets import is_dataset
 
 __all__ = [
     "DATASET_COMMANDS",
-    "LIST_SUFFIXES",
     "STARTED",
     "WORKER_PRELOAD",
-    "is_dataset",
     "pause_collector",
     "resume_collector",
     "start_worker_server",
@@ -46,28 +44,12 @@ __all__ = [
 
 #: The commands that take a folder, a glob or a list of recordings.
 DATASET_COMMANDS = ("beats", "ecg", "score")
-#: Suffixes of a text file that lists recordings, one path a line.
-LIST_SUFFIXES = (".txt", ".lst", ".list")
 #: What the local cluster's fork server imports once, for every worker it forks: Dask's worker,
-#: torch, the pipelines and wfdb (:mod:`devicepipe.preload`).
-WORKER_PRELOAD = ("devicepipe.preload",)
+#: torch, the pipelines and wfdb (:mod:`devicepipe.startup.preload`).
+WORKER_PRELOAD = ("devicepipe.startup.preload",)
 #: Set in the environment of the process that started the server, so that the processes it
 #: starts (which import the command's module again, with its command line) start none.
 STARTED = "DEVICEPIPE_WORKER_SERVER_STARTED"
-
-
-def is_dataset(spec: str | os.PathLike[str]) -> bool:
-    """Whether ``spec`` names many recordings: a folder, a list file (``.txt``, ``.lst``,
-    ``.list``) or a glob pattern that matches no file of its own name."""
-    path = Path(spec)
-    try:
-        if path.is_dir():
-            return True
-        if path.is_file():
-            return path.suffix.lower() in LIST_SUFFIXES
-    except OSError:  # a name the file system cannot look up (too long): one recording, which says so
-        return False
-    return glob.has_magic(str(spec))
 
 
 def pause_collector() -> bool:

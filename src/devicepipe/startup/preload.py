@@ -2,7 +2,7 @@
 
 Dask's worker, torch, the pipelines and ``wfdb`` (which they import where first used),
 imported with the cyclic garbage collector paused and then frozen
-(:func:`devicepipe.prestart.pause_collector`): every worker forked from the server starts with
+(:func:`devicepipe.startup.server.pause_collector`): every worker forked from the server starts with
 them loaded, and its collections never trace them (nor touch, and so copy, the memory it
 shares with the server); and Ctrl-C (SIGINT) ignored, which the workers inherit: the command
 that started the cluster stops it. Importing this module does that; it defines nothing.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import signal
 
-from devicepipe.prestart import pause_collector, resume_collector
+from devicepipe.startup.server import pause_collector, resume_collector
 
 # Ctrl-C reaches every process of the terminal's group. The command stops the cluster itself (and
 # says how to resume); workers that died of the key first made the cluster log tracebacks.
