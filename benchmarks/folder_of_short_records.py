@@ -15,6 +15,10 @@ of every record and finds its R peaks:
 - ``wfdb.rdrecord + ours, one batched call``: the same reads, then one ``ecg_peaks`` call on the
   records stacked ``(records, time)`` (what our reading added before plain records were read
   without wfdb's header parse);
+- ``np.fromfile reader + sleepecg loop``: the least reading there is (:func:`fromfile_reader`:
+  the header's rate, gain and baseline taken by splitting its lines, the signal file read by
+  ``np.fromfile``; only format 16, one signal file, no checks), then sleepecg per record;
+- ``np.fromfile reader + ours, one batched call``: the same reads, then our one call;
 - ``read_series + ours, one batched call``: ``read_series`` per record (plain WFDB records are
   read without wfdb's header parse, :mod:`devicepipe.io.wfdb_plain`), then the same call.
 
@@ -80,6 +84,19 @@ def write_folder(root: Path, n: int, leads: list[str]) -> list[np.ndarray]:
     return truth
 
 
+def fromfile_reader(head: Path, lead: int) -> tuple[np.ndarray, float]:
+    """Signal ``lead`` of a format-16 WFDB record in physical units (float32, as ``wfdb.rdrecord(...,
+    return_res=32)`` computes them) and its rate: the least reading there is, with no checks."""
+    lines = [ln.split() for ln in head.read_text().splitlines() if ln and not ln.startswith("#")]
+    fs, n_sig = float(lines[0][2]), int(lines[0][1])
+    gain, baseline = lines[1 + lead][2].split("/")[0].split("(")
+    digital = np.fromfile(head.with_name(lines[1 + lead][0]), dtype="<i2").reshape(-1, n_sig)[:, lead]
+    physical = digital.astype(np.float32)  # wfdb.Record.dac's steps
+    np.subtract(physical, [int(baseline.rstrip(")"))], physical)
+    np.divide(physical, [float(gain)], physical)
+    return physical, fs
+
+
 _SHARED: dict[str, Any] = {}  # what forked loop processes read (set before the pool starts)
 
 
@@ -123,6 +140,12 @@ def main() -> int:
             rows = [wfdb.rdrecord(b, channels=[lead], return_res=32).p_signal[:, 0] for b in bases]
             return ecg_peaks(torch.from_numpy(np.stack(rows)), FS)
 
+        def fromfile_peer() -> list[np.ndarray]:
+            return [sleepecg.detect_heartbeats(fromfile_reader(h, lead)[0].astype(np.float64), FS) for h in heads]
+
+        def fromfile_then_ours() -> list[torch.Tensor]:
+            return ecg_peaks(torch.from_numpy(np.stack([fromfile_reader(h, lead)[0] for h in heads])), FS)
+
         def ours() -> list[torch.Tensor]:
             return ecg_peaks(torch.stack([read_series(h, "II", device="cpu").samples for h in heads]), FS)
 
@@ -130,9 +153,10 @@ def main() -> int:
 
         def check(found: dict[str, Any]) -> None:
             if not args.same_cores:
-                mine, via_wfdb = found[labels[-1]], found[labels[1]]
-                if not all(torch.equal(a, b) for a, b in zip(mine, via_wfdb, strict=True)):
-                    raise SystemExit("our two reads found different peaks: the values read differ")
+                mine = found[labels[-1]]
+                for other in (labels[1], labels[3]):
+                    if not all(torch.equal(a, b) for a, b in zip(mine, found[other], strict=True)):
+                        raise SystemExit(f"{other!r} and ours found different peaks: the values read differ")
             scores.update({label: round(f1(v, truth, int(SECONDS * FS)), 4) for label, v in found.items()})
 
         if args.same_cores:
@@ -157,12 +181,15 @@ def main() -> int:
                 )
         else:
             labels = ["wfdb.rdrecord + sleepecg loop", "wfdb.rdrecord + ours, one batched call"]
+            labels += ["np.fromfile reader + sleepecg loop", "np.fromfile reader + ours, one batched call"]
             labels.append("read_series + ours, one batched call")
             record = paired(
                 [
                     Contender("peer", labels[0], peer),
                     Contender("ours, reading through wfdb", labels[1], wfdb_then_ours),
-                    Contender("ours", labels[2], ours),
+                    Contender("the least reading + sleepecg", labels[2], fromfile_peer),
+                    Contender("ours, the least reading", labels[3], fromfile_then_ours),
+                    Contender("ours", labels[4], ours),
                 ],
                 repeats=args.repeats,
                 threads=1,
