@@ -3,6 +3,7 @@
 
     python benchmarks/folder_of_short_records.py [--records 10000] [--repeats 15]   # about 40 min on 2 cores
     python benchmarks/folder_of_short_records.py --leads 1                          # about 10 min
+    python benchmarks/folder_of_short_records.py --leads 1 --records 1000          # about 2 min
 
 
 The folder: ``--records`` simulated 10-s ECGs at 500 Hz, written by ``wfdb.wrsamp`` as PTB-XL
@@ -33,7 +34,8 @@ bound). Outputs: both of ours must find the same peaks (the values read are the 
 side is scored against the simulator's truth (F1, 150 ms, the first and last 0.5 s not scored).
 
 Results: ``benchmarks/results/folder_of_short_records.{json,md}`` (``folder_of_short_records_one_lead``
-with ``--leads 1``; ``..._same_cores`` added with ``--same-cores``).
+with ``--leads 1``; ``..._same_cores`` added with ``--same-cores``, ``..._N_records`` with another
+``--records``).
 """
 
 from __future__ import annotations
@@ -235,6 +237,7 @@ def main() -> int:
         "folder_of_short_records"
         + ("" if len(leads) == 12 else "_one_lead")
         + ("_same_cores" if args.same_cores else "")
+        + ("" if args.records == 10_000 else f"_{args.records}_records")
     )
     write_results(args.out, name, result, "\n".join(lines) + "\n")
     return 0

@@ -7,6 +7,7 @@ pipeline); every other function takes the device of its input tensor.
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import platform
 import re
@@ -169,7 +170,7 @@ def all_finite(x: torch.Tensor) -> bool:
     large finite values) is checked value by value. Integer tensors are always finite."""
     if not x.is_floating_point():
         return True
-    return bool(torch.isfinite(x.sum())) or bool(torch.isfinite(x).all())
+    return math.isfinite(float(x.sum())) or bool(torch.isfinite(x).all())
 
 
 def release_freed_memory() -> bool:

@@ -122,6 +122,8 @@ def _from_numpy(arr: np.ndarray, copy: _Copy) -> torch.Tensor:
         copy.need("the NumPy array has negative strides")
         arr = np.ascontiguousarray(arr)
     copy.read_only = not arr.flags.writeable
+    if not copy.read_only:  # (only a read-only array makes torch warn; a warnings context per call is not free)
+        return torch.from_numpy(arr)
     with warnings.catch_warnings():
         # read-only arrays (memory maps, Arrow-backed buffers) are shared: to_torch says so in its own words
         warnings.filterwarnings("ignore", message=".*not writable.*", category=UserWarning)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +59,12 @@ def record_base(path: Path) -> Path:
 
 def import_wfdb() -> ModuleType:
     """The ``wfdb`` module, imported (at its first use: it imports pandas) without the warnings of
-    its own use of a pandas feature pandas 3 deprecates, which are not the user's to act on."""
+    its own use of a pandas feature pandas 3 deprecates, which are not the user's to act on.
+    Imported once, it is the module already loaded (a warnings context per call costs a short
+    record's read more than its samples do)."""
+    loaded = sys.modules.get("wfdb")
+    if loaded is not None:
+        return loaded
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"The inplace keyword in DataFrame\.set_index")
         import wfdb
@@ -99,8 +105,6 @@ def read_wfdb(path: Path, column: ColumnSpec, start: int = 0, stop: int | None =
     wfdb = import_wfdb()
 
     base = record_base(path)
-    if not base.with_name(base.name + ".hea").exists():
-        raise ReadError(f"read_series(): WFDB header not found: {base}.hea.")
     wanted = column_list(column)
     head = plain_header(base)
     if head is not None:  # most records: read without wfdb's slow header parse (see devicepipe.io.wfdb_plain)
@@ -108,6 +112,8 @@ def read_wfdb(path: Path, column: ColumnSpec, start: int = 0, stop: int | None =
         plain = read_plain(head, chosen, start, stop, base.name)
         if plain is not None:
             return plain
+    elif not base.with_name(base.name + ".hea").exists():
+        raise ReadError(f"read_series(): WFDB header not found: {base}.hea.")
     if wanted is None or all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) and i >= 0 for i in wanted):
         # channels by position: one read (wfdb.rdrecord parses the header itself, and the header
         # parse is most of a short record's cost); any failure is explained by the checked read below

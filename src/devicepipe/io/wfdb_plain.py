@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
-from devicepipe.core.interop import convert
 from devicepipe.io.raw import RawSeries
 
 __all__ = ["PLAIN_FORMATS", "SIGNAL_DEFAULTS", "PlainHeader", "plain_header", "read_plain"]
@@ -122,21 +122,28 @@ def read_plain(
     digital = _frames(head, n_sig, start, stop)
     if digital is None:
         return None
-    digital = digital[:, chosen]
+    if chosen != list(range(n_sig)):
+        digital = digital[:, chosen]
     invalid = PLAIN_FORMATS[head.fmt][2]
-    # wfdb.Record.dac's own steps, for the same float32 values
-    missing = digital == invalid
-    physical = digital.astype("float32", copy=False)
-    np.subtract(physical, [head.baselines[c] for c in chosen], physical)
+    # wfdb.Record.dac's own steps, for the same float32 values, less those that change nothing: the
+    # mark of a missing sample is its format's least value, so a minimum above it says there is none
+    # (one pass, no mask), and subtracting a baseline of 0 leaves every value as it is
+    missing = digital == invalid if digital.size and digital.min() <= invalid else None
+    physical = digital.astype("float32")
+    baselines = [head.baselines[c] for c in chosen]
+    if any(baselines):
+        np.subtract(physical, baselines, physical)
     np.divide(physical, [head.gains[c] for c in chosen], physical)
-    physical[missing] = np.nan
-    values = convert(np.ascontiguousarray(physical.T)).tensor
+    if missing is not None:
+        physical[missing] = np.nan
+    values = torch.from_numpy(np.ascontiguousarray(physical.T))  # (a new array, this call's own)
     return RawSeries(values, [head.names[c] for c in chosen], [head.units[c] for c in chosen], head.fs, None, source)
 
 
 def _frames(head: PlainHeader, n_sig: int, start: int, stop: int) -> np.ndarray | None:
-    """The stored values of frames ``[start, stop)``: ``(stop - start, n_sig)`` int64, or None where
-    the file is shorter than the header says."""
+    """The stored values of frames ``[start, stop)``: ``(stop - start, n_sig)`` integers (of the
+    narrowest type that holds them: :func:`_decode`), or None where the file is shorter than the
+    header says."""
     first, count = start * n_sig, (stop - start) * n_sig
     lead = first % 2 if head.fmt == "212" else 0  # 212 packs two samples in three bytes: start on a pair
     first, count = first - lead, count + lead
@@ -153,7 +160,11 @@ def _frames(head: PlainHeader, n_sig: int, start: int, stop: int) -> np.ndarray 
 
 
 def _decode(raw: np.ndarray, fmt: str, count: int) -> np.ndarray:
-    """``count`` stored samples from the bytes (or words) ``raw`` of format ``fmt``: int64 ``(count,)``."""
+    """``count`` stored samples from the bytes (or words) ``raw`` of format ``fmt``, ``(count,)``:
+    formats 16, 61 and 32 as stored (their words are the values), 80 and 160 less their offset as
+    int32, 212 and 24 unpacked as int64. Every one of these integer types converts to float32 exactly
+    as int64 does (the values are the same integers), so the physical values are wfdb's; the narrow
+    ones spare a short record's read a wide copy."""
     if fmt == "212":
         b = raw.astype(np.int64)
         flat = np.zeros((count + 1) // 2 * 3, dtype=np.int64)
@@ -168,4 +179,5 @@ def _decode(raw: np.ndarray, fmt: str, count: int) -> np.ndarray:
         b = raw.astype(np.int64).reshape(-1, 3)
         values = b[:, 0] | (b[:, 1] << 8) | (b[:, 2] << 16)
         return np.where(values >= 2**23, values - 2**24, values)
-    return raw.astype(np.int64) - PLAIN_FORMATS[fmt][1]
+    offset = PLAIN_FORMATS[fmt][1]
+    return raw if not offset else raw.astype(np.int32) - offset
