@@ -20,8 +20,11 @@ of every record and finds its R peaks:
   the header's rate, gain and baseline taken by splitting its lines, the signal file read by
   ``np.fromfile``; only format 16, one signal file, no checks), then sleepecg per record;
 - ``np.fromfile reader + ours, one batched call``: the same reads, then our one call;
-- ``read_series + ours, one batched call``: ``read_series`` per record (plain WFDB records are
-  read without wfdb's header parse, :mod:`devicepipe.io.wfdb_plain`), then the same call.
+- ``read_series per record + ours, one batched call``: ``read_series`` per record (plain WFDB
+  records are read without wfdb's header parse, :mod:`devicepipe.io.wfdb_plain`), then the same call;
+- ``read_stacked + ours, one batched call`` (ours): the records read into one tensor by
+  :func:`devicepipe.io.read_stacked`, which reads plain WFDB records without a ``read_series``
+  call each, then the same call.
 
 With ``--same-cores``, the comparison on the machine's two cores: the loop split over two
 processes (forked and warm before timing, half of the records each) against ours with torch at
@@ -30,7 +33,7 @@ two threads (its reading stays one Python loop).
 Each repeat runs the sides once, in an order rotated from one repeat to the next, after a
 warm-up call each (the files are then in the page cache for every side alike); ratios are
 taken within a repeat and reported as the median with a bootstrap 95 % interval (quote the lower
-bound). Outputs: both of ours must find the same peaks (the values read are the same), and every
+bound). Outputs: every side of ours must find the same peaks (the values read are the same), and every
 side is scored against the simulator's truth (F1, 150 ms, the first and last 0.5 s not scored).
 
 Results: ``benchmarks/results/folder_of_short_records.{json,md}`` (``folder_of_short_records_one_lead``
@@ -57,7 +60,7 @@ from results_io import heading, machine, parser, table, write_results  # noqa: E
 import devicepipe as dp  # noqa: E402
 from devicepipe.bench.paired import Contender, paired  # noqa: E402
 from devicepipe.ecg import ecg_peaks, evaluate_beats  # noqa: E402
-from devicepipe.io import read_series  # noqa: E402
+from devicepipe.io import read_series, read_stacked  # noqa: E402
 from devicepipe.io.wfdb import import_wfdb  # noqa: E402
 
 FS = 500.0
@@ -148,15 +151,18 @@ def main() -> int:
         def fromfile_then_ours() -> list[torch.Tensor]:
             return ecg_peaks(torch.from_numpy(np.stack([fromfile_reader(h, lead)[0] for h in heads])), FS)
 
-        def ours() -> list[torch.Tensor]:
+        def one_by_one() -> list[torch.Tensor]:
             return ecg_peaks(torch.stack([read_series(h, "II", device="cpu").samples for h in heads]), FS)
+
+        def ours() -> list[torch.Tensor]:
+            return ecg_peaks(read_stacked(heads, "II", device="cpu").samples, FS)
 
         scores: dict[str, float] = {}
 
         def check(found: dict[str, Any]) -> None:
             if not args.same_cores:
                 mine = found[labels[-1]]
-                for other in (labels[1], labels[3]):
+                for other in (labels[1], labels[3], labels[4]):
                     if not all(torch.equal(a, b) for a, b in zip(mine, found[other], strict=True)):
                         raise SystemExit(f"{other!r} and ours found different peaks: the values read differ")
             scores.update({label: round(f1(v, truth, int(SECONDS * FS)), 4) for label, v in found.items()})
@@ -173,7 +179,7 @@ def main() -> int:
 
                 labels = [
                     "wfdb.rdrecord + sleepecg loop, 2 processes",
-                    "read_series + ours, one batched call, 2 threads",
+                    "read_stacked + ours, one batched call, 2 threads",
                 ]
                 record = paired(
                     [Contender("peer", labels[0], peer_in_two), Contender("ours", labels[1], ours)],
@@ -184,14 +190,15 @@ def main() -> int:
         else:
             labels = ["wfdb.rdrecord + sleepecg loop", "wfdb.rdrecord + ours, one batched call"]
             labels += ["np.fromfile reader + sleepecg loop", "np.fromfile reader + ours, one batched call"]
-            labels.append("read_series + ours, one batched call")
+            labels += ["read_series per record + ours, one batched call", "read_stacked + ours, one batched call"]
             record = paired(
                 [
                     Contender("peer", labels[0], peer),
                     Contender("ours, reading through wfdb", labels[1], wfdb_then_ours),
                     Contender("the least reading + sleepecg", labels[2], fromfile_peer),
                     Contender("ours, the least reading", labels[3], fromfile_then_ours),
-                    Contender("ours", labels[4], ours),
+                    Contender("ours, a read_series call per record", labels[4], one_by_one),
+                    Contender("ours", labels[5], ours),
                 ],
                 repeats=args.repeats,
                 threads=1,
@@ -215,7 +222,7 @@ def main() -> int:
         "",
         f"{args.records:,} records of {SECONDS:g} s at {FS:g} Hz, {where}, lead II read and detected. "
         f"{args.repeats} repeats in rotated order after a warm-up; ratio = "
-        "that side's time / ours (`read_series` + one batched call) within a repeat, median and bootstrap 95 % "
+        "that side's time / ours (`read_stacked` + one batched call) within a repeat, median and bootstrap 95 % "
         "interval (quote the lower bound); F1 against the simulator's truth."
         + ("" if args.same_cores else " Our two sides found the same peaks."),
         "",

@@ -22,6 +22,8 @@ _EXPORTS = {
     "Recording": "devicepipe.io",
     "TimeReport": "devicepipe.io",
     "read_series": "devicepipe.io",
+    "read_stacked": "devicepipe.io",
+    "StackedRecordings": "devicepipe.io",
     "OverrideRate": "devicepipe.io",
     "write_parquet": "devicepipe.io",
     "write_csv": "devicepipe.io",

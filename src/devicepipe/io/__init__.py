@@ -7,6 +7,7 @@ One module a concern:
 - :mod:`~devicepipe.io.wfdb`: WFDB records and beat annotations;
 - :mod:`~devicepipe.io.wfdb_plain`: plain WFDB records, read without wfdb's slow header parse;
 - :mod:`~devicepipe.io.edf`: EDF, EDF+ and BDF recordings and their annotations;
+- :mod:`~devicepipe.io.stacked`: :func:`read_stacked`, many short recordings of one length in one tensor;
 - :mod:`~devicepipe.io.chunks`: a recording's length from its header, and its samples a chunk at a time;
 - :mod:`~devicepipe.io.reference`: reference beats from annotations or tables;
 - :mod:`~devicepipe.io.timeline`: ordering by a time column, duplicates, gaps, the NaN policy;
@@ -16,6 +17,7 @@ One module a concern:
 
 from devicepipe.io.read import OverrideRate, Recording, read_series
 from devicepipe.io.reference import ReferenceBeats, ReferenceDays, read_reference, read_reference_days
+from devicepipe.io.stacked import StackedRecordings, read_stacked
 from devicepipe.io.tables import SAMPLING_RATE_KEY
 from devicepipe.io.timeline import DUPLICATE_POLICIES, NAN_POLICIES, TimeReport
 from devicepipe.io.wfdb import (
@@ -49,11 +51,13 @@ __all__ = [  # by name, whatever the case
     "read_reference_days",
     "write_beat_annotations",
     "read_series",
+    "read_stacked",
     "OverrideRate",
     "Recording",
     "ReferenceBeats",
     "ReferenceDays",
     "SAMPLING_RATE_KEY",
+    "StackedRecordings",
     "staged_dir",
     "sweep_leftovers",
     "TimeReport",

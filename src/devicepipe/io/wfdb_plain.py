@@ -19,6 +19,7 @@ with ``wfdb.rdrecord``, which reads every record and explains what is wrong with
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,16 @@ import torch
 
 from devicepipe.io.raw import RawSeries
 
-__all__ = ["PLAIN_FORMATS", "SIGNAL_DEFAULTS", "PlainHeader", "plain_header", "read_plain"]
+__all__ = [
+    "PLAIN_FORMATS",
+    "SIGNAL_DEFAULTS",
+    "PlainHeader",
+    "missing_samples",
+    "physical",
+    "plain_header",
+    "read_plain",
+    "stored_frames",
+]
 
 #: The formats read here: NumPy dtype of a stored sample (212 and 24: packed, see
 #: :func:`_decode`), the offset subtracted from it, and the value that marks a missing sample
@@ -64,14 +74,16 @@ class PlainHeader:
     baselines: list[int]
 
 
-def plain_header(base: Path) -> PlainHeader | None:
+def plain_header(base: str | os.PathLike[str]) -> PlainHeader | None:
     """The header of the record ``base`` (its path without a suffix) where it is plain (see the
     module docstring), else None; None too where the header cannot be read."""
     from wfdb.io import header as grammar  # wfdb's own expressions (imported where used: see devicepipe.io.wfdb)
 
+    base = os.fspath(base)
     try:
-        text = base.with_name(base.name + ".hea").read_text(encoding="ascii", errors="ignore")
-        lines, _ = grammar.parse_header_content(text)
+        with open(base + ".hea", "rb", buffering=0) as fh:  # (unbuffered: a header is one read)
+            text = fh.read().decode("ascii", errors="ignore")
+        lines, _ = grammar.parse_header_content(text)  # (splitlines: any line ending)
     except (OSError, ValueError):
         return None
     record = grammar.rx_record.match(lines[0]) if lines else None
@@ -95,7 +107,7 @@ def plain_header(base: Path) -> PlainHeader | None:
         return None
     gains = [g if g != 0 else SIGNAL_DEFAULTS["adc_gain"] for g in gains]  # wfdb: a gain of 0 means 200
     return PlainHeader(
-        base.with_name(files.pop()),
+        Path(os.path.join(os.path.dirname(base), files.pop())),
         formats.pop(),
         fs,
         length,
@@ -114,30 +126,49 @@ def read_plain(
     them: values ``(channels, time)`` float32, with names, units and rate (``source``: the
     record's name, for messages). None where the span is not inside the record or its signal
     file is shorter than its header says."""
+    chosen = list(range(len(head.names))) if channels is None else channels
+    digital = stored_frames(head, chosen, start, stop)
+    if digital is None:
+        return None
+    values = torch.from_numpy(physical(head, digital, chosen, missing_samples(head, digital)))  # (this call's own)
+    return RawSeries(values, [head.names[c] for c in chosen], [head.units[c] for c in chosen], head.fs, None, source)
+
+
+def stored_frames(head: PlainHeader, chosen: list[int], start: int = 0, stop: int | None = None) -> np.ndarray | None:
+    """The stored values of signals ``chosen`` (positions), frames ``[start, stop)`` (default: the
+    whole record), ``(time, len(chosen))`` integers (:func:`_decode`); None where the span or a
+    channel is not in the record, or its signal file is shorter than its header says."""
     n_sig = len(head.names)
     stop = head.length if stop is None else stop
-    chosen = list(range(n_sig)) if channels is None else channels
     if not 0 <= start < stop <= head.length or not chosen or any(not 0 <= c < n_sig for c in chosen):
         return None
     digital = _frames(head, n_sig, start, stop)
-    if digital is None:
-        return None
-    if chosen != list(range(n_sig)):
-        digital = digital[:, chosen]
+    if digital is None or chosen == list(range(n_sig)):
+        return digital
+    return digital[:, chosen]
+
+
+def missing_samples(head: PlainHeader, digital: np.ndarray) -> np.ndarray | None:
+    """Where the stored values ``digital`` mark a missing sample (a bool array of their shape), or
+    None where none does: the mark is its format's least value, so a minimum above it says there
+    is none (one pass, no mask)."""
     invalid = PLAIN_FORMATS[head.fmt][2]
-    # wfdb.Record.dac's own steps, for the same float32 values, less those that change nothing: the
-    # mark of a missing sample is its format's least value, so a minimum above it says there is none
-    # (one pass, no mask), and subtracting a baseline of 0 leaves every value as it is
-    missing = digital == invalid if digital.size and digital.min() <= invalid else None
-    physical = digital.astype("float32")
+    return digital == invalid if digital.size and digital.min() <= invalid else None
+
+
+def physical(head: PlainHeader, digital: np.ndarray, chosen: list[int], missing: np.ndarray | None) -> np.ndarray:
+    """Stored values ``digital`` ``(time, len(chosen))`` of signals ``chosen`` in physical units,
+    float32 ``(channels, time)``, NaN where ``missing`` (:func:`missing_samples`): ``wfdb.Record.dac``'s
+    own steps, for the same float32 values, less one that changes nothing (subtracting a baseline
+    of 0 leaves every value as it is)."""
+    values = digital.astype("float32")
     baselines = [head.baselines[c] for c in chosen]
     if any(baselines):
-        np.subtract(physical, baselines, physical)
-    np.divide(physical, [head.gains[c] for c in chosen], physical)
+        np.subtract(values, baselines, values)
+    np.divide(values, [head.gains[c] for c in chosen], values)
     if missing is not None:
-        physical[missing] = np.nan
-    values = torch.from_numpy(np.ascontiguousarray(physical.T))  # (a new array, this call's own)
-    return RawSeries(values, [head.names[c] for c in chosen], [head.units[c] for c in chosen], head.fs, None, source)
+        values[missing] = np.nan
+    return np.ascontiguousarray(values.T)
 
 
 def _frames(head: PlainHeader, n_sig: int, start: int, stop: int) -> np.ndarray | None:
@@ -150,12 +181,18 @@ def _frames(head: PlainHeader, n_sig: int, start: int, stop: int) -> np.ndarray 
     per = _BYTES[head.fmt]
     offset, size = int(first * per), math.ceil(count * per)
     try:
-        if head.file.stat().st_size < math.ceil(head.length * n_sig * per):
-            return None
-        raw = np.fromfile(head.file, dtype=PLAIN_FORMATS[head.fmt][0] if per in (1.0, 2.0, 4.0) else "u1",
-                          count=size if per not in (2.0, 4.0) else count, offset=offset)  # fmt: skip
+        # one unbuffered read of the span (np.fromfile duplicates the file descriptor and seeks on
+        # both, twice the time for a 10-s record); the size from the open file, not another stat
+        with open(head.file, "rb", buffering=0) as fh:
+            if os.fstat(fh.fileno()).st_size < math.ceil(head.length * n_sig * per):
+                return None
+            fh.seek(offset)
+            data = fh.read(size)
     except OSError:
         return None
+    if len(data) != size:
+        return None
+    raw = np.frombuffer(data, dtype=PLAIN_FORMATS[head.fmt][0] if per in (1.0, 2.0, 4.0) else "u1")
     return _decode(raw, head.fmt, count)[lead:].reshape(-1, n_sig)
 
 
