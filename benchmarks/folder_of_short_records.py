@@ -224,7 +224,7 @@ def main() -> int:
         f"{args.repeats} repeats in rotated order after a warm-up; ratio = "
         "that side's time / ours (`read_stacked` + one batched call) within a repeat, median and bootstrap 95 % "
         "interval (quote the lower bound); F1 against the simulator's truth."
-        + ("" if args.same_cores else " Our two sides found the same peaks."),
+        + ("" if args.same_cores else " Every side of ours found the same peaks."),
         "",
         *table(
             ["side", "seconds (median)", "ms per record", "its time / ours", "95 % interval", "F1"],
