@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -64,7 +63,7 @@ class PlainHeader:
     """A plain record's header: the signal file, its format, rate (Hz), length (samples per
     signal) and, per signal, name, units, gain (ADC units per physical unit) and baseline."""
 
-    file: Path
+    file: str
     fmt: str
     fs: float
     length: int
@@ -90,32 +89,32 @@ def plain_header(base: str | os.PathLike[str]) -> PlainHeader | None:
     if record is None or record["n_seg"] or not record["fs"] or not record["sig_len"]:
         return None
     n_sig, fs, length = int(record["n_sig"]), float(record["fs"]), int(record["sig_len"])
-    signals = [grammar.rx_signal.match(line) for line in lines[1:]]
-    if not n_sig or len(signals) != n_sig or not fs > 0 or not math.isfinite(fs) or any(s is None for s in signals):
+    if not n_sig or len(lines) != n_sig + 1 or not fs > 0 or not math.isfinite(fs):
         return None
-    files, formats = {s["file_name"] for s in signals}, {s["fmt"] for s in signals}
-    if len(files) != 1 or len(formats) != 1 or formats - set(PLAIN_FORMATS) or files & {"", "~", "-"}:
+    # one pass over the signal lines (a header is read per record: a folder of short records reads
+    # thousands): all in one file, in one plain format, one sample per frame, no skew or offset, named
+    file, fmt = None, None
+    names, units, gains, baselines = [], [], [], []
+    for line in lines[1:]:
+        sig = grammar.rx_signal.match(line)
+        if sig is None or not sig["sig_name"] or sig["samps_per_frame"] not in ("", "1"):
+            return None
+        if sig["skew"] not in ("", "0") or sig["byte_offset"] not in ("", "0"):
+            return None
+        file, fmt = (sig["file_name"], sig["fmt"]) if file is None else (file, fmt)
+        if sig["file_name"] != file or sig["fmt"] != fmt:
+            return None
+        try:
+            gain = float(sig["adc_gain"]) if sig["adc_gain"] else SIGNAL_DEFAULTS["adc_gain"]
+            baselines.append(int(sig["baseline"] or sig["adc_zero"] or SIGNAL_DEFAULTS["baseline"]))
+        except ValueError:
+            return None
+        gains.append(gain if gain != 0 else SIGNAL_DEFAULTS["adc_gain"])  # wfdb: a gain of 0 means 200
+        names.append(sig["sig_name"])
+        units.append(sig["units"] or str(SIGNAL_DEFAULTS["units"]))
+    if fmt not in PLAIN_FORMATS or file in ("", "~", "-") or file is None:
         return None
-    if any(s["samps_per_frame"] not in ("", "1") or s["skew"] not in ("", "0") for s in signals):
-        return None
-    if any(s["byte_offset"] not in ("", "0") or not s["sig_name"] for s in signals):
-        return None
-    try:
-        gains = [float(s["adc_gain"]) if s["adc_gain"] else SIGNAL_DEFAULTS["adc_gain"] for s in signals]
-        baselines = [int(s["baseline"] or s["adc_zero"] or SIGNAL_DEFAULTS["baseline"]) for s in signals]
-    except ValueError:
-        return None
-    gains = [g if g != 0 else SIGNAL_DEFAULTS["adc_gain"] for g in gains]  # wfdb: a gain of 0 means 200
-    return PlainHeader(
-        Path(os.path.join(os.path.dirname(base), files.pop())),
-        formats.pop(),
-        fs,
-        length,
-        [s["sig_name"] for s in signals],
-        [s["units"] or str(SIGNAL_DEFAULTS["units"]) for s in signals],
-        gains,
-        baselines,
-    )
+    return PlainHeader(os.path.join(os.path.dirname(base), file), fmt, fs, length, names, units, gains, baselines)
 
 
 def read_plain(
