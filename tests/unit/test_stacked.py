@@ -115,6 +115,11 @@ def test_wrong_arguments_are_refused_as_read_series_refuses_them(tmp_path):
         read_stacked([path], "V6")
     with pytest.raises(ReadError, match="not found"):
         read_stacked([path, tmp_path / "gone.hea"])
+    # the options are checked before any record is read, as read_series checks them
+    for options, said in (({"sampling_rate": float("nan")}, "finite, positive"), ({"nan": "skip"}, "not a policy"),
+                          ({"dtype": torch.int16}, "floating type")):  # fmt: skip
+        with pytest.raises(ReadError, match=said):
+            read_stacked([path], **options)
 
 
 def test_device_and_dtype(tmp_path):

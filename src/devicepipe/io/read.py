@@ -209,7 +209,7 @@ def read_series(
     -------
     Recording with ``samples`` of shape ``(time,)`` (one channel) or ``(channels, time)``.
     """
-    column = _check_read(column, channel, nan, duplicates, dtype, sampling_rate)  # before any reading
+    column = check_read_options(column, channel, nan, duplicates, dtype, sampling_rate)  # before any reading
     check_encoding(encoding)
     _check_stated_rate(source, column, sampling_rate, override_rate)
     target = resolve_device(device)
@@ -334,7 +334,7 @@ def check_encoding(encoding: str | None) -> None:
         ) from None
 
 
-def _check_read(
+def check_read_options(
     column: ColumnSpec,
     channel: ColumnSpec,
     nan: str,

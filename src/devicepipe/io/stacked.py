@@ -26,7 +26,7 @@ import torch
 from devicepipe.core.device import resolve_device
 from devicepipe.core.errors import ReadError
 from devicepipe.io.raw import ColumnSpec, column_list, resolve_names
-from devicepipe.io.read import chosen_rate, read_series
+from devicepipe.io.read import check_read_options, chosen_rate, read_series
 from devicepipe.io.timeline import NanPolicy
 from devicepipe.io.wfdb import WFDB_SUFFIXES
 from devicepipe.io.wfdb_plain import PlainHeader, missing_samples, physical, plain_header, stored_frames
@@ -102,6 +102,7 @@ def read_stacked(
             fix="pass the paths in a list (one recording: read_series).",
             param="sources",
         )
+    check_read_options(column, None, nan, "keep", dtype, sampling_rate)
     target = resolve_device(device)
     wanted = column_list(column)
     reads = [_read_one(os.fspath(s), column, wanted, sampling_rate, nan) for s in sources]
