@@ -39,7 +39,7 @@ from devicepipe.io import (
 from devicepipe.io.timeline import NanPolicy
 from devicepipe.pipelines.checks import accuracy_summary, median_heart_rate, rate_warnings, record_name, reference_in
 from devicepipe.pipelines.classes import Labelled, label_beats
-from devicepipe.pipelines.context import BEATS_MODE, PEAK_METHOD, Run, to_host
+from devicepipe.pipelines.context import BEATS_MODE, PEAK_METHOD, Run
 from devicepipe.pipelines.quality import quality_summary, quality_table_columns
 from devicepipe.pipelines.reading import first_lead
 from devicepipe.pipelines.results import BeatsResult
@@ -76,12 +76,12 @@ def finish_beats(
         quality = beat_quality(beats)
     labelled = label_beats(run, every, peaks)
     with run.stage("transfer"):
-        host = to_host({"peaks": peaks, "kept": beats.kept, "matrix": beats.matrix})
+        host_peaks, kept, matrix = (t.detach().cpu().numpy() for t in (peaks, beats.kept, beats.matrix))
         signal = rec.samples.cpu().numpy() if opts.figures else None
-    checked = check_beats(run, rec, rec.n_samples, peaks, host["peaks"], ref, opts, labelled.classes.labels)
+    checked = check_beats(run, rec, rec.n_samples, peaks, host_peaks, ref, opts, labelled.classes.labels)
     with run.stage("write"), staged_dir(run.out) as stage:
-        files = {"beat_matrix.npy": write_npy(host["matrix"], stage / "beat_matrix.npy")}
-        columns = quality_table_columns(quality, host["kept"])
+        files = {"beat_matrix.npy": write_npy(matrix, stage / "beat_matrix.npy")}
+        columns = quality_table_columns(quality, kept)
         files.update(
             write_beats(
                 stage,
@@ -89,7 +89,7 @@ def finish_beats(
                 source,
                 rec,
                 signal,
-                host["kept"],
+                kept,
                 beats,
                 checked,
                 opts,
@@ -102,7 +102,7 @@ def finish_beats(
         )
     remove_stale(run.out, run.earlier, list(files))  # (a directory holds one run)
     found_on = tuple(leads.get("beats_found_on_leads", ()))
-    result = beats_result(run, rec, rec.n_samples, host["peaks"], beats, files, checked, found_on)
+    result = beats_result(run, rec, rec.n_samples, host_peaks, beats, files, checked, found_on)
     return replace(result, holter=HolterSummary.from_dict(labelled.summary()))
 
 
