@@ -22,7 +22,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 import wfdb
+from markupsafe import escape
 
+from devicepipe.artifacts import caption
 from devicepipe.artifacts.write import SUMMARY_SCHEMA
 from devicepipe.batch import Engine, run_dataset
 from devicepipe.learning.learn import LearnSettings, SeriesLearnSettings
@@ -46,8 +48,19 @@ def _summary(out: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def written(runs: Path) -> dict[str, Any]:
     """What every pipeline wrote for small simulated inputs: {name: summary.json, ...}."""
+    out: dict[str, Any] = {}
+    for name in ("beats", "ecg", "score", "train", "series", "score_series", "dataset"):
+        out[name] = _summary(runs / name)
+    out["dataset index.parquet columns"] = pq.read_schema(runs / "dataset" / "index.parquet").names
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding every pipeline's run directory for small simulated inputs (``beats``,
+    ``ecg``, ``score``, ``train``, ``series``, ``score_series``, ``dataset``; ``beats_figures``)."""
     tmp = tmp_path_factory.mktemp("contract")
     ecg, _truth = write_simulated_ecg(simulate_ecg(120, 250, seed=1, ectopic_rate=0.05), tmp / "ecg.parquet")
     folder = tmp / "folder"
@@ -64,24 +77,29 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         wfdb.wrann(f"r{i}", "atr", sim.r_peaks.numpy(), list(sim.symbols), write_dir=str(records))
     load, days = write_simulated_load(simulate_load(70, seed=2, n_anomalies=2), tmp / "load.parquet")
     fast = LearnSettings(epochs=2)
-    out: dict[str, Any] = {}
     run_beats(ecg, tmp / "beats", device="cpu", reference=tmp / "ecg.truth.csv", figures=False)
-    out["beats"] = _summary(tmp / "beats")
+    run_beats(ecg, tmp / "beats_figures", device="cpu", reference=tmp / "ecg.truth.csv")
     run_ecg(ecg, tmp / "ecg", device="cpu", settings=fast, reference=tmp / "ecg.truth.csv")
-    out["ecg"] = _summary(tmp / "ecg")
     run_score(ecg, tmp / "score", model=tmp / "ecg", device="cpu", reference=tmp / "ecg.truth.csv")
-    out["score"] = _summary(tmp / "score")
     run_train(folder, tmp / "train", device="cpu", settings=fast)
-    out["train"] = _summary(tmp / "train")
     run_series(load, tmp / "series", device="cpu", settings=SeriesLearnSettings(epochs=2), reference=days)
-    out["series"] = _summary(tmp / "series")
     run_score_series(load, tmp / "score_series", model=tmp / "series", device="cpu", reference=days)
-    out["score_series"] = _summary(tmp / "score_series")
     opts = {"figures": False, "count_transfers": False}
     run_dataset(records, tmp / "dataset", options=opts, engine=Engine(workers=0), reference="atr")
-    out["dataset"] = _summary(tmp / "dataset")
-    out["dataset index.parquet columns"] = pq.read_schema(tmp / "dataset" / "index.parquet").names
-    return out
+    return tmp
+
+
+@pytest.mark.parametrize("name", ["beats_figures", "ecg", "score", "train", "series", "score_series"])
+def test_every_figure_a_run_wrote_is_on_its_page(runs, name):
+    # the pages take their figures from the artifact list: each PNG in the run directory is shown,
+    # with its caption, in report.html (the ECG runs hold 5 to 9 of them)
+    out = runs / name
+    page = (out / "report.html").read_text(encoding="utf-8")
+    written = sorted(p.name for p in out.glob("*.png"))
+    assert len(written) >= 3, written
+    shown = [n for n in written if f'alt="{n}"' in page and f"<strong>{n}</strong>: {escape(caption(n))}" in page]
+    missing = sorted(set(written) - set(shown))
+    assert not missing, missing
 
 
 def test_every_summary_carries_the_schema_version(written):

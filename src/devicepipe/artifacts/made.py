@@ -76,14 +76,24 @@ class Made:
 Make = Callable[[Made], Any]
 
 
+#: The sections of ``report.html`` that show figures, by key (a page gives each its title):
+#: the beats found, the Holter events, what the model learned, the beats it generates, heart rate
+#: and beats beside a model's answers, scores against the model's training rows, the anomalous
+#: windows of a series, the windows' codes, and training.
+REPORT_SECTIONS = ("beats", "events", "learned", "generated", "heart", "scores", "windows", "codes", "training")
+
+
 @dataclass(frozen=True)
 class Artifact:
     """One output file of a run directory: its name, what it answers (the caption beside it in
     ``report.html``), and how each kind of run that writes it makes it (``makes``: kind ->
     :data:`Make`; none for files written elsewhere, such as the benchmark's charts).
-    ``also``: further names the same figure is saved under (``generated.pdf``)."""
+    ``also``: further names the same figure is saved under (``generated.pdf``). ``shown``: for a
+    figure, the section of each kind of run's page that shows it (kind -> one of
+    :data:`REPORT_SECTIONS`)."""
 
     name: str
     caption: str
     makes: Mapping[str, Make] = field(default_factory=dict)
     also: tuple[str, ...] = ()
+    shown: Mapping[str, str] = field(default_factory=dict)

@@ -12,7 +12,7 @@ import numpy as np
 
 from devicepipe.artifacts.summaries import ABSENT, RunSummary, flag_rule, held
 from devicepipe.core.units import format_duration
-from devicepipe.report.parts import Section, figure_list, number, sparkline
+from devicepipe.report.parts import Section, number, shown_figures, sparkline
 from devicepipe.scorers import SCORER_KINDS
 
 REPORT_NAME = "report.html"
@@ -146,7 +146,7 @@ def learning_facts(summary: RunSummary, what: str) -> list[tuple[str, str]]:
     ]
 
 
-def training_section(summary: RunSummary, files: dict[str, Path], collapsed: bool = True) -> Section:
+def training_section(summary: RunSummary, files: dict[str, Path], kind: str, collapsed: bool = True) -> Section:
     """How the model trained (epochs run and kept, whether it converged, the loss figure): with
     ``collapsed``, the run's internals, closed until opened, near the end of the page (a ``train``
     run's page shows it open: training is what it is for)."""
@@ -159,7 +159,7 @@ def training_section(summary: RunSummary, files: dict[str, Path], collapsed: boo
     return Section(
         "Run internals: training" if collapsed else "Training",
         table={"header": ["", ""], "rows": rows},
-        figures=figure_list(files, ["training.png"]),
+        figures=shown_figures(files, kind, "training"),
         collapsed=collapsed,
     )
 

@@ -33,6 +33,7 @@ from devicepipe.report.parts import (
     heart_rate_facts,
     holter_sections,
     number,
+    shown_figures,
 )
 from devicepipe.report.series_pages import score_series_page, series_page
 
@@ -109,9 +110,8 @@ def _beats_page(
         *heart_rate_facts(summary),
         *_quality_facts(summary),
     ]
-    sections.extend(holter_sections(summary, scored=False, files=files))
-    names = ["excerpt.png", "heart_rate.png", "intervals.png", "quality.png"]
-    sections.append(Section("Beats", figures=figure_list(files, names)))
+    sections.extend(holter_sections(summary, scored=False, files=files, kind="beats"))
+    sections.append(Section("Beats", figures=shown_figures(files, "beats", "beats")))
     sections.extend(_accuracy_sections(summary))
     return facts, sections
 
@@ -173,16 +173,15 @@ def _ecg_page(
         *_quality_facts(summary),
         *learning_facts(summary, "beats"),
     ]
-    sections.extend(holter_sections(summary, scored=True, files=files))
+    sections.extend(holter_sections(summary, scored=True, files=files, kind="ecg"))
     sections.extend(_reference_sections(summary) + _accuracy_sections(summary))
     if flagged is not None:
         sections.append(flagged_section(flagged, summary))
-    learned = figure_list(files, ["extremes.png", "latent.png"])
+    learned = shown_figures(files, "ecg", "learned")
     sections.append(Section("What the model learned", model_use(summary, "beats"), figures=learned))
-    sections.append(Section("Generated beats", figures=figure_list(files, ["generated.png"])))
-    names = ["heart_rate.png", "excerpt.png", "quality.png"]
-    sections.append(Section("Heart rate and beats", figures=figure_list(files, names)))
-    sections.append(training_section(summary, files))
+    sections.append(Section("Generated beats", figures=shown_figures(files, "ecg", "generated")))
+    sections.append(Section("Heart rate and beats", figures=shown_figures(files, "ecg", "heart")))
+    sections.append(training_section(summary, files, "ecg"))
     return facts, sections
 
 
@@ -208,7 +207,7 @@ def _score_page(
         *_accuracy_facts(summary),
         *heart_rate_facts(summary),
     ]
-    sections.extend(holter_sections(summary, scored=True, files=files))
+    sections.extend(holter_sections(summary, scored=True, files=files, kind="score"))
     sections.extend(_reference_sections(summary) + _accuracy_sections(summary))
     if flagged is not None:
         sections.append(flagged_section(flagged, summary))
@@ -217,10 +216,10 @@ def _score_page(
             "Scores against the model's training beats",
             "A recording like the training beats has its histogram over theirs; a shift to the right is a "
             "recording the model finds unusual as a whole.",
-            figures=figure_list(files, ["scores.png", "extremes.png", "latent.png"]),
+            figures=shown_figures(files, "score", "scores"),
         )
     )
-    sections.append(Section("Heart rate and beats", figures=figure_list(files, ["heart_rate.png", "excerpt.png"])))
+    sections.append(Section("Heart rate and beats", figures=shown_figures(files, "score", "heart")))
     return facts, sections
 
 
@@ -251,8 +250,8 @@ def _train_page(
                 {"header": ["recording", "why"], "rows": [[x.path, x.error] for x in r.skipped]},
             )
         )
-    sections.append(training_section(summary, files, collapsed=False))
-    sections.append(Section("What the model learned", figures=figure_list(files, ["scores.png", "latent.png"])))
+    sections.append(training_section(summary, files, "train", collapsed=False))
+    sections.append(Section("What the model learned", figures=shown_figures(files, "train", "learned")))
     return facts, sections
 
 

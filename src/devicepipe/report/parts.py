@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from markupsafe import Markup
 
-from devicepipe.artifacts import caption
+from devicepipe.artifacts import caption, figures_shown
 from devicepipe.artifacts.summaries import ABSENT, RunSummary, SpectralHRV
 from devicepipe.ecg.validated import NOT_DIAGNOSTIC, VALIDATED, VALIDATED_ON
 from devicepipe.heart.holter import PAUSE_S
@@ -62,7 +62,14 @@ def number(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
+def shown_figures(files: dict[str, Path], kind: str, section: str) -> list[dict[str, str]]:
+    """The figures of ``files`` that a ``kind`` of run shows in the report section ``section``, as
+    the artifact list declares them (:func:`devicepipe.artifacts.figures_shown`)."""
+    return figure_list(files, figures_shown(kind, section))
+
+
 def figure_list(files: dict[str, Path], names: Sequence[str]) -> list[dict[str, str]]:
+    """Each of the figures ``names`` that the run wrote (in ``files``), embedded, with its caption."""
     out = []
     for name in names:
         path = files.get(name)
@@ -196,7 +203,7 @@ def _clock(seconds: float | None) -> str:
     return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
 
 
-def holter_sections(summary: RunSummary, scored: bool, files: dict[str, Path]) -> list[Section]:
+def holter_sections(summary: RunSummary, scored: bool, files: dict[str, Path], kind: str) -> list[Section]:
     """The Holter summary: beats per class, and the events (``scored``: the run also scored the
     beats, and the page says which to read first)."""
     h = summary.holter
@@ -239,5 +246,5 @@ def holter_sections(summary: RunSummary, scored: bool, files: dict[str, Path]) -
         "the recording's start (h:mm:ss)."
     )
     table = {"header": ["event", "count", "first at"], "rows": events}
-    sections.append(Section("Events", facts, table, figures=figure_list(files, ["events.png"])))
+    sections.append(Section("Events", facts, table, figures=shown_figures(files, kind, "events")))
     return sections

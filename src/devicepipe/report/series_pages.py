@@ -17,7 +17,7 @@ from devicepipe.report.common import (
     scorer_facts,
     training_section,
 )
-from devicepipe.report.parts import Section, figure_list, number
+from devicepipe.report.parts import Section, number, shown_figures
 from devicepipe.signal.windows import DIRECTION_WORDS
 
 __all__ = ["score_series_page", "series_page"]
@@ -87,12 +87,14 @@ def window_reference_sections(summary: RunSummary) -> list[Section]:
     ]
 
 
-def _window_sections(summary: RunSummary, files: dict[str, Path], flagged: FlaggedRows | None) -> list[Section]:
+def _window_sections(
+    summary: RunSummary, files: dict[str, Path], flagged: FlaggedRows | None, kind: str
+) -> list[Section]:
     """What both series pages open with: the flagged windows, the flags against a reference, and
     the anomalous windows' figures."""
     sections = [] if flagged is None else [flagged_section(flagged, summary)]
     sections.extend(window_reference_sections(summary))
-    sections.append(Section("Anomalous windows", figures=figure_list(files, ["days.png", "extremes.png"])))
+    sections.append(Section("Anomalous windows", figures=shown_figures(files, kind, "windows")))
     return sections
 
 
@@ -113,10 +115,10 @@ def series_page(
         ("windows with gaps filled", number(w.windows_with_filled_slots)),
         *facts,
     ]
-    sections = _window_sections(summary, files, flagged)
-    codes = figure_list(files, ["latent.png"])
+    sections = _window_sections(summary, files, flagged, "series")
+    codes = shown_figures(files, "series", "codes")
     sections.append(Section("Codes", model_use(summary, "windows"), figures=codes))
-    sections.append(training_section(summary, files))
+    sections.append(training_section(summary, files, "series"))
     return facts, sections
 
 
@@ -141,13 +143,13 @@ def score_series_page(
         ("windows with gaps filled", number(w.windows_with_filled_slots)),
         *facts,
     ]
-    sections = _window_sections(summary, files, flagged)
+    sections = _window_sections(summary, files, flagged, "score-series")
     sections.append(
         Section(
             "Scores against the model's training windows",
             "A period like the training one has its histogram over theirs; a shift to the right is a "
             "period the model finds unusual as a whole.",
-            figures=figure_list(files, ["scores.png", "latent.png"]),
+            figures=shown_figures(files, "score-series", "scores"),
         )
     )
     return facts, sections
