@@ -225,10 +225,10 @@ def holter_sections(summary: RunSummary, scored: bool, files: dict[str, Path], k
     sections = [Section("Beats by class", text, {"header": ["class", "beats", "share", "per hour"], "rows": rows})]
     sections.append(_trust_section())
     events = []
-    for kind, words in _EVENT_WORDS.items():
-        listed = h.listed.get(kind, [])
+    for event, words in _EVENT_WORDS.items():
+        listed = h.listed.get(event, [])
         when = ", ".join(_clock(e["start_s"]) for e in listed[:5]) + (" ..." if len(listed) > 5 else "")
-        events.append([words, number(h.events.get(kind, 0)), when or "-"])
+        events.append([words, number(h.events.get(event, 0)), when or "-"])
     runs = (
         "No run of three or more ventricular beats"
         if h.longest_run_beats is None
