@@ -31,7 +31,7 @@ def test_ectopic_beats_are_found(name, floor):
 def test_ventricular_beats_where_they_are_a_family():
     v106 = _scored("mitdb_v", "106")["classes"]["V"]
     v200 = _scored("mitdb_v", "200")["classes"]["V"]
-    for v, se in ((v106, 0.97), (v200, 0.92)):
+    for v, se in ((v106, 0.98), (v200, 0.93)):
         assert v["tp"] >= se * v["truth"], v
         assert v["tp"] >= 0.98 * v["given"], v  # +P
         assert v["others_given"] <= 0.01 * v["others"], v  # no more than 1 % of the other beats called V
@@ -41,9 +41,17 @@ def test_ventricular_beats_where_they_are_a_family():
 
 def test_noise_is_not_ventricular():
     # MIT-BIH 105's muscle noise and motion: lone odd shapes in rough signal are Q, not V (34 of
-    # its normal beats were called V before, 1.3 %; 0.6 % when set)
+    # its normal beats were called V before, 1.3 %; 0.6 % when set, 0.7 % once early beats more
+    # like its ventricular beats were V)
     v = _scored("mitdb_v", "105")["classes"]["V"]
     assert v["others_given"] <= 0.01 * v["others"], v
+
+
+def test_early_beats_like_the_recording_s_ventricular_beats_are_ventricular():
+    # 105's ventricular beats look, in MLII, like taller normal ones and come early: those more
+    # like its ventricular family than its normal beats are V (3 of 41 before, 7 when set)
+    v = _scored("mitdb_v", "105")["classes"]["V"]
+    assert v["tp"] >= 0.15 * v["truth"], v
 
 
 @pytest.mark.parametrize(

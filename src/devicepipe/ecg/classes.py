@@ -28,7 +28,11 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    ventricular family has that family's shape: read as F, 21 of 200's on-time ventricular beats
    were lost so); *S* where its shape is normal but it
    comes early (under :data:`EARLY`, or under :data:`ON_TIME` with a P wave unlike the normal
-   one), outside stretches of irregularly irregular rhythm; *Q* where its shape is not the
+   one), outside stretches of irregularly irregular rhythm, but *V* where such an early beat's QRS
+   is more like a ventricular family's shape than the normal one's (an early beat is one or the
+   other, and the recording's own ventricular beats say which: on MIT-BIH 200 V sensitivity
+   went from 0.925 to 0.935, on noisy 105 from 0.073 to 0.171, on 106 from 0.977 to 0.981, and
+   no other shared record changed); *Q* where its shape is not the
    normal one and the signal around it is too poor to tell why (in a 10-s stretch where even
    the upper quartile of the beats is unlike both the normal shape and the shape of the beat
    next to them: noise and motion make shapes that are neither, where a run of tachycardia is
@@ -512,9 +516,10 @@ def _ventricular(
     family: np.ndarray,
     corr: np.ndarray,
     corr_n: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The V and F calls of the module's step 4 (every other beat N so far): each beat's label
-    (``<U1``) and reason (object, shared strings), ``(n,)`` each."""
+    (``<U1``) and reason (object, shared strings), and whether its QRS is more like a ventricular
+    family's shape than the normal one's (False where there is no ventricular family), ``(n,)`` each."""
     n, normal = early.size, fit.normal
     wide = unlike & (width >= WIDE * fit.normal_width)  # (a normal shape is never wide: noise widens it)
     ventricular_shape = wide | (unlike & (early < ON_TIME))
@@ -525,17 +530,19 @@ def _ventricular(
     reasons[ventricular_shape & ~wide] = "other shape, premature"
     # a ventricular family's shape: where most of its beats were called V
     v_families = [k for k in range(corr.shape[1]) if k != normal and np.mean(labels[family == k] == "V") > 0.5]
+    more_like_v = np.zeros(n, bool)
     if v_families and normal >= 0:
         # the family's other members have its shape whatever one beat's width or timing says
         member = np.isin(family, v_families)
         joins = member & (labels == "N")
         labels[joins], reasons[joins] = "V", "ventricular family's shape"
         corr_v = corr[:, v_families].max(1)
+        more_like_v = corr_v > corr_n
         # fusion: a shape between the two, of neither family
         fusion = unlike & ~ventricular_shape & ~member & (corr_v > 0.5) & (corr_n > 0.5)
         fusion &= early >= ON_TIME
         labels[fusion], reasons[fusion] = "F", "between normal and ventricular shapes"
-    return labels, reasons
+    return labels, reasons, more_like_v
 
 
 def _decide(
@@ -557,7 +564,7 @@ def _decide(
     normal = fit.normal
     corr_n = corr[:, normal] if normal >= 0 else np.zeros(n)
     unlike = corr_n < SAME_SHAPE
-    labels, reasons = _ventricular(fit, unlike, width, early, family, corr, corr_n)
+    labels, reasons, more_like_v = _ventricular(fit, unlike, width, early, family, corr, corr_n)
     nn = np.zeros(n, bool)
     normal_shaped = labels == "N"
     nn[1:] = normal_shaped[1:] & normal_shaped[:-1]
@@ -575,6 +582,10 @@ def _decide(
     labels[premature] = "S"
     reasons[premature & (early < EARLY)] = "premature"
     reasons[premature & (early >= EARLY)] = "premature, P wave unlike"
+    # an early beat is supraventricular or ventricular: one whose QRS, near the normal shape as it
+    # is, is more like the recording's own ventricular beats (a ventricular family's shape) is V
+    like_v = premature & more_like_v
+    labels[like_v], reasons[like_v] = "V", "premature, more like the ventricular beats"
     reasons[(labels == "N") & irregular] = "irregular rhythm"
 
     labels[poor], reasons[poor] = "Q", "poor signal"
