@@ -588,7 +588,7 @@ def test_crashes_of_the_audit_end_in_one_line(tmp_path, monkeypatch):
     for command in ("beats", "read", "ecg"):
         out = () if command == "read" else ("--out", tmp_path / f"o_{command}")
         one_line_error(run(command, tmp_path / "cut.parquet", *out), "cut.parquet", "Parquet")
-        one_line_error(run(command, tmp_path / "empty", *out), "empty.hea")
+        one_line_error(run(command, tmp_path / "empty", *out), "empty.hea", "no record line")
     # duplicate column names (the channel choice read them by name)
     (tmp_path / "dup.csv").write_text("a,a\n" + "\n".join(f"{v},{v}" for v in sim.signal.numpy()[:3000]))
     one_line_error(run("beats", tmp_path / "dup.csv", "--sampling-rate", 250, "--out", tmp_path / "d"), "'a'")

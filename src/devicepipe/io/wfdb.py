@@ -123,6 +123,11 @@ def read_wfdb(path: Path, column: ColumnSpec, start: int = 0, stop: int | None =
             pass
         else:
             return _raw(rec, base)
+    if not has_record_line(base):  # (wfdb's own error for it: "list index out of range")
+        raise ReadError(
+            f"read_series(): the WFDB header {base.name}.hea holds no record line (it is empty, or only comments); "
+            "is it the whole file?"
+        )
     try:
         head = wfdb.rdheader(str(base))
     except Exception as exc:
@@ -153,6 +158,16 @@ def _raw(rec: wfdb.Record, base: Path) -> RawSeries:
     units = list(rec.units or [None] * n)
     fs = float(rec.fs) if header_rate_holds(base) else None
     return RawSeries(values, list(rec.sig_name[:n]), units, fs, None, base.name)
+
+
+def has_record_line(base: Path) -> bool:
+    """Whether a WFDB header holds a line that is neither blank nor a comment (its record line
+    first); True where it cannot be read (the read says why)."""
+    try:
+        with open(base.with_name(base.name + ".hea"), encoding="latin-1") as fh:
+            return any(ln.strip() and not ln.lstrip().startswith("#") for ln in fh)
+    except OSError:
+        return True
 
 
 def header_rate_holds(base: Path) -> bool:
