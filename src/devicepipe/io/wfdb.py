@@ -123,7 +123,7 @@ def read_wfdb(path: Path, column: ColumnSpec, start: int = 0, stop: int | None =
             pass
         else:
             return _raw(rec, base)
-    if not has_record_line(base):  # (wfdb's own error for it: "list index out of range")
+    if record_line(base) == "":  # (wfdb's own error for it: "list index out of range")
         raise ReadError(
             f"read_series(): the WFDB header {base.name}.hea holds no record line (it is empty, or only comments); "
             "is it the whole file?"
@@ -160,14 +160,14 @@ def _raw(rec: wfdb.Record, base: Path) -> RawSeries:
     return RawSeries(values, list(rec.sig_name[:n]), units, fs, None, base.name)
 
 
-def has_record_line(base: Path) -> bool:
-    """Whether a WFDB header holds a line that is neither blank nor a comment (its record line
-    first); True where it cannot be read (the read says why)."""
+def record_line(base: Path) -> str | None:
+    """A WFDB header's record line: its first line that is neither blank nor a comment ("" where
+    it holds none; None where it cannot be read, which the read says more of)."""
     try:
         with open(base.with_name(base.name + ".hea"), encoding="latin-1") as fh:
-            return any(ln.strip() and not ln.lstrip().startswith("#") for ln in fh)
+            return next((ln for ln in fh if ln.strip() and not ln.lstrip().startswith("#")), "")
     except OSError:
-        return True
+        return None
 
 
 def header_rate_holds(base: Path) -> bool:
@@ -175,10 +175,8 @@ def header_rate_holds(base: Path) -> bool:
     is a positive number of Hz, or left out (WFDB's default of 250 Hz then holds). wfdb reads a
     rate it cannot parse (``-360``, ``abc``) as left out: such a header states no rate, and the
     rate must be given."""
-    try:
-        with open(base.with_name(base.name + ".hea"), encoding="latin-1") as fh:
-            line = next(ln for ln in fh if ln.strip() and not ln.lstrip().startswith("#"))
-    except (OSError, StopIteration):
+    line = record_line(base)
+    if not line:
         return True  # (read_wfdb says what is wrong with the header)
     fields = line.split()
     if len(fields) < 3:
