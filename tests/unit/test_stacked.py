@@ -48,6 +48,20 @@ def test_rows_equal_read_series_bit_for_bit(tmp_path, fmt, n_sig, column):
     assert got.sources == ("r0", "r1", "r2", "r3") and got.n_records == 4 and got.n_samples == 2500
 
 
+def test_records_named_without_a_suffix_read_as_their_headers(tmp_path, monkeypatch):
+    paths = [_record(tmp_path, f"r{i}", seed=i, fmt="212", n_sig=3) for i in range(3)]
+    named = [p.with_suffix("") for p in paths]  # as read_series takes a record: mitdb/100
+    expected = _one_by_one(named, "V1")
+
+    def not_here(*args, **kwargs):
+        raise AssertionError("a plain record went through read_series")
+
+    monkeypatch.setattr("devicepipe.io.stacked.read_series", not_here)  # the plain path, for every name
+    for sources in (named, paths):
+        got = read_stacked(sources, "V1")
+        assert torch.equal(got.samples, expected) and got.sources == ("r0", "r1", "r2")
+
+
 def test_other_formats_and_records_are_read_by_read_series(tmp_path):
     plain = _record(tmp_path, "plain", seed=1)
     # a record whose two signals are in two files is not plain: wfdb reads it

@@ -117,11 +117,13 @@ def read_stacked(
 def _read_one(
     path: str, column: ColumnSpec, wanted: list[str | int] | None, sampling_rate: float | None, nan: NanPolicy
 ) -> _Read:
-    """One recording: a plain WFDB record named by one of its files read directly, anything else
+    """One recording: a plain WFDB record (named by one of its files, or by its name) read directly, anything else
     by read_series (the paths handled as strings: a path object's every step costs as much as a
     short record's header)."""
     base, suffix = os.path.splitext(path)
-    head = plain_header(base) if suffix.lower() in WFDB_SUFFIXES else None
+    if suffix.lower() not in WFDB_SUFFIXES:  # a record named without a suffix (``mitdb/100``), as read_series takes it
+        base = path if not os.path.exists(path) and os.path.exists(path + ".hea") else ""
+    head = plain_header(base) if base else None
     if head is not None:
         name = os.path.basename(base)
         every = list(range(len(head.names)))
