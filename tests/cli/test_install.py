@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # (pandas and SciPy are not here: wfdb, a dependency, needs them)
-OPTIONAL = ["polars", "sklearn", "numba", "jax", "neurokit2", "sleepecg", "hypothesis", "cupy", "cudf"]
+OPTIONAL = ["polars", "sklearn", "jax", "neurokit2", "sleepecg", "hypothesis", "cupy", "cudf"]
 
 
 def _setup_commands() -> list[str]:

@@ -11,8 +11,9 @@ import torch
 
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.threads import detection_threads, using_threads
+from devicepipe.ecg.compiled import peaks_ricker_compiled
 from devicepipe.ecg.fuse import peaks_ricker_fused
-from devicepipe.ecg.ricker import Ricker, check_input, ordinary, peaks_ricker
+from devicepipe.ecg.ricker import Ricker, check_input, ordinary
 from devicepipe.ecg.seed import peaks_seed
 from devicepipe.signal.peaks import split_by_row
 
@@ -49,7 +50,9 @@ class PeakMethod:
 
 #: Every peak method by name: a new one is one module and one line here.
 ECG_PEAK_METHODS: dict[str, PeakMethod] = {
-    "ricker": PeakMethod(peaks_ricker, fused=peaks_ricker_fused, chunks=True, settings=lambda: list(ricker_defaults())),
+    "ricker": PeakMethod(
+        peaks_ricker_compiled, fused=peaks_ricker_fused, chunks=True, settings=lambda: list(ricker_defaults())
+    ),
     "seed": PeakMethod(peaks_seed),
 }
 

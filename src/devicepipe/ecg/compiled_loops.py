@@ -1,0 +1,394 @@
+"""The loops of the compiled ``"ricker"`` detector (see :mod:`devicepipe.ecg.compiled`), one row
+at a time: :func:`detect`. Compiled by Numba on first use and cached on disk beside this file
+(or in Numba's user cache where that is not writable)."""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from devicepipe.ecg.ricker import RR_NEIGHBOURS, SEARCH_BACK_PASSES
+
+__all__ = ["detect"]
+
+_F32 = np.float32
+_TINY = np.float32(np.finfo(np.float32).tiny)
+
+
+@nb.njit(cache=True, nogil=True)
+def _mean64(x: np.ndarray, a: int, b: int) -> np.float32:
+    s = 0.0
+    for i in range(a, b):
+        s += x[i]
+    return _F32(s / (b - a))
+
+
+@nb.njit(cache=True, nogil=True)
+def _filter(x: np.ndarray, h: np.ndarray, head_mean: np.float32, tail_mean: np.float32) -> np.ndarray:
+    """The Ricker response, as ``centred_convolve`` gives it: a "same" convolution of ``x`` with
+    ``h``, the first and last ``k`` outputs corrected for the level past either end."""
+    n, k = x.shape[0], h.shape[0]
+    lead = (k - 1) // 2
+    out = np.zeros(n, np.float32)
+    for j in range(k):  # out[i] += h[j] * x[i + lead - j]: one pass per tap, vectorised over i
+        hj = h[j]
+        s = lead - j
+        a, b = max(0, -s), min(n, n - s)
+        o, v = out[a:b], x[a + s : b + s]  # (slices indexed from 0: no negative-index checks)
+        for i in range(b - a):
+            o[i] += hj * v[i]
+    ends = np.empty(k, np.float32)  # torch.cumsum accumulates float32 in float64 on the CPU
+    acc = 0.0
+    for j in range(k):
+        acc += h[j]
+        ends[j] = acc
+    for i in range(k):
+        out[i] -= head_mean * ends[min(i + lead, k - 1)]
+        before = ends[i - (k - lead)] if i >= k - lead else _F32(0.0)
+        out[n - k + i] -= tail_mean * (ends[k - 1] - before)
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _centred(v: np.ndarray, window: int, how: int) -> np.ndarray:
+    """``centred_window``: the maximum (``how`` 1), minimum (-1) or mean (0) over ``window``
+    values centred on each, cut to those that exist."""
+    m = v.shape[0]
+    w = min(window, m)
+    if w <= 1:
+        return v.copy()
+    left = (w - 1) // 2
+    out = np.empty(m, np.float32)
+    for i in range(m):
+        a, b = max(0, i - left), min(m, i + w - left)
+        best = v[a]
+        total = _F32(0.0)
+        for j in range(a, b):
+            if how == 1:
+                best = max(best, v[j])
+            elif how == -1:
+                best = min(best, v[j])
+            else:
+                total += v[j]
+        out[i] = best if how != 0 else total / _F32(b - a)
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _lower_median(v: np.ndarray) -> np.float32:
+    """The ``(m - 1) // 2``-th smallest of ``v`` (``torch.median``'s lower median), by selection."""
+    s = v.copy()
+    want = (s.shape[0] - 1) // 2
+    lo, hi = 0, s.shape[0] - 1
+    while lo < hi:  # Hoare's selection: the wanted rank stays inside [lo, hi]
+        pivot = s[(lo + hi) // 2]
+        i, j = lo, hi
+        while i <= j:
+            while s[i] < pivot:
+                i += 1
+            while s[j] > pivot:
+                j -= 1
+            if i <= j:
+                s[i], s[j] = s[j], s[i]
+                i += 1
+                j -= 1
+        if want <= j:
+            hi = j
+        elif want >= i:
+            lo = i
+        else:
+            break
+    return s[want]
+
+
+@nb.njit(cache=True, nogil=True)
+def _candidates(
+    x: np.ndarray, feature: np.ndarray, negative: np.ndarray, ints: np.ndarray, floats: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Columns, heights, signs and refined columns of the candidates (``_coarse_peaks``, then
+    ``_refined`` with the spike rule)."""
+    n = feature.shape[0]
+    sub, refractory, reach, spike = ints[1], ints[2], ints[3], ints[4]
+    n_sub = (n + sub - 1) // sub
+    maxima = np.empty(n_sub, np.float32)
+    for b in range(n_sub):
+        best = feature[b * sub]
+        for i in range(b * sub + 1, min(n, (b + 1) * sub)):
+            best = max(best, feature[i])
+        maxima[b] = best
+    d = max(2, -(-refractory // sub))
+    near = max(1, d - 1)  # peak_mask: over every block within near before, at least every one after
+    cols = np.empty(n_sub, np.int64)
+    count = 0
+    for b in range(n_sub):
+        v = maxima[b]
+        peak = True
+        for j in range(max(0, b - near), b):
+            if not v > maxima[j]:
+                peak = False
+                break
+        if peak:
+            for j in range(b + 1, min(n_sub, b + near + 1)):
+                if not v >= maxima[j]:
+                    peak = False
+                    break
+        if peak:
+            at = b * sub
+            for i in range(b * sub + 1, min(n, (b + 1) * sub)):
+                if feature[i] > feature[at]:
+                    at = i
+            cols[count] = at
+            count += 1
+    cols = cols[:count]
+    height = np.empty(count, np.float32)
+    sign = np.empty(count, np.float32)
+    refined = np.empty(count, np.int64)
+    width = 2 * reach + 1
+    window = np.empty(width, np.float32)
+    for c in range(count):
+        col = cols[c]
+        sign[c] = _F32(-1.0) if negative[col] else _F32(1.0)
+        acc = 0.0
+        for t in range(width):
+            window[t] = x[min(max(col - reach + t, 0), n - 1)]  # past an end, the end sample
+            acc += window[t]
+        mean = _F32(acc / width)
+        best = 0
+        top = (window[0] - mean) * sign[c]
+        for t in range(1, width):
+            v = (window[t] - mean) * sign[c]
+            if v > top:
+                top, best = v, t
+        refined[c] = min(max(col - reach + best, 0), n - 1)
+        h = feature[col]
+        if spike:
+            low = window[min(max(best - spike, 0), width - 1)] * sign[c]
+            for t in range(best - spike, best + spike + 1):
+                low = min(low, window[min(max(t, 0), width - 1)] * sign[c])
+            peak_value = window[best] * sign[c]
+            half = (peak_value + low) / _F32(2.0)
+            wide = 0
+            for t in range(best - spike, best + spike + 1):
+                if window[min(max(t, 0), width - 1)] * sign[c] >= half:
+                    wide += 1
+            if _F32(wide) * floats[10] < floats[11]:
+                h = _F32(0.0)  # a spike is no beat
+        height[c] = h
+    return cols, height, sign, refined
+
+
+@nb.njit(cache=True, nogil=True)
+def _thresholds(
+    feature: np.ndarray,
+    cols: np.ndarray,
+    height: np.ndarray,
+    sign: np.ndarray,
+    magnitude: np.float32,
+    ints: np.ndarray,
+    floats: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Per block: the threshold, the local beat level and the search-back threshold
+    (``Ricker.thresholds``); and 0, 1 where the row holds no ECG (flat), 2 where its contrast is
+    low (the tensor path's rhythm check must answer)."""
+    n = feature.shape[0]
+    block, span, level_window = ints[0], ints[6], ints[7]
+    threshold, global_floor, noise_factor, min_contrast = floats[0], floats[1], floats[2], floats[4]
+    n_blocks = (n + block - 1) // block
+    block_max = np.empty(n_blocks, np.float32)
+    block_mean = np.empty(n_blocks, np.float32)
+    for b in range(n_blocks):
+        a, e = b * block, min(n, (b + 1) * block)
+        best = feature[a]
+        for i in range(a + 1, e):
+            best = max(best, feature[i])
+        block_max[b] = best
+        block_mean[b] = _mean64(feature, a, e)
+    envelope = _centred(block_max, span, 1)
+    typical = _lower_median(envelope)
+    limit = typical / min_contrast
+    below = 0
+    for i in range(n):
+        if feature[i] <= limit:
+            below += 1
+    flat = typical <= 0 or typical <= floats[7] * magnitude
+    empty = np.empty(0, np.float32)
+    if flat:
+        return empty, empty, empty, 1
+    if below <= (n - 1) // 2:
+        return empty, empty, empty, 2
+    level = _centred(envelope, level_window, -1)
+    noise = _centred(block_mean, span, -1)
+    busy = np.empty(n_blocks, np.bool_)
+    any_busy = False
+    for b in range(n_blocks):
+        busy[b] = noise_factor * noise[b] >= floats[9] * level[b]
+        any_busy |= busy[b]
+    if any_busy:  # where the floor is over the beats, a stretch of one polarity is a rhythm's beats
+        signed64 = np.zeros(n_blocks, np.float64)  # (summed in float64, as block_signs does)
+        plain64 = np.zeros(n_blocks, np.float64)
+        for c in range(cols.shape[0]):
+            b = cols[c] // block
+            signed64[b] += np.float64(height[c]) * np.float64(sign[c])
+            plain64[b] += np.float64(height[c])
+        signed = np.empty(n_blocks, np.float32)
+        plain = np.empty(n_blocks, np.float32)
+        for b in range(n_blocks):
+            signed[b], plain[b] = signed64[b], plain64[b]
+        signed, heights = _centred(signed, span, 0), _centred(plain, span, 0)
+        for b in range(n_blocks):
+            if busy[b] and abs(signed[b]) >= floats[8] * heights[b] and heights[b] > 0:
+                noise[b] = _F32(0.0)
+    per_block = np.empty(n_blocks, np.float32)
+    secondary = np.empty(n_blocks, np.float32)
+    for b in range(n_blocks):
+        floor = max(global_floor * typical, noise_factor * noise[b])
+        per_block[b] = max(max(threshold * level[b], floor), _TINY)
+        secondary[b] = max(floats[6] * per_block[b], floor)
+    return per_block, level, secondary, 0
+
+
+@nb.njit(cache=True, nogil=True)
+def _usual_gap_exceeded(gaps: np.ndarray, rr_limit: float) -> np.ndarray:
+    """Which gaps exceed ``rr_limit`` times the lower median of the gaps within
+    ``RR_NEIGHBOURS`` either side, themselves included (``neighbour_median``)."""
+    m = gaps.shape[0]
+    near = np.empty(2 * RR_NEIGHBOURS + 1, np.float64)
+    long = np.zeros(m, np.bool_)
+    for g in range(m):
+        count = 0
+        for j in range(max(0, g - RR_NEIGHBOURS), min(m, g + RR_NEIGHBOURS + 1)):
+            v = gaps[j]
+            at = count
+            while at > 0 and near[at - 1] > v:  # insertion: at most nine values
+                near[at] = near[at - 1]
+                at -= 1
+            near[at] = v
+            count += 1
+        long[g] = gaps[g] > rr_limit * near[(count - 1) // 2]
+    return long
+
+
+@nb.njit(cache=True, nogil=True)
+def _search_back(
+    state: np.ndarray, cols: np.ndarray, height: np.ndarray, rr_limit: float, after: int, before: int
+) -> None:
+    """``_search_back`` over one row's candidates (sorted by column): ``state`` 1 marks a beat,
+    2 a weak candidate; the weak ones the rhythm asks for become beats, in place."""
+    beats = np.empty(state.shape[0], np.int64)
+    for _ in range(SEARCH_BACK_PASSES):  # each pass fills at most one beat per gap
+        m = 0
+        weak = 0
+        for c in range(state.shape[0]):
+            if state[c] == 1:
+                beats[m] = c
+                m += 1
+            elif state[c] == 2:
+                weak += 1
+        if m < 2 or weak == 0:
+            break
+        gaps = np.empty(m - 1, np.float64)
+        for g in range(m - 1):
+            gaps[g] = cols[beats[g + 1]] - cols[beats[g]]
+        long = _usual_gap_exceeded(gaps, rr_limit)
+        chosen = 0
+        for g in range(m - 1):
+            if not long[g]:
+                continue
+            start, end = cols[beats[g]], cols[beats[g + 1]]
+            pick = -1
+            for c in range(beats[g] + 1, beats[g + 1]):  # the highest weak one (the first of equal heights)
+                if state[c] == 2 and cols[c] - start >= after and end - cols[c] >= before:
+                    if pick < 0 or height[c] > height[pick]:
+                        pick = c
+            if pick >= 0:
+                beats[g] = -1 - pick  # (marked; set once every gap has looked)
+                chosen += 1
+        if chosen == 0:
+            break
+        for g in range(m - 1):
+            if beats[g] < 0:
+                state[-1 - beats[g]] = 1
+
+
+@nb.njit(cache=True, nogil=True)
+def detect(
+    x: np.ndarray, kernel: np.ndarray, ints: np.ndarray, floats: np.ndarray, rr_limit: float
+) -> tuple[np.ndarray, bool]:
+    """The R peaks of one row ``x`` (``(n,)`` float32; ``kernel``, ``ints``, ``floats`` and
+    ``rr_limit`` as :class:`~devicepipe.ecg.compiled.Plan` holds them): int64 sample indices,
+    sorted, and whether the row is handed back (low contrast: no peaks given)."""
+    n = x.shape[0]
+    block, edge, close = ints[0], ints[5], ints[8]
+    close_ratio, polarity_ratio = floats[3], floats[5]
+    response = _filter(x, kernel, _mean64(x, 0, edge), _mean64(x, n - edge, n))
+    feature = np.empty(n, np.float32)
+    negative = np.empty(n, np.bool_)
+    magnitude = _F32(0.0)
+    for i in range(n):
+        negative[i] = np.signbit(response[i])
+        feature[i] = abs(response[i])
+        magnitude = max(magnitude, abs(x[i]))
+    cols, height, sign, refined = _candidates(x, feature, negative, ints, floats)
+    per_block, level, secondary, found = _thresholds(feature, cols, height, sign, magnitude, ints, floats)
+    if found != 0:
+        return np.empty(0, np.int64), found == 2
+    m = cols.shape[0]
+    state = np.zeros(m, np.int8)  # 1 a beat, 2 weak (a candidate for the search-back), 0 neither
+    for c in range(m):
+        b = cols[c] // block
+        if height[c] > per_block[b]:
+            state[c] = 1
+        elif rr_limit > 0 and height[c] > secondary[b]:
+            state[c] = 2
+    if close_ratio > 0:  # the T-wave rule, against the strong candidate before (follower or not)
+        last = -1
+        for c in range(m):
+            if state[c] != 1:
+                continue
+            if last >= 0 and cols[c] - cols[last] <= close:
+                if height[c] < close_ratio * min(height[last], level[cols[c] // block]):
+                    state[c] = 3  # (dropped, but still the one the next candidate looks back to)
+            last = c
+        for c in range(m):
+            if state[c] == 3:
+                state[c] = 0
+    if polarity_ratio > 0:
+        total = _F32(0.0)
+        count = 0
+        for c in range(m):
+            if state[c] == 1:
+                total += sign[c]
+                count += 1
+        if count:
+            levels = np.empty(count, np.float32)
+            j = 0
+            for c in range(m):
+                if state[c] == 1:
+                    levels[j] = level[cols[c] // block]
+                    j += 1
+            typical = _lower_median(levels)
+            dominant = _F32(1.0) if total > 0 else (_F32(-1.0) if total < 0 else _F32(0.0))
+            last = -1
+            for c in range(m):
+                if state[c] != 1:
+                    continue
+                soon = last >= 0 and cols[c] - cols[last] <= close
+                last = c
+                if soon and sign[c] != dominant and dominant != 0 and height[c] < polarity_ratio * typical:
+                    state[c] = 2 if rr_limit > 0 else 0  # weak evidence: a beat only where the rhythm wants one
+    if rr_limit > 0:
+        _search_back(state, cols, height, rr_limit, close, ints[2])
+    peaks = np.empty(m, np.int64)
+    count = 0
+    for c in range(m):
+        if state[c] != 1:
+            continue
+        at = count  # refined positions, sorted without repeats (two candidates may settle on one)
+        while at > 0 and peaks[at - 1] > refined[c]:
+            at -= 1
+        if at > 0 and peaks[at - 1] == refined[c]:
+            continue
+        peaks[at + 1 : count + 1] = peaks[at:count].copy()
+        peaks[at] = refined[c]
+        count += 1
+    return peaks[:count], False
