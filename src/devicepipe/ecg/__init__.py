@@ -41,10 +41,10 @@ Where each step lives: the registry of methods and :func:`ecg_peaks` in :mod:`.p
 methods in :mod:`.ricker` (the R-peak kernel), :mod:`.fuse` (every lead at once) and
 :mod:`.seed`; ``"ricker"`` compiled with Numba for rows of up to 262,144 samples on the CPU in
 :mod:`.compiled` (the same peaks; a short call costs what its samples do, not a thousand tensor
-operators' fixed cost) and its loops in :mod:`.compiled_loops`; detection a chunk at a time in :mod:`.chunked`; cutting beats in :mod:`.segment`;
-signal quality in :mod:`.quality`; each beat's AAMI class in :mod:`.classes`; scoring against a
-reference in :mod:`.evaluate`. A new peak
-method is one module plus one line in :data:`ECG_PEAK_METHODS`.
+operators' fixed cost) and its loops in :mod:`.compiled_loops`; detection a chunk at a time in
+:mod:`.chunked`; cutting beats in :mod:`.segment`; signal quality in :mod:`.quality`; each
+beat's AAMI class in :mod:`.classes`; scoring against a reference in :mod:`.evaluate`. A new
+peak method is one module plus one line in :data:`ECG_PEAK_METHODS`.
 """
 
 from __future__ import annotations
