@@ -192,9 +192,9 @@ def _window_max(v: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
     while span < w:  # run[i] = max(padded[i : i + span]), span doubling (two overlapping at the end)
         step = min(span, w - span)
         size -= step
-        a, b, out = run[:size], run[step : step + size], spare[:size]  # (separate buffers: vectorised)
+        here, ahead, out = run[:size], run[step : step + size], spare[:size]  # (two buffers: vectorised)
         for i in range(size):
-            out[i] = max(a[i], b[i])
+            out[i] = max(here[i], ahead[i])
         run, spare = spare, run
         span += step
     # run[i] = max(padded[i : i + w]); v[b] is padded[b + w]
