@@ -126,3 +126,23 @@ def test_all_finite_against_numpy_including_a_sum_that_overflows():
              big.clone().index_fill_(0, torch.tensor([7]), float("nan")), torch.arange(5), torch.zeros(0)]  # fmt: skip
     for x in cases:
         assert all_finite(x) is bool(np.isfinite(x.numpy()).all())
+
+
+def test_all_finite_is_the_same_on_the_calling_thread_and_in_torchs_pool(monkeypatch):
+    import warnings
+
+    from devicepipe.core import device
+
+    g = torch.Generator().manual_seed(0)
+    cases = [torch.randn(1000, generator=g), torch.full((9,), 1e308, dtype=torch.float64), torch.randn(3, 8)[:, ::3]]
+    for x in list(cases):
+        for value in (float("nan"), float("inf"), float("-inf")):
+            bad = x.clone()
+            bad.view(-1)[bad.numel() // 2] = value
+            cases.append(bad)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's overflow and NaN are answers, not warnings
+        small = [device.all_finite(x) for x in cases]
+    monkeypatch.setattr(device, "ONE_THREAD_CHECK", 0)  # every tensor through torch
+    assert small == [device.all_finite(x) for x in cases] == [bool(torch.isfinite(x).all()) for x in cases]
+    assert small.count(True) == 3

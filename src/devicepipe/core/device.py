@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import torch
 
 from devicepipe import __version__
@@ -164,12 +165,22 @@ def free_memory(device: torch.device) -> int:
     return 4 * 2**30
 
 
+#: CPU tensors under this many values are checked by :func:`all_finite` on the calling thread
+#: (NumPy), not in torch's thread pool: on a loaded machine a parallel region waits for its
+#: slowest thread, and a 100,000-sample check took 2 ms there instead of 0.03 ms.
+ONE_THREAD_CHECK = 1 << 21
+
+
 def all_finite(x: torch.Tensor) -> bool:
     """Whether every value of ``x`` is finite (no NaN or inf), in one pass where they all are:
     NaN or inf makes the sum non-finite, and only a sum that is not (NaN, inf, or an overflow of
     large finite values) is checked value by value. Integer tensors are always finite."""
     if not x.is_floating_point():
         return True
+    if x.device.type == "cpu" and x.numel() < ONE_THREAD_CHECK and x.dtype in (torch.float32, torch.float64):
+        a = x.detach().numpy()
+        with np.errstate(over="ignore", invalid="ignore"):  # (an overflow or NaN is the answer, not a warning)
+            return math.isfinite(float(a.sum(dtype=np.float64))) or bool(np.isfinite(a).all())
     return math.isfinite(float(x.sum())) or bool(torch.isfinite(x).all())
 
 
