@@ -4,17 +4,32 @@ at a time: :func:`detect`. Compiled by Numba on first use and cached on disk bes
 
 from __future__ import annotations
 
+import math
+
 import numba as nb
 import numpy as np
 
 from devicepipe.ecg.ricker import RR_NEIGHBOURS, SEARCH_BACK_PASSES
 
-__all__ = ["detect"]
+__all__ = ["detect", "ricker_taps"]
 
 _F32 = np.float32
 _TINY = np.float32(np.finfo(np.float32).tiny)
 #: Outputs of the filter computed together, every tap over them in turn (16 KiB of float32).
 _TILE = 4096
+
+
+@nb.njit(cache=True, nogil=True)
+def ricker_taps(width: float, points: int) -> np.ndarray:
+    """The zero-sum Ricker wavelet of ``points`` taps and width ``width`` samples, float32, as
+    :meth:`~devicepipe.ecg.ricker.Ricker.kernel` makes it (in float64, its mean taken off, then
+    rounded): ``A (1 - (t/width)^2) exp(-(t/width)^2 / 2)``, ``A = 2 / (sqrt(3 width) pi^(1/4))``."""
+    amplitude = 2 / (math.sqrt(3 * width) * math.pi**0.25)
+    out = np.empty(points, np.float64)
+    for i in range(points):
+        tsq = ((i - (points - 1) / 2) / width) ** 2
+        out[i] = amplitude * (1 - tsq) * math.exp(-tsq / 2)
+    return (out - out.mean()).astype(np.float32)
 
 
 @nb.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz"})

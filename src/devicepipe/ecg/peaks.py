@@ -28,6 +28,10 @@ def ricker_defaults() -> dict[str, float]:
     return {f.name: f.default for f in fields(Ricker) if f.name != "fs" and f.default is not MISSING}
 
 
+#: The ``"ricker"`` method's settings by name (what :func:`ricker_defaults` gives, read once).
+RICKER_OPTIONS: tuple[str, ...] = tuple(ricker_defaults())
+
+
 @dataclass(frozen=True)
 class PeakMethod:
     """A way to find R peaks, and what it supports: ``find`` (see :data:`FindPeaks`); ``fused``,
@@ -51,7 +55,7 @@ class PeakMethod:
 #: Every peak method by name: a new one is one module and one line here.
 ECG_PEAK_METHODS: dict[str, PeakMethod] = {
     "ricker": PeakMethod(
-        peaks_ricker_compiled, fused=peaks_ricker_fused, chunks=True, settings=lambda: list(ricker_defaults())
+        peaks_ricker_compiled, fused=peaks_ricker_fused, chunks=True, settings=lambda: list(RICKER_OPTIONS)
     ),
     "seed": PeakMethod(peaks_seed),
 }
