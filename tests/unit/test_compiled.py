@@ -132,3 +132,11 @@ def test_the_taps_are_the_tensor_paths():
         for sigma in (0.01, 0.015, 0.03):
             r = Ricker(float(fs), sigma_s=sigma)
             assert np.array_equal(compiled.taps(r), r.kernel(torch.empty(0)).numpy())
+
+
+def test_where_numba_cannot_load_the_compiled_code_the_tensor_path_answers(monkeypatch):
+    sim = simulate_ecg(30.0, 360.0, rhythm=Rhythm(ectopic_rate=0.1), seed=2)
+    want = ecg_peaks(sim.signal, 360.0)
+    monkeypatch.setattr(compiled, "loops", lambda: None)  # as where no cache folder may be written
+    assert Plan.of(Ricker(360.0), sim.signal.numel()) is None
+    assert torch.equal(ecg_peaks(sim.signal, 360.0), want) and want.numel() > 30

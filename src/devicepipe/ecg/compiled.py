@@ -9,9 +9,10 @@ samples do. It answers with the same peaks: the arithmetic is the tensor path's 
 that is float32, float64 where that accumulates in float64), so only a comparison within a
 float32 rounding of a tie could differ, and the tests compare both paths on every shared record.
 
-What it does not compile it hands back (:meth:`Plan.of` or :meth:`Plan.peaks` return None), and the tensor path
-answers: a row of low contrast, whose rhythm check reads its autocorrelation; a row too short for
-the filter's two ends; a rate under 94 Hz, where candidates are found sample by sample.
+What it does not compile it hands back (:meth:`Plan.of` or :meth:`Plan.peaks` return None),
+and the tensor path answers: where Numba cannot load the compiled code (:func:`loops`); a row
+of low contrast, whose rhythm check reads its autocorrelation; a row too short for the filter's
+two ends; a rate under 94 Hz, where candidates are found sample by sample.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 import torch
@@ -32,7 +34,7 @@ from devicepipe.ecg.ricker import (
     samples,
 )
 
-__all__ = ["COMPILED_UP_TO", "Plan", "compiled_suits", "peaks_ricker_compiled", "taps"]
+__all__ = ["COMPILED_UP_TO", "Plan", "compiled_suits", "loops", "peaks_ricker_compiled", "taps"]
 
 #: Rows up to this many samples take the compiled path on the CPU (where one call is cheaper
 #: compiled; see BENCHMARKS.md, "Beat detection").
@@ -43,6 +45,17 @@ def compiled_suits(x: torch.Tensor) -> bool:
     """Whether rows ``x`` (``(batch, time)``) are for the compiled path: float32 on the CPU, at
     most :data:`COMPILED_UP_TO` samples each."""
     return x.device.type == "cpu" and x.dtype == torch.float32 and x.shape[-1] <= COMPILED_UP_TO
+
+
+def loops() -> ModuleType | None:
+    """:mod:`devicepipe.ecg.compiled_loops`, imported (and Numba with it) on the first compiled
+    call; None where Numba cannot load it (no cache folder it may write, beside the package or in
+    the user's): the tensor path answers then."""
+    try:
+        from devicepipe.ecg import compiled_loops  # noqa: PLC0415 - Numba only where a call is compiled
+    except (ImportError, RuntimeError):
+        return None
+    return compiled_loops
 
 
 def taps(r: Ricker) -> np.ndarray:
@@ -70,7 +83,7 @@ class Plan:
         """The plan for rows of ``n`` samples; None where the tensor path must answer (a rate
         under 94 Hz, rows too short for the filter's two ends, or long enough to be subsampled)."""
         points = 2 * math.ceil(4 * r.sigma_s * r.fs) + 1
-        if r.sub <= 1 or n <= 2 * points or Ricker.subsample_stride(n) != 1:
+        if r.sub <= 1 or n <= 2 * points or Ricker.subsample_stride(n) != 1 or loops() is None:
             return None
         kernel = taps(r)
         spike = samples(SPIKE_WINDOW_S, r.fs) if r.spike_ms > 0 else 0
