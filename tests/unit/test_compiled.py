@@ -140,3 +140,13 @@ def test_where_numba_cannot_load_the_compiled_code_the_tensor_path_answers(monke
     monkeypatch.setattr(compiled, "loops", lambda: None)  # as where no cache folder may be written
     assert Plan.of(Ricker(360.0), sim.signal.numel()) is None
     assert torch.equal(ecg_peaks(sim.signal, 360.0), want) and want.numel() > 30
+
+
+def test_leads_fused_give_the_same_peaks_with_each_lead_compiled(monkeypatch):
+    sims = [
+        simulate_ecg(40.0, 360.0, noise_mV=n, rhythm=Rhythm(ectopic_rate=0.1), seed=s) for s, n in ((3, 0.02), (4, 0.3))
+    ]
+    x = torch.stack([s.signal.reshape(-1) for s in sims]).float()  # (leads, time): one clean lead, one noisy
+    compiled_answer = ecg_peaks(x, 360.0, leads="fuse")
+    monkeypatch.setattr(compiled, "loops", lambda: None)  # every lead through the tensor path
+    assert torch.equal(ecg_peaks(x, 360.0, leads="fuse"), compiled_answer) and compiled_answer.numel() > 40

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import torch
 
+from devicepipe.ecg.compiled import peaks_ricker_compiled
 from devicepipe.ecg.quality import beat_correlation, beat_quality_of, stretch_medians, typical_beat
-from devicepipe.ecg.ricker import Ricker, peaks_ricker, samples
+from devicepipe.ecg.ricker import Ricker, samples
 from devicepipe.ecg.segment import ecg_segment
 from devicepipe.signal.peaks import split_by_row
 
@@ -28,7 +29,7 @@ def peaks_ricker_fused(x: torch.Tensor, sampling_rate: float, **options: float) 
     r = Ricker(float(sampling_rate), **options)
     batch, leads, n = x.shape
     flat = x.reshape(batch * leads, n)
-    rows, cols = peaks_ricker(flat, sampling_rate, **options)
+    rows, cols = peaks_ricker_compiled(flat, sampling_rate, **options)  # (each lead compiled where short)
     medians = torch.stack(
         [
             lead_stretch_medians(flat[row], peaks, r.fs)
