@@ -89,6 +89,51 @@ def test_other_formats_and_records_are_read_by_read_series(tmp_path):
     assert got.sources[0] == "plain"
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(("layout", "column"), [("time", None), ("channels", None), ("channels", "ch1"),
+                                                ("rows", None), ("rows", [2, 0])])  # fmt: skip
+def test_npy_arrays_are_read_directly_and_equal_read_series(tmp_path, monkeypatch, dtype, layout, column):
+    g = np.random.default_rng(0)
+    paths = []
+    for i in range(3):
+        values = g.standard_normal((3, 2500)) * 1e3 ** (i - 1)  # values of three sizes, each rounded to float32
+        array = {"time": values[0], "channels": values, "rows": values.T.copy()}[layout]
+        paths.append(tmp_path / f"a{i}.npy")
+        np.save(paths[-1], array.astype(dtype))
+    expected = _one_by_one(paths, column, sampling_rate=FS)
+    names = read_series(paths[0], column, sampling_rate=FS).channels
+
+    def not_here(*args, **kwargs):
+        raise AssertionError("an array went through read_series")
+
+    monkeypatch.setattr("devicepipe.io.stacked.read_series", not_here)
+    got = read_stacked(paths, column, sampling_rate=FS)
+    assert torch.equal(got.samples.view(torch.int32), expected.view(torch.int32))  # bit for bit
+    assert got.channels == names and got.sources == ("a0.npy", "a1.npy", "a2.npy") and got.sampling_rate == FS
+
+
+def test_npy_arrays_read_series_must_judge_go_to_it(tmp_path):
+    g = np.random.default_rng(1)
+    values = g.standard_normal((2, 2500)).astype(np.float32)
+    with_nan = values.copy()
+    with_nan[1, 7] = np.nan
+    cases = {"ints.npy": (values * 100).astype(np.int16), "fortran.npy": np.asfortranarray(values),
+             "big.npy": values.astype(">f4"), "nan.npy": with_nan}  # fmt: skip
+    for name, array in cases.items():
+        np.save(tmp_path / name, array)
+    paths = [tmp_path / name for name in cases]
+    got = read_stacked(paths, sampling_rate=FS, nan="interpolate")
+    assert torch.equal(got.samples, _one_by_one(paths, sampling_rate=FS, nan="interpolate"))
+    with pytest.raises(ReadError, match="NaN"):  # the NaN policy is read_series', as for one array
+        read_stacked(paths, sampling_rate=FS)
+    np.save(tmp_path / "whole.npy", values)
+    (tmp_path / "cut.npy").write_bytes((tmp_path / "whole.npy").read_bytes()[:-10])  # shorter than its header says
+    with pytest.raises(ReadError):
+        read_stacked([tmp_path / "cut.npy"], sampling_rate=FS)
+    with pytest.raises(ReadError, match="sampling"):  # an array states no rate
+        read_stacked(paths[:1])
+
+
 def test_missing_samples_follow_the_nan_policy(tmp_path):
     paths = [_record(tmp_path, f"r{i}", seed=i) for i in range(3)]
     dat = tmp_path / "r1.dat"

@@ -9,29 +9,36 @@ detection. Here the plain WFDB records among them (:mod:`devicepipe.io.wfdb_plai
 records) are read with the least work there is: the header parsed, the stored samples read by
 ``np.fromfile``, and every record converted to physical units at once, by the steps of
 ``wfdb.Record.dac`` applied to the stack (each value is computed as for its record alone, so the
-values equal :func:`~devicepipe.io.read_series`'s bit for bit). Every other recording (another
-format, a record that is not plain, one with missing samples, whose NaN policy decides) is read
-by :func:`~devicepipe.io.read_series` itself, with the same options.
+values equal :func:`~devicepipe.io.read_series`'s bit for bit); so are ``.npy`` arrays of float32
+or float64 given a sampling rate (their header, then one ``np.fromfile``). Every other recording
+(another format, a record that is not plain, one with missing samples, whose NaN policy
+decides) is read by :func:`~devicepipe.io.read_series` itself, with the same options.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from devicepipe.core.device import resolve_device
 from devicepipe.core.errors import ReadError
-from devicepipe.io.raw import ColumnSpec, column_list, resolve_names
+from devicepipe.io.formats.npy import NPY_SUFFIXES, npy_header, npy_time_first
+from devicepipe.io.raw import ColumnSpec, channel_names, column_list, resolve_names
 from devicepipe.io.read import check_read_options, chosen_rate, read_series
 from devicepipe.io.timeline import NanPolicy
 from devicepipe.io.wfdb import WFDB_SUFFIXES
 from devicepipe.io.wfdb_plain import PlainHeader, missing_samples, physical, plain_header, stored_frames
 
 __all__ = ["StackedRecordings", "read_stacked"]
+
+#: The ``.npy`` element types read directly (native byte order): every other one by read_series.
+_NPY_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 @dataclass(frozen=True)
@@ -133,9 +140,41 @@ def _read_one(
             fs = chosen_rate(sampling_rate, head.fs, name)
             assert fs is not None  # (a plain header states its rate)
             return _Read(values, float(fs), tuple(head.names[c] for c in chosen), name)
+    if suffix.lower() in NPY_SUFFIXES and sampling_rate is not None:
+        array = _npy_values(path, wanted)
+        if array is not None:
+            return _Read(array[0], float(sampling_rate), array[1], os.path.basename(path))
     rec = read_series(path, column, device="cpu", sampling_rate=sampling_rate, nan=nan)
     values = (rec.samples[None] if rec.samples.ndim == 1 else rec.samples).numpy()
     return _Read(values, rec.fs, rec.channels, rec.source)
+
+
+def _npy_values(path: str, wanted: list[str | int] | None) -> tuple[np.ndarray, tuple[str, ...]] | None:
+    """A float32 or float64 ``.npy`` array, ``(time,)``, ``(channels, time)`` or ``(time, channels)``
+    (:func:`~devicepipe.io.formats.npy.npy_time_first`), as float32 ``(channels, time)`` values,
+    its channels ``wanted`` (``ch0``, ``ch1``, ... as read_series names them), read with its
+    header and one ``np.fromfile``; None for any other array, one holding NaN or inf (read_series'
+    NaN policy decides) or a file that does not hold what its header says (read_series says
+    what is wrong)."""
+    try:
+        shape, fortran, stored, offset = npy_header(Path(path))
+    except (OSError, ValueError, EOFError):
+        return None
+    if fortran or len(shape) not in (1, 2) or stored not in _NPY_FLOATS or not math.prod(shape):
+        return None
+    values = np.fromfile(path, dtype=stored, count=math.prod(shape), offset=offset)
+    if values.size != math.prod(shape):
+        return None
+    values = values.reshape(shape)
+    values = values.T if npy_time_first(shape) else values.reshape(-1, shape[-1])
+    names = channel_names(values.shape[0])
+    if wanted is not None:
+        chosen = resolve_names(wanted, names, "channel", os.path.basename(path))
+        values, names = values[chosen], [names[i] for i in chosen]
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    if not np.isfinite(values).all():
+        return None
+    return values, tuple(names)
 
 
 def _plain_values(head: PlainHeader, chosen: list[int]) -> np.ndarray | None:
