@@ -154,8 +154,9 @@ def spline_on_grid(
     t: np.ndarray, y: np.ndarray, grid: np.ndarray, *, piece: int = PIECE, halo: int = HALO
 ) -> np.ndarray:
     """The quadratic interpolating spline through ``(t, y)`` (``(n,)`` each, ``t`` increasing),
-    ``scipy.interpolate.make_interp_spline(t, y, k=2)``, at the points of ``grid`` (``(m,)``,
-    increasing): ``(m,)``.
+    ``scipy.interpolate.make_interp_spline(t, y, k=2)``'s (:func:`quadratic_spline`: without
+    SciPy, whose interpolation module took 0.3 to 1.1 s to import, most of a run's HRV), at the
+    points of ``grid`` (``(m,)``, increasing): ``(m,)``.
 
     Built ``piece`` intervals at a time, each piece's spline also through the ``halo`` intervals
     either side of it and evaluated only on the piece. An interpolating spline's values depend on
@@ -165,21 +166,83 @@ def spline_on_grid(
     on the tested intervals, bit for bit from a halo of 32), and memory stays that of one piece:
     the whole spline's solve held about 79 bytes an interval at once, 213 MiB for the 2.8 M of four
     weeks of beats."""
-    from scipy import interpolate  # (here, not at start: importing it takes 0.3 s)
-
     n = t.size
     out = np.empty_like(grid)
     for a in range(0, n, piece):
         b = n if n - a < piece + 2 else a + piece  # (a tail too short for a spline joins the piece before)
         lo, hi = max(0, a - halo), min(n, b + halo)
-        spline = interpolate.make_interp_spline(t[lo:hi], y[lo:hi], k=2, check_finite=False)
+        knots, coef = quadratic_spline(t[lo:hi], y[lo:hi])
         first = 0 if a == 0 else int(np.searchsorted(grid, t[a]))
         last = grid.size if b == n else int(np.searchsorted(grid, t[b]))
         for g in range(first, last, BLOCK):  # (each point's value is the spline's there: as one call)
-            out[g : min(last, g + BLOCK)] = spline(grid[g : min(last, g + BLOCK)])
+            out[g : min(last, g + BLOCK)] = spline_at(knots, coef, grid[g : min(last, g + BLOCK)])
         if b == n:
             break
     return out
+
+
+def quadratic_spline(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The quadratic B-spline through ``(x, y)`` (``(n,)`` each, ``x`` increasing, ``n >= 3``) with
+    ``scipy.interpolate.make_interp_spline(x, y, k=2)``'s knots (the midpoints between the data
+    sites but the first and last, each end's site three times): its knots ``(n + 3,)`` and
+    coefficients ``(n,)``. At each site three basis functions are not zero, those of the
+    coefficients before, at and after its own: the collocation system is tridiagonal, and
+    diagonally dominant, and is solved by cyclic reduction (:func:`tridiagonal_solve`)."""
+    n = x.size
+    mids = (x[1:] + x[:-1]) / 2
+    knots = np.concatenate([np.full(3, x[0]), mids[1:-1], np.full(3, x[-1])])
+    at = np.clip(np.searchsorted(knots, x, side="right") - 1, 2, n - 1)
+    b0, b1, b2 = _basis(knots, at, x)
+    shift = at - np.arange(n) - 1  # -1, 0 or 1: where the three columns lie against the diagonal
+    below = np.where(shift == 0, b0, np.where(shift == -1, b1, 0.0))
+    diagonal = np.where(shift == 0, b1, np.where(shift == 1, b0, b2))
+    above = np.where(shift == 0, b2, np.where(shift == 1, b1, 0.0))
+    return knots, tridiagonal_solve(below, diagonal, above, np.asarray(y, dtype=np.float64))
+
+
+def _basis(knots: np.ndarray, at: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The three quadratic B-splines not zero at each ``x`` in its knot interval ``at``
+    (``knots[at] <= x < knots[at + 1]``): those of coefficients ``at - 2``, ``at - 1`` and ``at``
+    (Cox and de Boor's recursion)."""
+    t0, t1, tm, t2 = knots[at], knots[at + 1], knots[at - 1], knots[at + 2]
+    left = (t1 - x) / (t1 - t0)  # the two linear ones
+    right = (x - t0) / (t1 - t0)
+    b0 = (t1 - x) / (t1 - tm) * left
+    b1 = (x - tm) / (t1 - tm) * left + (t2 - x) / (t2 - t0) * right
+    b2 = (x - t0) / (t2 - t0) * right
+    return b0, b1, b2
+
+
+def spline_at(knots: np.ndarray, coef: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """A quadratic B-spline (:func:`quadratic_spline`'s) at ``points`` ``(m,)``; past its ends, the
+    end pieces' polynomials (as SciPy's ``BSpline`` extrapolates)."""
+    at = np.clip(np.searchsorted(knots, points, side="right") - 1, 2, coef.size - 1)
+    b0, b1, b2 = _basis(knots, at, points)
+    return b0 * coef[at - 2] + b1 * coef[at - 1] + b2 * coef[at]
+
+
+def tridiagonal_solve(below: np.ndarray, diagonal: np.ndarray, above: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``x`` with ``below[i] x[i-1] + diagonal[i] x[i] + above[i] x[i+1] = rhs[i]`` (``(n,)`` each;
+    ``below[0]`` and ``above[-1]`` unused), by parallel cyclic reduction: each pass eliminates the
+    neighbours at twice the distance of the pass before, about log2(n) passes of array operations
+    (stable for a diagonally dominant system, as a spline's collocation is)."""
+    a, b, c, d = (np.array(v, dtype=np.float64) for v in (below, diagonal, above, rhs))
+    n = b.size
+    a[0] = 0.0
+    c[-1] = 0.0
+    step = 1
+    while step < n:
+        # each row takes away multiples of the rows ``step`` before and after it
+        a_prev, b_prev, c_prev, d_prev = (np.concatenate([np.zeros(step), v[:-step]]) for v in (a, b, c, d))
+        a_next, b_next, c_next, d_next = (np.concatenate([v[step:], np.zeros(step)]) for v in (a, b, c, d))
+        b_prev[:step] = 1.0  # (no row there: its multiple is 0)
+        b_next[n - step :] = 1.0
+        alpha, gamma = -a / b_prev, -c / b_next
+        b = b + alpha * c_prev + gamma * a_next
+        d = d + alpha * d_prev + gamma * d_next
+        a, c = alpha * a_prev, gamma * c_next
+        step *= 2
+    return d / b
 
 
 def welch_psd(x: np.ndarray, fs: float, per: int, nfft: int) -> tuple[np.ndarray, np.ndarray]:
