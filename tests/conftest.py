@@ -46,6 +46,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: 0 if "slow" in item.keywords else 1)
 
 
+@pytest.fixture(autouse=True)
+def _compiled_path_as_it_was() -> object:
+    """A command run in this process on one recording turns the compiled detector off for the
+    process (``DEVICEPIPE_COMPILED=0``, :func:`devicepipe.cli.many.one_recording`): each test
+    starts and ends with the environment's setting as it was."""
+    before = os.environ.get("DEVICEPIPE_COMPILED")
+    yield
+    if before is None:
+        os.environ.pop("DEVICEPIPE_COMPILED", None)
+    else:
+        os.environ["DEVICEPIPE_COMPILED"] = before
+
+
 @pytest.fixture(params=DEVICES)
 def device(request: pytest.FixtureRequest) -> torch.device:
     """Each test using it runs on the CPU and, where one exists, on a CUDA GPU."""

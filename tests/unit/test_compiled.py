@@ -150,3 +150,39 @@ def test_leads_fused_give_the_same_peaks_with_each_lead_compiled(monkeypatch):
     compiled_answer = ecg_peaks(x, 360.0, leads="fuse")
     monkeypatch.setattr(compiled, "loops", lambda: None)  # every lead through the tensor path
     assert torch.equal(ecg_peaks(x, 360.0, leads="fuse"), compiled_answer) and compiled_answer.numel() > 40
+
+
+def test_the_compiled_path_is_off_where_the_environment_says_so(monkeypatch):
+    sim = simulate_ecg(30.0, 500.0, seed=11)
+    want = ecg_peaks(sim.signal, 500.0)
+    monkeypatch.setenv(compiled.COMPILED_ENV, "0")
+    assert not compiled.compiled_suits(sim.signal.reshape(1, -1).float())
+    assert torch.equal(ecg_peaks(sim.signal, 500.0), want)
+
+
+def test_a_command_on_one_recording_loads_no_compiled_code_and_one_on_many_does(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    folder = tmp_path / "records"
+    folder.mkdir()
+    for i in range(2):
+        np.save(folder / f"r{i}.npy", simulate_ecg(10.0, 500.0, seed=i).signal.reshape(-1).numpy())
+    code = (
+        "import sys\n"
+        "from devicepipe.cli import main\n"
+        "try:\n    main(sys.argv[1:])\n"
+        "except SystemExit as end:\n    assert not end.code, end.code\n"
+        "print('numba' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != compiled.COMPILED_ENV}
+    one = [str(folder / "r0.npy"), "--sampling-rate", "500", "--out", str(tmp_path / "one"), "--no-figures"]
+    many = [str(folder), "--sampling-rate", "500", "--out", str(tmp_path / "many"), "--no-figures", "--workers", "0"]
+    said = [
+        subprocess.run([sys.executable, "-c", code, "beats", *args], capture_output=True, text=True, env=env)
+        for args in (one, many)
+    ]
+    assert [s.stdout.strip().splitlines()[-1] for s in said] == ["False", "True"], [s.stderr[-800:] for s in said]

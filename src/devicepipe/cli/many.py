@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from devicepipe.cli.printing import (
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.units import format_duration
 from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
+from devicepipe.ecg.compiled import COMPILED_ENV
 
 
 def engine_of(workers: int | None, scheduler: str | None, devices: str | None, device: str) -> Engine:
@@ -54,6 +56,15 @@ def single_only(**given: Any) -> None:
     for name, value in given.items():
         if value is not None:
             raise DevicepipeError(f"--{name} is for many recordings (a folder, glob or list); drop it for one file.")
+
+
+def one_recording() -> None:
+    """What a command on one recording sets for its process: no compiled detector
+    (:data:`~devicepipe.ecg.compiled.COMPILED_ENV`). Its one detection takes milliseconds on the
+    tensor path, where loading the compiled code takes most of a second (0.83 s on the 2-core
+    machine: benchmarks/results/compile_once.md); a command on many recordings keeps it, as
+    their calls pay for it. Set in the environment, the user's choice stands."""
+    os.environ.setdefault(COMPILED_ENV, "0")
 
 
 def run_dataset_cli(

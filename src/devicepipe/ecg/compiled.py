@@ -18,6 +18,7 @@ two ends; a rate under 94 Hz, where candidates are found sample by sample.
 from __future__ import annotations
 
 import math
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import ModuleType
@@ -34,17 +35,27 @@ from devicepipe.ecg.ricker import (
     samples,
 )
 
-__all__ = ["COMPILED_UP_TO", "Plan", "compiled_suits", "loops", "peaks_ricker_compiled", "taps"]
+__all__ = ["COMPILED_ENV", "COMPILED_UP_TO", "Plan", "compiled_suits", "loops", "peaks_ricker_compiled", "taps"]
 
 #: Rows up to this many samples take the compiled path on the CPU (where one call is cheaper
 #: compiled; see BENCHMARKS.md, "Beat detection").
 COMPILED_UP_TO = 1 << 18
+#: The environment variable that turns the compiled path off (``0``) for a process. A process
+#: pays for loading the compiled code once (0.83 s on the 2-core machine,
+#: benchmarks/results/compile_once.md) and each short call then saves a few milliseconds: a
+#: command on one recording sets it (:func:`devicepipe.cli.many.one_recording`).
+COMPILED_ENV = "DEVICEPIPE_COMPILED"
 
 
 def compiled_suits(x: torch.Tensor) -> bool:
     """Whether rows ``x`` (``(batch, time)``) are for the compiled path: float32 on the CPU, at
-    most :data:`COMPILED_UP_TO` samples each."""
-    return x.device.type == "cpu" and x.dtype == torch.float32 and x.shape[-1] <= COMPILED_UP_TO
+    most :data:`COMPILED_UP_TO` samples each, and the path not turned off (:data:`COMPILED_ENV`)."""
+    return (
+        x.device.type == "cpu"
+        and x.dtype == torch.float32
+        and x.shape[-1] <= COMPILED_UP_TO
+        and os.environ.get(COMPILED_ENV, "1") != "0"
+    )
 
 
 def loops() -> ModuleType | None:

@@ -17,6 +17,7 @@ from devicepipe.cli.application import (
 )
 from devicepipe.cli.many import (
     engine_of,
+    one_recording,
     run_dataset_cli,
     single_only,
 )
@@ -144,6 +145,7 @@ def beats(
         run_dataset_cli("beats", input, out, dataclasses.asdict(many), engine, reference, resume)
         return
     single_only(workers=workers, scheduler=scheduler, devices=devices, resume=resume or None)
+    one_recording()
     con = console()
     with con.status("finding beats ...") as status:
         result = run_beats(

@@ -15,6 +15,7 @@ from devicepipe.cli.application import (
 )
 from devicepipe.cli.many import (
     engine_of,
+    one_recording,
     run_dataset_cli,
     single_only,
 )
@@ -131,6 +132,7 @@ def ecg(
         run_dataset_cli("ecg", input, out, {"settings": settings, **cut}, engine, reference, resume)
         return
     single_only(workers=workers, scheduler=scheduler, devices=devices)
+    one_recording()
     con = console()
     bar = "training" if ensemble == 1 else f"training {ensemble} members"
     with epoch_bar(con, settings.epoch_limit, bar, exact=epochs is not None) as update:

@@ -16,6 +16,7 @@ from devicepipe.cli.application import (
 )
 from devicepipe.cli.many import (
     engine_of,
+    one_recording,
     run_dataset_cli,
     single_only,
 )
@@ -115,6 +116,7 @@ def score(
         run_dataset_cli("score", input, out, {"model": str(named), **options}, engine, reference, resume)
         return
     single_only(workers=workers, scheduler=scheduler, devices=devices)
+    one_recording()
     if resume:
         raise DevicepipeError("--resume is for many recordings; scoring one recording starts afresh.")
     con = console()
