@@ -108,7 +108,8 @@ def ecg_peaks(
 
     On the CPU, ``"ricker"`` detects float32 rows of up to 262,144 samples with its steps
     compiled by Numba (:mod:`devicepipe.ecg.compiled`: the same peaks; the first such call of a
-    process loads the compiled code, and the first after an install compiles it).
+    process loads the compiled code, and the first after an install compiles it;
+    ``DEVICEPIPE_COMPILED=0`` in the environment turns it off).
 
     Returns
     -------
