@@ -17,7 +17,6 @@ two ends; a rate under 94 Hz, where candidates are found sample by sample.
 
 from __future__ import annotations
 
-import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -74,8 +73,7 @@ def taps(r: Ricker) -> np.ndarray:
     compiled: a few microseconds, where the tensor operators took a tenth of a short call."""
     from devicepipe.ecg import compiled_loops  # noqa: PLC0415 - Numba only where a call is compiled
 
-    width = r.sigma_s * r.fs
-    return compiled_loops.ricker_taps(width, 2 * math.ceil(4 * width) + 1)
+    return compiled_loops.ricker_taps(r.sigma_s * r.fs, r.taps)
 
 
 @dataclass(frozen=True)
@@ -93,8 +91,7 @@ class Plan:
     def of(cls, r: Ricker, n: int) -> Plan | None:
         """The plan for rows of ``n`` samples; None where the tensor path must answer (a rate
         under 94 Hz, rows too short for the filter's two ends, or long enough to be subsampled)."""
-        points = 2 * math.ceil(4 * r.sigma_s * r.fs) + 1
-        if r.sub <= 1 or n <= 2 * points or Ricker.subsample_stride(n) != 1 or loops() is None:
+        if r.sub <= 1 or n <= 2 * r.taps or Ricker.subsample_stride(n) != 1 or loops() is None:
             return None
         kernel = taps(r)
         spike = samples(SPIKE_WINDOW_S, r.fs) if r.spike_ms > 0 else 0

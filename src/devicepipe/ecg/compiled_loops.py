@@ -284,6 +284,43 @@ def _candidates(
 
 
 @nb.njit(cache=True, nogil=True)
+def _one_rhythm_floor(
+    noise: np.ndarray,
+    level: np.ndarray,
+    cols: np.ndarray,
+    height: np.ndarray,
+    sign: np.ndarray,
+    ints: np.ndarray,
+    floats: np.ndarray,
+) -> None:
+    """``Ricker.local_thresholds``' exception to the noise floor, in place: where a block's floor
+    is over the beats (``busy``) while the candidates around it are of one polarity, the floor is
+    the beats' own (0): a rhythm too fast for a quiet half-second, not noise."""
+    n_blocks, block, span = noise.shape[0], ints[0], ints[6]
+    busy = np.empty(n_blocks, np.bool_)
+    any_busy = False
+    for b in range(n_blocks):
+        busy[b] = floats[2] * noise[b] >= floats[9] * level[b]
+        any_busy |= busy[b]
+    if not any_busy:
+        return
+    signed64 = np.zeros(n_blocks, np.float64)  # (summed in float64, as block_signs does)
+    plain64 = np.zeros(n_blocks, np.float64)
+    for c in range(cols.shape[0]):
+        b = cols[c] // block
+        signed64[b] += np.float64(height[c]) * np.float64(sign[c])
+        plain64[b] += np.float64(height[c])
+    signed = np.empty(n_blocks, np.float32)
+    plain = np.empty(n_blocks, np.float32)
+    for b in range(n_blocks):
+        signed[b], plain[b] = signed64[b], plain64[b]
+    signed, heights = _centred(signed, span, 0), _centred(plain, span, 0)
+    for b in range(n_blocks):
+        if busy[b] and abs(signed[b]) >= floats[8] * heights[b] and heights[b] > 0:
+            noise[b] = _F32(0.0)
+
+
+@nb.njit(cache=True, nogil=True)
 def _thresholds(
     feature: np.ndarray,
     cols: np.ndarray,
@@ -319,26 +356,7 @@ def _thresholds(
         return empty, empty, empty, 2
     level = _centred(envelope, level_window, -1)
     noise = _centred(block_mean, span, -1)
-    busy = np.empty(n_blocks, np.bool_)
-    any_busy = False
-    for b in range(n_blocks):
-        busy[b] = noise_factor * noise[b] >= floats[9] * level[b]
-        any_busy |= busy[b]
-    if any_busy:  # where the floor is over the beats, a stretch of one polarity is a rhythm's beats
-        signed64 = np.zeros(n_blocks, np.float64)  # (summed in float64, as block_signs does)
-        plain64 = np.zeros(n_blocks, np.float64)
-        for c in range(cols.shape[0]):
-            b = cols[c] // block
-            signed64[b] += np.float64(height[c]) * np.float64(sign[c])
-            plain64[b] += np.float64(height[c])
-        signed = np.empty(n_blocks, np.float32)
-        plain = np.empty(n_blocks, np.float32)
-        for b in range(n_blocks):
-            signed[b], plain[b] = signed64[b], plain64[b]
-        signed, heights = _centred(signed, span, 0), _centred(plain, span, 0)
-        for b in range(n_blocks):
-            if busy[b] and abs(signed[b]) >= floats[8] * heights[b] and heights[b] > 0:
-                noise[b] = _F32(0.0)
+    _one_rhythm_floor(noise, level, cols, height, sign, ints, floats)
     per_block = np.empty(n_blocks, np.float32)
     secondary = np.empty(n_blocks, np.float32)
     for b in range(n_blocks):
@@ -440,50 +458,87 @@ def detect(
             state[c] = 1
         elif rr_limit > 0 and height[c] > secondary[b]:
             state[c] = 2
-    if close_ratio > 0:  # the T-wave rule, against the strong candidate before (follower or not)
-        last = -1
-        for c in range(m):
-            if state[c] != 1:
-                continue
-            if last >= 0 and cols[c] - cols[last] <= close:
-                if height[c] < close_ratio * min(height[last], level[cols[c] // block]):
-                    state[c] = 3  # (dropped, but still the one the next candidate looks back to)
-            last = c
-        for c in range(m):
-            if state[c] == 3:
-                state[c] = 0
+    at_level = level[cols // block]  # each candidate's local beat level
+    if close_ratio > 0:
+        _t_wave_rule(state, cols, height, at_level, close, close_ratio)
     if polarity_ratio > 0:
-        total = _F32(0.0)
-        count = 0
-        for c in range(m):
-            if state[c] == 1:
-                total += sign[c]
-                count += 1
-        if count:
-            levels = np.empty(count, np.float32)
-            j = 0
-            for c in range(m):
-                if state[c] == 1:
-                    levels[j] = level[cols[c] // block]
-                    j += 1
-            typical = _lower_median(levels)
-            dominant = _F32(1.0) if total > 0 else (_F32(-1.0) if total < 0 else _F32(0.0))
-            last = -1
-            for c in range(m):
-                if state[c] != 1:
-                    continue
-                soon = last >= 0 and cols[c] - cols[last] <= close
-                last = c
-                if soon and sign[c] != dominant and dominant != 0 and height[c] < polarity_ratio * typical:
-                    state[c] = 2 if rr_limit > 0 else 0  # weak evidence: a beat only where the rhythm wants one
+        _polarity_rule(state, cols, height, sign, at_level, close, polarity_ratio, rr_limit > 0)
     if rr_limit > 0:
         _search_back(state, cols, height, rr_limit, close, ints[2])
-    peaks = np.empty(m, np.int64)
-    count = 0
-    for c in range(m):
+    return _refined_beats(state, refined), False
+
+
+@nb.njit(cache=True, nogil=True)
+def _t_wave_rule(
+    state: np.ndarray, cols: np.ndarray, height: np.ndarray, level: np.ndarray, close: int, ratio: float
+) -> None:
+    """Pan and Tompkins' T-wave rule on the beats (``state`` 1), in place: one within ``close``
+    samples of the beat before it (dropped or not), under ``ratio`` of the smaller of that one's
+    height and its own local ``level``, is no beat (``_weak_followers``)."""
+    last = -1
+    for c in range(state.shape[0]):
         if state[c] != 1:
             continue
-        at = count  # refined positions, sorted without repeats (two candidates may settle on one)
+        if last >= 0 and cols[c] - cols[last] <= close:
+            if height[c] < ratio * min(height[last], level[c]):
+                state[c] = 3  # (dropped, but still the one the next candidate looks back to)
+        last = c
+    for c in range(state.shape[0]):
+        if state[c] == 3:
+            state[c] = 0
+
+
+@nb.njit(cache=True, nogil=True)
+def _polarity_rule(
+    state: np.ndarray,
+    cols: np.ndarray,
+    height: np.ndarray,
+    sign: np.ndarray,
+    level: np.ndarray,
+    close: int,
+    ratio: float,
+    search_back: bool,
+) -> None:
+    """The polarity rule on the beats (``state`` 1), in place: one of the minority polarity
+    within ``close`` samples of the beat before it, under ``ratio`` of the beats' typical level,
+    becomes weak evidence (``state`` 2, a beat only where the search-back wants one; none
+    without the search-back)."""
+    total = _F32(0.0)
+    count = 0
+    for c in range(state.shape[0]):
+        if state[c] == 1:
+            total += sign[c]
+            count += 1
+    if not count:
+        return
+    levels = np.empty(count, np.float32)
+    j = 0
+    for c in range(state.shape[0]):
+        if state[c] == 1:
+            levels[j] = level[c]
+            j += 1
+    typical = _lower_median(levels)
+    dominant = _F32(1.0) if total > 0 else (_F32(-1.0) if total < 0 else _F32(0.0))
+    last = -1
+    for c in range(state.shape[0]):
+        if state[c] != 1:
+            continue
+        soon = last >= 0 and cols[c] - cols[last] <= close
+        last = c
+        if soon and sign[c] != dominant and dominant != 0 and height[c] < ratio * typical:
+            state[c] = 2 if search_back else 0
+
+
+@nb.njit(cache=True, nogil=True)
+def _refined_beats(state: np.ndarray, refined: np.ndarray) -> np.ndarray:
+    """The beats' (``state`` 1) refined positions, sorted, without repeats (two candidates may
+    settle on one sample)."""
+    peaks = np.empty(state.shape[0], np.int64)
+    count = 0
+    for c in range(state.shape[0]):
+        if state[c] != 1:
+            continue
+        at = count
         while at > 0 and peaks[at - 1] > refined[c]:
             at -= 1
         if at > 0 and peaks[at - 1] == refined[c]:
@@ -491,4 +546,4 @@ def detect(
         peaks[at + 1 : count + 1] = peaks[at:count].copy()
         peaks[at] = refined[c]
         count += 1
-    return peaks[:count], False
+    return peaks[:count]

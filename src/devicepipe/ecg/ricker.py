@@ -137,17 +137,20 @@ class Ricker:
     def refractory(self) -> int:
         return samples(self.refractory_s, self.fs, 2)
 
+    @property
+    def taps(self) -> int:
+        """The filter's length in samples: the Ricker wavelet over +-4 of its widths."""
+        return 2 * math.ceil(4 * self.sigma_s * self.fs) + 1
+
     def kernel(self, like: torch.Tensor) -> torch.Tensor:
-        width = self.sigma_s * self.fs
-        kernel = ricker(2 * math.ceil(4 * width) + 1, width, dtype=torch.float64)
+        kernel = ricker(self.taps, self.sigma_s * self.fs, dtype=torch.float64)
         return (kernel - kernel.mean()).to(device=like.device, dtype=like.dtype)  # zero-sum: blind to any offset
 
     @property
     def reach(self) -> int:
         """Samples either side of a stretch that decide its candidates: the filter, the
         refractory period, the sub-blocks and the refinement window."""
-        width = self.sigma_s * self.fs
-        return 2 * math.ceil(4 * width) + 1 + self.refractory + 2 * self.sub + samples(self.refine_s, self.fs) + 2
+        return self.taps + self.refractory + 2 * self.sub + samples(self.refine_s, self.fs) + 2
 
     @property
     def alignment(self) -> int:
