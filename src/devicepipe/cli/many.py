@@ -61,7 +61,7 @@ def single_only(**given: Any) -> None:
 def one_recording() -> None:
     """What a command on one recording sets for its process: no compiled detector
     (:data:`~devicepipe.ecg.compiled.COMPILED_ENV`). Its one detection takes milliseconds on the
-    tensor path, where loading the compiled code takes most of a second (0.83 s on the 2-core
+    tensor path, where loading the compiled code takes most of a second (0.9 s on the 2-core
     machine: benchmarks/results/compile_once.md); a command on many recordings keeps it, as
     their calls pay for it. Set in the environment, the user's choice stands."""
     os.environ.setdefault(COMPILED_ENV, "0")

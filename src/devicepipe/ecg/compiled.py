@@ -40,7 +40,7 @@ __all__ = ["COMPILED_ENV", "COMPILED_UP_TO", "Plan", "compiled_suits", "loops", 
 #: compiled; see BENCHMARKS.md, "Beat detection").
 COMPILED_UP_TO = 1 << 18
 #: The environment variable that turns the compiled path off (``0``) for a process. A process
-#: pays for loading the compiled code once (0.83 s on the 2-core machine,
+#: pays for loading the compiled code once (0.9 s on the 2-core machine,
 #: benchmarks/results/compile_once.md) and each short call then saves a few milliseconds: a
 #: command on one recording sets it (:func:`devicepipe.cli.many.one_recording`).
 COMPILED_ENV = "DEVICEPIPE_COMPILED"
