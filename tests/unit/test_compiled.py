@@ -155,8 +155,13 @@ def test_leads_fused_give_the_same_peaks_with_each_lead_compiled(monkeypatch):
 def test_the_compiled_path_is_off_where_the_environment_says_so(monkeypatch):
     sim = simulate_ecg(30.0, 500.0, seed=11)
     want = ecg_peaks(sim.signal, 500.0)
+    row = sim.signal.reshape(1, -1).float()
+    for off in ("0", "false", " Off ", "NO"):
+        monkeypatch.setenv(compiled.COMPILED_ENV, off)
+        assert not compiled.compiled_suits(row)
+    monkeypatch.setenv(compiled.COMPILED_ENV, "1")
+    assert compiled.compiled_suits(row)
     monkeypatch.setenv(compiled.COMPILED_ENV, "0")
-    assert not compiled.compiled_suits(sim.signal.reshape(1, -1).float())
     assert torch.equal(ecg_peaks(sim.signal, 500.0), want)
 
 

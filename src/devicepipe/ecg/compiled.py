@@ -44,6 +44,8 @@ COMPILED_UP_TO = 1 << 18
 #: benchmarks/results/compile_once.md) and each short call then saves a few milliseconds: a
 #: command on one recording sets it (:func:`devicepipe.cli.many.one_recording`).
 COMPILED_ENV = "DEVICEPIPE_COMPILED"
+#: The values of :data:`COMPILED_ENV` that turn the path off.
+OFF = ("0", "false", "no", "off")
 
 
 def compiled_suits(x: torch.Tensor) -> bool:
@@ -53,7 +55,7 @@ def compiled_suits(x: torch.Tensor) -> bool:
         x.device.type == "cpu"
         and x.dtype == torch.float32
         and x.shape[-1] <= COMPILED_UP_TO
-        and os.environ.get(COMPILED_ENV, "1") != "0"
+        and os.environ.get(COMPILED_ENV, "1").strip().lower() not in OFF
     )
 
 
