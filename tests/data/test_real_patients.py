@@ -31,7 +31,7 @@ def test_ectopic_beats_are_found(name, floor):
 def test_ventricular_beats_where_they_are_a_family():
     v106 = _scored("mitdb_v", "106")["classes"]["V"]
     v200 = _scored("mitdb_v", "200")["classes"]["V"]
-    for v, se in ((v106, 0.98), (v200, 0.93)):
+    for v, se in ((v106, 0.98), (v200, 0.97)):
         assert v["tp"] >= se * v["truth"], v
         assert v["tp"] >= 0.98 * v["given"], v  # +P
         assert v["others_given"] <= 0.01 * v["others"], v  # no more than 1 % of the other beats called V
@@ -49,9 +49,20 @@ def test_noise_is_not_ventricular():
 
 def test_early_beats_like_the_recording_s_ventricular_beats_are_ventricular():
     # 105's ventricular beats look, in MLII, like taller normal ones and come early: those more
-    # like its ventricular family than its normal beats are V (3 of 41 before, 7 when set)
+    # like its ventricular family than its normal beats are V (3 of 41 before, 7 when set), and so
+    # are those whose QRS is altered beyond its normal beats' own spread with no ectopic P wave
+    # before them (40 of 41 when set; 0.8 % of its other beats called V)
     v = _scored("mitdb_v", "105")["classes"]["V"]
-    assert v["tp"] >= 0.15 * v["truth"], v
+    assert v["tp"] >= 0.95 * v["truth"], v
+    assert v["others_given"] <= 0.01 * v["others"], v
+
+
+def test_ventricular_beats_over_the_three_records():
+    # the issue's targets: gross Se and +P >= 0.95 over 105, 106 and 200 (0.929 and 0.984 before
+    # early beats with an altered QRS and no ectopic P wave were V; 0.978 and 0.981 when set)
+    v = [_scored("mitdb_v", name)["classes"]["V"] for name in ("105", "106", "200")]
+    tp, truth, given = (sum(r[k] for r in v) for k in ("tp", "truth", "given"))
+    assert tp >= 0.95 * truth and tp >= 0.95 * given, v
 
 
 @pytest.mark.parametrize(
