@@ -3,8 +3,8 @@ EC57-style by benchmarks/ec57.py (each record analysed as ``devicepipe beats`` d
 
 Measured when set (benchmarks/results/ec57.md): beats F1 100 1.0000, 105 0.9932, 106 0.9990, 200
 0.9987 (the best peer on each: 1.0000, 0.9928 wfdb-xqrs, 0.9966 NeuroKit2, 0.9987 wfdb-xqrs); V
-over 105, 106 and 200: Se 0.929, +P 0.984 (106 0.981 / 1.000, 200 0.935 / 0.995; 105 0.171 / 0.292,
-the noisy record, 0.7 % of its other beats called V); CPSC 2021: the record's kind (no AF, paroxysmal,
+over 105, 106 and 200: Se 0.978, +P 0.981 (106 0.981 / 1.000, 200 0.976 / 0.993; 105 0.976 / 0.667,
+the noisy record, 0.8 % of its other beats called V); CPSC 2021: the record's kind (no AF, paroxysmal,
 persistent) right on 9 of 9, AF beats Se 0.958, Sp 1.000; no AF on MIT-BIH 100, 105, 106 or 200.
 Before: 200 F1 0.8895 (515 beats missed), V Se 0.475, AF kind right on 3 of 9, 200 called 26.5 % AF.
 """
