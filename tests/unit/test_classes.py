@@ -297,12 +297,14 @@ def _decision_and_summary_peaks(n: int) -> tuple[float, float, BeatClasses]:
     fit = classes._Fit(torch.randn(k, 50), 0, 90.0, torch.randn(30), 1.0)
     family, corr = rng.integers(-1, k, n), rng.uniform(0.5, 1, (n, k))
     corr_p, width, height = rng.uniform(0, 1, n), rng.normal(90, 5, n), rng.normal(1, 0.1, n)
-    rough = rng.uniform(0, 1, n)
+    rough, corr_l = rng.uniform(0, 1, n), rng.uniform(0.5, 1, n)
     rr_prev, early = beat_rhythm(t)
     after_prev = rng.uniform(-1, 1, n)
     tracemalloc.start()
     try:
-        decided = classes._decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, rough, after_prev)
+        decided = classes._decide(
+            fit, t, rr_prev, early, width, height, family, corr, corr_p, corr_l, rough, after_prev
+        )
         decide_peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.reset_peak()
         base = tracemalloc.get_traced_memory()[0]

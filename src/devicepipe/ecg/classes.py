@@ -28,17 +28,19 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    ventricular family has that family's shape: read as F, 21 of 200's on-time ventricular beats
    were lost so); *S* where its shape is normal but it
    comes early (under :data:`EARLY`, or under :data:`ON_TIME` with a P wave unlike the normal
-   one), outside stretches of irregularly irregular rhythm, but *V* where such an early beat's QRS
+   one, beyond the spread of the on-time normal beats' own outside irregular rhythm), outside
+   stretches of irregularly irregular rhythm, but *V* where such an early beat's QRS
    is more like a ventricular family's shape than the normal one's (an early beat is one or the
    other, and the recording's own ventricular beats say which: on MIT-BIH 200 V sensitivity
    went from 0.925 to 0.935, on noisy 105 from 0.073 to 0.171, on 106 from 0.977 to 0.981, and
    no other shared record changed), and *V* too where, in a recording with a ventricular family,
-   such a beat's QRS is less like the normal shape than all but :data:`ALTERED_QUANTILE` of the
-   on-time normal beats are, with no P wave unlike the normal one before it (a supraventricular
-   beat goes down the normal pathway, so its QRS is the normal one within the normal beats' own
-   spread, or, conducted aberrantly, follows an ectopic P wave: gross V sensitivity over MIT-BIH
-   105, 106 and 200 went from 0.929 to 0.978, +P 0.984 to 0.981, 105's from 0.171 to 0.976, at the
-   cost of 2 of CPSC 2021's 22 atrial premature beats); *Q* where its shape is not the
+   such a beat's QRS, less its linear trend (the T wave before an early beat lies under its window
+   as a slope), is less like the normal shape than all but :data:`ALTERED_QUANTILE` of the on-time
+   normal beats are, with no P wave unlike the normal one before it (a supraventricular beat goes
+   down the normal pathway, so its QRS is the normal one within the normal beats' own spread, or,
+   conducted aberrantly, follows an ectopic P wave: gross V sensitivity over MIT-BIH 105, 106 and
+   200 went from 0.929 to 0.974, +P 0.984 to 0.983, 105's from 0.171 to 1.000; CPSC 2021's S as
+   before, Se 0.500, +P 0.733); *Q* where its shape is not the
    normal one and the signal around it is too poor to tell why (in a 10-s stretch where even
    the upper quartile of the beats is unlike both the normal shape and the shape of the beat
    next to them: noise and motion make shapes that are neither, where a run of tachycardia is
@@ -243,11 +245,12 @@ def _slope_width(qrs: torch.Tensor, fs: float) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class _Measured:
-    """What the signal says of some beats: unit QRS shapes ``(m, w)`` and P waves ``(m, wp)``
-    (tensors), QRS widths ``(m,)`` in ms and heights ``(m,)`` (peak to trough, the signal's
-    unit) (host)."""
+    """What the signal says of some beats: unit QRS shapes ``(m, w)``, the same less their linear
+    trend (:func:`_levelled`) and P waves ``(m, wp)`` (tensors), QRS widths ``(m,)`` in ms and
+    heights ``(m,)`` (peak to trough, the signal's unit) (host)."""
 
     shapes: torch.Tensor
+    levelled: torch.Tensor
     p_waves: torch.Tensor
     width: np.ndarray
     height: np.ndarray
@@ -279,7 +282,17 @@ def _measure(wide: torch.Tensor, sign: float, fs: float) -> _Measured:
     p_waves = wide.gather(1, centre[:, None] + torch.arange(-p_from, -p_to, device=wide.device))
     height = (qrs.max(1).values - qrs.min(1).values).cpu().numpy()
     width = _slope_width(qrs, fs).cpu().numpy()
-    return _Measured(_unit(qrs), _unit(p_waves), width, height, _roughness(wide, half, fs))
+    return _Measured(_unit(qrs), _levelled(qrs), _unit(p_waves), width, height, _roughness(wide, half, fs))
+
+
+def _levelled(qrs: torch.Tensor) -> torch.Tensor:
+    """QRS windows ``(m, w)`` less their least-squares line, as unit rows. The T wave of the beat
+    before lies under an early beat's window as a slope, which moves its correlation with the
+    normal shape as much as the normal beats' own spread does in clean signal; a QRS of another
+    form is not a slope."""
+    x = torch.linspace(-1.0, 1.0, qrs.shape[1], dtype=qrs.dtype, device=qrs.device)
+    centred = qrs - qrs.mean(1, keepdim=True)
+    return _unit(centred - ((centred @ x) / (x @ x))[:, None] * x[None])
 
 
 def _roughness(wide: torch.Tensor, half: int, fs: float) -> np.ndarray:
@@ -309,6 +322,7 @@ class _Fit:
     p_template: torch.Tensor | None
     normal_height: float = float("nan")
     rough_limit: float = float("inf")  # the normal beats' roughness at its upper NOISY_QUANTILE
+    levelled: torch.Tensor | None = None  # (w,) the normal family's levelled QRS, a unit row
 
 
 def _sample(n: int) -> np.ndarray:
@@ -332,24 +346,27 @@ def _fit(sample: _Measured, early: np.ndarray) -> _Fit:
         return _Fit(templates, -1, float(np.median(sample.width)), None, float(np.median(sample.height)))
     members = torch.as_tensor(family == normal, device=sample.p_waves.device)
     p_template = _unit(sample.p_waves[members].median(0).values[None])[0]
+    levelled = _unit(sample.levelled[members].median(0).values[None])[0]
     own = family == normal
     return _Fit(
         templates, normal, float(np.median(sample.width[own])), p_template, float(np.median(sample.height[own])),
-        float(np.quantile(sample.rough[own], NOISY_QUANTILE)),
+        float(np.quantile(sample.rough[own], NOISY_QUANTILE)), levelled,
     )  # fmt: skip
 
 
-def _against(measured: _Measured, fit: _Fit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _against(measured: _Measured, fit: _Fit) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Each beat's family (the first whose shape it is within :data:`FAMILY_CORR` of; -1 none),
-    its correlation with every family's shape ``(m, k)``, and its P wave's with the normal one's."""
+    its correlation with every family's shape ``(m, k)``, its P wave's with the normal one's, and
+    its levelled QRS's with the normal one's (:func:`_levelled`; 0 where there is no normal family)."""
     m = measured.shapes.shape[0]
     if not len(fit.templates):
-        return np.full(m, -1), np.zeros((m, 0)), np.zeros(m)
+        return np.full(m, -1), np.zeros((m, 0)), np.zeros(m), np.zeros(m)
     corr = (measured.shapes[:, None, :] * fit.templates[None]).sum(2).cpu().numpy()  # (row by row, exact)
     inside = corr > FAMILY_CORR
     family = np.where(inside.any(1), inside.argmax(1), -1)
     corr_p = np.zeros(m) if fit.p_template is None else (measured.p_waves * fit.p_template).sum(1).cpu().numpy()
-    return family, corr, corr_p
+    corr_l = np.zeros(m) if fit.levelled is None else (measured.levelled * fit.levelled).sum(1).cpu().numpy()
+    return family, corr, corr_p, corr_l
 
 
 def _texts(n: int, text: str) -> np.ndarray:
@@ -399,9 +416,10 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
     sign = _sign(sampled)
     fit = _fit(_measure(sampled, sign, fs), early[pick])
     every = _measure(_wide(x, at, fs), sign, fs)
-    family, corr, corr_p = _against(every, fit)
+    family, corr, corr_p, corr_l = _against(every, fit)
     after_prev, _ = _after_previous(every.shapes)
-    return _decide(fit, t, rr_prev, early, every.width, every.height, family, corr, corr_p, every.rough, after_prev)
+    return _decide(fit, t, rr_prev, early, every.width, every.height, family, corr, corr_p, corr_l, every.rough,
+                   after_prev)  # fmt: skip
 
 
 def ecg_classes_leads(signals: torch.Tensor, peaks: torch.Tensor, sampling_rate: float) -> BeatClasses:
@@ -501,14 +519,15 @@ def ecg_classes_chunked(
     sampled = torch.cat(wide)
     sign = _sign(sampled)
     fit = _fit(_measure(sampled, sign, fs), early[pick])
-    family, corr_p, width, height, rough = np.full(n, -1), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    family, corr_p, corr_l = np.full(n, -1), np.zeros(n), np.zeros(n)
+    width, height, rough = np.zeros(n), np.zeros(n), np.zeros(n)
     corr, after_prev, last = np.zeros((n, len(fit.templates))), np.zeros(n), None
     for beats, x, at in parts():  # every beat's measures against the families
         measured = _measure(_wide(x, at, fs), sign, fs)
-        family[beats], corr[beats], corr_p[beats] = _against(measured, fit)
+        family[beats], corr[beats], corr_p[beats], corr_l[beats] = _against(measured, fit)
         width[beats], height[beats], rough[beats] = measured.width, measured.height, measured.rough
         after_prev[beats], last = _after_previous(measured.shapes, last)
-    return _decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, rough, after_prev)
+    return _decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, corr_l, rough, after_prev)
 
 
 def _sign(wide: torch.Tensor) -> float:
@@ -566,11 +585,13 @@ def _decide(
     family: np.ndarray,
     corr: np.ndarray,
     corr_p: np.ndarray,
+    corr_l: np.ndarray,
     rough: np.ndarray,
     after_prev: np.ndarray,
 ) -> BeatClasses:
     """The classes from each beat's measures (see the module's steps 4 and 5), host arrays ``(n,)``
-    (``after_prev``: each QRS's correlation with the one before, :func:`_after_previous`)."""
+    (``corr_l``: each levelled QRS's correlation with the normal one, :func:`_levelled`;
+    ``after_prev``: each QRS's correlation with the one before, :func:`_after_previous`)."""
     n = t.size
     normal = fit.normal
     corr_n = corr[:, normal] if normal >= 0 else np.zeros(n)
@@ -585,9 +606,12 @@ def _decide(
     poor = unlike & _poor_stretch(t, np.maximum(corr_n, _either_neighbour(after_prev)))
     near_irregular, irregular = irregular_rhythm(rr_prev, nn, poor)
     near_irregular, irregular = without_p_waves(near_irregular, irregular, corr_p, normal_shaped & (early >= ON_TIME))
-    # a P wave unlike the normal one: beyond what noise does to the normal beats' own
+    # a P wave unlike the normal one: beyond what noise does to the normal beats' own, in sinus
+    # rhythm (normal-shaped beats in fibrillation have no P wave to compare: with them, the floor
+    # fell so low in a record with episodes of it that no P wave was unlike)
     on_time_normal = normal_shaped & (early >= ON_TIME)
-    noise_floor = np.quantile(corr_p[on_time_normal], 0.02) if on_time_normal.any() else OTHER_P
+    sinus_normal = on_time_normal & ~near_irregular
+    noise_floor = np.quantile(corr_p[sinus_normal], 0.02) if sinus_normal.any() else OTHER_P
     p_unlike = corr_p < min(OTHER_P, noise_floor)
     premature = normal_shaped & ~near_irregular & ((early < EARLY) | ((early < ON_TIME) & p_unlike))
     labels[premature] = "S"
@@ -602,7 +626,7 @@ def _decide(
     # with ventricular beats, an early beat whose QRS is altered beyond that spread, with no P wave
     # unlike the normal one before it, is V
     if has_ventricular and on_time_normal.any():
-        altered = corr_n < np.quantile(corr_n[on_time_normal], ALTERED_QUANTILE)
+        altered = corr_l < np.quantile(corr_l[on_time_normal], ALTERED_QUANTILE)
         altered_v = premature & ~like_v & altered & ~p_unlike
         labels[altered_v], reasons[altered_v] = "V", "premature, QRS altered, no ectopic P wave"
     reasons[(labels == "N") & irregular] = "irregular rhythm"
