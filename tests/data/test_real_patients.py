@@ -3,8 +3,8 @@ EC57-style by benchmarks/ec57.py (each record analysed as ``devicepipe beats`` d
 
 Measured when set (benchmarks/results/ec57.md): beats F1 100 1.0000, 105 0.9932, 106 0.9990, 200
 0.9987 (the best peer on each: 1.0000, 0.9928 wfdb-xqrs, 0.9966 NeuroKit2, 0.9987 wfdb-xqrs); V
-over 105, 106 and 200: Se 0.978, +P 0.981 (106 0.981 / 1.000, 200 0.976 / 0.993; 105 0.976 / 0.667,
-the noisy record, 0.8 % of its other beats called V); CPSC 2021: the record's kind (no AF, paroxysmal,
+over 105, 106 and 200: Se 0.974, +P 0.983 (106 0.981 / 1.000, 200 0.969 / 0.994; 105 1.000 / 0.695,
+the noisy record, 0.7 % of its other beats called V); CPSC 2021: the record's kind (no AF, paroxysmal,
 persistent) right on 9 of 9, AF beats Se 0.958, Sp 1.000; no AF on MIT-BIH 100, 105, 106 or 200.
 Before: 200 F1 0.8895 (515 beats missed), V Se 0.475, AF kind right on 3 of 9, 200 called 26.5 % AF.
 """
@@ -51,15 +51,22 @@ def test_early_beats_like_the_recording_s_ventricular_beats_are_ventricular():
     # 105's ventricular beats look, in MLII, like taller normal ones and come early: those more
     # like its ventricular family than its normal beats are V (3 of 41 before, 7 when set), and so
     # are those whose QRS is altered beyond its normal beats' own spread with no ectopic P wave
-    # before them (40 of 41 when set; 0.8 % of its other beats called V)
+    # before them (41 of 41 when set; 0.7 % of its other beats called V)
     v = _scored("mitdb_v", "105")["classes"]["V"]
     assert v["tp"] >= 0.95 * v["truth"], v
     assert v["others_given"] <= 0.01 * v["others"], v
 
 
+def test_aberrant_atrial_beats_beside_fibrillation_keep_their_p_wave_evidence():
+    # data_92_19 has episodes of AF: with its beats in fibrillation (no P wave) in the P-wave floor,
+    # no P wave was unlike, and one of its four atrial premature beats, altered, was called V
+    s = _scored("cpsc2021", "data_92_19")["classes"]["S"]
+    assert s["truth"] == 4 and s["tp"] == 4, s
+
+
 def test_ventricular_beats_over_the_three_records():
     # the issue's targets: gross Se and +P >= 0.95 over 105, 106 and 200 (0.929 and 0.984 before
-    # early beats with an altered QRS and no ectopic P wave were V; 0.978 and 0.981 when set)
+    # early beats with an altered QRS and no ectopic P wave were V; 0.974 and 0.983 when set)
     v = [_scored("mitdb_v", name)["classes"]["V"] for name in ("105", "106", "200")]
     tp, truth, given = (sum(r[k] for r in v) for k in ("tp", "truth", "given"))
     assert tp >= 0.95 * truth and tp >= 0.95 * given, v
