@@ -575,6 +575,25 @@ def test_a_table_timed_by_its_time_column_alone_read_in_chunks_asks_for_the_rate
     assert whole["counts"]["beats_found"] == chunked["counts"]["beats_found"] > 100
 
 
+@pytest.mark.parametrize("fmt", ["16", "212"])
+def test_a_wfdb_signal_file_cut_short_is_named_with_both_sizes(tmp_path, fmt):
+    # the plain reader handed a short file to wfdb, whose read failed with "operands could not be
+    # broadcast together with shapes (334,) (333,)": nothing about the file
+    import wfdb
+
+    sim = simulate_ecg(60, 250, seed=4)
+    digital = np.round(sim.signal.numpy() * 200).astype(np.int32)[:, None]
+    wfdb.wrsamp("cut", fs=250, units=["mV"], sig_name=["II"], d_signal=digital, fmt=[fmt], adc_gain=[200.0],
+                baseline=[0], write_dir=str(tmp_path))  # fmt: skip
+    whole = (tmp_path / "cut.dat").stat().st_size
+    (tmp_path / "cut.dat").write_bytes((tmp_path / "cut.dat").read_bytes()[:1000])
+    for command, extra in (("read", ()), ("beats", ()), ("beats", ("--chunk", "10s")), ("ecg", ())):
+        out = () if command == "read" else ("--out", tmp_path / f"o_{command}")
+        refused = run(command, tmp_path / "cut", *out, *extra)
+        one_line_error(refused, "cut.dat holds 1,000 bytes", f"{whole:,} bytes", "cut short")
+        assert not (tmp_path / f"o_{command}").exists()
+
+
 def test_crashes_of_the_audit_end_in_one_line(tmp_path, monkeypatch):
     """Each of these ended in a traceback (or a segfault) in one command or another; now one line."""
     import pyarrow as pa

@@ -22,7 +22,7 @@ import numpy as np
 from devicepipe.core.errors import ReadError
 from devicepipe.core.interop import convert
 from devicepipe.io.raw import ColumnSpec, RawSeries, column_list, resolve_names
-from devicepipe.io.wfdb_plain import plain_header, read_plain
+from devicepipe.io.wfdb_plain import PlainHeader, plain_header, read_plain, signal_bytes
 from devicepipe.io.write import atomic_path
 
 if TYPE_CHECKING:
@@ -112,6 +112,7 @@ def read_wfdb(path: Path, column: ColumnSpec, start: int = 0, stop: int | None =
         plain = read_plain(head, chosen, start, stop, base.name)
         if plain is not None:
             return plain
+        _refuse_a_cut_signal_file(head, base)
     elif not base.with_name(base.name + ".hea").exists():
         raise ReadError(f"read_series(): WFDB header not found: {base}.hea.")
     if wanted is None or all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) and i >= 0 for i in wanted):
@@ -150,6 +151,23 @@ def read_wfdb(path: Path, column: ColumnSpec, start: int = 0, stop: int | None =
     except Exception as exc:
         raise ReadError(f"read_series(): cannot read WFDB record {base} ({exc}).") from None
     return _raw(rec, base)
+
+
+def _refuse_a_cut_signal_file(head: PlainHeader, base: Path) -> None:
+    """Refuse a plain record whose signal file is shorter than its header says (a copy or a
+    download cut short), naming both sizes: wfdb's own read fails on it with an error of array
+    shapes that says nothing of the file."""
+    try:
+        size = os.stat(head.file).st_size
+    except OSError:
+        return  # (a missing file: wfdb's read names it)
+    needed = signal_bytes(head)
+    if size < needed:
+        raise ReadError(
+            f"read_series(): the signal file {os.path.basename(head.file)} holds {size:,} bytes, but the header "
+            f"{base.name}.hea says it holds {head.length:,} samples of {len(head.names)} signal(s) in format "
+            f"{head.fmt}, {needed:,} bytes; is the file whole (a copy or download cut short)?"
+        )
 
 
 def _raw(rec: wfdb.Record, base: Path) -> RawSeries:

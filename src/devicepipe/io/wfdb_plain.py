@@ -36,6 +36,7 @@ __all__ = [
     "physical",
     "plain_header",
     "read_plain",
+    "signal_bytes",
     "stored_frames",
 ]
 
@@ -117,6 +118,12 @@ def plain_header(base: str | os.PathLike[str]) -> PlainHeader | None:
     return PlainHeader(os.path.join(os.path.dirname(base), file), fmt, fs, length, names, units, gains, baselines)
 
 
+def signal_bytes(head: PlainHeader) -> int:
+    """The bytes the signal file of the plain record ``head`` holds where it is whole: every
+    signal's samples, as its header states them."""
+    return math.ceil(head.length * len(head.names) * _BYTES[head.fmt])
+
+
 def read_plain(
     head: PlainHeader, channels: list[int] | None, start: int = 0, stop: int | None = None, source: str = ""
 ) -> RawSeries | None:
@@ -183,7 +190,7 @@ def _frames(head: PlainHeader, n_sig: int, start: int, stop: int) -> np.ndarray 
         # one unbuffered read of the span (np.fromfile duplicates the file descriptor and seeks on
         # both, twice the time for a 10-s record); the size from the open file, not another stat
         with open(head.file, "rb", buffering=0) as fh:
-            if os.fstat(fh.fileno()).st_size < math.ceil(head.length * n_sig * per):
+            if os.fstat(fh.fileno()).st_size < signal_bytes(head):
                 return None
             fh.seek(offset)
             data = fh.read(size)
