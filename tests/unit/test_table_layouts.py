@@ -77,6 +77,40 @@ def test_rows_are_counted_with_and_without_a_header_and_an_empty_file_is_one_err
         recording_length(path)
 
 
+@pytest.mark.parametrize(
+    ("ending", "encoding", "columns"),
+    [("\n", "utf-8", 1), ("\r\n", "utf-8", 1), ("\r", "utf-8", 1), ("\n", "utf-16", 1), ("\n", "utf-8", 2)],
+)
+def test_the_empty_lines_that_end_a_csv_are_not_samples(tmp_path, ending, encoding, columns):
+    # an editor or an export leaves empty lines after the last row; they were read as NaN samples,
+    # so the file was refused ("non-finite value(s) ... the first at sample 7,500"), whole and in chunks
+    x = simulate_ecg(30, 250, seed=3).signal.numpy()
+    rows = [f"{i / 250:.3f},{v:.5f}" if columns == 2 else f"{v:.5f}" for i, v in enumerate(x)]
+    head = "time,ecg" if columns == 2 else "ecg"
+    clean, ended = tmp_path / "clean.csv", tmp_path / "ended.csv"
+    with clean.open("w", encoding=encoding, newline="") as fh:
+        fh.write(ending.join([head, *rows]) + ending)
+    with ended.open("w", encoding=encoding, newline="") as fh:
+        fh.write(ending.join([head, *rows]) + ending * 3)
+    want = read_series(clean, "ecg", sampling_rate=250).samples
+    got = read_series(ended, "ecg", sampling_rate=250).samples
+    assert want.shape == (x.size,) and torch.equal(got, want)
+    assert csv_rows(ended) == csv_rows(clean) == x.size
+    read, n, _ = chunk_reader(ended, "ecg", sampling_rate=250)
+    assert n == recording_length(ended, "ecg") == x.size and torch.equal(read(n - 1000, n), want[-1000:])
+
+
+def test_an_empty_line_inside_a_csv_is_a_missing_sample_in_its_place(tmp_path):
+    x = simulate_ecg(30, 250, seed=3).signal.numpy()
+    lines = ["ecg", *(f"{v:.5f}" for v in x)]
+    lines[1001] = ""  # (sample 1000)
+    (tmp_path / "gap.csv").write_text("\n".join(lines) + "\n\n")
+    with pytest.raises(ReadError, match="the first at sample 1,000"):
+        read_series(tmp_path / "gap.csv", sampling_rate=250)
+    kept = read_series(tmp_path / "gap.csv", sampling_rate=250, nan="interpolate").samples
+    assert kept.shape == (x.size,)  # the gap kept its place; the empty line at the end is no sample
+
+
 def test_a_time_or_sample_column_before_the_signal_is_passed_over(tmp_path):
     sim = simulate_ecg(30, 250, seed=3)
     x = sim.signal.numpy()

@@ -197,9 +197,28 @@ def _first_row(path: Path, delimiter: str, encoding: str | None) -> tuple[list[s
     return first, encoding
 
 
+def _trailing_empty_lines(path: Path, encoding: str) -> int:
+    """How many empty lines end a text file, after its last line of data: an editor's or an
+    export's, not rows (an empty line before the end is a row, a missing sample, read as NaN: it
+    keeps the samples after it in place). Read from the file's last :data:`_PROBE_BYTES`."""
+    size = path.stat().st_size
+    take = min(size, _PROBE_BYTES) & ~1  # (an even count: UTF-16's code units stay whole)
+    with path.open("rb") as fh:
+        fh.seek(size - take)
+        tail = fh.read(take).decode(encoding, errors="ignore")
+    lines = re.split(r"\r\n|\n|\r", tail)  # the line endings Arrow's reader knows
+    if lines and lines[-1] == "":  # (the last line's own ending)
+        lines.pop()
+    count = 0
+    while count < len(lines) - 1 and lines[-1 - count] == "":
+        count += 1
+    return count
+
+
 def csv_rows(path: Path, encoding: str | None = None) -> int:
-    """The data rows of a delimited text file (its header line, when it has one, not counted),
-    counted in one streamed pass that converts no value: memory flat in the file's size."""
+    """The data rows of a delimited text file (its header line, when it has one, and the empty
+    lines that end it not counted), counted in one streamed pass that converts no value: memory
+    flat in the file's size."""
     delimiter, decimal = csv_layout(path, encoding)
     first, encoding = _first_row(path, delimiter, encoding)
     names = [f"f{i}" for i in range(len(first))]
@@ -215,7 +234,7 @@ def csv_rows(path: Path, encoding: str | None = None) -> int:
                 rows += batch.num_rows
     except pa.ArrowInvalid as exc:
         raise ReadError(f"read_series(): cannot parse {path.name}: {exc}.") from None
-    return rows
+    return max(0, rows - _trailing_empty_lines(path, encoding))
 
 
 def table_head(path: Path, rows: int, encoding: str | None = None) -> pa.Table:
@@ -303,8 +322,21 @@ def read_csv_table(
         if fix is not None and time_format is not None:  # the format given does not fit: say so, not to pass one
             fix = fix.replace("pass {time_format=}", f"check {{time_format={time_format!r}}}")
         raise ReadError(problem, fix=fix, param=None if fix is None else "time_format") from None
+    if stop is None:  # (read to the end: the empty lines that end the file are not rows)
+        table = _without_trailing_empty_lines(table, _trailing_empty_lines(path, encoding))
     times = None if time_name is None else _times(table, time_name, source)
     return RawSeries(stack_columns(table, chosen), chosen, [None] * len(chosen), None, times, source)
+
+
+def _without_trailing_empty_lines(table: pa.Table, empty: int) -> pa.Table:
+    """``table`` less its last ``empty`` rows where the file ends in that many empty lines
+    (:func:`_trailing_empty_lines`) and those rows hold nothing (every column null)."""
+    if not empty or empty > table.num_rows:
+        return table
+    last = table.slice(table.num_rows - empty)
+    if any(col.null_count != empty for col in last.columns):
+        return table
+    return table.slice(0, table.num_rows - empty)
 
 
 def _header_names(first: list[str], source: str) -> list[str]:
