@@ -84,6 +84,8 @@ def test_signals_at_different_rates_must_be_chosen_one_rate(tmp_path):
         ("cut in the header", "holds 100 bytes, under the 256 of the fixed header"),
         ("negative record duration", "data record duration of -1 s, so its signals have no sampling rate"),
         ("zero record duration", "data record duration of 0 s"),
+        # its signals' headers cut short (edfio's error for it: "list index out of range")
+        ("cut in the signal headers", r"declares 2 signal\(s\), whose headers take 768 bytes, but the file holds 300"),
     ],
 )
 def test_a_damaged_edf_is_one_line_and_exit_2(tmp_path, damage, says):
@@ -99,6 +101,7 @@ def test_a_damaged_edf_is_one_line_and_exit_2(tmp_path, damage, says):
             # the fixed header's data record duration, bytes 244-251 (the rate is samples / duration)
             "negative record duration": data[:244] + b"-1      " + data[252:],
             "zero record duration": data[:244] + b"0       " + data[252:],
+            "cut in the signal headers": data[:300],
         }[damage]
     )
     with pytest.raises(DevicepipeError, match=says):

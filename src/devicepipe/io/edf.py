@@ -48,6 +48,7 @@ def _open(path: Path, where: str) -> Any:
             f"{where}: {path.name} is not a readable EDF/BDF file: it holds {size} bytes, under the "
             f"{EDF_HEADER_BYTES} of the fixed header every EDF/BDF file starts with (truncated, or not an EDF)."
         )
+    _refuse_a_cut_header(path, size, where)
     edf: Any  # edfio's Edf, or its Bdf
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -80,6 +81,24 @@ def _open(path: Path, where: str) -> Any:
             fix="export it as EDF+C, or split it at its gaps into continuous files.",
         )
     return edf
+
+
+def _refuse_a_cut_header(path: Path, size: int, where: str) -> None:
+    """Refuse a file shorter than its own header: the fixed header says how many signals follow,
+    each with a header of :data:`EDF_HEADER_BYTES` (edfio's error for it is "list index out of
+    range"). A count that is not a number is left to edfio's parse."""
+    with path.open("rb") as fh:
+        fixed = fh.read(EDF_HEADER_BYTES)
+    try:
+        signals = int(fixed[252:256].decode("ascii").strip())
+    except (UnicodeDecodeError, ValueError):
+        return
+    needed = EDF_HEADER_BYTES * (1 + max(signals, 0))
+    if size < needed:
+        raise ReadError(
+            f"{where}: {path.name} is not a readable EDF/BDF file: its header declares {signals} signal(s), whose "
+            f"headers take {needed:,} bytes, but the file holds {size:,} (cut short); copy it again from its source."
+        )
 
 
 def _continuous(edf: Any) -> bool:
