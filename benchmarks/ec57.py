@@ -55,6 +55,10 @@ PUBLISHED = {
 TOLERANCE_S = 0.15
 EDGE_S = 0.5
 KINDS = ("no AF", "paroxysmal AF", "persistent AF")
+#: The Holter events of ventricular beats scored against the reference's, and how near in time (s)
+#: one of ours must start to find one of the reference's (about a beat).
+EVENT_KINDS = ("couplet", "run", "bigeminy", "trigeminy")
+EVENT_TOLERANCE_S = 1.0
 #: Shares of the on-time normal beats' QRS spread tried for the classes' altered-QRS rule (they use
 #: ``ALTERED_QUANTILE``): how far the V and S figures move with the choice.
 ALTERED_SHARES = (0.02, 0.03, 0.05, 0.10)
@@ -191,7 +195,25 @@ def score(a: Analysed, truth: Truth) -> dict[str, Any]:
         "af_share_ours": a.holter.af_share,
         "episodes_ours": [(round(e.start_s, 1), round(e.end_s, 1)) for e in a.holter.of("afib")],
     }
-    return {"beats": det, "classes": classes, "af": af, "counts": a.classes.counts()}
+    events = events_against(a, truth) if "V" in truth.exact else {}
+    return {"beats": det, "classes": classes, "af": af, "counts": a.classes.counts(), "events": events}
+
+
+def events_against(a: Analysed, truth: Truth) -> dict[str, dict[str, int]]:
+    """Each kind of ventricular event (:data:`EVENT_KINDS`): how many the reference's beats make
+    (the Holter summary of its own beats, V where the reference says V, inside AF where it says
+    so), how many we report, and how many of the reference's one of ours of the kind starts within
+    :data:`EVENT_TOLERANCE_S` of."""
+    t = truth.samples / a.fs
+    labels = np.where(truth.classes == "V", "V", "N")
+    reference = holter_summary(t, labels, truth.in_af, a.n_samples / a.fs, np.zeros(t.size, bool))
+    out = {}
+    for kind in EVENT_KINDS:
+        ref, ours = reference.of(kind), a.holter.of(kind)
+        starts = np.array([e.start_s for e in ours])
+        found = sum(bool(starts.size) and bool(np.min(np.abs(starts - e.start_s)) <= EVENT_TOLERANCE_S) for e in ref)
+        out[kind] = {"truth": len(ref), "ours": len(ours), "found": int(found)}
+    return out
 
 
 def peers(a: Analysed, truth: Truth) -> dict[str, float]:
@@ -346,6 +368,18 @@ def markdown(result: dict[str, Any]) -> str:
               f"For context (other beats, other data): {PUBLISHED['source']}: V Se {PUBLISHED['V_se_pct']} %, "
               f"+P {PUBLISHED['V_ppv_pct']} %; S Se {PUBLISHED['S_se_pct']} %, +P {PUBLISHED['S_ppv_pct']} %.",
               ""]  # fmt: skip
+    lines += ["## Ventricular events", "",
+              "The reference's events are those its own beats make (the Holter summary of its beats, V where it "
+              "says V); one is found where one of ours of the kind starts within "
+              f"{EVENT_TOLERANCE_S:g} s. Records whose reference gives V exactly.", ""]  # fmt: skip
+    erows = []
+    for name, r in result["records"].items():
+        ev = r.get("events") or {}
+        if ev and any(ev[k]["truth"] or ev[k]["ours"] for k in EVENT_KINDS):
+            erows.append([name, *(f"{ev[k]['found']} of {ev[k]['truth']} ({ev[k]['ours']})" for k in EVENT_KINDS)])
+    heads = {"couplet": "couplets", "run": "runs", "bigeminy": "bigeminy episodes", "trigeminy": "trigeminy episodes"}
+    lines += table(["record", *(f"{heads[k]}: found of the reference's (ours)" for k in EVENT_KINDS)], erows)
+    lines += [""]
     lines += ["## The altered-QRS share", "",
               "An early beat is V where its QRS is less like the normal shape than all but this share of "
               "the on-time normal beats are (with a ventricular family in the recording and no ectopic P "
