@@ -36,6 +36,8 @@ import numpy as np
 import pyarrow.parquet as pq
 from results_io import machine, parser, run_measured, table, write_results  # beside this script
 
+from devicepipe.bench.results import source_commit
+
 _SLEEPECG = (
     "import sys, time, numpy as np, sleepecg\n"
     "x = np.load(sys.argv[1]).astype(np.float64)\n"
@@ -49,18 +51,6 @@ _SLEEPECG = (
     "print(took, again)\n"
 )
 ONE_THREAD = {"DEVICEPIPE_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
-
-
-def _commit_of(src: Path) -> str:
-    """The commit (short) of the checkout holding ``src``, "-dirty" where it has changes; "unknown"
-    outside a git checkout."""
-    git = ["git", "-C", str(src)]
-    try:
-        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-        changed = subprocess.run([*git, "status", "--porcelain", "--", "."], capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head.stdout.strip() + ("-dirty" if changed.stdout.strip() else "")
 
 
 def _interval(ratios: list[float]) -> list[float]:
@@ -170,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     if "base" in runs:
         gain = [b["wall_s"] / a["wall_s"] for a, b in zip(runs["ours"], runs["base"], strict=True)]
         result["base_src"] = str(args.base_src)
-        result["base_commit"] = _commit_of(args.base_src)
+        result["base_commit"] = source_commit(args.base_src) or "unknown"
         result["base_wall_over_ours"] = {"median": float(np.median(gain)), "ci95": _interval(gain)}
     ci = result["ours_wall_over_sleepecg_call"]
     lines = [
