@@ -46,10 +46,11 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    next to them: noise and motion make shapes that are neither, where a run of tachycardia is
    beat after beat of one shape), or where it is of another shape and under :data:`SMALL` of the normal
    QRS's height (noise or a T wave taken for a beat), or where a beat called V has a shape no
-   family shares and the signal outside its QRS is rougher (:func:`_roughness`) than all but the
-   roughest 5 % of the normal beats (muscle noise or motion made it: on MIT-BIH 105 this took
-   the share of its other beats called V from 1.3 % to 0.6 %; it costs the lone ectopic beats of
-   noisy stretches, 4 of 200's 826 and both of CPSC 2021 patient 84's 2); else *N*.
+   family shares and the signal outside its QRS is rougher
+   (:func:`~devicepipe.ecg.beat_shapes.roughness`) than all but the roughest 5 % of the normal
+   beats (muscle noise or motion made it: on MIT-BIH 105 this took the share of its other beats
+   called V from 1.3 % to 0.6 %; it costs the lone ectopic beats of noisy stretches, 4 of 200's
+   826 and both of CPSC 2021 patient 84's 2); else *N*.
 5. **Irregularly irregular rhythm** (suspected atrial fibrillation, :mod:`devicepipe.ecg.rhythm`):
    where under ``IRREGULAR`` of the normal-to-normal intervals around a beat (``IRREGULAR_BEATS``
    either side) lie within ``TYPICAL_SHARE`` of their median (gaps under
@@ -73,8 +74,10 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    rhythm where any lead reads it so (another lead's poor signal or aberrant beats may leave it
    too few normal-to-normal intervals to read).
 
-Every step is a tensor operation on the signal's device but the greedy families (a few passes
-over the beats) and the rules (a few comparisons per beat), which run on the host.
+What each beat's shape is (its windows, width, height, roughness and shape family) is measured
+in :mod:`devicepipe.ecg.beat_shapes`. Every step is a tensor operation on the signal's device but
+the greedy families (a few passes over the beats) and the rules (a few comparisons per beat),
+which run on the host.
 """
 
 from __future__ import annotations
@@ -87,8 +90,18 @@ import numpy as np
 import torch
 
 from devicepipe.core.errors import DevicepipeError
-from devicepipe.ecg.rhythm import WINDOW_ROWS, beat_rhythm, irregular_rhythm, without_p_waves
-from devicepipe.signal.segment import rows_at
+from devicepipe.ecg.beat_shapes import (
+    FAMILY_CORR,
+    BeatMeasures,
+    after_previous,
+    either_neighbour,
+    lead_sign,
+    measure_beats,
+    shape_families,
+    unit_rows,
+    wide_windows,
+)
+from devicepipe.ecg.rhythm import beat_rhythm, irregular_rhythm, without_p_waves
 
 __all__ = [
     "BEAT_CLASSES",
@@ -115,16 +128,6 @@ SAMPLE_BEATS = 4000
 #: Signal read either side of a part of a recording read in parts, s (a beat's windows reach
 #: well under this).
 MARGIN_S = 1.0
-#: QRS window either side of the R peak, s.
-QRS_S = 0.10
-#: How far a beat's centre may move to this lead's own R peak, s.
-CENTRE_S = 0.03
-#: The P wave's window before the R peak, s (from, to).
-P_WINDOW_S = (0.30, 0.10)
-#: Correlation with a family's median shape that joins a beat to it.
-FAMILY_CORR = 0.90
-#: The most families gathered; the beats left over belong to none.
-MAX_FAMILIES = 8
 #: A family smaller than this share of the beats is not a candidate for the normal one.
 NORMAL_MIN_SHARE = 0.05
 #: Correlation with the normal shape at and above which a QRS has the normal shape.
@@ -141,12 +144,10 @@ OTHER_P = 0.5
 #: of the on-time normal beats are (the spread that noise, breathing and position give the normal
 #: QRS: each recording's own).
 ALTERED_QUANTILE = 0.05
-#: Half the span of the central difference that measures a QRS's slope, s.
-SLOPE_S = 0.008
 #: A beat of another shape under a third of the normal QRS's height is too small to be one.
 SMALL = 1 / 3
-#: A beat whose roughness outside the QRS (:func:`_roughness`) exceeds this quantile of the normal
-#: beats' is in noise.
+#: A beat whose roughness outside the QRS (:func:`~devicepipe.ecg.beat_shapes.roughness`) exceeds
+#: this quantile of the normal beats' is in noise.
 NOISY_QUANTILE = 0.95
 #: The reason given to such a beat.
 TOO_SMALL = "too small for a QRS"
@@ -193,125 +194,6 @@ class BeatClasses:
         return {name: int((self.labels == name).sum()) for name in BEAT_CLASSES}
 
 
-def _windows(x: torch.Tensor, centres: torch.Tensor, before: int, after: int) -> torch.Tensor:
-    """``(n, before + after)`` samples of ``x`` from ``centre - before`` (edges repeated)."""
-    return rows_at(x, centres.to(torch.int64) - before, before + after, fill=None)
-
-
-def _unit(rows: torch.Tensor) -> torch.Tensor:
-    """Rows less their mean, scaled to unit length (a flat row stays zero)."""
-    rows = rows - rows.mean(1, keepdim=True)
-    return rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-12)
-
-
-def _families(shapes: torch.Tensor) -> tuple[np.ndarray, torch.Tensor]:
-    """Greedy shape families of ``shapes`` ``(n, w)`` (unit rows): each beat's family (-1 none)
-    and the families' median shapes ``(k, w)`` (unit rows)."""
-    n = shapes.shape[0]
-    family = torch.full((n,), -1, dtype=torch.long, device=shapes.device)
-    templates = []
-    probe = shapes[torch.linspace(0, n - 1, min(n, 400), device=shapes.device).long()]
-    for k in range(MAX_FAMILIES):
-        free = family < 0
-        if int(free.sum()) < max(3, int(0.002 * n)):
-            break
-        # the beat most like the most others among those left: its family's first shape
-        left = shapes[free]
-        typical = (left @ probe.T > FAMILY_CORR).sum(1)
-        template = left[int(typical.argmax())]
-        for _ in range(2):  # the median of its members, twice
-            members = free & (shapes @ template > FAMILY_CORR)
-            if int(members.sum()) == 0:
-                break
-            template = _unit(shapes[members].median(0).values[None])[0]
-        members = free & (shapes @ template > FAMILY_CORR)
-        if int(members.sum()) == 0:
-            break
-        family[members] = k
-        templates.append(template)
-    return family.cpu().numpy(), torch.stack(templates) if templates else shapes[:0]
-
-
-def _slope_width(qrs: torch.Tensor, fs: float) -> torch.Tensor:
-    """Each row's width in ms: the span holding the middle 80 % of its squared slope (a central
-    difference over :data:`SLOPE_S` either side, which passes the QRS and not the noise)."""
-    lag = max(1, round(SLOPE_S * fs))
-    energy = (qrs[:, 2 * lag :] - qrs[:, : -2 * lag]) ** 2
-    cum = energy.cumsum(1) / energy.sum(1, keepdim=True).clamp_min(1e-20)
-    lo = (cum < 0.1).sum(1)
-    hi = (cum < 0.9).sum(1)
-    return (hi - lo + 1).float() * (1000.0 / fs)
-
-
-@dataclass(frozen=True)
-class _Measured:
-    """What the signal says of some beats: unit QRS shapes ``(m, w)``, the same less their linear
-    trend (:func:`_levelled`) and P waves ``(m, wp)`` (tensors), QRS widths ``(m,)`` in ms and
-    heights ``(m,)`` (peak to trough, the signal's unit) (host)."""
-
-    shapes: torch.Tensor
-    levelled: torch.Tensor
-    p_waves: torch.Tensor
-    width: np.ndarray
-    height: np.ndarray
-    rough: np.ndarray
-
-
-def _reach(fs: float) -> tuple[int, int, int, int, int]:
-    """Samples: how far a centre may move, the QRS half-window, the P window's start and end
-    before the R peak, and how far before and after a peak a beat's wide window reaches."""
-    reach, half = max(1, round(CENTRE_S * fs)), max(2, round(QRS_S * fs))
-    p_from, p_to = (round(s * fs) for s in P_WINDOW_S)
-    return reach, half, p_from, p_to, max(p_from, half) + reach
-
-
-def _wide(x: torch.Tensor, peaks: torch.Tensor, fs: float) -> torch.Tensor:
-    """Each beat's wide window of the signal ``x`` (peaks as indices into ``x``)."""
-    wide = _reach(fs)[4]
-    return _windows(x, peaks, wide, wide + 1)
-
-
-def _measure(wide: torch.Tensor, sign: float, fs: float) -> _Measured:
-    """The QRS and P windows of beats from their wide windows (:func:`_wide`), each centred first
-    on this lead's own extremum within :data:`CENTRE_S` in the direction ``sign`` of its typical
-    QRS (beats found on another lead, or on all of them, are a few ms off this one's)."""
-    reach, half, p_from, p_to, w = _reach(fs)
-    near = wide[:, w - reach : w + reach + 1]
-    centre = w + (sign * near).argmax(1) - reach  # column of each beat's own R peak
-    qrs = wide.gather(1, centre[:, None] + torch.arange(-half, half, device=wide.device))
-    p_waves = wide.gather(1, centre[:, None] + torch.arange(-p_from, -p_to, device=wide.device))
-    height = (qrs.max(1).values - qrs.min(1).values).cpu().numpy()
-    width = _slope_width(qrs, fs).cpu().numpy()
-    return _Measured(_unit(qrs), _levelled(qrs), _unit(p_waves), width, height, _roughness(wide, half, fs))
-
-
-def _levelled(qrs: torch.Tensor) -> torch.Tensor:
-    """QRS windows ``(m, w)`` less their least-squares line, as unit rows. The T wave of the beat
-    before lies under an early beat's window as a slope, which moves its correlation with the
-    normal shape as much as the normal beats' own spread does in clean signal; a QRS of another
-    form is not a slope."""
-    x = torch.linspace(-1.0, 1.0, qrs.shape[1], dtype=qrs.dtype, device=qrs.device)
-    centred = qrs - qrs.mean(1, keepdim=True)
-    return _unit(centred - ((centred @ x) / (x @ x))[:, None] * x[None])
-
-
-def _roughness(wide: torch.Tensor, half: int, fs: float) -> np.ndarray:
-    """Each beat's high-frequency activity outside its QRS: the RMS of the signal's second
-    difference (over :data:`SLOPE_S`) in its wide window, the QRS (``half`` samples either side of
-    the window's centre) left out, ``(m,)``. P and T waves and an ectopic beat's broad T wave are
-    smooth; muscle noise and motion are not."""
-    lag = max(1, round(SLOPE_S * fs))
-    out = torch.empty(wide.shape[0], dtype=wide.dtype, device=wide.device)
-    for a in range(0, wide.shape[0], WINDOW_ROWS):  # (temporaries of a block of rows: a few MiB)
-        w = wide[a : a + WINDOW_ROWS]
-        d2 = (w[:, 2 * lag :] - 2 * w[:, lag:-lag] + w[:, : -2 * lag]).square_()
-        centre = wide.shape[1] // 2 - lag  # (column j of d2 is centred on column j + lag of the window)
-        lo, hi = max(0, centre - half), min(d2.shape[1], centre + half + 1)
-        total = d2[:, :lo].sum(1) + d2[:, hi:].sum(1)
-        out[a : a + len(w)] = (total / max(1, lo + d2.shape[1] - hi)).sqrt()
-    return out.cpu().numpy()
-
-
 @dataclass(frozen=True)
 class _Fit:
     """The shape families and the normal one, from a sample of the beats."""
@@ -330,10 +212,10 @@ def _sample(n: int) -> np.ndarray:
     return np.arange(n) if n <= SAMPLE_BEATS else np.unique(np.linspace(0, n - 1, SAMPLE_BEATS).round().astype(int))
 
 
-def _fit(sample: _Measured, early: np.ndarray) -> _Fit:
+def _fit(sample: BeatMeasures, early: np.ndarray) -> _Fit:
     """Families of the sampled beats, and the normal one (see the module's steps 1 and 3);
     ``early``: the sampled beats' prematurity."""
-    family, templates = _families(sample.shapes)
+    family, templates = shape_families(sample.shapes)
     m = family.size
     sizes = np.bincount(family[family >= 0], minlength=len(templates))
     candidates = [k for k in np.argsort(-sizes, kind="stable") if sizes[k] >= NORMAL_MIN_SHARE * m]
@@ -345,8 +227,8 @@ def _fit(sample: _Measured, early: np.ndarray) -> _Fit:
     if normal < 0:
         return _Fit(templates, -1, float(np.median(sample.width)), None, float(np.median(sample.height)))
     members = torch.as_tensor(family == normal, device=sample.p_waves.device)
-    p_template = _unit(sample.p_waves[members].median(0).values[None])[0]
-    levelled = _unit(sample.levelled[members].median(0).values[None])[0]
+    p_template = unit_rows(sample.p_waves[members].median(0).values[None])[0]
+    levelled = unit_rows(sample.levelled[members].median(0).values[None])[0]
     own = family == normal
     return _Fit(
         templates, normal, float(np.median(sample.width[own])), p_template, float(np.median(sample.height[own])),
@@ -354,10 +236,11 @@ def _fit(sample: _Measured, early: np.ndarray) -> _Fit:
     )  # fmt: skip
 
 
-def _against(measured: _Measured, fit: _Fit) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _against(measured: BeatMeasures, fit: _Fit) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Each beat's family (the first whose shape it is within :data:`FAMILY_CORR` of; -1 none),
     its correlation with every family's shape ``(m, k)``, its P wave's with the normal one's, and
-    its levelled QRS's with the normal one's (:func:`_levelled`; 0 where there is no normal family)."""
+    its levelled QRS's with the normal one's (:func:`~devicepipe.ecg.beat_shapes.levelled`; 0 where
+    there is no normal family)."""
     m = measured.shapes.shape[0]
     if not len(fit.templates):
         return np.full(m, -1), np.zeros((m, 0)), np.zeros(m), np.zeros(m)
@@ -412,12 +295,12 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
     rr_prev, early = beat_rhythm(t)
     pick = _sample(n)
     chosen = torch.as_tensor(pick, device=x.device)
-    sampled = _wide(x, at[chosen], fs)
-    sign = _sign(sampled)
-    fit = _fit(_measure(sampled, sign, fs), early[pick])
-    every = _measure(_wide(x, at, fs), sign, fs)
+    sampled = wide_windows(x, at[chosen], fs)
+    sign = lead_sign(sampled)
+    fit = _fit(measure_beats(sampled, sign, fs), early[pick])
+    every = measure_beats(wide_windows(x, at, fs), sign, fs)
     family, corr, corr_p, corr_l = _against(every, fit)
-    after_prev, _ = _after_previous(every.shapes)
+    after_prev, _ = after_previous(every.shapes)
     return _decide(fit, t, rr_prev, early, every.width, every.height, family, corr, corr_p, corr_l, every.rough,
                    after_prev)  # fmt: skip
 
@@ -515,26 +398,19 @@ def ecg_classes_chunked(
 
     wide = []
     for beats, x, at in parts():  # the sampled beats' wide windows
-        wide.append(_wide(x, at[torch.as_tensor(picked[beats], device=x.device)], fs))
+        wide.append(wide_windows(x, at[torch.as_tensor(picked[beats], device=x.device)], fs))
     sampled = torch.cat(wide)
-    sign = _sign(sampled)
-    fit = _fit(_measure(sampled, sign, fs), early[pick])
+    sign = lead_sign(sampled)
+    fit = _fit(measure_beats(sampled, sign, fs), early[pick])
     family, corr_p, corr_l = np.full(n, -1), np.zeros(n), np.zeros(n)
     width, height, rough = np.zeros(n), np.zeros(n), np.zeros(n)
     corr, after_prev, last = np.zeros((n, len(fit.templates))), np.zeros(n), None
     for beats, x, at in parts():  # every beat's measures against the families
-        measured = _measure(_wide(x, at, fs), sign, fs)
+        measured = measure_beats(wide_windows(x, at, fs), sign, fs)
         family[beats], corr[beats], corr_p[beats], corr_l[beats] = _against(measured, fit)
         width[beats], height[beats], rough[beats] = measured.width, measured.height, measured.rough
-        after_prev[beats], last = _after_previous(measured.shapes, last)
+        after_prev[beats], last = after_previous(measured.shapes, last)
     return _decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, corr_l, rough, after_prev)
-
-
-def _sign(wide: torch.Tensor) -> float:
-    """The direction of a lead's typical QRS: of its beats' R peaks against their windows' medians
-    (wide windows, :func:`_wide`)."""
-    middle = wide.shape[1] // 2
-    return 1.0 if float((wide[:, middle] - wide.median(1).values).median()) >= 0 else -1.0
 
 
 def _ventricular(
@@ -590,8 +466,9 @@ def _decide(
     after_prev: np.ndarray,
 ) -> BeatClasses:
     """The classes from each beat's measures (see the module's steps 4 and 5), host arrays ``(n,)``
-    (``corr_l``: each levelled QRS's correlation with the normal one, :func:`_levelled`;
-    ``after_prev``: each QRS's correlation with the one before, :func:`_after_previous`)."""
+    (``corr_l``: each levelled QRS's correlation with the normal one,
+    :func:`~devicepipe.ecg.beat_shapes.levelled`; ``after_prev``: each QRS's correlation with the
+    one before, :func:`~devicepipe.ecg.beat_shapes.after_previous`)."""
     n = t.size
     normal = fit.normal
     corr_n = corr[:, normal] if normal >= 0 else np.zeros(n)
@@ -603,32 +480,13 @@ def _decide(
     # a stretch's signal is good where its beats have the normal shape, or the shape of the beat
     # next to them (a run of tachycardia: beat after beat of one shape; noise makes shapes that
     # are neither)
-    poor = unlike & _poor_stretch(t, np.maximum(corr_n, _either_neighbour(after_prev)))
+    poor = unlike & _poor_stretch(t, np.maximum(corr_n, either_neighbour(after_prev)))
     near_irregular, irregular = irregular_rhythm(rr_prev, nn, poor)
     near_irregular, irregular = without_p_waves(near_irregular, irregular, corr_p, normal_shaped & (early >= ON_TIME))
-    # a P wave unlike the normal one: beyond what noise does to the normal beats' own, in sinus
-    # rhythm (normal-shaped beats in fibrillation have no P wave to compare: with them, the floor
-    # fell so low in a record with episodes of it that no P wave was unlike)
     on_time_normal = normal_shaped & (early >= ON_TIME)
-    sinus_normal = on_time_normal & ~near_irregular
-    noise_floor = np.quantile(corr_p[sinus_normal], 0.02) if sinus_normal.any() else OTHER_P
-    p_unlike = corr_p < min(OTHER_P, noise_floor)
-    premature = normal_shaped & ~near_irregular & ((early < EARLY) | ((early < ON_TIME) & p_unlike))
-    labels[premature] = "S"
-    reasons[premature & (early < EARLY)] = "premature"
-    reasons[premature & (early >= EARLY)] = "premature, P wave unlike"
-    # an early beat is supraventricular or ventricular: one whose QRS, near the normal shape as it
-    # is, is more like the recording's own ventricular beats (a ventricular family's shape) is V
-    like_v = premature & more_like_v
-    labels[like_v], reasons[like_v] = "V", "premature, more like the ventricular beats"
-    # a supraventricular beat goes down the normal pathway, so its QRS is the normal one within the
-    # normal beats' own spread, or, conducted aberrantly, follows an ectopic P wave: in a recording
-    # with ventricular beats, an early beat whose QRS is altered beyond that spread, with no P wave
-    # unlike the normal one before it, is V
-    if has_ventricular and on_time_normal.any():
-        altered = corr_l < np.quantile(corr_l[on_time_normal], ALTERED_QUANTILE)
-        altered_v = premature & ~like_v & altered & ~p_unlike
-        labels[altered_v], reasons[altered_v] = "V", "premature, QRS altered, no ectopic P wave"
+    p_unlike = _p_wave_unlike(corr_p, on_time_normal & ~near_irregular)
+    altered = _altered_qrs(corr_l, on_time_normal) if has_ventricular else np.zeros(n, bool)
+    _early_beats(labels, reasons, early, normal_shaped & ~near_irregular, p_unlike, more_like_v, altered)
     reasons[(labels == "N") & irregular] = "irregular rhythm"
 
     labels[poor], reasons[poor] = "Q", "poor signal"
@@ -644,22 +502,51 @@ def _decide(
     return BeatClasses(labels, reasons, family, normal, early, width, irregular)
 
 
-def _after_previous(shapes: torch.Tensor, before: torch.Tensor | None = None) -> tuple[np.ndarray, torch.Tensor]:
-    """Each QRS's correlation with the one before (unit rows ``shapes``, ``(m, w)``; ``before``:
-    the ``(1, w)`` shape of the beat before the first, None: there is none, -1), ``(m,)`` on the
-    host; and the last shape, ``(1, w)``, for the part after these beats."""
-    previous = torch.cat([before if before is not None else torch.zeros_like(shapes[:1]), shapes[:-1]])
-    corr = (shapes * previous).sum(1).cpu().numpy().astype(np.float64)
-    if before is None and corr.size:
-        corr[0] = -1.0
-    return corr, shapes[-1:]
+def _p_wave_unlike(corr_p: np.ndarray, sinus_normal: np.ndarray) -> np.ndarray:
+    """Whether each beat's P wave is unlike the normal one: its correlation ``corr_p`` under
+    :data:`OTHER_P` and beyond what noise does to the normal beats' own in sinus rhythm
+    (``sinus_normal``: their 2 % quantile; normal-shaped beats in fibrillation have no P wave to
+    compare: with them, the floor fell so low in a record with episodes of it that no P wave was
+    unlike)."""
+    noise_floor = np.quantile(corr_p[sinus_normal], 0.02) if sinus_normal.any() else OTHER_P
+    return corr_p < min(OTHER_P, noise_floor)
 
 
-def _either_neighbour(after_prev: np.ndarray) -> np.ndarray:
-    """Each beat's QRS correlation with the more alike of the beats either side, from each one's
-    with the beat before (:func:`_after_previous`), ``(n,)``."""
-    after_next = np.concatenate([after_prev[1:], [-1.0]])
-    return np.maximum(after_prev, after_next)
+def _altered_qrs(corr_l: np.ndarray, on_time_normal: np.ndarray) -> np.ndarray:
+    """Whether each beat's levelled QRS (its correlation ``corr_l`` with the normal one's) is less
+    like the normal shape than all but :data:`ALTERED_QUANTILE` of the on-time normal beats' are."""
+    if not on_time_normal.any():
+        return np.zeros(corr_l.size, bool)
+    return corr_l < np.quantile(corr_l[on_time_normal], ALTERED_QUANTILE)
+
+
+def _early_beats(
+    labels: np.ndarray,
+    reasons: np.ndarray,
+    early: np.ndarray,
+    candidates: np.ndarray,
+    p_unlike: np.ndarray,
+    more_like_v: np.ndarray,
+    altered: np.ndarray,
+) -> None:
+    """Label, in place, the early beats among the normal-shaped ``candidates`` (outside irregular
+    rhythm): S where early (under :data:`EARLY`, or under :data:`ON_TIME` with a P wave unlike the
+    normal one), but V where their QRS is more like the recording's own ventricular beats, or
+    ``altered`` (:func:`_altered_qrs`, only where the recording has a ventricular family) with no P
+    wave unlike the normal one. All ``(n,)`` host arrays."""
+    premature = candidates & ((early < EARLY) | ((early < ON_TIME) & p_unlike))
+    labels[premature] = "S"
+    reasons[premature & (early < EARLY)] = "premature"
+    reasons[premature & (early >= EARLY)] = "premature, P wave unlike"
+    # an early beat is supraventricular or ventricular: one whose QRS, near the normal shape as it
+    # is, is more like the recording's own ventricular beats (a ventricular family's shape) is V
+    like_v = premature & more_like_v
+    labels[like_v], reasons[like_v] = "V", "premature, more like the ventricular beats"
+    # a supraventricular beat goes down the normal pathway, so its QRS is the normal one within the
+    # normal beats' own spread, or, conducted aberrantly, follows an ectopic P wave: an early beat
+    # whose QRS is altered beyond that spread, with no P wave unlike the normal one before it, is V
+    altered_v = premature & ~like_v & altered & ~p_unlike
+    labels[altered_v], reasons[altered_v] = "V", "premature, QRS altered, no ectopic P wave"
 
 
 def _poor_stretch(t: np.ndarray, corr_n: np.ndarray) -> np.ndarray:

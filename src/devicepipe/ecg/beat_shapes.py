@@ -1,0 +1,194 @@
+"""What the signal says of each beat's shape, for the classes (:mod:`devicepipe.ecg.classes`): its
+QRS and P-wave windows centred on this lead's own R peak, the QRS less its linear trend, its
+width, height and the roughness of the signal around it, the shape families of many beats, and
+each QRS's likeness to the one before. Tensor operations on the signal's device but the greedy
+families' few passes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from devicepipe.ecg.rhythm import WINDOW_ROWS
+from devicepipe.signal.segment import rows_at
+
+__all__ = [
+    "CENTRE_S",
+    "FAMILY_CORR",
+    "MAX_FAMILIES",
+    "P_WINDOW_S",
+    "QRS_S",
+    "SLOPE_S",
+    "BeatMeasures",
+    "after_previous",
+    "either_neighbour",
+    "lead_sign",
+    "levelled",
+    "measure_beats",
+    "reaches",
+    "roughness",
+    "shape_families",
+    "slope_width",
+    "unit_rows",
+    "wide_windows",
+    "windows",
+]
+
+#: QRS window either side of the R peak, s.
+QRS_S = 0.10
+#: How far a beat's centre may move to this lead's own R peak, s.
+CENTRE_S = 0.03
+#: The P wave's window before the R peak, s (from, to).
+P_WINDOW_S = (0.30, 0.10)
+#: Correlation with a family's median shape that joins a beat to it.
+FAMILY_CORR = 0.90
+#: The most families gathered; the beats left over belong to none.
+MAX_FAMILIES = 8
+#: Half the span of the central difference that measures a QRS's slope, s.
+SLOPE_S = 0.008
+
+
+def windows(x: torch.Tensor, centres: torch.Tensor, before: int, after: int) -> torch.Tensor:
+    """``(n, before + after)`` samples of ``x`` from ``centre - before`` (edges repeated)."""
+    return rows_at(x, centres.to(torch.int64) - before, before + after, fill=None)
+
+
+def unit_rows(rows: torch.Tensor) -> torch.Tensor:
+    """Rows less their mean, scaled to unit length (a flat row stays zero)."""
+    rows = rows - rows.mean(1, keepdim=True)
+    return rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-12)
+
+
+def shape_families(shapes: torch.Tensor) -> tuple[np.ndarray, torch.Tensor]:
+    """Greedy shape families of ``shapes`` ``(n, w)`` (unit rows): each beat's family (-1 none)
+    and the families' median shapes ``(k, w)`` (unit rows)."""
+    n = shapes.shape[0]
+    family = torch.full((n,), -1, dtype=torch.long, device=shapes.device)
+    templates = []
+    probe = shapes[torch.linspace(0, n - 1, min(n, 400), device=shapes.device).long()]
+    for k in range(MAX_FAMILIES):
+        free = family < 0
+        if int(free.sum()) < max(3, int(0.002 * n)):
+            break
+        # the beat most like the most others among those left: its family's first shape
+        left = shapes[free]
+        typical = (left @ probe.T > FAMILY_CORR).sum(1)
+        template = left[int(typical.argmax())]
+        for _ in range(2):  # the median of its members, twice
+            members = free & (shapes @ template > FAMILY_CORR)
+            if int(members.sum()) == 0:
+                break
+            template = unit_rows(shapes[members].median(0).values[None])[0]
+        members = free & (shapes @ template > FAMILY_CORR)
+        if int(members.sum()) == 0:
+            break
+        family[members] = k
+        templates.append(template)
+    return family.cpu().numpy(), torch.stack(templates) if templates else shapes[:0]
+
+
+def slope_width(qrs: torch.Tensor, fs: float) -> torch.Tensor:
+    """Each row's width in ms: the span holding the middle 80 % of its squared slope (a central
+    difference over :data:`SLOPE_S` either side, which passes the QRS and not the noise)."""
+    lag = max(1, round(SLOPE_S * fs))
+    energy = (qrs[:, 2 * lag :] - qrs[:, : -2 * lag]) ** 2
+    cum = energy.cumsum(1) / energy.sum(1, keepdim=True).clamp_min(1e-20)
+    lo = (cum < 0.1).sum(1)
+    hi = (cum < 0.9).sum(1)
+    return (hi - lo + 1).float() * (1000.0 / fs)
+
+
+@dataclass(frozen=True)
+class BeatMeasures:
+    """What the signal says of some beats: unit QRS shapes ``(m, w)``, the same less their linear
+    trend (:func:`levelled`) and P waves ``(m, wp)`` (tensors), QRS widths ``(m,)`` in ms and
+    heights ``(m,)`` (peak to trough, the signal's unit) (host)."""
+
+    shapes: torch.Tensor
+    levelled: torch.Tensor
+    p_waves: torch.Tensor
+    width: np.ndarray
+    height: np.ndarray
+    rough: np.ndarray
+
+
+def reaches(fs: float) -> tuple[int, int, int, int, int]:
+    """Samples: how far a centre may move, the QRS half-window, the P window's start and end
+    before the R peak, and how far before and after a peak a beat's wide window reaches."""
+    reach, half = max(1, round(CENTRE_S * fs)), max(2, round(QRS_S * fs))
+    p_from, p_to = (round(s * fs) for s in P_WINDOW_S)
+    return reach, half, p_from, p_to, max(p_from, half) + reach
+
+
+def wide_windows(x: torch.Tensor, peaks: torch.Tensor, fs: float) -> torch.Tensor:
+    """Each beat's wide window of the signal ``x`` (peaks as indices into ``x``)."""
+    wide = reaches(fs)[4]
+    return windows(x, peaks, wide, wide + 1)
+
+
+def measure_beats(wide: torch.Tensor, sign: float, fs: float) -> BeatMeasures:
+    """The QRS and P windows of beats from their wide windows (:func:`wide_windows`), each centred first
+    on this lead's own extremum within :data:`CENTRE_S` in the direction ``sign`` of its typical
+    QRS (beats found on another lead, or on all of them, are a few ms off this one's)."""
+    reach, half, p_from, p_to, w = reaches(fs)
+    near = wide[:, w - reach : w + reach + 1]
+    centre = w + (sign * near).argmax(1) - reach  # column of each beat's own R peak
+    qrs = wide.gather(1, centre[:, None] + torch.arange(-half, half, device=wide.device))
+    p_waves = wide.gather(1, centre[:, None] + torch.arange(-p_from, -p_to, device=wide.device))
+    height = (qrs.max(1).values - qrs.min(1).values).cpu().numpy()
+    width = slope_width(qrs, fs).cpu().numpy()
+    return BeatMeasures(unit_rows(qrs), levelled(qrs), unit_rows(p_waves), width, height, roughness(wide, half, fs))
+
+
+def levelled(qrs: torch.Tensor) -> torch.Tensor:
+    """QRS windows ``(m, w)`` less their least-squares line, as unit rows. The T wave of the beat
+    before lies under an early beat's window as a slope, which moves its correlation with the
+    normal shape as much as the normal beats' own spread does in clean signal; a QRS of another
+    form is not a slope."""
+    x = torch.linspace(-1.0, 1.0, qrs.shape[1], dtype=qrs.dtype, device=qrs.device)
+    centred = qrs - qrs.mean(1, keepdim=True)
+    return unit_rows(centred - ((centred @ x) / (x @ x))[:, None] * x[None])
+
+
+def roughness(wide: torch.Tensor, half: int, fs: float) -> np.ndarray:
+    """Each beat's high-frequency activity outside its QRS: the RMS of the signal's second
+    difference (over :data:`SLOPE_S`) in its wide window, the QRS (``half`` samples either side of
+    the window's centre) left out, ``(m,)``. P and T waves and an ectopic beat's broad T wave are
+    smooth; muscle noise and motion are not."""
+    lag = max(1, round(SLOPE_S * fs))
+    out = torch.empty(wide.shape[0], dtype=wide.dtype, device=wide.device)
+    for a in range(0, wide.shape[0], WINDOW_ROWS):  # (temporaries of a block of rows: a few MiB)
+        w = wide[a : a + WINDOW_ROWS]
+        d2 = (w[:, 2 * lag :] - 2 * w[:, lag:-lag] + w[:, : -2 * lag]).square_()
+        centre = wide.shape[1] // 2 - lag  # (column j of d2 is centred on column j + lag of the window)
+        lo, hi = max(0, centre - half), min(d2.shape[1], centre + half + 1)
+        total = d2[:, :lo].sum(1) + d2[:, hi:].sum(1)
+        out[a : a + len(w)] = (total / max(1, lo + d2.shape[1] - hi)).sqrt()
+    return out.cpu().numpy()
+
+
+def lead_sign(wide: torch.Tensor) -> float:
+    """The direction of a lead's typical QRS: of its beats' R peaks against their windows' medians
+    (wide windows, :func:`wide_windows`)."""
+    middle = wide.shape[1] // 2
+    return 1.0 if float((wide[:, middle] - wide.median(1).values).median()) >= 0 else -1.0
+
+
+def after_previous(shapes: torch.Tensor, before: torch.Tensor | None = None) -> tuple[np.ndarray, torch.Tensor]:
+    """Each QRS's correlation with the one before (unit rows ``shapes``, ``(m, w)``; ``before``:
+    the ``(1, w)`` shape of the beat before the first, None: there is none, -1), ``(m,)`` on the
+    host; and the last shape, ``(1, w)``, for the part after these beats."""
+    previous = torch.cat([before if before is not None else torch.zeros_like(shapes[:1]), shapes[:-1]])
+    corr = (shapes * previous).sum(1).cpu().numpy().astype(np.float64)
+    if before is None and corr.size:
+        corr[0] = -1.0
+    return corr, shapes[-1:]
+
+
+def either_neighbour(after_prev: np.ndarray) -> np.ndarray:
+    """Each beat's QRS correlation with the more alike of the beats either side, from each one's
+    with the beat before (:func:`after_previous`), ``(n,)``."""
+    after_next = np.concatenate([after_prev[1:], [-1.0]])
+    return np.maximum(after_prev, after_next)
