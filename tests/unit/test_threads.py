@@ -25,6 +25,39 @@ def test_step_flops_of_the_load_mlp_by_hand():
     assert all(p.grad is None for p in model.parameters())  # the count leaves no gradients behind
 
 
+@pytest.mark.parametrize(
+    ("model", "batch"),
+    [
+        (LightVAE(LightVAEConfig(256, 2)), (256, 256)),  # the ecg pipeline's VAE and batch
+        (LightVAE(LightVAEConfig(64, 4)), (7, 64)),
+        (MLPAutoencoder(MLPAutoencoderConfig(1024, 1024, 64)), (256, 1024)),
+    ],
+)
+def test_step_flops_equal_torch_flop_counter(model, batch):
+    # the reference: PyTorch's own counter, at the dispatcher, on the same step
+    from torch.utils.flop_counter import FlopCounterMode
+
+    rows = torch.rand(*batch)
+    noise = None if model.noise_dim is None else torch.zeros(batch[0], model.noise_dim)
+    with FlopCounterMode(display=False) as counter:
+        model.losses(rows, noise).mean().backward()
+    model.zero_grad(set_to_none=True)
+    assert step_flops(model, rows) == counter.get_total_flops() > 0
+
+
+def test_counting_a_step_does_not_import_torch_dynamo():
+    # FlopCounterMode's first use imports torch._dynamo (2-3 s); the policy's count must not
+    code = (
+        "import sys, torch\n"
+        "from devicepipe.core.threads import step_flops\n"
+        "from devicepipe.models import LightVAE, LightVAEConfig\n"
+        "step_flops(LightVAE(LightVAEConfig(256, 2)), torch.rand(16, 256))\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
 def test_policy_picks_one_thread_for_a_tiny_model_and_the_cores_for_a_large_one(monkeypatch):
     monkeypatch.delenv(THREADS_ENV, raising=False)
     tiny = choose_threads(MLPAutoencoder(MLPAutoencoderConfig(24, 32, 8)), torch.rand(64, 24), cores=4)

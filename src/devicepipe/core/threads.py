@@ -3,8 +3,11 @@
 On a CPU, PyTorch's threads help large convolutions and matrix products and hurt tiny
 ones: each operator of a small model is over in microseconds, and waking a second thread
 costs more than it saves (far more when other work shares the cores). The size that
-decides is the work of one training step, counted in floating-point operations by
-:class:`torch.utils.flop_counter.FlopCounterMode` on one batch (forward and backward).
+decides is the work of one training step on one batch (forward and backward), counted in
+floating-point operations of its convolutions and matrix products as
+:class:`torch.utils.flop_counter.FlopCounterMode` counts them, but read at the Python call
+(a :class:`torch.overrides.TorchFunctionMode`): FlopCounterMode's first use imports
+``torch._dynamo``, which took 2-3 s of a 45-s demo.
 Below :data:`ONE_THREAD_BELOW_FLOPS` one thread is used, above it every usable core; the
 crossover was measured on a 2-core machine (``benchmarks/threads_crossover.py``).
 
@@ -27,7 +30,7 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
+from torch.overrides import TorchFunctionMode
 
 from devicepipe.core.device import usable_cores
 from devicepipe.core.errors import DevicepipeError
@@ -90,18 +93,58 @@ def wait_policy() -> str:
 def step_flops(model: nn.Module, batch: torch.Tensor) -> float:
     """Floating-point operations of one training step of ``model`` on ``batch`` (forward and backward).
 
-    Counted by shape, on a copy of nothing: the model's gradients are cleared afterwards.
-    Elementwise operations are not counted (they are cheap next to convolutions and products).
+    Counted by shape, as :class:`torch.utils.flop_counter.FlopCounterMode` counts them (tested
+    equal): each convolution or matrix product ``2 * multiply-adds`` forward, as much again for
+    its weight's gradient and again for its input's where they need one. Elementwise operations
+    are not counted (they are cheap next to convolutions and products). The model's gradients
+    are cleared afterwards.
     """
     was = model.training
     model.train()
     spec: Any = model  # (a devicepipe.models.Model, which this layer does not import)
     noise = None if spec.noise_dim is None else torch.zeros(batch.shape[0], spec.noise_dim, device=batch.device)
-    with FlopCounterMode(display=False) as counter:
-        spec.losses(batch, noise).mean().backward()
+    with _FlopCount() as counter:
+        loss = spec.losses(batch, noise).mean()
+    loss.backward()
     model.zero_grad(set_to_none=True)
     model.train(was)
-    return float(counter.get_total_flops())
+    return float(counter.flops)
+
+
+_CONVOLUTIONS = (torch.conv1d, torch.conv2d, torch.conv3d)
+_TRANSPOSED = (torch.conv_transpose1d, torch.conv_transpose2d, torch.conv_transpose3d)
+_PRODUCTS = (torch.mm, torch.bmm, torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__)
+
+
+def _product_flops(func: Any, args: tuple[Any, ...], out: Any) -> int | None:
+    """The forward flops of a convolution or matrix product call (``args`` in, ``out`` out) as
+    FlopCounterMode counts them; None for any other call."""
+    if func in _CONVOLUTIONS or func in _TRANSPOSED:  # batch * weights * output (input when transposed) positions
+        x, w = args[0], args[1]
+        positions = (x if func in _TRANSPOSED else out)[0, 0].numel()
+        return 2 * x.shape[0] * w.numel() * positions
+    if func is torch.nn.functional.linear:
+        return 2 * (args[0].numel() // args[0].shape[-1]) * args[1].numel()
+    if func in _PRODUCTS:
+        return 2 * out.numel() * args[0].shape[-1]
+    return None
+
+
+class _FlopCount(TorchFunctionMode):
+    """Adds up the flops of every convolution and matrix product called under it: forward, and
+    in the backward as much again for each of its two operands that needs a gradient."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flops = 0
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        forward = _product_flops(func, args, out)
+        if forward is not None:
+            needs = sum(isinstance(t, torch.Tensor) and t.requires_grad for t in args[:2])
+            self.flops += forward * (1 + needs)
+        return out
 
 
 #: Threads per core beyond which a count is refused: more than the cores run gives no speed, and
