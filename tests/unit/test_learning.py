@@ -106,6 +106,31 @@ def test_training_is_deterministic_and_resume_is_exact(tmp_path, device):
     np.testing.assert_allclose(h_resumed.train, h_full.train, rtol=0 if device.type == "cpu" else 1e-4)
 
 
+def test_checkpoints_are_written_by_time_and_always_after_the_last_epoch(tmp_path, monkeypatch):
+    import devicepipe.learning.train as train
+
+    data, _ = _beats(120)
+    written = []
+    real = train.write_torch
+    monkeypatch.setattr(train, "write_torch", lambda obj, path: (written.append(obj["epoch"]), real(obj, path))[1])
+
+    def run(out, **kw):
+        torch.manual_seed(3)
+        return fit(LightVAE(LightVAEConfig(64, 2)), data, batch_size=32, seed=5, checkpoint_dir=out, **kw)
+
+    run(tmp_path / "every", epochs=4, checkpoint_every_s=0)
+    assert written == [1, 2, 3, 4]
+    written.clear()
+    run(tmp_path / "end", epochs=4, checkpoint_every_s=float("inf"))
+    assert written == [4] and load_checkpoint(tmp_path / "end")["epoch"] == 4
+    written.clear()
+    # an early stop writes the epoch it stopped at, whose resume ends at once with the same weights
+    h = run(tmp_path / "stop", epochs=200, lr=1e-2, patience=2, min_improvement=0.05, checkpoint_every_s=float("inf"))
+    assert h.stopped_early and written == [len(h.train)]
+    state = load_checkpoint(tmp_path / "stop")
+    assert state["epoch"] == len(h.train) and state["early_stopping"]["best_epoch"] == h.best_epoch
+
+
 def test_ensemble_of_autoencoders_runs_and_differs_in_order():
     x = torch.rand(200, 12)
     a = epoch_noise(180, None, seed=1, epoch=0, device=torch.device("cpu"))
