@@ -405,7 +405,7 @@ class BeatAnomalyDetector:
     ) -> BeatAnomalyDetector:
         """Train on the rows of ``X`` (all taken as normal; ``y`` is ignored) and set the threshold.
 
-        ``checkpoint_dir``: write ``checkpoint.pt`` there after every epoch (one model) or
+        ``checkpoint_dir``: write ``checkpoint.pt`` there every 10 s and at the end (one model) or
         ``ensemble.pt`` at the end; ``resume`` continues its checkpoint exactly.
         ``callback(epoch, train loss, val loss)`` after every epoch; ``on_start(threads)`` once
         the thread count is chosen, before the first epoch; ``extra_state`` is stored in the

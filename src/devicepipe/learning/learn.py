@@ -2,7 +2,7 @@
 
 :class:`LearnSettings` holds what the ``ecg`` and ``series`` pipelines train and score with,
 checks itself once when made, and owns its defaults (:class:`SeriesLearnSettings` those of
-load series). :func:`train_models` trains one model (checkpointed after every epoch,
+load series). :func:`train_models` trains one model (checkpointed every 10 s and at the end,
 resumable) or a vmap ensemble (saved atomically when done); :func:`score_rows` scores every
 row against the threshold taken from the training split; :func:`convergence_warning` says
 when training ended while the model was still learning.
