@@ -76,7 +76,8 @@ def test_a_folder_run_stopped_at_any_stage_resumes_to_the_whole_run(folder, whol
     with monkeypatch.context() as mp:
         if stage == "writing":
             _stop_at(mp, ecg, "write_artifacts", 2)
-        else:  # a checkpoint a record's epoch: three a record
+        else:  # a checkpoint a record's epoch (not every 10 s): three a record
+            mp.setattr(train, "CHECKPOINT_EVERY_S", 0.0)
             _stop_at(mp, train, "write_torch", 5 if stage == "in training" else 7)
         with pytest.raises(KeyboardInterrupt):
             _run(folder, tmp_path / "out")

@@ -311,7 +311,7 @@ def fit(
     patience: int | None = None,
     min_improvement: float = 1e-3,
     stream: bool = False,
-    checkpoint_every_s: float = CHECKPOINT_EVERY_S,
+    checkpoint_every_s: float | None = None,
 ) -> History:
     """Train ``model`` (already on ``data``'s device) with Adam; return the per-epoch history.
 
@@ -324,8 +324,9 @@ def fit(
     seed : makes the split, the batch orders and the noise reproducible.
     split_seed : seed of the split alone (default: ``seed``): ensemble members share one split.
     checkpoint_dir : write ``checkpoint.pt`` there (atomically) after the last epoch, and after
-        any epoch that ends ``checkpoint_every_s`` seconds or more after the last write: model,
-        optimizer, epoch, model config, history, RNG states and ``extra_state`` (e.g. a scaler);
+        any epoch that ends ``checkpoint_every_s`` seconds (None: :data:`CHECKPOINT_EVERY_S`) or
+        more after the last write: model, optimizer, epoch, model config, history, RNG states
+        and ``extra_state`` (e.g. a scaler);
         with early stopping also its state and the best epoch's weights (``best_model``). A run
         killed between writes loses at most that long: its resume replays the epochs since.
     resume : continue ``checkpoint_dir``'s checkpoint, as an uninterrupted run (bit for bit on the CPU).
@@ -353,6 +354,7 @@ def fit(
     if history.initial is None:
         history.initial = evaluate_loss(model, val if val.shape[0] else train)
     saved = time.perf_counter()
+    every_s = CHECKPOINT_EVERY_S if checkpoint_every_s is None else checkpoint_every_s
     try:
         for epoch in range(start_epoch, epochs):
             if stopper is not None and stopper.done:
@@ -370,7 +372,7 @@ def fit(
                 best_state = _state_copy(model)
             scalars.add(epoch + 1, train_loss, val_loss)
             last = epoch + 1 == epochs or (stopper is not None and stopper.done)
-            due = last or time.perf_counter() - saved >= checkpoint_every_s
+            due = last or time.perf_counter() - saved >= every_s
             if ckpt_path is not None and due and distributed()[0] == 0:
                 saved = time.perf_counter()
                 state = _checkpoint(model, optimizer, history, epoch + 1, epochs, seed, fit_settings)
