@@ -692,6 +692,28 @@ def test_a_rate_given_against_a_time_column_is_refused_as_against_a_stated_one(t
         assert summary["sampling_rate_hz"] == rate
 
 
+@pytest.mark.parametrize(
+    ("layout", "channel"),
+    [("ecg, time", ()), ("ecg, time", ("--channel", "ecg")), ("time, ecg", ("--channel", "ecg"))],
+)
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_time_column_gives_the_rate_wherever_it_is_and_whichever_channel_is_named(tmp_path, layout, channel, suffix):
+    # the timestamps after the signal, or a channel named on the command line: the ECG commands had
+    # passed over them (the rate "unknown", and a rate given against them taken in silence)
+    sim = simulate_ecg(60, 250, seed=3)
+    frame = pd.DataFrame({"ecg": sim.signal.numpy(), "time": pd.date_range("2024-01-01", periods=15_000, freq="4ms")})
+    src = tmp_path / f"timed{suffix}"
+    frame = frame[[c.strip() for c in layout.split(",")]]
+    frame.to_csv(src, index=False) if suffix == ".csv" else frame.to_parquet(src, index=False)
+    made = run("beats", src, *channel, "--out", tmp_path / "b", "--no-figures")
+    assert made.exit_code == 0, made.output
+    assert json.loads((tmp_path / "b" / "summary.json").read_text())["sampling_rate_hz"] == 250
+    for command, more in (("beats", ()), ("ecg", ("--epochs", 1))):
+        refused = run(command, src, *channel, "--sampling-rate", 360, *more, "--out", tmp_path / command)
+        one_line_error(refused, "timestamps show 250 Hz", "--sampling-rate 360 was given", "--override-rate")
+        assert not (tmp_path / command).exists()
+
+
 def test_a_model_file_with_a_bit_flipped_is_refused(tmp_path):
     from devicepipe.anomaly import load_model
 

@@ -37,8 +37,9 @@ _TIME_NAME = re.compile(r"time|date|^ts$|^when$", re.IGNORECASE)
 
 class SignalChoice(NamedTuple):
     """What :func:`choose_signal` found: the channel to read (a name, or 0 for the first), the
-    channels passed over before it, the first of those that holds timestamps (or None), and every
-    channel named as an ECG lead (``channel`` first; empty where none is)."""
+    channels passed over before it, a table's first column of timestamps (before the channel or
+    after it; None where there is none), and every channel named as an ECG lead (``channel``
+    first; empty where none is)."""
 
     channel: int | str
     passed: list[str]
@@ -88,11 +89,11 @@ def choose_signal(source: Any) -> SignalChoice:
     signals = [name for name in names if not _is_axis(head.column(name))]
     at = names.index(signals[0]) if signals else 0
     leads = _ecg_leads(signals, names[at] if names else None)
+    # the timestamps wherever they are, before the signal or after it
+    times = next((n for n in names if pa.types.is_timestamp(head.column(n).type)), None)
     if not at:
-        return first._replace(leads=leads)
-    passed = names[:at]
-    times = next((n for n in passed if pa.types.is_timestamp(head.column(n).type)), None)
-    return SignalChoice(names[at], passed, times, leads)
+        return first._replace(leads=leads, time_column=times)
+    return SignalChoice(names[at], names[:at], times, leads)
 
 
 def time_column_of(source: Any) -> str | None:

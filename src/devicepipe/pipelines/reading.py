@@ -49,8 +49,8 @@ def read_ecg(
     ``nan`` (the policy for non-finite samples) and ``encoding`` (a CSV's) as
     :func:`devicepipe.io.read_series` takes them. With no rate given or stated by the file, the
     rate is that of ``time_column``'s timestamps (a table's, as :func:`signal_choice` finds it)."""
-    if channel is None:
-        channel, time_column = signal_choice(run, source, None)
+    if channel is None or time_column is None:
+        channel, time_column = signal_choice(run, source, channel)
     timed = declares_sampling_rate(source) is False  # (then a time column is read, to give the rate or check it)
     times = sampling_rate is None and timed
     if times and time_column is None and Path(source).exists():  # (a missing file: read_series says so)
@@ -82,12 +82,13 @@ def no_beats(rec: Recording, peaks: torch.Tensor) -> DevicepipeError:
 
 def signal_choice(run: Run, source: Any, channel: str | int | None) -> tuple[str | int | list[str], str | None]:
     """The channel to read (``channel`` where named, else :func:`~devicepipe.io.channels.choose_signal`'s,
-    saying which channels were passed over) and a table's column of timestamps before it (or None).
+    saying which channels were passed over) and a table's column of timestamps (or None), wherever
+    it is and whichever channel is read.
     Where none is named and the recording has two or more leads named as ECG leads, the channel
     is the list of them: its beats are found on all of them together (as with :data:`ALL_LEADS`)."""
-    if channel is not None:
-        return channel, None
     choice = choose_signal(source)
+    if channel is not None:  # (the table's timestamps give the rate, or check the rate given, all the same)
+        return channel, choice.time_column
     if choice.passed:
         names = ", ".join(repr(name) for name in choice.passed)
         run.note(f"reading {choice.channel!r}, past {names} (an axis, or not named as an ECG); --channel picks another")
