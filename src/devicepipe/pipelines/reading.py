@@ -80,7 +80,9 @@ def no_beats(rec: Recording, peaks: torch.Tensor) -> DevicepipeError:
     )
 
 
-def signal_choice(run: Run, source: Any, channel: str | int | None) -> tuple[str | int | list[str], str | None]:
+def signal_choice(
+    run: Run, source: Any, channel: str | int | list[str] | None
+) -> tuple[str | int | list[str], str | None]:
     """The channel to read (``channel`` where named, else :func:`~devicepipe.io.channels.choose_signal`'s,
     saying which channels were passed over) and a table's column of timestamps (or None), wherever
     it is and whichever channel is read.
