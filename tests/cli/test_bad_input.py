@@ -714,6 +714,24 @@ def test_a_time_column_gives_the_rate_wherever_it_is_and_whichever_channel_is_na
         assert not (tmp_path / command).exists()
 
 
+def test_an_output_folder_that_is_the_input_folder_or_above_it_is_refused(tmp_path, monkeypatch):
+    # it had said "no recordings found": what lies in the output folder is taken for output
+    folder = tmp_path / "recs"
+    folder.mkdir()
+    for i in range(2):
+        write_simulated_ecg(simulate_ecg(30, 250, seed=i), folder / f"r{i}.parquet")
+    before = sorted(p.name for p in folder.iterdir())
+    monkeypatch.chdir(tmp_path)
+    for command, out in (("beats", "recs"), ("ecg", "recs"), ("train", "recs"), ("beats", ".")):
+        refused = run(command, "recs", "--out", out, *(("--epochs", 1) if command != "beats" else ()))
+        one_line_error(refused, f"--out {out} is the folder of the recordings (recs)", "--out recs-runs")
+    refused = run("beats", "recs/*.parquet", "--out", "recs")  # a glob searches its fixed part
+    one_line_error(refused, "--out recs is the folder of the recordings (recs)")
+    assert sorted(p.name for p in folder.iterdir()) == before and sorted(p.name for p in tmp_path.iterdir()) == ["recs"]
+    made = run("beats", "recs", "--out", "recs/runs", "--workers", 0, "--no-figures")  # inside it: left out, as before
+    assert made.exit_code == 0 and "2 ok, 0 failed" in made.output, made.output
+
+
 def test_a_model_file_with_a_bit_flipped_is_refused(tmp_path):
     from devicepipe.anomaly import load_model
 

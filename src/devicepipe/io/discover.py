@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from devicepipe.core.datasets import LIST_SUFFIXES
-from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.errors import DevicepipeError, OutputError
 from devicepipe.io.formats import RECORDING_SUFFIXES
 
 #: Files that sit beside recordings and are not recordings: ``simulate``'s ground truth.
@@ -97,14 +97,24 @@ def find_recordings(spec: str | os.PathLike[str], *, exclude: str | os.PathLike[
       blank lines ignored; every path is kept (a missing one fails on its own row).
 
     ``exclude``: a folder whose contents are never taken (the output directory, when it lies
-    inside the input folder). A folder or glob never takes the files of a run directory (one
-    holding a devicepipe ``summary.json`` or ``index.parquet``: its tables are outputs, not
-    recordings). A clear :class:`DevicepipeError` when nothing is found.
+    inside the input folder); an :class:`OutputError` where it is the folder searched or holds
+    it. A folder or glob never takes the files of a run directory (one holding a devicepipe
+    ``summary.json`` or ``index.parquet``: its tables are outputs, not recordings). A clear
+    :class:`DevicepipeError` when nothing is found.
     """
     text = str(spec)
     path = Path(spec)
     skip = None if exclude is None else Path(exclude).resolve()
     runs: dict[Path, bool] = {}
+
+    searched = path if path.is_dir() else _fixed_part(text) if glob.has_magic(text) else None
+    if skip is not None and searched is not None and searched.resolve().is_relative_to(skip):
+        raise OutputError(
+            f"{{param}} {exclude} is the folder of the recordings ({searched}) or one above it: the run would "
+            "write among them, and takes nothing from its own output folder",
+            fix=f"choose an {{out}} outside {searched} (e.g. {{out={searched.resolve().name or 'recordings'}-runs}}).",
+            param="out",
+        )
 
     def outside(p: Path, top: Path) -> bool:
         return (skip is None or not p.resolve().is_relative_to(skip)) and not _in_a_run(p.parent, top, runs)
