@@ -319,3 +319,18 @@ def test_a_table_of_several_leads_has_its_beats_found_on_them_together(tmp_path)
     truth = sim.r_peaks
     together, first = (evaluate_beats(truth, p, 250.0, n_samples=x.size).f1 for p in (found, alone))
     assert together > 0.99 and together > first, (together, first)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        # one column written with decimal commas, between commas: each value reads as two fields
+        ("ecg\n0,0204\n0,0355\n", ["the row '0,0204' holds 2", "decimal commas", "';' between the columns"]),
+        ("a,b\n1,2,3\n4,5\n", ["its header names 2 column(s), and the row '1,2,3' holds 3", "check the delimiter"]),
+    ],
+)
+def test_a_row_of_more_fields_than_the_header_names_is_explained(tmp_path, text, says):
+    (tmp_path / "t.csv").write_text(text)
+    with pytest.raises(ReadError) as raised:
+        read_series(tmp_path / "t.csv", sampling_rate=250)
+    assert all(part in str(raised.value) for part in says), str(raised.value)

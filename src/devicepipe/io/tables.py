@@ -359,6 +359,27 @@ def _times(table: pa.Table, time_name: str, source: str) -> np.ndarray:
     return col.to_numpy().astype("datetime64[ns]")
 
 
+#: PyArrow's words for a row of more fields than the header names, and the row.
+_FIELDS = re.compile(r"Expected (\d+) columns?, got (\d+): (.*)", re.S)
+
+
+def _too_many_fields(name: str, message: str, delimiter: str) -> tuple[str, str | None] | None:
+    """The problem and fix where a row holds more fields than the header names (from PyArrow's
+    ``message``): a decimal comma in a comma-separated file where that explains the extra
+    fields, else the delimiter or header; None for another error."""
+    found = _FIELDS.search(message)
+    if found is None:
+        return None
+    expected, got, row = int(found[1]), int(found[2]), found[3].strip()
+    said = f"read_series(): cannot parse {name}: its header names {expected} column(s), and the row {row!r} holds {got}"
+    if delimiter == "," and len(re.sub(r"(?<=\d),(?=\d)", ".", row).split(",")) == expected:
+        return (
+            f"{said} (decimal commas in a comma-separated file?)",
+            "save it with ';' between the columns (as spreadsheets that write decimal commas do) or '.' for decimals.",
+        )
+    return said, "check the delimiter (comma, semicolon or tab) and that the first line names every column."
+
+
 def _explain_csv_error(
     path: Path,
     exc: Exception,
@@ -383,7 +404,10 @@ def _explain_csv_error(
             path, read_options=read_opts, parse_options=pacsv.ParseOptions(delimiter=delimiter), convert_options=as_text
         )
     except pa.ArrowInvalid:
-        return f"read_series(): cannot parse {path.name}: {message}.", None
+        return _too_many_fields(path.name, message, delimiter) or (
+            f"read_series(): cannot parse {path.name}: {message}.",
+            None,
+        )
     if time_name is not None:
         times = table.column(time_name)
         if (
