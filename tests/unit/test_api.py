@@ -1,6 +1,9 @@
 """The package's public names: each resolves to the object its module defines, however imported."""
 
+import re
 from importlib import import_module
+
+import torch
 
 import devicepipe
 
@@ -71,3 +74,35 @@ def test_no_module_imports_another_module_s_private_name():
         if alias.name.startswith("_") and not alias.name.startswith("__")
     ]
     assert private == [], private
+
+
+def test_every_function_given_a_rate_refuses_one_that_is_not_a_rate_alike():
+    import numpy as np
+    import pytest
+
+    import devicepipe as dp
+    from devicepipe.core.errors import DevicepipeError
+
+    sim = dp.simulate_ecg(30, 250, seed=0)
+    peaks = dp.ecg_peaks(sim.signal, 250)
+    calls = {
+        "ecg_peaks()": lambda fs: dp.ecg_peaks(sim.signal, fs),
+        "ecg_segment()": lambda fs: dp.ecg_segment(sim.signal, peaks, fs),
+        "ecg_classes()": lambda fs: dp.ecg_classes(sim.signal, peaks, fs),
+        "hrv()": lambda fs: dp.hrv(peaks, fs),
+        "evaluate_beats()": lambda fs: dp.evaluate_beats(peaks, peaks, fs),
+    }
+    # (ecg_classes had raised ZeroDivisionError, RuntimeError or ValueError; hrv a TypeError for text)
+    for where, call in calls.items():
+        said = rf"^{re.escape(where)}: sampling_rate must be a finite, positive"
+        for bad in (0, -250, float("nan"), float("inf"), "250", None, True):
+            with pytest.raises(DevicepipeError, match=said):
+                call(bad)
+        call(np.float32(250))  # a NumPy number is a rate
+    # a beat's class reads the intervals either side: repeated or unordered peaks are refused, as hrv() does
+    for bad in (peaks.flip(0), torch.cat([peaks[:3], peaks[2:]])):
+        with pytest.raises(DevicepipeError, match="strictly increasing"):
+            dp.ecg_classes(sim.signal, bad, 250)
+    with pytest.raises(DevicepipeError, match="width must be a positive number"):
+        dp.resample_rows(torch.ones(3, 10), 0)  # had been torch's "Input and output sizes should be greater than 0"
+    assert dp.resample_rows(torch.ones(3, 10), np.int64(4)).shape == (3, 4)

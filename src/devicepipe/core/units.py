@@ -1,12 +1,16 @@
-"""Parsing of durations written by people: ``"24h"``, ``"30min"``, ``"1h30m"``, ``"90s"``, ``"2d"``."""
+"""Parsing of durations written by people: ``"24h"``, ``"30min"``, ``"1h30m"``, ``"90s"``, ``"2d"``;
+sizes (``"2GB"``); and the one check of a sampling rate every function given one makes."""
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
+from typing import Any
 
 from devicepipe.core.errors import DevicepipeError
 
-__all__ = ["format_duration", "parse_bytes", "parse_duration"]
+__all__ = ["format_duration", "hertz", "parse_bytes", "parse_duration"]
 
 _UNITS_S = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "min": 60.0, "m": 60.0, "s": 1.0, "ms": 1e-3}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|min|w|d|h|m|s)")
@@ -79,3 +83,19 @@ def parse_bytes(text: str | int) -> int:
     if value <= 0:
         raise DevicepipeError(f"size {text!r} must be positive.")
     return value
+
+
+def hertz(rate: Any, where: str) -> float:
+    """``rate`` as a float of Hz, or a :class:`DevicepipeError` naming ``where`` (the function
+    asked, e.g. ``"ecg_classes()"``) unless it is a finite, positive number (a Python or NumPy
+    number, or a one-element tensor; not text, not a bool)."""
+    value = rate
+    if callable(getattr(rate, "item", None)) and not isinstance(rate, (str, bytes)):
+        try:
+            value = rate.item()  # a NumPy number or a one-element array or tensor
+        except (ValueError, RuntimeError):
+            value = rate  # (more than one element)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(hz := float(value)) and hz > 0:
+        return hz
+    got = f"{rate!r} (text)" if isinstance(rate, (str, bytes)) else repr(rate)
+    raise DevicepipeError(f"{where}: sampling_rate must be a finite, positive number of Hz, got {got}.")

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.units import hertz
 from devicepipe.ecg.ricker import EDGE_S, MATCH_TOLERANCE_S
 
 
@@ -144,9 +145,7 @@ def evaluate_beats(
     reference, detected : sample indices (tensor, array or list), any order.
     sampling_rate : Hz.
     """
-    fs = float(sampling_rate)
-    if not (math.isfinite(fs) and fs > 0):
-        raise DevicepipeError(f"evaluate_beats(): sampling_rate must be a finite, positive number of Hz, got {fs}.")
+    fs = hertz(sampling_rate, "evaluate_beats()")
     if not (math.isfinite(tolerance_s) and tolerance_s >= 0 and math.isfinite(edge_s) and edge_s >= 0):
         raise DevicepipeError(
             f"evaluate_beats(): tolerance_s and edge_s must be finite and not negative, got {tolerance_s}, {edge_s}."

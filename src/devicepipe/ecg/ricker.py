@@ -13,6 +13,7 @@ import torch
 from devicepipe.core.device import all_finite
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.spill import Spill
+from devicepipe.core.units import hertz
 from devicepipe.signal.blocks import (
     block_reduce,
     centred_window,
@@ -61,8 +62,7 @@ def check_input(x: torch.Tensor, sampling_rate: float, where: str, *, leads: boo
         hint = "; for several leads of each recording pass leads='fuse'" if x.ndim == 3 else ""
         raise DevicepipeError(f"{where}: expected shape (time,) or (batch, time), got {tuple(x.shape)}{hint}.")
     x = x.detach() if x.dtype.is_floating_point else x.detach().to(torch.float32)  # no autograd; integers as float
-    if not sampling_rate or not sampling_rate > 0 or not math.isfinite(sampling_rate):
-        raise DevicepipeError(f"{where}: sampling_rate must be a finite, positive number of Hz, got {sampling_rate}.")
+    hertz(sampling_rate, where)
     if not all_finite(x):
         # one NaN or inf would spread through the filter and erase every beat: refuse, never answer wrongly
         bad = ~torch.isfinite(x)

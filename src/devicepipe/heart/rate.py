@@ -24,6 +24,7 @@ import torch.nn.functional as F
 
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.spill import Spill, Stored
+from devicepipe.core.units import hertz
 from devicepipe.signal.blocks import neighbour_median
 
 __all__ = ["HRV", "NN_RANGE_S", "MinuteRates", "hrv", "hrv_stored", "minute_rates", "nn_intervals"]
@@ -98,8 +99,7 @@ def _intervals(
     """:func:`nn_intervals` in samples (whole numbers held exactly in float64)."""
     if peaks.ndim != 1:
         raise DevicepipeError(f"hrv(): peaks must have shape (n_peaks,), got {tuple(peaks.shape)}.")
-    if not sampling_rate or not sampling_rate > 0:
-        raise DevicepipeError(f"hrv(): sampling_rate must be a positive number of Hz, got {sampling_rate}.")
+    hertz(sampling_rate, "hrv()")
     rr = torch.diff(peaks.to(torch.float64))
     if (rr <= 0).any():
         raise DevicepipeError("hrv(): peaks must be strictly increasing sample indices; sort them first.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 import torch.nn.functional as F
 
@@ -16,6 +18,8 @@ def resample_rows(matrix: torch.Tensor, width: int) -> torch.Tensor:
     The identity (the same tensor) when ``w == width``. Sample centres are aligned
     (``align_corners=False``), so a row keeps its span in time whatever its length.
     """
+    if isinstance(width, bool) or not isinstance(width, numbers.Integral) or width < 1:
+        raise DevicepipeError(f"resample_rows(): width must be a positive number of samples, got {width!r}.")
     if matrix.shape[1] == width:
         return matrix
     return F.interpolate(matrix[:, None, :], size=width, mode="linear", align_corners=False)[:, 0]
