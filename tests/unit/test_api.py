@@ -76,7 +76,7 @@ def test_no_module_imports_another_module_s_private_name():
     assert private == [], private
 
 
-def test_every_function_given_a_rate_refuses_one_that_is_not_a_rate_alike():
+def test_every_function_given_a_rate_refuses_one_that_is_not_a_rate_alike(tmp_path):
     import numpy as np
     import pytest
 
@@ -91,14 +91,18 @@ def test_every_function_given_a_rate_refuses_one_that_is_not_a_rate_alike():
         "ecg_classes()": lambda fs: dp.ecg_classes(sim.signal, peaks, fs),
         "hrv()": lambda fs: dp.hrv(peaks, fs),
         "evaluate_beats()": lambda fs: dp.evaluate_beats(peaks, peaks, fs),
+        "ecg_peaks_chunked()": lambda fs: dp.ecg_peaks_chunked(lambda a, b: sim.signal[a:b], 7500, fs, chunk=2500),
+        # a file stating a rate that is none: refused before anything is written (None: a file stating no rate)
+        "write_parquet()": lambda fs: dp.write_parquet({"ecg": sim.signal}, tmp_path / f"{fs!r}.pq", sampling_rate=fs),
     }
     # (ecg_classes had raised ZeroDivisionError, RuntimeError or ValueError; hrv a TypeError for text)
     for where, call in calls.items():
         said = rf"^{re.escape(where)}: sampling_rate must be a finite, positive"
-        for bad in (0, -250, float("nan"), float("inf"), "250", None, True):
+        for bad in (0, -250, float("nan"), float("inf"), "250", True, *([None] if where != "write_parquet()" else [])):
             with pytest.raises(DevicepipeError, match=said):
                 call(bad)
         call(np.float32(250))  # a NumPy number is a rate
+    assert [p.name for p in tmp_path.iterdir()] == ["np.float32(250.0).pq"]
     # a beat's class reads the intervals either side: repeated or unordered peaks are refused, as hrv() does
     for bad in (peaks.flip(0), torch.cat([peaks[:3], peaks[2:]])):
         with pytest.raises(DevicepipeError, match="strictly increasing"):

@@ -12,6 +12,7 @@ from devicepipe.core.device import all_finite
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.spill import Spill
 from devicepipe.core.threads import detection_threads, using_threads
+from devicepipe.core.units import hertz
 from devicepipe.ecg import ricker
 from devicepipe.ecg.fuse import fuse_leads, stretch_medians_of_correlations
 from devicepipe.ecg.peaks import ecg_peaks, options_of
@@ -112,7 +113,7 @@ def ecg_peaks_fused_chunked_to(
     with it) for how clearly the lead shows them in each stretch; the fusion
     (:func:`~devicepipe.ecg.fuse.fuse_leads`) holds every lead's peaks in memory (8 bytes a beat).
     ``progress`` is called with ``(samples done, n_samples * leads)``."""
-    fs, leads = float(sampling_rate), len(reads)
+    fs, leads = hertz(sampling_rate, "ecg_peaks_chunked()"), len(reads)
     if leads == 1:
         return ecg_peaks_chunked_to(out, reads[0], n_samples, fs, chunk=chunk, name=name, progress=progress, **options)
     per_lead, medians = [], []
@@ -160,6 +161,7 @@ def _detect_into(
     out: Spill, name: str, read: Callable[[int, int], torch.Tensor], n_samples: int, sampling_rate: float, **kw: Any
 ) -> torch.device:
     """The chunked detection into ``out``'s ``name``; the device ``read`` returns."""
+    sampling_rate = hertz(sampling_rate, "ecg_peaks_chunked()")
     out.append(name, torch.zeros(0, dtype=torch.int64))  # (the name holds int64, even with no peak)
     threads = detection_threads(kw["chunk"])  # (on a GPU the kernels use none of the host's threads)
     with using_threads(threads), torch.inference_mode():  # no autograd bookkeeping

@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 import torch
 
 from devicepipe.core.errors import OutputError, is_disk_full
+from devicepipe.core.units import hertz
 from devicepipe.io.tables import SAMPLING_RATE_KEY
 
 __all__ = [
@@ -251,11 +252,12 @@ def write_parquet(
     another: a long table a part at a time, each part in memory only while it is written.
     ``sampling_rate`` (Hz) is stored in the schema metadata and read back by ``read_series``.
     """
+    rate = None if sampling_rate is None else hertz(sampling_rate, "write_parquet()")  # (not a file stating no rate)
 
     def with_rate(schema: pa.Schema) -> pa.Schema:
-        if sampling_rate is None:
+        if rate is None:
             return schema
-        return schema.with_metadata({**(schema.metadata or {}), SAMPLING_RATE_KEY: repr(float(sampling_rate)).encode()})
+        return schema.with_metadata({**(schema.metadata or {}), SAMPLING_RATE_KEY: repr(rate).encode()})
 
     def open_writer(tmp: str, schema: pa.Schema) -> pq.ParquetWriter:
         return pq.ParquetWriter(tmp, schema, write_page_checksum=True)  # readers can tell a damaged page
