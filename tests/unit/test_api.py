@@ -90,6 +90,7 @@ def test_every_function_given_a_rate_refuses_one_that_is_not_a_rate_alike(tmp_pa
         "ecg_segment()": lambda fs: dp.ecg_segment(sim.signal, peaks, fs),
         "ecg_classes()": lambda fs: dp.ecg_classes(sim.signal, peaks, fs),
         "hrv()": lambda fs: dp.hrv(peaks, fs),
+        "nn_intervals()": lambda fs: dp.nn_intervals(peaks, fs),
         "evaluate_beats()": lambda fs: dp.evaluate_beats(peaks, peaks, fs),
         "ecg_peaks_chunked()": lambda fs: dp.ecg_peaks_chunked(lambda a, b: sim.signal[a:b], 7500, fs, chunk=2500),
         # a file stating a rate that is none: refused before anything is written (None: a file stating no rate)

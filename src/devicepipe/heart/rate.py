@@ -89,20 +89,21 @@ def nn_intervals(
     ``(intervals_ms, kept, implausible, ectopic)``: float64 intervals of shape ``(n_peaks - 1,)``
     and three bool masks of that shape.
     """
-    rr, kept, implausible, ectopic = _intervals(peaks, sampling_rate, clean)
+    rr, kept, implausible, ectopic = _intervals(peaks, sampling_rate, clean, "nn_intervals()")
     return rr * (1000.0 / float(sampling_rate)), kept, implausible, ectopic
 
 
 def _intervals(
-    peaks: torch.Tensor, sampling_rate: float, clean: bool
+    peaks: torch.Tensor, sampling_rate: float, clean: bool, where: str = "hrv()"
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`nn_intervals` in samples (whole numbers held exactly in float64)."""
+    """:func:`nn_intervals` in samples (whole numbers held exactly in float64); ``where``: the
+    function its errors name."""
     if peaks.ndim != 1:
-        raise DevicepipeError(f"hrv(): peaks must have shape (n_peaks,), got {tuple(peaks.shape)}.")
-    hertz(sampling_rate, "hrv()")
+        raise DevicepipeError(f"{where}: peaks must have shape (n_peaks,), got {tuple(peaks.shape)}.")
+    hertz(sampling_rate, where)
     rr = torch.diff(peaks.to(torch.float64))
     if (rr <= 0).any():
-        raise DevicepipeError("hrv(): peaks must be strictly increasing sample indices; sort them first.")
+        raise DevicepipeError(f"{where}: peaks must be strictly increasing sample indices; sort them first.")
     none = torch.zeros_like(rr, dtype=torch.bool)
     if not clean:
         return rr, ~none, none, none
