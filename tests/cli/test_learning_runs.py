@@ -193,7 +193,10 @@ def test_demo_end_to_end(tmp_path):
 @pytest.mark.parametrize(
     ("args", "pattern"),
     [
-        (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--width", "100"], "power of two"),
+        (
+            ["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--width", "100"],
+            "--width must be a power of two >= 8, got 100; use e.g. --width 256",
+        ),
         (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--lr", "5"], "--lr"),
         (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--resume"], "nothing to resume"),
         (["ecg", "{tmp}/e.parquet", "--out", "{tmp}/r", "--ensemble", "2", "--resume"], "single models"),

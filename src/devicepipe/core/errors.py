@@ -34,7 +34,7 @@ from typing import Any
 TOKEN = re.compile(r"\{([a-z][a-z0-9_]*)(=[^{}]*)?\}")
 
 #: The function a message names for a Python caller (``read_series(): ...``), left out on the command line.
-CALLER = re.compile(r"^[a-z_][a-z0-9_]*\(\): ")
+CALLER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\(\): ")
 
 #: Library parameters whose command-line option has another name: the options it may be, the
 #: first that the command has taken (``read_series``' column is an ECG command's ``--channel``).

@@ -34,7 +34,12 @@ class LightVAEConfig:
 
     def __post_init__(self) -> None:
         if self.width < 8 or self.width & (self.width - 1):
-            raise DevicepipeError(f"LightVAEConfig: width must be a power of two >= 8, got {self.width}.")
+            raise DevicepipeError(
+                f"LightVAEConfig(): {{param}} must be a power of two >= 8, got {self.width}",
+                fix="use e.g. {width=256} (or 128, 512).",
+                param="width",
+                value=self.width,
+            )
         if self.latent < 1:
             raise DevicepipeError(f"LightVAEConfig: latent must be at least 1, got {self.latent}.")
 
