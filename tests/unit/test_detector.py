@@ -166,6 +166,10 @@ def test_foreign_damaged_and_newer_files_are_refused(fitted, tmp_path):
     truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     with pytest.raises(DevicepipeError, match="cannot read model .*damaged or truncated"):
         dp.load_model(truncated)
+    np.save(tmp_path / "beats.npy", np.zeros(3))  # another kind of file: said in one sentence, not torch's paragraph
+    with pytest.raises(DevicepipeError, match=r"not the archive torch.save writes") as raised:
+        dp.load_model(tmp_path / "beats.npy")
+    assert "Weights only" not in str(raised.value) and len(str(raised.value)) < 250
     torch.save({"weights": torch.zeros(3)}, tmp_path / "foreign.pt")
     with pytest.raises(DevicepipeError, match="not a devicepipe model file"):
         dp.load_model(tmp_path / "foreign.pt")

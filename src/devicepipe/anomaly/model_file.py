@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,11 @@ def _model_file(path: str | Path) -> Path:
 
 def _read_state(file: Path) -> tuple[dict[str, Any], ModelKind]:
     """The checked contents of a model file and its kind of model (see :data:`devicepipe.models.kinds.MODEL_KINDS`)."""
+    if not zipfile.is_zipfile(file):  # (what torch.save writes: torch.load's own error would be a paragraph)
+        raise DevicepipeError(
+            f"cannot read model {file}: it is not the archive torch.save writes (damaged or truncated, or not a "
+            f"model file at all); give a run directory or its {MODEL_NAME}."
+        )
     try:
         state = torch.load(file, map_location="cpu", weights_only=True)
     except Exception as exc:
