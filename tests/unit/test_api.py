@@ -111,3 +111,13 @@ def test_every_function_given_a_rate_refuses_one_that_is_not_a_rate_alike(tmp_pa
     with pytest.raises(DevicepipeError, match="width must be a positive number"):
         dp.resample_rows(torch.ones(3, 10), 0)  # had been torch's "Input and output sizes should be greater than 0"
     assert dp.resample_rows(torch.ones(3, 10), np.int64(4)).shape == (3, 4)
+
+
+def test_an_undefined_share_is_said_not_printed_as_nan():
+    from devicepipe.ecg import BeatScore
+
+    # a reference with no beat in the scoring window (its annotations all rhythm or noise marks)
+    none_referenced = "sensitivity - (no reference beat), positive predictivity 0.0000, F1 0.0000"
+    assert str(BeatScore(0, 69, 0)).endswith(none_referenced)
+    assert str(BeatScore(0, 0, 5)).endswith("sensitivity 0.0000, positive predictivity - (no beat found), F1 0.0000")
+    assert "nan" not in str(BeatScore(0, 0, 0)) and str(BeatScore(3, 1, 0)).endswith("0.7500, F1 0.8571")

@@ -25,7 +25,7 @@ from devicepipe.cli.printing import (
 )
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.units import format_duration
-from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S
+from devicepipe.ecg import EDGE_S, MATCH_TOLERANCE_S, BeatScore
 from devicepipe.ecg.compiled import COMPILED_ENV
 
 
@@ -150,7 +150,7 @@ def _print_dataset(con: Console, result: DatasetResult) -> None:
         con.print(
             f"accuracy against each record's .{acc.reference}, {acc.records_scored} record(s) "
             f"(a match within {1000 * MATCH_TOLERANCE_S:.0f} ms, all but the first and last {EDGE_S:g} s): "
-            f"sensitivity {acc.sensitivity:.4f}, positive predictivity {acc.ppv:.4f}, F1 {acc.f1:.4f}"
+            + BeatScore(acc.tp, acc.fp, acc.fn).shares()
         )
     kept = f" ({result.n_resumed:,} from an earlier run)" if result.n_resumed else ""
     line = f"{result.n_ok:,} ok{kept}, {result.n_failed:,} failed: see {result.out / INDEX_NAME}"

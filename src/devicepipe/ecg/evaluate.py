@@ -40,10 +40,15 @@ class BeatScore:
         return BeatScore(self.tp + other.tp, self.fp + other.fp, self.fn + other.fn)
 
     def __str__(self) -> str:
-        return (
-            f"TP {self.tp:,}, FP {self.fp:,}, FN {self.fn:,}; sensitivity {self.sensitivity:.4f}, "
-            f"positive predictivity {self.ppv:.4f}, F1 {self.f1:.4f}"
-        )
+        return f"TP {self.tp:,}, FP {self.fp:,}, FN {self.fn:,}; {self.shares()}"
+
+    def shares(self) -> str:
+        """Sensitivity, positive predictivity and F1 as a person reads them: "-" and why where one
+        is undefined (no reference beat, no beat found), not "nan"."""
+        sensitivity = "- (no reference beat)" if self.tp + self.fn == 0 else f"{self.sensitivity:.4f}"
+        ppv = "- (no beat found)" if self.tp + self.fp == 0 else f"{self.ppv:.4f}"
+        f1 = "-" if self.tp + self.fp + self.fn == 0 else f"{self.f1:.4f}"
+        return f"sensitivity {sensitivity}, positive predictivity {ppv}, F1 {f1}"
 
     def to_dict(self) -> dict[str, float]:
         return {
