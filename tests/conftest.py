@@ -80,3 +80,13 @@ def require_data(relative: str) -> Path:
 @pytest.fixture
 def data_dir() -> Path:
     return require_data("")
+
+
+def leaves_imported(code: str, module: str) -> bool:
+    """Whether running ``code`` in a fresh interpreter leaves ``module`` imported (``torch._dynamo``:
+    a second or more of a command's start, for a compiler nothing here uses)."""
+    import subprocess
+
+    check = f"{code}\nimport sys\nprint({module!r} in sys.modules)\n"
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    return done.stdout.strip().splitlines()[-1] == "True"

@@ -9,6 +9,7 @@ import time
 import pytest
 import torch
 
+from conftest import leaves_imported
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.threads import ONE_THREAD_BELOW_FLOPS, THREADS_ENV, choose_threads, step_flops, using_threads
 from devicepipe.models import LightVAE, LightVAEConfig, MLPAutoencoder, MLPAutoencoderConfig
@@ -48,14 +49,12 @@ def test_step_flops_equal_torch_flop_counter(model, batch):
 def test_counting_a_step_does_not_import_torch_dynamo():
     # FlopCounterMode's first use imports torch._dynamo (2-3 s); the policy's count must not
     code = (
-        "import sys, torch\n"
+        "import torch\n"
         "from devicepipe.core.threads import step_flops\n"
         "from devicepipe.models import LightVAE, LightVAEConfig\n"
         "step_flops(LightVAE(LightVAEConfig(256, 2)), torch.rand(16, 256))\n"
-        "print('torch._dynamo' in sys.modules)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "False"
+    assert not leaves_imported(code, "torch._dynamo")
 
 
 def test_policy_picks_one_thread_for_a_tiny_model_and_the_cores_for_a_large_one(monkeypatch):
