@@ -288,12 +288,13 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
             param="signal",
         )
     n, fs = int(peaks.numel()), hertz(sampling_rate, "ecg_classes()")
-    _check_increasing(peaks.detach().cpu().numpy(), "ecg_classes()")
+    on_host = peaks.detach().cpu().numpy()
+    _check_increasing(on_host, "ecg_classes()")
     if n < MIN_BEATS:
         return _too_few(n)
     x = signal.float()
     at = peaks.to(x.device).long()
-    t = peaks.detach().cpu().numpy().astype(np.float64) / fs
+    t = on_host.astype(np.float64) / fs
     rr_prev, early = beat_rhythm(t)
     pick = _sample(n)
     chosen = torch.as_tensor(pick, device=x.device)
