@@ -131,3 +131,18 @@ def test_the_events_text_says_none_in_words_and_gives_the_longest_run_and_pause(
     pause = max(np.diff(sim.r_peaks.numpy()).max() / 250, 2.0)
     assert f"Longest run: {longest} beats, fastest" in said, said
     assert f"longest pause {pause:.3g} s" in said or f"longest pause {pause:.2f}" in said, said
+
+
+def test_a_reference_with_no_beat_in_the_window_shows_a_dash_not_nan(tmp_path):
+    # a reference whose only annotations lie outside the scoring window (its first 0.5 s): the
+    # sensitivity has nothing to divide by, and the terminal and the page had both said "nan"
+    import pandas as pd
+
+    sim = simulate_ecg(60, 250, seed=3)
+    path, _ = write_simulated_ecg(sim, tmp_path / "e.parquet")
+    pd.DataFrame({"sample": [50]}).to_csv(tmp_path / "ref.csv", index=False)
+    result = run_beats(path, tmp_path / "b", reference=tmp_path / "ref.csv")
+    assert result.score is not None and result.score.tp + result.score.fn == 0
+    assert "sensitivity - (no reference beat)" in str(result.score)
+    page = (tmp_path / "b" / "report.html").read_text()
+    assert "- / 0.0000" in page and not re.search(r">\s*nan|nan\s*/|/\s*nan", page)  # (figures: base64 text)

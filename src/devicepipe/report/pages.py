@@ -4,6 +4,7 @@ the captions of its figures, the flagged rows, the timing."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -125,14 +126,20 @@ def _wall_time(summary: DatasetSummary) -> tuple[str, str]:
     return (f"wall time of this run ({kept:,} recording{'s' if kept != 1 else ''} kept from an earlier one)", wall)
 
 
+def _share(value: float | None) -> str:
+    """A sensitivity, positive predictivity or F1 to four places; "-" where it has nothing to
+    divide by (no reference beat in the window, no beat found), not "nan"."""
+    return "-" if value is None or math.isnan(value) else f"{value:.4f}"
+
+
 def _accuracy_facts(summary: RunSummary) -> list[tuple[str, str]]:
     """F1, sensitivity and positive predictivity of the R peaks found, against the reference."""
     acc = summary.accuracy
     if not acc:
         return []
     return [
-        ("F1 against the reference", f"{acc.f1:.4f}"),
-        ("sensitivity / positive predictivity", f"{acc.sensitivity:.4f} / {acc.ppv:.4f}"),
+        ("F1 against the reference", _share(acc.f1)),
+        ("sensitivity / positive predictivity", f"{_share(acc.sensitivity)} / {_share(acc.ppv)}"),
     ]
 
 
@@ -142,7 +149,7 @@ def _accuracy_sections(summary: RunSummary) -> list[Section]:
     if not acc:
         return []
     window = acc.scoring_window_s
-    row = [acc.reference_beats_in_window, acc.beats_found_in_window, acc.tp, acc.fp, acc.fn, f"{acc.f1:.4f}"]
+    row = [acc.reference_beats_in_window, acc.beats_found_in_window, acc.tp, acc.fp, acc.fn, _share(acc.f1)]
     return [
         Section(
             "Accuracy against the reference",
@@ -329,7 +336,7 @@ def _dataset_facts(summary: DatasetSummary) -> list[tuple[str, str]]:
     if summary.flagged is not None:
         facts.append(("beats flagged", number(summary.flagged)))
     if summary.accuracy:
-        facts.append(("F1 against the references", f"{summary.accuracy.f1:.4f}"))
+        facts.append(("F1 against the references", _share(summary.accuracy.f1)))
     facts += [
         ("recorded time", format_duration(summary.duration_s)),
         _wall_time(summary),
