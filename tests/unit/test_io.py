@@ -155,8 +155,10 @@ def test_time_column_sorts_and_reports(tmp_path):
     mean = read_series(path, "mw", time_column="when", duplicates="mean")
     np.testing.assert_array_equal(mean.samples.numpy(), [0, 1, 11, 3, 6])
     assert mean.timestamps.shape == (5,)
-    with pytest.raises(ReadError, match="1 duplicate timestamp.*duplicates='first'"):
+    with pytest.raises(ReadError, match="1 duplicate timestamp.*duplicates=first") as raised:
         read_series(path, "mw", time_column="when", duplicates="error")
+    # on the command line in its words (it had said "pass duplicates='first'" there too)
+    assert "--duplicates first" in raised.value.cli_message and "duplicates=" not in raised.value.cli_message
     # everything but the time column when no column is named
     assert read_series(path, time_column="when").channels == ("mw",)
 

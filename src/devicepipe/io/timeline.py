@@ -131,8 +131,8 @@ def order_by_time(
     )
     if n_dup and policy == "error":
         raise ReadError(
-            f"read_series(): {source} has {n_dup} duplicate timestamp(s), first {times[1:][dup_mask][0]}; "
-            "pass duplicates='first' or 'mean' to resolve them."
+            f"read_series(): {source} has {n_dup} duplicate timestamp(s), first {times[1:][dup_mask][0]}",
+            fix="pass {duplicates=first} (the first row of each time) or {duplicates=mean} (their mean).",
         )
     if n_dup and policy in ("first", "mean"):
         starts = np.concatenate([[True], ~dup_mask])
