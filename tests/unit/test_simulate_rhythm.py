@@ -134,7 +134,21 @@ def test_the_command_writes_each_beat_s_class_and_each_event(tmp_path):
     events = pd.read_csv(tmp_path / "holter.events.csv")
     assert list(truth.columns) == ["sample", "time_s", "symbol", "class", "rhythm"]
     assert set(events.kind) == {"bigeminy", "couplet", "afib"} and "2 couplet" in result.output
+    assert "warning" not in result.output  # every event asked for fits
     for row in events.itertuples():
         assert truth.time_s[row.first_beat] == row.start_s and row.beats == row.last_beat - row.first_beat + 1
     assert [p.name for p in find_recordings(tmp_path).paths] == ["holter.parquet"]  # the sidecars are not recordings
     assert json.dumps(truth["class"].value_counts().to_dict())  # (readable as a table of classes)
+
+
+def test_events_asked_for_beyond_what_fits_are_said_not_dropped_in_silence(tmp_path):
+    # a minute holds a few dozen couplets: it had written 25 of 1,000 and said only "25 couplet"
+    args = ["simulate", "ecg", "--out", str(tmp_path / "e.csv"), "--duration", "1min", "--couplets", "1000",
+            "--pauses", "1"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    made = pd.read_csv(tmp_path / "e.events.csv").kind.value_counts().to_dict()
+    assert 0 < made["couplet"] < 1000 and made.get("pause", 0) <= 1
+    said = " ".join(result.stderr.split())
+    assert f"{made['couplet']} of the 1,000 couplet events asked for fit in 1.0 min" in said
+    assert ("of the 1 pause events" in said) == (made.get("pause", 0) < 1)

@@ -14,6 +14,7 @@ from devicepipe.cli.application import (
 )
 from devicepipe.cli.printing import (
     console,
+    warn,
 )
 from devicepipe.core.units import format_duration, parse_duration
 from devicepipe.simulate import (
@@ -108,10 +109,17 @@ def simulate_ecg_cmd(
     n_s = int((sim.classes == "S").sum())
     atrial = f", {n_s} atrial premature" if n_s else ""
     con.print(f"truth: {truth} ({sim.r_peaks.numel():,} beats, {n_v} ventricular ectopic{atrial})")
-    if sim.events:
-        kinds = sorted({kind for kind, _, _ in sim.events})
-        counts = ", ".join(f"{sum(k == kind for k, _, _ in sim.events)} {kind}" for kind in kinds)
-        con.print(f"events: {events_path(out)} ({counts})")
+    made = {kind: sum(k == kind for k, _, _ in sim.events) for kind in sorted({k for k, _, _ in sim.events})}
+    if made:
+        con.print(f"events: {events_path(out)} ({', '.join(f'{n} {kind}' for kind, n in made.items())})")
+    asked = {"couplet": couplets, "run": runs, "pause": pauses, "interpolated": interpolated}
+    for kind, n in asked.items():  # each needs room around it: a short recording holds fewer than asked
+        if made.get(kind, 0) < n:
+            warn(
+                con,
+                f"{made.get(kind, 0)} of the {n:,} {kind} events asked for fit in {format_duration(sim.duration_s)}; "
+                "ask for fewer, or a longer --duration",
+            )
 
 
 @simulate_app.command("load", cls=Command, short_help="A load series with anomalous days of known kind.")
