@@ -63,6 +63,11 @@ def test_simulate_errors():
         simulate_ecg(10, ectopic_rate=0.7)
     with pytest.raises(DevicepipeError, match="days must be at least 21"):
         simulate_load(3)
+    with pytest.raises(DevicepipeError, match="n_anomalies must be within 0-16 for 30 days") as raised:
+        simulate_load(30, n_anomalies=100)
+    # on the command line, in its words (it had named the Python argument there too)
+    assert "--anomalies must be within 0-16" in raised.value.cli_message
+    assert raised.value.cli_message.endswith("ask for at most --anomalies 16, or more --days.")
 
 
 def test_load_series_anomalies_stand_out():

@@ -41,6 +41,7 @@ CALLER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\(\): ")
 CLI_NAMES: dict[str, tuple[str, ...]] = {
     "column": ("column", "channel"),
     "duration_s": ("duration",),
+    "n_anomalies": ("anomalies",),
     "vt_bpm": ("vt-rate",),
 }
 

@@ -401,8 +401,13 @@ def simulate_load(
         raise DevicepipeError(f"simulate: days must be at least 21 (three weeks), got {days}.")
     if samples_per_day < 4:
         raise DevicepipeError(f"simulate: samples_per_day must be at least 4, got {samples_per_day}.")
-    if not 0 <= n_anomalies <= days - 14:
-        raise DevicepipeError(f"simulate: n_anomalies must be within 0-{days - 14}, got {n_anomalies}.")
+    if not 0 <= n_anomalies <= days - 14:  # (two weeks of ordinary days at least)
+        raise DevicepipeError(
+            f"simulate: {{param}} must be within 0-{days - 14} for {days} days, got {n_anomalies}",
+            fix=f"ask for at most {{n_anomalies={days - 14}}}, or more {{days}}.",
+            param="n_anomalies",
+            value=n_anomalies,
+        )
     dev = resolve_device(device)
     rng = np.random.default_rng(seed)
     try:
