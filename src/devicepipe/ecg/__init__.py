@@ -53,7 +53,7 @@ from devicepipe.ecg.align import ALIGNED_WORDS, align_rows
 from devicepipe.ecg.baseline import BASELINE_WORDS, baseline_rows, ecg_baseline
 from devicepipe.ecg.chunked import detection_chunk, ecg_peaks_chunked, ecg_peaks_chunked_to, ecg_peaks_fused_chunked_to
 from devicepipe.ecg.classes import BEAT_CLASSES, BeatClasses, ecg_classes, ecg_classes_leads
-from devicepipe.ecg.evaluate import AAMI_CLASSES, BeatScore, aami_class, evaluate_beats, label_beats
+from devicepipe.ecg.evaluate import AAMI_CLASSES, BeatScore, aami_class, evaluate_beats, label_beats, share_text
 from devicepipe.ecg.peaks import ECG_PEAK_METHODS, PeakMethod, ecg_contrast, ecg_peaks, methods_that, ricker_defaults
 from devicepipe.ecg.quality import (
     POOR_QUALITY,
@@ -123,6 +123,7 @@ __all__ = [
     "seed_gates",
     "segment_kept",
     "segment_kept_parts",
+    "share_text",
     "stretch_medians",
     "stretch_quality_stored",
     "template_rows",

@@ -43,12 +43,11 @@ class BeatScore:
         return f"TP {self.tp:,}, FP {self.fp:,}, FN {self.fn:,}; {self.shares()}"
 
     def shares(self) -> str:
-        """Sensitivity, positive predictivity and F1 as a person reads them: "-" and why where one
-        is undefined (no reference beat, no beat found), not "nan"."""
-        sensitivity = "- (no reference beat)" if self.tp + self.fn == 0 else f"{self.sensitivity:.4f}"
-        ppv = "- (no beat found)" if self.tp + self.fp == 0 else f"{self.ppv:.4f}"
-        f1 = "-" if self.tp + self.fp + self.fn == 0 else f"{self.f1:.4f}"
-        return f"sensitivity {sensitivity}, positive predictivity {ppv}, F1 {f1}"
+        """Sensitivity, positive predictivity and F1 as a person reads them (:func:`share_text`),
+        with why where one is undefined (no reference beat, no beat found)."""
+        sensitivity = share_text(self.sensitivity) + (" (no reference beat)" if self.tp + self.fn == 0 else "")
+        ppv = share_text(self.ppv) + (" (no beat found)" if self.tp + self.fp == 0 else "")
+        return f"sensitivity {sensitivity}, positive predictivity {ppv}, F1 {share_text(self.f1)}"
 
     def to_dict(self) -> dict[str, float]:
         return {
@@ -59,6 +58,12 @@ class BeatScore:
             "ppv": self.ppv,
             "f1": self.f1,
         }
+
+
+def share_text(value: float | None) -> str:
+    """A sensitivity, positive predictivity or F1 to four places; "-" where it has nothing to
+    divide by (NaN or None), not "nan"."""
+    return "-" if value is None or math.isnan(value) else f"{value:.4f}"
 
 
 def _as_host_int(values: Any, what: str = "beats") -> np.ndarray:

@@ -4,7 +4,6 @@ the captions of its figures, the flagged rows, the timing."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from markupsafe import Markup
 
 from devicepipe.artifacts.summaries import ABSENT, DatasetSummary, RunSummary
 from devicepipe.core.units import format_duration
+from devicepipe.ecg import share_text
 from devicepipe.report.common import (
     MAX_FLAGGED_ROWS,
     REPORT_NAME,
@@ -126,20 +126,14 @@ def _wall_time(summary: DatasetSummary) -> tuple[str, str]:
     return (f"wall time of this run ({kept:,} recording{'s' if kept != 1 else ''} kept from an earlier one)", wall)
 
 
-def _share(value: float | None) -> str:
-    """A sensitivity, positive predictivity or F1 to four places; "-" where it has nothing to
-    divide by (no reference beat in the window, no beat found), not "nan"."""
-    return "-" if value is None or math.isnan(value) else f"{value:.4f}"
-
-
 def _accuracy_facts(summary: RunSummary) -> list[tuple[str, str]]:
     """F1, sensitivity and positive predictivity of the R peaks found, against the reference."""
     acc = summary.accuracy
     if not acc:
         return []
     return [
-        ("F1 against the reference", _share(acc.f1)),
-        ("sensitivity / positive predictivity", f"{_share(acc.sensitivity)} / {_share(acc.ppv)}"),
+        ("F1 against the reference", share_text(acc.f1)),
+        ("sensitivity / positive predictivity", f"{share_text(acc.sensitivity)} / {share_text(acc.ppv)}"),
     ]
 
 
@@ -149,7 +143,7 @@ def _accuracy_sections(summary: RunSummary) -> list[Section]:
     if not acc:
         return []
     window = acc.scoring_window_s
-    row = [acc.reference_beats_in_window, acc.beats_found_in_window, acc.tp, acc.fp, acc.fn, _share(acc.f1)]
+    row = [acc.reference_beats_in_window, acc.beats_found_in_window, acc.tp, acc.fp, acc.fn, share_text(acc.f1)]
     return [
         Section(
             "Accuracy against the reference",
@@ -336,7 +330,7 @@ def _dataset_facts(summary: DatasetSummary) -> list[tuple[str, str]]:
     if summary.flagged is not None:
         facts.append(("beats flagged", number(summary.flagged)))
     if summary.accuracy:
-        facts.append(("F1 against the references", _share(summary.accuracy.f1)))
+        facts.append(("F1 against the references", share_text(summary.accuracy.f1)))
     facts += [
         ("recorded time", format_duration(summary.duration_s)),
         _wall_time(summary),
