@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,9 +25,9 @@ import numpy as np
 import torch
 
 from devicepipe.core.device import resolve_device
-from devicepipe.core.errors import ReadError
+from devicepipe.core.errors import DevicepipeError, ReadError
 from devicepipe.core.interop import library_of
-from devicepipe.core.units import parse_duration
+from devicepipe.core.units import hertz, parse_duration
 from devicepipe.io.formats import ReadRequest, Span, format_of, known_formats
 from devicepipe.io.formats.npy import from_array, npy_error, npy_time_first
 from devicepipe.io.raw import ColumnSpec, RawSeries
@@ -423,10 +422,8 @@ def check_rate(rate: Any, what: str = "sampling_rate") -> None:
     if rate is None:
         return
     try:
-        ok = math.isfinite(float(rate)) and float(rate) > 0
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
+        hertz(rate, "read_series()")  # (the test every function given a rate makes)
+    except DevicepipeError:
         given = what == "sampling_rate"
         raise ReadError(
             f"read_series(): {'{param}' if given else what} must be a finite, positive number of Hz, got {rate!r}"
@@ -434,7 +431,7 @@ def check_rate(rate: Any, what: str = "sampling_rate") -> None:
             fix=None if given else "pass {sampling_rate=HZ} yourself.",
             param="sampling_rate",
             value=rate,
-        )
+        ) from None
 
 
 def recording_files(path: Path) -> list[Path]:
