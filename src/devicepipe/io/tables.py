@@ -2,7 +2,8 @@
 
 PyArrow parses only the requested columns, numbers straight to float32 and times to
 nanoseconds; the columns reach torch without a copy where Arrow's buffers allow. A CSV that
-does not parse is read again as text to name the first offending value and its line.
+does not parse is read again as text to name the first offending value and its line
+(:mod:`devicepipe.io.csv_errors`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import torch
 
 from devicepipe.core.errors import ReadError
 from devicepipe.core.interop import convert
+from devicepipe.io.csv_errors import explain_csv_error
 from devicepipe.io.raw import ColumnSpec, RawSeries, pick_columns
 
 __all__ = [
@@ -45,7 +47,6 @@ CSV_DELIMITERS = {".csv": ",", ".tsv": "\t"}
 PARQUET_SUFFIXES = frozenset({".parquet", ".pq"})
 
 _TIME_PARSERS = ("%m/%d/%Y %H:%M", "%m/%d/%Y %H:%M:%S", "%Y-%m-%d %H:%M", "%d.%m.%Y %H:%M")
-_NUMBER = r"^\s*[-+]?((\d+\.?\d*)|(\.\d+))([eE][-+]?\d+)?\s*$|^\s*[-+]?(nan|NaN|NAN|inf|Inf|INF)\s*$"
 
 
 def _looks_numeric(fields: list[str], decimal: str = ".") -> bool:
@@ -318,7 +319,7 @@ def read_csv_table(
                 table.column_names.index(time_name), time_name, table.column(time_name).cast(pa.timestamp("ns"))
             )
     except (pa.ArrowInvalid, pa.ArrowKeyError) as exc:
-        problem, fix = _explain_csv_error(path, exc, chosen, time_name, names, header, delimiter, encoding, decimal)
+        problem, fix = explain_csv_error(path, exc, chosen, time_name, names, header, delimiter, encoding, decimal)
         if fix is not None and time_format is not None:  # the format given does not fit: say so, not to pass one
             fix = fix.replace("pass {time_format=}", f"check {{time_format={time_format!r}}}")
         raise ReadError(problem, fix=fix, param=None if fix is None else "time_format") from None
@@ -357,86 +358,6 @@ def _times(table: pa.Table, time_name: str, source: str) -> np.ndarray:
     if col.null_count:
         raise ReadError(f"read_series(): time column {time_name!r} of {source} has {col.null_count} empty value(s).")
     return col.to_numpy().astype("datetime64[ns]")
-
-
-#: PyArrow's words for a row of more fields than the header names, and the row.
-_FIELDS = re.compile(r"Expected (\d+) columns?, got (\d+): (.*)", re.S)
-
-
-def _too_many_fields(name: str, message: str, delimiter: str) -> tuple[str, str | None] | None:
-    """The problem and fix where a row holds more fields than the header names (from PyArrow's
-    ``message``): a decimal comma in a comma-separated file where that explains the extra
-    fields, else the delimiter or header; None for another error."""
-    found = _FIELDS.search(message)
-    if found is None:
-        return None
-    expected, got, row = int(found[1]), int(found[2]), found[3].strip()
-    said = f"read_series(): cannot parse {name}: its header names {expected} column(s), and the row {row!r} holds {got}"
-    if delimiter == "," and len(re.sub(r"(?<=\d),(?=\d)", ".", row).split(",")) == expected:
-        return (
-            f"{said} (decimal commas in a comma-separated file?)",
-            "save it with ';' between the columns (as spreadsheets that write decimal commas do) or '.' for decimals.",
-        )
-    return said, "check the delimiter (comma, semicolon or tab) and that the first line names every column."
-
-
-def _explain_csv_error(
-    path: Path,
-    exc: Exception,
-    chosen: list[str],
-    time_name: str | None,
-    names: list[str],
-    header: bool,
-    delimiter: str,
-    encoding: str,
-    decimal: str = ".",
-) -> tuple[str, str | None]:
-    """Find the first offending value (its line number and text) for a one-line error: the
-    problem and, where a setting would help, the fix (see :class:`~devicepipe.core.errors.DevicepipeError`)."""
-    message = str(exc)
-    read_opts = pacsv.ReadOptions(column_names=names, skip_rows=1 if header else 0, encoding=encoding)
-    as_text = pacsv.ConvertOptions(
-        include_columns=[*chosen, *([time_name] if time_name else [])],
-        column_types={n: pa.string() for n in [*chosen, *([time_name] if time_name else [])]},
-    )
-    try:
-        table = pacsv.read_csv(
-            path, read_options=read_opts, parse_options=pacsv.ParseOptions(delimiter=delimiter), convert_options=as_text
-        )
-    except pa.ArrowInvalid:
-        return _too_many_fields(path.name, message, delimiter) or (
-            f"read_series(): cannot parse {path.name}: {message}.",
-            None,
-        )
-    if time_name is not None:
-        times = table.column(time_name)
-        if (
-            times.null_count < len(times)
-            and pc.all(pc.or_(pc.is_null(times), pc.match_substring_regex(times, _NUMBER))).as_py()
-        ):
-            return (
-                f"read_series(): time column {time_name!r} of {path.name} holds numbers, not times; "
-                "pass the column of timestamps as the time column (e.g. Datetime).",
-                None,
-            )
-    for name in chosen:
-        col = table.column(name)
-        written = pc.replace_substring(col, ",", ".") if decimal == "," else col
-        ok = pc.or_(pc.is_null(col), pc.match_substring_regex(written, _NUMBER))
-        bad = pc.index(ok, False).as_py()
-        if bad >= 0:
-            line = bad + 1 + int(header)
-            return (
-                f"read_series(): non-numeric value {col[bad].as_py()!r} in column {name!r} of {path.name} "
-                f"at line {line}; fix or remove it, or choose another column.",
-                None,
-            )
-    if time_name is not None:
-        return (
-            f"read_series(): cannot parse time column {time_name!r} of {path.name} ({message})",
-            "pass {time_format=} (e.g. {time_format='%m/%d/%Y %H:%M'}).",
-        )
-    return f"read_series(): cannot parse {path.name}: {message}.", None
 
 
 def _read_rows(
