@@ -345,16 +345,14 @@ def fit(
         raise DevicepipeError("fit(): early stopping watches the validation loss; use val_fraction > 0.")
     stopper = None if patience is None else EarlyStopping(patience, min_improvement)
     optimizer = adam(list(model.parameters()), lr=lr, weight_decay=weight_decay)
-    ckpt_path = None if checkpoint_dir is None else Path(checkpoint_dir) / CHECKPOINT_NAME
     restored = _restore(checkpoint_dir, model, optimizer, stopper, device) if resume else None
     history, start_epoch, best_state = restored or (History(), 0, None)
     scalars = _Scalars(tensorboard)
     step_losses = _step_losses(model, device)
     fit_settings = {"batch_size": batch_size, "lr": lr, "weight_decay": weight_decay, "val_fraction": val_fraction}
+    saves = _Checkpoints(checkpoint_dir, checkpoint_every_s, epochs, seed, fit_settings, extra_state)
     if history.initial is None:
         history.initial = evaluate_loss(model, val if val.shape[0] else train)
-    saved = time.perf_counter()
-    every_s = CHECKPOINT_EVERY_S if checkpoint_every_s is None else checkpoint_every_s
     try:
         for epoch in range(start_epoch, epochs):
             if stopper is not None and stopper.done:
@@ -371,12 +369,7 @@ def fit(
             if stopper is not None and stopper.improved(val_loss, epoch + 1):
                 best_state = _state_copy(model)
             scalars.add(epoch + 1, train_loss, val_loss)
-            last = epoch + 1 == epochs or (stopper is not None and stopper.done)
-            due = last or time.perf_counter() - saved >= every_s
-            if ckpt_path is not None and due and distributed()[0] == 0:
-                saved = time.perf_counter()
-                state = _checkpoint(model, optimizer, history, epoch + 1, epochs, seed, fit_settings)
-                write_torch({**state, **_stopping_state(stopper, best_state), **(extra_state or {})}, ckpt_path)
+            saves.after(epoch + 1, model, optimizer, history, stopper, best_state)
             if callback is not None:
                 callback(epoch + 1, train_loss, val_loss)
     finally:
@@ -513,6 +506,44 @@ def _train_epoch(
 
         dist.all_reduce(total)
     return float(total) / train.shape[0]
+
+
+class _Checkpoints:
+    """Writes ``checkpoint.pt`` into ``checkpoint_dir`` (none where it is None; on rank 0 alone)
+    after the last epoch or an early stop, and after any epoch that ends ``every_s`` seconds
+    (None: :data:`CHECKPOINT_EVERY_S`) or more after the last write."""
+
+    def __init__(
+        self,
+        checkpoint_dir: str | Path | None,
+        every_s: float | None,
+        epochs: int,
+        seed: int,
+        fit_settings: dict[str, Any],
+        extra_state: dict[str, Any] | None,
+    ) -> None:
+        self.path = None if checkpoint_dir is None else Path(checkpoint_dir) / CHECKPOINT_NAME
+        self.every_s = CHECKPOINT_EVERY_S if every_s is None else every_s
+        self.epochs, self.seed, self.fit_settings, self.extra = epochs, seed, fit_settings, extra_state or {}
+        self.saved = time.perf_counter()
+
+    def after(
+        self,
+        epoch: int,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        history: History,
+        stopper: EarlyStopping | None,
+        best_state: dict[str, Any] | None,
+    ) -> None:
+        """The checkpoint after ``epoch`` (1-based), where one is due."""
+        last = epoch == self.epochs or (stopper is not None and stopper.done)
+        due = last or time.perf_counter() - self.saved >= self.every_s
+        if self.path is None or not due or distributed()[0] != 0:
+            return
+        self.saved = time.perf_counter()
+        state = _checkpoint(model, optimizer, history, epoch, self.epochs, self.seed, self.fit_settings)
+        write_torch({**state, **_stopping_state(stopper, best_state), **self.extra}, self.path)
 
 
 def _state_copy(model: nn.Module) -> dict[str, torch.Tensor]:
