@@ -62,6 +62,12 @@ class Rhythm:
     vt_bpm: float = 0.0
 
     @property
+    def counted(self) -> dict[str, int]:
+        """The events asked for by number, by the kind the plan's events name them (``couplet``,
+        ``run``, ``pause``, ``interpolated``)."""
+        return {"couplet": self.couplets, "run": self.runs, "pause": self.pauses, "interpolated": self.interpolated}
+
+    @property
     def patterned(self) -> bool:
         """Whether anything but isolated ventricular beats is asked for."""
         return bool(self.atrial_rate or self.couplets or self.runs or self.pauses or self.interpolated) or bool(
@@ -226,12 +232,7 @@ def plan_rhythm(
          ("trigeminy", rhythm.trigeminy, (20.0, 90.0)), ("vt", rhythm.vt, (15.0, 60.0))],
         rng,
     )  # fmt: skip
-    moments = _moments(
-        duration_s,
-        [("couplet", rhythm.couplets), ("run", rhythm.runs), ("pause", rhythm.pauses),
-         ("interpolated", rhythm.interpolated)],
-        rng,
-    )  # fmt: skip
+    moments = _moments(duration_s, list(rhythm.counted.items()), rng)
     plan.times, plan.symbols, plan.rhythms = [float(rng.uniform(0.3, 0.3 + mean_rr))], ["N"], ["N"]
     end = duration_s + 1.0  # beats just past the end still shape the last samples
     while plan.times[-1] < end:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from devicepipe.cli.application import (
     Command,
@@ -19,6 +20,7 @@ from devicepipe.cli.printing import (
 from devicepipe.core.units import format_duration, parse_duration
 from devicepipe.simulate import (
     Rhythm,
+    SimulatedECG,
     events_path,
     simulate_ecg,
     simulate_load,
@@ -109,11 +111,16 @@ def simulate_ecg_cmd(
     n_s = int((sim.classes == "S").sum())
     atrial = f", {n_s} atrial premature" if n_s else ""
     con.print(f"truth: {truth} ({sim.r_peaks.numel():,} beats, {n_v} ventricular ectopic{atrial})")
+    _say_events(con, sim, out, rhythm)
+
+
+def _say_events(con: Console, sim: SimulatedECG, out: Path, rhythm: Rhythm) -> None:
+    """The events written, by kind, and a warning for each kind asked for by number of which
+    fewer fit in the recording (each needs room around it)."""
     made = {kind: sum(k == kind for k, _, _ in sim.events) for kind in sorted({k for k, _, _ in sim.events})}
     if made:
         con.print(f"events: {events_path(out)} ({', '.join(f'{n} {kind}' for kind, n in made.items())})")
-    asked = {"couplet": couplets, "run": runs, "pause": pauses, "interpolated": interpolated}
-    for kind, n in asked.items():  # each needs room around it: a short recording holds fewer than asked
+    for kind, n in rhythm.counted.items():
         if made.get(kind, 0) < n:
             warn(
                 con,
