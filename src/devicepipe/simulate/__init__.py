@@ -244,6 +244,21 @@ def simulate_ecg(
     )
 
 
+def _check_load(days: int, samples_per_day: int, n_anomalies: int) -> None:
+    """A clear error for a load series :func:`simulate_load` cannot make."""
+    if days < 21:
+        raise DevicepipeError(f"simulate: days must be at least 21 (three weeks), got {days}.")
+    if samples_per_day < 4:
+        raise DevicepipeError(f"simulate: samples_per_day must be at least 4, got {samples_per_day}.")
+    if not 0 <= n_anomalies <= days - 14:  # (two weeks of ordinary days at least)
+        raise DevicepipeError(
+            f"simulate: {{param}} must be within 0-{days - 14} for {days} days, got {n_anomalies}",
+            fix=f"ask for at most {{n_anomalies={days - 14}}}, or more {{days}}.",
+            param="n_anomalies",
+            value=n_anomalies,
+        )
+
+
 def _check_rhythm(rhythm: Rhythm) -> None:
     for name in ("couplets", "runs", "pauses", "interpolated"):
         value = getattr(rhythm, name)
@@ -397,17 +412,7 @@ def simulate_load(
     -------
     SimulatedLoad with ``values`` of shape ``(days * samples_per_day,)`` in MW.
     """
-    if days < 21:
-        raise DevicepipeError(f"simulate: days must be at least 21 (three weeks), got {days}.")
-    if samples_per_day < 4:
-        raise DevicepipeError(f"simulate: samples_per_day must be at least 4, got {samples_per_day}.")
-    if not 0 <= n_anomalies <= days - 14:  # (two weeks of ordinary days at least)
-        raise DevicepipeError(
-            f"simulate: {{param}} must be within 0-{days - 14} for {days} days, got {n_anomalies}",
-            fix=f"ask for at most {{n_anomalies={days - 14}}}, or more {{days}}.",
-            param="n_anomalies",
-            value=n_anomalies,
-        )
+    _check_load(days, samples_per_day, n_anomalies)
     dev = resolve_device(device)
     rng = np.random.default_rng(seed)
     try:
