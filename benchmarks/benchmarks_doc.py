@@ -27,6 +27,7 @@ DOC = ROOT / "BENCHMARKS.md"
 # ---------------------------------------------------------------------------------------------
 # formatting: `devicepipe bench`'s own, so the tables read as its Markdown does
 
+import headline  # noqa: E402
 from results_io import table  # noqa: E402
 
 from devicepipe.bench.report import achieved_cells, format_ratio, format_seconds  # noqa: E402
@@ -348,8 +349,9 @@ def contents(text: str) -> list[str]:
     return [f"- [{title}](#{anchor(title)})" for title in titles]
 
 
-def render(text: str) -> str:
-    """``text`` with every generated table rebuilt from its result file, and its contents."""
+def render(text: str, changed: Callable[[str, tuple[str, ...]], bool | None] = headline.changed_since) -> str:
+    """``text`` with every generated table rebuilt from its result file, and its contents
+    (``changed``: whether a claim's code changed since a commit, :func:`headline.changed_since`)."""
     out: list[str] = []
     lines = iter(text.splitlines())
     for line in lines:
@@ -366,14 +368,18 @@ def render(text: str) -> str:
         m = MARK.match(line)
         if not m:
             continue
+        old = []
         for skipped in lines:
             if skipped == END:
                 break
+            old.append(skipped)
         else:
             raise ValueError(f"table {m['name']!r} has no {END!r}")
         path = ROOT / m["path"]
         if m["name"] == "include":
             out += include(path, int(m["index"] or 1))
+        elif m["name"] == "headline":
+            out += _table(headline.HEADER, headline.rows(changed, previous=old))
         else:
             out += RENDERERS[m["name"]](json.loads(path.read_text(encoding="utf-8")))
         out.append(END)

@@ -83,3 +83,56 @@ def test_render_rebuilds_a_table_from_its_json(tmp_path):
     assert "| old |" not in fresh and fresh.startswith(stale.splitlines()[0])
     assert "| samples | sleepecg | ours |" in fresh and fresh.rstrip().endswith(doc.END)
     assert doc.render(fresh) == fresh
+
+
+def test_the_headline_table_opens_the_page_and_reads_each_claim_from_its_result():
+    import headline
+
+    text = doc.DOC.read_text(encoding="utf-8")
+    # the first screen: the table comes before the contents and the first section
+    assert text.index("<!-- table headline: benchmarks/headline.py -->") < text.index(doc.TOC) < text.index("\n## ")
+    # one claim read by hand from its file: 20 M samples, sleepecg's time over ours, one thread each
+    result = json.loads((doc.ROOT / "benchmarks/results/peers_fair.json").read_text(encoding="utf-8"))
+    row = next(r for r in result["rows"] if r["input"] == "simulated, 20,000,000 samples" and not r["same_cores"])
+    cells = next(r for r in headline.rows(lambda commit, paths: False) if r[0].startswith("20,000,000"))
+    assert cells[1:5] == [f"{row['ratio_median']:.2f}x", f"{row['ratio_ci95'][0]:.2f}x", "≥ 2.50x",
+                          "yes" if row["ratio_ci95"][0] >= 2.5 else "**no**"]  # fmt: skip
+    assert result["commit"] in cells[5] and result["date"][:10] in cells[5] and cells[6] == "no"
+    # a ceiling is read at its upper bound: the Holter day's
+    day = json.loads((doc.ROOT / "benchmarks/results/holter_day.json").read_text(encoding="utf-8"))
+    cells = next(r for r in headline.rows(lambda commit, paths: True) if "22-h" in r[0])
+    upper = day["ours_wall_over_sleepecg_call"]["ci95"][1]
+    assert cells[2] == f"{upper:.2f}x" and cells[4] == ("yes" if upper <= 5 else "**no**") and cells[6] == "yes: stale"
+
+
+def test_a_claim_is_stale_once_the_code_it_measures_changes(tmp_path):
+    import subprocess
+
+    import headline
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/detector.py").write_text("x = 1\n")
+    (tmp_path / "other.py").write_text("y = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    commit = git("rev-parse", "--short", "HEAD").strip()
+    assert headline.changed_since(commit, ("src",), tmp_path) is False
+    (tmp_path / "other.py").write_text("y = 2\n")  # another path: still current
+    assert headline.changed_since(commit, ("src",), tmp_path) is False
+    (tmp_path / "src/detector.py").write_text("x = 2\n")  # uncommitted counts: the table is made before the commit
+    assert headline.changed_since(commit, ("src",), tmp_path) is True
+    assert headline.changed_since(f"{commit}-dirty", ("src",), tmp_path) is True
+    assert headline.changed_since("0" * 40, ("src",), tmp_path) is None  # a commit the history lacks
+
+
+def test_without_the_history_the_headline_keeps_what_it_said():
+    text = doc.DOC.read_text(encoding="utf-8")
+    assert doc.render(text, changed=lambda commit, paths: None) == text
+    # and says "unknown" where it had said nothing
+    start = text.index("<!-- table headline")
+    bare = text[:start] + "<!-- table headline: benchmarks/headline.py -->\n" + text[text.index(doc.END, start) :]
+    assert "| unknown |" in doc.render(bare, changed=lambda commit, paths: None)
