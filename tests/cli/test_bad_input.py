@@ -16,7 +16,7 @@ from typer.main import get_command
 from typer.testing import CliRunner
 
 from devicepipe.cli import app
-from devicepipe.core.errors import CLI_NAMES, TOKEN, DevicepipeError
+from devicepipe.core.errors import CLI_NAMES, TOKEN, DevicepipeError, ReadError
 from devicepipe.ecg import ecg_peaks, evaluate_beats
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
 
@@ -221,6 +221,42 @@ def test_iso_times_with_offsets_are_read_as_utc(tmp_path):
     rec = read_series(src, "v", time_column="Datetime")
     expected = np.array(["2019-12-31T22:00", "2019-12-31T23:00", "2020-01-01T01:30"], dtype="datetime64[ns]")
     np.testing.assert_array_equal(rec.timestamps.numpy().view("datetime64[ns]"), expected)
+    # on the wall clock where they were written: the times less their offsets (a load series' days)
+    wall = read_series(src, "v", time_column="Datetime", wall_clock=True)
+    written = np.array(["2020-01-01T00:00", "2020-01-01T01:00", "2020-01-01T02:30"], dtype="datetime64[ns]")
+    np.testing.assert_array_equal(wall.timestamps.numpy().view("datetime64[ns]"), written)
+    # the same with the empty lines that end a file, offsets without a colon, and Z for UTC
+    src.write_text("Datetime,v\n2020-01-01T00:00:00+0200,1\n2020-01-01T01:00:00Z,2\n\n\n")
+    wall = read_series(src, "v", time_column="Datetime", wall_clock=True)
+    np.testing.assert_array_equal(wall.timestamps.numpy().view("datetime64[ns]"), written[:2])
+    np.testing.assert_array_equal(
+        read_series(src, "v", time_column="Datetime").timestamps.numpy().view("datetime64[ns]"),
+        np.array(["2019-12-31T22:00", "2020-01-01T01:00"], dtype="datetime64[ns]"),
+    )
+    # times some with offsets and some without are no one kind of time: the reading error as before
+    src.write_text("Datetime,v\n2020-01-01T00:00:00+02:00,1\n2020-01-01T01:00:00,2\n")
+    with pytest.raises(ReadError, match="Datetime"):
+        read_series(src, "v", time_column="Datetime")
+
+
+def test_times_with_a_zone_read_on_its_wall_clock_across_a_change_of_daylight_saving_time(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from devicepipe.io import read_series
+
+    # Berlin's clocks went from 02:00 to 03:00 on 2023-03-26: hourly instants, and their local times
+    instants = pd.date_range("2023-03-26T00:00", periods=4, freq="h", tz="Europe/Berlin")
+    local = ["2023-03-26T00:00", "2023-03-26T01:00", "2023-03-26T03:00", "2023-03-26T04:00"]
+    utc = ["2023-03-25T23:00", "2023-03-26T00:00", "2023-03-26T01:00", "2023-03-26T02:00"]
+    pq.write_table(pa.table({"t": pa.array(instants), "v": [1.0, 2.0, 3.0, 4.0]}), tmp_path / "berlin.parquet")
+    frame = pd.DataFrame({"v": [1.0, 2.0, 3.0, 4.0]}, index=instants)
+    for source in (tmp_path / "berlin.parquet", frame, frame["v"]):
+        kw = {"time_column": "t"} if isinstance(source, Path) else {}
+        for wall_clock, expected in ((False, utc), (True, local)):
+            rec = read_series(source, None if isinstance(source, pd.Series) else "v", wall_clock=wall_clock, **kw)
+            got = rec.timestamps.numpy().view("datetime64[ns]")
+            np.testing.assert_array_equal(got, np.array(expected, dtype="datetime64[ns]"), err_msg=str(type(source)))
 
 
 def test_what_a_killed_run_leaves_is_swept_by_the_next(tmp_path):

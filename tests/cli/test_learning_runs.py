@@ -270,6 +270,28 @@ def test_series_finds_a_time_column_of_any_name(tmp_path):
     assert not (tmp_path / "r2").exists()
 
 
+def test_a_series_written_with_utc_offsets_is_cut_into_the_days_of_its_own_clock(tmp_path):
+    # two weeks of hourly load in Berlin, over the change to summer time (2023-03-26 has 23 hours),
+    # written with UTC offsets and again as the same wall-clock times without them: the same days
+    days = 14
+    instants = pd.date_range("2023-03-20", "2023-04-03", freq="h", tz="Europe/Berlin", inclusive="left")
+    hours = np.asarray(instants.hour)
+    load = 100 + 10 * np.sin(2 * np.pi * hours / 24) + np.arange(hours.size) % 7
+    zoned, naive = tmp_path / "zoned.csv", tmp_path / "naive.csv"
+    pd.DataFrame({"time": [t.isoformat() for t in instants], "kW": load}).to_csv(zoned, index=False)
+    pd.DataFrame({"time": instants.strftime("%Y-%m-%dT%H:%M:%S"), "kW": load}).to_csv(naive, index=False)
+    tables = []
+    for src in (zoned, naive):
+        out = tmp_path / src.stem
+        result = run("series", src, "--out", out, "--epochs", 2, "--device", "cpu")
+        assert result.exit_code == 0, result.output
+        tables.append(pq.read_table(out / "embeddings.parquet"))
+    starts = tables[0].column("start").to_pylist()
+    assert len(starts) == days and all(str(s).endswith("00:00:00") for s in starts), starts  # local midnights
+    assert str(starts[0]).startswith("2023-03-20") and str(starts[-1]).startswith("2023-04-02")
+    assert tables[0].equals(tables[1])
+
+
 @pytest.mark.slow  # three series runs end to end; CI runs it
 def test_a_series_model_scores_a_new_period(tmp_path):
     src = tmp_path / "load.csv"

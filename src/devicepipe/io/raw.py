@@ -32,6 +32,7 @@ class RawSeries:
     sampling_rate: float | None  # Hz, when the source says
     times: np.ndarray | None  # datetime64[ns] of shape (time,), when the source has a time column
     source: str  # a description of where the values came from, for messages
+    wall_times: np.ndarray | None = None  # where the times carry a zone: the wall-clock times (see io.clock)
 
     @property
     def n_time(self) -> int:

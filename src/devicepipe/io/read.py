@@ -28,11 +28,11 @@ from devicepipe.core.device import resolve_device
 from devicepipe.core.errors import DevicepipeError, ReadError
 from devicepipe.core.interop import library_of
 from devicepipe.core.units import hertz, parse_duration
+from devicepipe.io.clock import index_times
 from devicepipe.io.formats import ReadRequest, Span, format_of, known_formats
 from devicepipe.io.formats.npy import from_array, npy_error, npy_time_first
 from devicepipe.io.raw import ColumnSpec, RawSeries
 from devicepipe.io.tables import (
-    index_times,
     read_frame,
 )
 from devicepipe.io.timeline import (
@@ -175,6 +175,7 @@ def read_series(
     start: int | str | None = None,
     stop: int | str | None = None,
     override_rate: bool = False,
+    wall_clock: bool = False,
 ) -> Recording:
     """Read a recording onto ``device``.
 
@@ -203,6 +204,11 @@ def read_series(
     duplicates : rows sharing a timestamp: ``"keep"`` (report only), ``"first"``, ``"mean"`` or ``"error"``.
     start, stop : samples ``[start, stop)`` only: indices, or durations (``"2h"``: the rate known before
         reading); only that part is read (a CSV's rows before ``start`` are skipped unparsed).
+    wall_clock : times that carry a zone or a UTC offset (``2020-03-29T03:00:00+02:00``) read as
+        the wall-clock times they were written in (3 o'clock: the days and hours of a load series),
+        not as instants in UTC (the default: a rate from them goes on across a change of
+        daylight-saving time); see :mod:`devicepipe.io.clock`. Times without a zone are the same
+        either way.
 
     Returns
     -------
@@ -215,7 +221,7 @@ def read_series(
     span = _span(source, column, start, stop, sampling_rate)
     raw = _read_raw(source, column, time_column, time_format, header, encoding, span)
     _check_not_empty(raw, span, start)
-    values, times, report = raw.values, raw.times, None
+    values, times, report = raw.values, raw.wall_times if wall_clock and raw.wall_times is not None else raw.times, None
     if times is not None:
         values, times, report = order_by_time(values, times, duplicates, raw.source)
 
@@ -376,6 +382,7 @@ def _read_raw(
         raw.sampling_rate,
         None if raw.times is None else raw.times[span.start : span.stop],
         raw.source,
+        None if raw.wall_times is None else raw.wall_times[span.start : span.stop],
     )
 
 
@@ -505,7 +512,8 @@ def _read_object(obj: Any, column: ColumnSpec, time_column: str | int | None) ->
     if lib == "pandas" and kind == "Series":
         raw = from_array(obj, column, "pandas Series")
         name = str(obj.name) if obj.name is not None else "ch0"
-        return RawSeries(raw.values, [name], [None], None, index_times(obj, "pandas Series"), "pandas Series")
+        times, wall = index_times(obj, "pandas Series") or (None, None)
+        return RawSeries(raw.values, [name], [None], None, times, "pandas Series", wall)
     if lib == "polars" and kind == "Series":
         raw = from_array(obj, column, "Polars Series")
         return RawSeries(raw.values, [obj.name or "ch0"], [None], None, None, "Polars Series")

@@ -21,8 +21,9 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from devicepipe.core.errors import ReadError
+from devicepipe.io.clock import times_from_arrow
 from devicepipe.io.edf import EDF_SUFFIXES, read_edf_annotations
-from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES, times_from_arrow
+from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES
 from devicepipe.io.wfdb import BEAT_SYMBOLS, read_beat_annotations
 
 __all__ = [
@@ -183,7 +184,10 @@ def read_reference_days(path: str | os.PathLike[str]) -> ReferenceDays:
         )
     if table.num_rows == 0:
         raise ReadError(f"the reference {p.name} lists no days; give at least one row.")
-    times = times_from_arrow(table.column(name), name, p.name, caller="read_reference_days()", what="column")
+    # (the days on the clock where the series was recorded, as its windows are: read_series(wall_clock=True))
+    times = times_from_arrow(
+        table.column(name), name, p.name, caller="read_reference_days()", what="column", wall_clock=True
+    )
     order = np.argsort(times, kind="stable")
     kind_name = next((by_name[n] for n in KIND_COLUMNS if n in by_name), None)
     if kind_name is None:

@@ -22,6 +22,7 @@ import torch
 
 from devicepipe.core.errors import ReadError
 from devicepipe.core.interop import convert
+from devicepipe.io.clock import OFFSET, arrow_times, index_times
 from devicepipe.io.csv_errors import explain_csv_error
 from devicepipe.io.raw import ColumnSpec, RawSeries, pick_columns
 
@@ -37,7 +38,6 @@ __all__ = [
     "read_frame",
     "read_parquet_table",
     "stack_columns",
-    "times_from_arrow",
 ]
 
 #: Parquet schema-metadata key under which devicepipe stores a recording's sampling rate (Hz).
@@ -302,31 +302,18 @@ def read_csv_table(
         decimal_point=decimal,
     )
     parse = pacsv.ParseOptions(delimiter=delimiter, ignore_empty_lines=False)  # never drop a row in silence
+    rows = None if stop is None else stop - start
     try:
-        try:
-            table = _read_rows(path, read_opts, parse, convert, None if stop is None else stop - start)
-        except pa.ArrowInvalid as exc:
-            if time_name is None or time_format is not None or "timestamp" not in str(exc):
-                raise
-            # ISO 8601 times with a UTC offset (2020-01-01T00:00:00+02:00): read as instants, kept in UTC
-            types[time_name] = pa.timestamp("ns", tz="UTC")
-            convert.column_types = types
-            try:
-                table = _read_rows(path, read_opts, parse, convert, None if stop is None else stop - start)
-            except (pa.ArrowInvalid, pa.ArrowKeyError):
-                raise exc from None  # not offsets either: explain the first failure
-            table = table.set_column(
-                table.column_names.index(time_name), time_name, table.column(time_name).cast(pa.timestamp("ns"))
-            )
+        table, as_text = _read_times_or_text(path, read_opts, parse, convert, time_name, time_format, rows)
+        if stop is None:  # (read to the end: the empty lines that end the file are not rows)
+            table = _without_trailing_empty_lines(table, _trailing_empty_lines(path, encoding))
+        times, wall = (None, None) if time_name is None else _csv_times(table, time_name, source, as_text)
     except (pa.ArrowInvalid, pa.ArrowKeyError) as exc:
         problem, fix = explain_csv_error(path, exc, chosen, time_name, names, header, delimiter, encoding, decimal)
         if fix is not None and time_format is not None:  # the format given does not fit: say so, not to pass one
             fix = fix.replace("pass {time_format=}", f"check {{time_format={time_format!r}}}")
         raise ReadError(problem, fix=fix, param=None if fix is None else "time_format") from None
-    if stop is None:  # (read to the end: the empty lines that end the file are not rows)
-        table = _without_trailing_empty_lines(table, _trailing_empty_lines(path, encoding))
-    times = None if time_name is None else _times(table, time_name, source)
-    return RawSeries(stack_columns(table, chosen), chosen, [None] * len(chosen), None, times, source)
+    return RawSeries(stack_columns(table, chosen), chosen, [None] * len(chosen), None, times, source, wall)
 
 
 def _without_trailing_empty_lines(table: pa.Table, empty: int) -> pa.Table:
@@ -352,12 +339,45 @@ def _header_names(first: list[str], source: str) -> list[str]:
     return names
 
 
-def _times(table: pa.Table, time_name: str, source: str) -> np.ndarray:
-    """The time column as ``datetime64[ns]``; a clear error for an empty cell."""
+def _read_times_or_text(
+    path: Path,
+    read_opts: pacsv.ReadOptions,
+    parse: pacsv.ParseOptions,
+    convert: pacsv.ConvertOptions,
+    time_name: str | None,
+    time_format: str | None,
+    rows: int | None,
+) -> tuple[pa.Table, pa.ArrowInvalid | None]:
+    """The CSV's rows (:func:`_read_rows`), its time column read as times; where they do not parse
+    as times, read as text, with why (ISO 8601 times with UTC offsets: :func:`_csv_times`)."""
+    try:
+        return _read_rows(path, read_opts, parse, convert, rows), None
+    except pa.ArrowInvalid as exc:
+        if time_name is None or time_format is not None or "timestamp" not in str(exc):
+            raise
+        convert.column_types = {**convert.column_types, time_name: pa.string()}
+        convert.strings_can_be_null = True
+        try:
+            return _read_rows(path, read_opts, parse, convert, rows), exc
+        except (pa.ArrowInvalid, pa.ArrowKeyError):
+            raise exc from None
+
+
+def _csv_times(
+    table: pa.Table, time_name: str, source: str, as_text: pa.ArrowInvalid | None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The time column's instants and wall-clock times (:func:`~devicepipe.io.clock.arrow_times`).
+    Read as text (``as_text``: why it was not read as times), every time must end in a UTC
+    offset (2020-01-01T00:00:00+02:00), else that first failure is the one to explain."""
     col = table.column(time_name)
-    if col.null_count:
-        raise ReadError(f"read_series(): time column {time_name!r} of {source} has {col.null_count} empty value(s).")
-    return col.to_numpy().astype("datetime64[ns]")
+    if as_text is not None and not col.null_count and not pc.all(pc.match_substring_regex(col, OFFSET)).as_py():
+        raise as_text
+    try:
+        return arrow_times(col, time_name, source)
+    except ReadError:
+        if as_text is None or col.null_count:
+            raise
+        raise as_text from None
 
 
 def _read_rows(
@@ -427,10 +447,8 @@ def read_parquet_table(
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ReadError(f"read_series(): {path.name} is damaged or not a readable Parquet file ({first}).") from None
     rate = _rate_of(schema)
-    times = None
-    if time_name is not None:
-        times = times_from_arrow(table.column(time_name), time_name, path.name)
-    return RawSeries(stack_columns(table, chosen), chosen, [None] * len(chosen), rate, times, path.name)
+    times, wall = (None, None) if time_name is None else arrow_times(table.column(time_name), time_name, path.name)
+    return RawSeries(stack_columns(table, chosen), chosen, [None] * len(chosen), rate, times, path.name, wall)
 
 
 def _row_range(path: Path, columns: list[str], start: int, stop: int | None) -> pa.Table:
@@ -527,33 +545,6 @@ def parquet_sampling_rate(path: Path) -> float | None:
         raise ReadError(f"read_series(): {path.name} is not a readable Parquet file ({exc}).") from None
 
 
-def times_from_arrow(
-    col: pa.ChunkedArray, name: str, source: str, *, caller: str = "read_series()", what: str = "time column"
-) -> np.ndarray:
-    """An Arrow time column (timestamps, dates or ISO 8601 strings) as ``datetime64[ns]``; an
-    error (from ``caller``, of its ``what``) for an empty value, text that is not a time, or
-    another type."""
-    if col.null_count:
-        raise ReadError(f"{caller}: {what} {name!r} of {source} has {col.null_count} empty value(s).")
-    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-        try:
-            col = col.cast(pa.timestamp("ns"))
-        except pa.ArrowInvalid:
-            raise ReadError(f"{caller}: cannot parse {what} {name!r} of {source} as ISO 8601 times.") from None
-    if not pa.types.is_timestamp(col.type) and not pa.types.is_date(col.type):
-        raise ReadError(f"{caller}: {what} {name!r} of {source} holds {col.type}, not times.")
-    return col.to_numpy().astype("datetime64[ns]")
-
-
-def index_times(obj: Any, source: str) -> np.ndarray | None:
-    """A pandas object's DatetimeIndex as ``datetime64[ns]`` (times with a zone in UTC, as Arrow
-    gives a column of them), or None for any other index."""
-    index = obj.index
-    if not str(getattr(index, "dtype", "")).startswith("datetime64"):
-        return None
-    return times_from_arrow(pa.chunked_array([pa.array(index)]), str(index.name or "index"), source)
-
-
 def read_frame(obj: Any, lib: str, column: ColumnSpec, time_column: str | int | None) -> RawSeries:
     """The chosen columns of an in-memory pandas or Polars DataFrame or PyArrow Table (``lib`` names which)."""
     kind = type(obj).__name__
@@ -565,7 +556,8 @@ def read_frame(obj: Any, lib: str, column: ColumnSpec, time_column: str | int | 
         table = obj.to_arrow()
     names = list(table.column_names)
     chosen, time_name = pick_columns(names, column, time_column, f"the {lib} {kind}")
-    times = None if time_name is None else times_from_arrow(table.column(time_name), time_name, kind)
-    if times is None and lib == "pandas":
-        times = index_times(obj, kind)  # a DatetimeIndex: the times, as of a pandas Series
-    return RawSeries(stack_columns(table, chosen), chosen, [None] * len(chosen), None, times, f"{lib} {kind}")
+    zoned = None if time_name is None else arrow_times(table.column(time_name), time_name, kind)
+    if zoned is None and lib == "pandas":
+        zoned = index_times(obj, kind)  # a DatetimeIndex: the times, as of a pandas Series
+    times, wall = zoned or (None, None)
+    return RawSeries(stack_columns(table, chosen), chosen, [None] * len(chosen), None, times, f"{lib} {kind}", wall)

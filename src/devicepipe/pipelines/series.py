@@ -102,6 +102,7 @@ def _read_load(
             duplicates="mean",
             nan=nan,
             encoding=encoding,
+            wall_clock=True,  # days and hours on the clock where it was recorded, not UTC's
         )
     if rec.samples.ndim != 1:
         problem = f"{rec.source} has {rec.n_channels} value columns"
