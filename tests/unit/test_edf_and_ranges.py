@@ -136,6 +136,24 @@ def _files(tmp_path, x):
     return {"csv": csv, "parquet": parquet, "npy": npy, "edf": edf, "wfdb": tmp_path / "rec"}
 
 
+def test_an_edf_whose_header_gives_its_number_of_records_as_unknown_is_read_whole(tmp_path):
+    # EDF allows -1 data records (a recorder that did not write the count when it closed the file):
+    # its records are read as the file holds them, whole and in chunks (it had been "truncated")
+    x = np.sin(np.arange(5000) / 40)
+    path = write_edf(tmp_path / "ok.edf", [x], 250)
+    data = path.read_bytes()
+    unknown = tmp_path / "unknown.edf"
+    unknown.write_bytes(data[:236] + b"-1      " + data[244:])  # the fixed header's count, bytes 236-243
+    np.testing.assert_array_equal(read_series(unknown).samples.numpy(), read_series(path).samples.numpy())
+    np.testing.assert_array_equal(read_series(unknown, start=1000, stop=3000).samples.numpy(),
+                                  read_series(path, start=1000, stop=3000).samples.numpy())  # fmt: skip
+    # a count the file falls short of is still a file cut short
+    short = tmp_path / "short.edf"
+    short.write_bytes(data[: -250 * 2 * 3])  # three 1-s records of 250 two-byte samples gone
+    with pytest.raises(DevicepipeError, match="it is truncated"):
+        read_series(short)
+
+
 @pytest.mark.parametrize("kind", ["csv", "parquet", "npy", "edf", "wfdb"])
 @pytest.mark.parametrize(("start", "stop"), [(0, 1), (699, 701), (1234, 9000), (9990, None), (5000, 10**9)])
 def test_a_range_equals_the_slice_of_the_whole(tmp_path, signal, kind, start, stop):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,7 @@ def _open(path: Path, where: str) -> Any:
             raise _no_rate(where, path, duration) from None
         detail = " ".join(str(exc).split()) or type(exc).__name__
         raise ReadError(f"{where}: {path.name} is not a readable EDF/BDF file ({detail}).") from None
-    short = [str(w.message) for w in caught if "data record" in str(w.message)]
+    short = [str(w.message) for w in caught if "data record" in str(w.message) and not _unknown_count(str(w.message))]
     if short:
         raise ReadError(
             f"{where}: {path.name} is not a readable EDF/BDF file: it is truncated ({short[-1].rstrip('.')}); "
@@ -81,6 +82,13 @@ def _open(path: Path, where: str) -> Any:
             fix="export it as EDF+C, or split it at its gaps into continuous files.",
         )
     return edf
+
+
+def _unknown_count(message: str) -> bool:
+    """Whether edfio's warning on the number of data records is that the header gives it as -1,
+    which EDF allows (a recorder that did not write it when it closed the file; edfio counts the
+    whole records the file holds), not that the file holds fewer than the header says."""
+    return re.search(r"indicates -1 data records", message) is not None
 
 
 def _refuse_a_cut_header(path: Path, size: int, where: str) -> None:
