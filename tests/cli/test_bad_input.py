@@ -788,3 +788,37 @@ def test_a_model_file_with_a_bit_flipped_is_refused(tmp_path):
         load_model(path)
     one_line_error(run("score", src, "--model", tmp_path / "m", "--out", tmp_path / "s"), "has changed since")
     assert not (tmp_path / "s").exists()
+
+
+def test_an_ecg_whose_times_go_back_into_times_they_held_is_refused_and_rows_out_of_order_are_sorted(tmp_path):
+    # a clock set back (a minute of local times repeated, as at the end of daylight-saving time):
+    # sorted by time, the two stretches' samples interleaved, and a third of the beats were called V
+    sim = simulate_ecg(240, 250, seed=2)
+    x = sim.signal.numpy()
+    times = np.datetime64("2023-10-29T01:58:00") + (np.arange(x.size) * 4_000_000).astype("timedelta64[ns]")
+    back = times.copy()
+    back[120 * 250 :] -= np.timedelta64(60, "s")
+
+    def write(name: str, t: np.ndarray, rows: np.ndarray) -> Path:
+        text = np.datetime_as_string(t[rows], unit="ms")
+        pd.DataFrame({"time": text, "ecg": x[rows]}).to_csv(tmp_path / name, index=False)
+        return tmp_path / name
+
+    in_order = np.arange(x.size)
+    set_back = write("set_back.csv", back, in_order)
+    for command in ("beats", "ecg"):
+        one_line_error(
+            run(command, set_back, "--out", tmp_path / command),
+            "go back into times they have held, first at data row 30,001 (from 2023-10-29 01:59:59.996 to "
+            "2023-10-29 01:59:00)",
+            "write its times in UTC",
+        )
+        assert not (tmp_path / command).exists()
+    # the same samples in shuffled rows sort into one regular series: read as the ordered file is
+    shuffled = write("shuffled.csv", times, np.random.default_rng(0).permutation(x.size))
+    ordered = write("ordered.csv", times, in_order)
+    for src in (ordered, shuffled):
+        assert run("beats", src, "--out", tmp_path / src.stem).exit_code == 0
+    found = [pd.read_csv(tmp_path / name / "beats.csv")["peak"].to_numpy() for name in ("ordered", "shuffled")]
+    np.testing.assert_array_equal(found[0], found[1])
+    assert evaluate_beats(torch.as_tensor(found[0]), sim.r_peaks, 250).f1 > 0.99

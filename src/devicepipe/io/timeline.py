@@ -52,6 +52,16 @@ class TimeReport:
     gaps: tuple[tuple[np.datetime64, np.datetime64, int], ...]  # (before, after, missing steps)
     missing_steps: int  # samples the gaps would hold on the regular grid
     duplicates_policy: str = "keep"
+    # where the times first went back (data row from 0, from, to), where sorting them brought rows
+    # closer than half a step: two stretches that share times (a clock set back), now interleaved
+    overlap: tuple[int, np.datetime64, np.datetime64] | None = None
+
+    def overlap_text(self) -> str:
+        """Where the times first went back into times they had held, in words ("" where they did not)."""
+        if self.overlap is None:
+            return ""
+        row, before, after = self.overlap
+        return f"at data row {row + 1:,} (from {_when(before)} to {_when(after)})"
 
     @property
     def regular(self) -> bool:
@@ -104,7 +114,9 @@ def order_by_time(
     ``"first"``, ``"mean"`` or ``"error"``) and the report of the column as it came.
     """
     ints = times.view(np.int64)
-    was_sorted = bool(np.all(np.diff(ints) >= 0))
+    back = np.flatnonzero(np.diff(ints) < 0)
+    was_sorted = not back.size
+    first_back = None if was_sorted else (int(back[0]) + 1, times[back[0]], times[back[0] + 1])
     if not was_sorted:
         order = np.argsort(ints, kind="stable")
         times, ints = times[order], ints[order]
@@ -114,6 +126,7 @@ def order_by_time(
     n_dup = int(dup_mask.sum())
     positive = diffs[diffs > 0]
     step = float(np.median(positive)) if positive.size else 0.0
+    overlap = first_back if first_back is not None and bool((diffs < 0.5 * step).any()) else None
     gap_idx = np.flatnonzero(diffs > 1.5 * step) if step > 0 else np.array([], dtype=np.int64)
     missing = np.rint(diffs[gap_idx] / step).astype(np.int64) - 1 if step > 0 else np.array([], dtype=np.int64)
     report = TimeReport(
@@ -128,6 +141,7 @@ def order_by_time(
         gaps=tuple((times[i], times[i + 1], int(m)) for i, m in zip(gap_idx[:50], missing[:50], strict=True)),
         missing_steps=int(missing.sum()),
         duplicates_policy=policy,
+        overlap=overlap,
     )
     if n_dup and policy == "error":
         raise ReadError(

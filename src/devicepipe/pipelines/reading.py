@@ -67,7 +67,27 @@ def read_ecg(
         )
     if rec.sampling_rate is None:
         raise unknown_rate(rec.source)
+    _refuse_times_that_go_back(rec, time_column)
     return rec
+
+
+def _refuse_times_that_go_back(rec: Recording, time_column: str | None) -> None:
+    """Refuse, in one line, an ECG whose time column goes back into times it has held: a clock
+    set back (daylight-saving time ending, in local times) or recordings joined. Sorted by time,
+    the samples of the stretches that share times would interleave, a signal no heart made (on a
+    simulated ECG with a minute of its times repeated, a third of its beats were called V). Rows
+    merely out of order, which sort into a regular series, are sorted as before."""
+    report = rec.time_report
+    if report is None or report.overlap is None:
+        return
+    problem = (
+        f"the times in column {time_column!r} of {rec.source} go back into times they have held, first "
+        f"{report.overlap_text()}: a clock set back (daylight-saving time ending) or recordings joined, "
+        "whose samples would interleave if sorted by time"
+    )
+    raise DevicepipeError(
+        problem, fix="write its times in UTC (or with their UTC offsets), or split it where the times go back."
+    )
 
 
 def no_beats(rec: Recording, peaks: torch.Tensor) -> DevicepipeError:
