@@ -822,3 +822,27 @@ def test_an_ecg_whose_times_go_back_into_times_they_held_is_refused_and_rows_out
     found = [pd.read_csv(tmp_path / name / "beats.csv")["peak"].to_numpy() for name in ("ordered", "shuffled")]
     np.testing.assert_array_equal(found[0], found[1])
     assert evaluate_beats(torch.as_tensor(found[0]), sim.r_peaks, 250).f1 > 0.99
+
+
+def test_an_ecg_whose_times_jump_ahead_is_read_back_to_back_with_a_warning_that_says_so(tmp_path):
+    # a wireless recorder drops half a minute of samples: its time column shows the hole, the
+    # samples do not; a regular column, or one with a sample's jitter, says nothing
+    sim = simulate_ecg(240, 250, seed=2)
+    x = sim.signal.numpy()
+    times = np.datetime64("2023-01-01T00:00:00") + (np.arange(x.size) * 4_000_000).astype("timedelta64[ns]")
+    jitter = np.random.default_rng(1).integers(-800_000, 800_000, x.size).astype("timedelta64[ns]")
+    kept = np.ones(x.size, bool)
+    kept[120 * 250 : 150 * 250] = False
+    cases = {"dropped": (times[kept], x[kept]), "regular": (times, x), "jittered": (times + jitter, x)}
+    for name, (t, v) in cases.items():
+        pd.DataFrame({"time": np.datetime_as_string(t, unit="us"), "ecg": v}).to_csv(
+            tmp_path / f"{name}.csv", index=False
+        )
+        result = run("beats", tmp_path / f"{name}.csv", "--out", tmp_path / name)
+        assert result.exit_code == 0, result.output
+        warned = json.loads((tmp_path / name / "summary.json").read_text())["warnings"]
+        if name != "dropped":
+            assert warned == [], warned
+            continue
+        said = "jumps ahead 1 time(s), 7,500 sample(s) missing in all (the longest 30 s, after 2023-01-01 00:01:59.996)"
+        assert len(warned) == 1 and said in warned[0] and said in " ".join(result.stderr.split())

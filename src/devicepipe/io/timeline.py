@@ -56,6 +56,13 @@ class TimeReport:
     # closer than half a step: two stretches that share times (a clock set back), now interleaved
     overlap: tuple[int, np.datetime64, np.datetime64] | None = None
 
+    def longest_gap(self) -> tuple[float, str] | None:
+        """The longest gap among those reported: its seconds, and the time before it in words."""
+        if not self.gaps:
+            return None
+        before, after, _ = max(self.gaps, key=lambda gap: gap[1] - gap[0])
+        return float((after - before) / np.timedelta64(1, "ns")) / 1e9, _when(before)
+
     def overlap_text(self) -> str:
         """Where the times first went back into times they had held, in words ("" where they did not)."""
         if self.overlap is None:

@@ -37,7 +37,14 @@ from devicepipe.io import (
     write_npy,
 )
 from devicepipe.io.timeline import NanPolicy
-from devicepipe.pipelines.checks import accuracy_summary, median_heart_rate, rate_warnings, record_name, reference_in
+from devicepipe.pipelines.checks import (
+    accuracy_summary,
+    median_heart_rate,
+    rate_warnings,
+    record_name,
+    reference_in,
+    time_warnings,
+)
 from devicepipe.pipelines.classes import Labelled, label_beats
 from devicepipe.pipelines.context import BEATS_MODE, PEAK_METHOD, Run
 from devicepipe.pipelines.quality import quality_summary, quality_table_columns
@@ -143,6 +150,7 @@ def check_beats(
     warnings = rate_warnings(host_peaks, fs, n_samples, median_bpm=bpm)
     if opts.strict and warnings:
         raise DevicepipeError(f"{warnings[0]} (refused under strict; nothing was written).")
+    warnings += time_warnings(rec)
     accuracy = None if score is None or ref is None else accuracy_summary(score, ref.source, fs, n_samples)
     return _CheckedBeats(host_peaks, ref_samples, score, accuracy, heart_rate, warnings, bpm)
 

@@ -71,6 +71,24 @@ def rate_warnings(
     ]
 
 
+def time_warnings(rec: Recording) -> list[str]:
+    """What an ECG's time column says of its samples: where its times jump ahead (samples missing
+    there, as a wireless recorder drops them, or a clock set forward), the samples either side are
+    read back to back, so the beats after it are timed by counting samples, not by the clock, and
+    a pause there cannot be seen."""
+    report = rec.time_report
+    longest = None if report is None else report.longest_gap()
+    if report is None or longest is None:
+        return []
+    seconds, after = longest
+    return [
+        f"the time column of {rec.source} jumps ahead {report.n_gaps:,} time(s), {report.missing_steps:,} sample(s) "
+        f"missing in all (the longest {seconds:,.4g} s, after {after}): samples dropped or a clock set forward; "
+        "the samples either side are read back to back, so the beats after it are timed by counting samples, "
+        "and a pause there cannot be seen"
+    ]
+
+
 def record_name(rec: Recording) -> str:
     """The record name of the run's WFDB annotation file: the input's name without its suffix,
     in the letters, digits, ``-`` and ``_`` that WFDB record names allow."""

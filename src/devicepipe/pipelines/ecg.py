@@ -36,7 +36,13 @@ from devicepipe.learning.learn import (
 )
 from devicepipe.learning.score import class_grid, latent_grid, reconstruct
 from devicepipe.models import LightVAEConfig, as_model
-from devicepipe.pipelines.checks import detection_accuracy, missed_labels, record_name, reference_counts
+from devicepipe.pipelines.checks import (
+    detection_accuracy,
+    missed_labels,
+    record_name,
+    reference_counts,
+    time_warnings,
+)
 from devicepipe.pipelines.classes import Labelled, label_beats
 from devicepipe.pipelines.context import (
     BEAT_WIDTH,
@@ -150,6 +156,7 @@ def run_ecg(
         "settings": {**settings.to_dict(), "mode": mode, "width": width, "method": method},
         **_ecg_scores_summary(host, heart_rate, learned, rec.fs),
         "quality": quality_summary(quality, beats.peaks, rec.n_samples, rec.fs, min_quality),
+        "warnings": time_warnings(rec),
     }
     if usable is not None:
         summary["quality"]["left_out_of_training_and_flags"] = int((~usable).sum())

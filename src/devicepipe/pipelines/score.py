@@ -27,7 +27,13 @@ from devicepipe.io import (
 from devicepipe.io.timeline import NanPolicy
 from devicepipe.io.write import holds_output
 from devicepipe.learning.score import reconstruct
-from devicepipe.pipelines.checks import detection_accuracy, missed_labels, rate_warnings, reference_counts
+from devicepipe.pipelines.checks import (
+    detection_accuracy,
+    missed_labels,
+    rate_warnings,
+    reference_counts,
+    time_warnings,
+)
 from devicepipe.pipelines.classes import label_beats
 from devicepipe.pipelines.context import Progress, Run, start, to_host
 from devicepipe.pipelines.ecg import flagged_beat_rows, scored_beat_files
@@ -155,6 +161,7 @@ def _score_summary(
         "transfers": run.timer.transfers(),
         "threads": detector.threads_.to_dict(),
         "warnings": rate_warnings(host["all_peaks"], rec.fs, rec.n_samples)
+        + time_warnings(rec)
         + rate_fit_warnings(detector.geometry_, rec.fs)
         + flag_share_warnings(detector, host["flags"])
         + failed_model_warnings(detector),
