@@ -121,3 +121,38 @@ def test_an_undefined_share_is_said_not_printed_as_nan():
     assert str(BeatScore(0, 69, 0)).endswith(none_referenced)
     assert str(BeatScore(0, 0, 5)).endswith("sensitivity 0.0000, positive predictivity - (no beat found), F1 0.0000")
     assert "nan" not in str(BeatScore(0, 0, 0)) and str(BeatScore(3, 1, 0)).endswith("0.7500, F1 0.8571")
+
+
+def test_every_stage_given_r_peaks_refuses_peaks_that_are_not_alike():
+    import numpy as np
+    import pytest
+    import torch
+
+    import devicepipe as dp
+    from devicepipe.core.errors import DevicepipeError
+
+    sim = dp.simulate_ecg(60, 250, seed=1)
+    x, peaks = sim.signal, dp.ecg_peaks(sim.signal, 250)
+    calls = {
+        "ecg_classes()": lambda p: dp.ecg_classes(x, p, 250),
+        "hrv()": lambda p: dp.hrv(p, 250),
+        "nn_intervals()": lambda p: dp.nn_intervals(p, 250),
+    }
+    bad = {  # (each had been an AttributeError, or a class or an interval read from outside the signal)
+        "must be a torch.Tensor of sample positions": [peaks.numpy(), peaks.tolist()],
+        "must be strictly increasing": [peaks.flip(0), torch.cat([peaks[:5], peaks[4:]])],
+    }
+    for where, call in calls.items():
+        for said, values in bad.items():
+            for value in values:
+                with pytest.raises(DevicepipeError, match=rf"^{re.escape(where)}: peaks {said}"):
+                    call(value)
+        call(peaks)
+    # the classes read each beat's signal: peaks outside it are refused (they had been classed)
+    for outside in (torch.cat([peaks, torch.tensor([x.numel() + 100])]), torch.cat([torch.tensor([-5]), peaks])):
+        with pytest.raises(DevicepipeError, match=r"peaks must lie inside the signal's 15,000 samples"):
+            dp.ecg_classes(x, outside, 250)
+    # a (time, leads) array, as tables and NumPy lay recordings out, is named so
+    with pytest.raises(DevicepipeError, match=r"its shape is \(15000, 1\): time goes last here, so pass it transposed"):
+        dp.ecg_peaks(x.reshape(-1, 1), 250)
+    assert np.array_equal(dp.ecg_peaks(x.reshape(-1, 1).T, 250)[0].numpy(), peaks.numpy())

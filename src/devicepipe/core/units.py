@@ -10,7 +10,7 @@ from typing import Any
 
 from devicepipe.core.errors import DevicepipeError
 
-__all__ = ["format_duration", "hertz", "parse_bytes", "parse_duration"]
+__all__ = ["check_peaks", "format_duration", "hertz", "parse_bytes", "parse_duration"]
 
 _UNITS_S = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "min": 60.0, "m": 60.0, "s": 1.0, "ms": 1e-3}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|min|w|d|h|m|s)")
@@ -99,3 +99,29 @@ def hertz(rate: Any, where: str) -> float:
         return hz
     got = f"{rate!r} (text)" if isinstance(rate, (str, bytes)) else repr(rate)
     raise DevicepipeError(f"{where}: sampling_rate must be a finite, positive number of Hz, got {got}.")
+
+
+def check_peaks(peaks: Any, where: str, n_samples: int | None = None, *, arrays: bool = False) -> None:
+    """A :class:`DevicepipeError` naming ``where`` unless ``peaks`` are R peaks as the stages take
+    them: a ``torch.Tensor`` (or, with ``arrays``, a NumPy array) of shape ``(n_peaks,)`` of sample
+    positions, rising strictly (a beat is read from the intervals either side of it: a repeated or
+    out-of-order peak would read its neighbours wrongly), and, with ``n_samples``, inside the
+    signal ``[0, n_samples)``."""
+    kind = type(peaks).__module__.split(".")[0]
+    if kind not in ("torch", *(("numpy",) if arrays else ())) or not hasattr(peaks, "ndim"):
+        raise DevicepipeError(
+            f"{where}: peaks must be a torch.Tensor of sample positions, shape (n_peaks,), got "
+            f"{type(peaks).__name__}; e.g. the R peaks ecg_peaks() returns, or torch.as_tensor(peaks)."
+        )
+    if peaks.ndim != 1:
+        raise DevicepipeError(f"{where}: peaks must have shape (n_peaks,), got {tuple(peaks.shape)}.")
+    if len(peaks) < 1:
+        return
+    host = peaks.detach().cpu().numpy() if kind == "torch" else peaks
+    if len(peaks) > 1 and bool((host[1:] <= host[:-1]).any()):
+        raise DevicepipeError(f"{where}: peaks must be strictly increasing sample indices; sort them and drop repeats.")
+    if n_samples is not None and (host[0] < 0 or host[-1] >= n_samples):
+        raise DevicepipeError(
+            f"{where}: peaks must lie inside the signal's {n_samples:,} samples, got {host[0]:g} to {host[-1]:g}; "
+            "are they this signal's, at its sampling rate?"
+        )

@@ -90,7 +90,7 @@ import numpy as np
 import torch
 
 from devicepipe.core.errors import DevicepipeError
-from devicepipe.core.units import hertz
+from devicepipe.core.units import check_peaks, hertz
 from devicepipe.ecg.beat_shapes import (
     FAMILY_CORR,
     BeatMeasures,
@@ -287,9 +287,9 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
             fix="pass one lead.",
             param="signal",
         )
+    check_peaks(peaks, "ecg_classes()", int(signal.shape[0]))
     n, fs = int(peaks.numel()), hertz(sampling_rate, "ecg_classes()")
     on_host = peaks.detach().cpu().numpy()
-    _check_increasing(on_host, "ecg_classes()")
     if n < MIN_BEATS:
         return _too_few(n)
     x = signal.float()
@@ -306,13 +306,6 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
     after_prev, _ = after_previous(every.shapes)
     return _decide(fit, t, rr_prev, early, every.width, every.height, family, corr, corr_p, corr_l, every.rough,
                    after_prev)  # fmt: skip
-
-
-def _check_increasing(peaks: np.ndarray, where: str) -> None:
-    """A clear error unless ``peaks`` ``(n,)`` rise strictly: a beat's class reads the intervals
-    either side of it, and a repeated or out-of-order peak would class its neighbours wrongly."""
-    if peaks.size > 1 and bool((np.diff(peaks) <= 0).any()):
-        raise DevicepipeError(f"{where}: peaks must be strictly increasing sample indices; sort them and drop repeats.")
 
 
 def ecg_classes_leads(signals: torch.Tensor, peaks: torch.Tensor, sampling_rate: float) -> BeatClasses:
@@ -389,7 +382,7 @@ def ecg_classes_chunked(
     if n < MIN_BEATS:
         return _too_few(n)
     all_peaks = np.asarray(peaks[:], dtype=np.int64)  # (8 bytes a beat: a week's are 6 MB)
-    _check_increasing(all_peaks, "ecg_classes_chunked()")
+    check_peaks(all_peaks, "ecg_classes_chunked()", arrays=True)
     t = all_peaks.astype(np.float64) / fs
     rr_prev, early = beat_rhythm(t)
     pick = _sample(n)

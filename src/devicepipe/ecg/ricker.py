@@ -74,9 +74,14 @@ def check_input(x: torch.Tensor, sampling_rate: float, where: str, *, leads: boo
             param="nan",
         )
     if x.shape[-1] < 2 * sampling_rate:
+        # (a (time, leads) array, as tables and NumPy lay recordings out: time is the last axis here)
+        transposed = x.ndim > 1 and x.shape[-2] >= 2 * sampling_rate
+        hint = (
+            f"; its shape is {tuple(x.shape)}: time goes last here, so pass it transposed (x.T)" if transposed else ""
+        )
         raise DevicepipeError(
             f"{where}: the recording has {x.shape[-1]} samples, under 2 s at {sampling_rate:g} Hz; "
-            "beat detection needs at least two seconds."
+            f"beat detection needs at least two seconds{hint}."
         )
     return x
 

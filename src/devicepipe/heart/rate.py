@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.spill import Spill, Stored
-from devicepipe.core.units import hertz
+from devicepipe.core.units import check_peaks, hertz
 from devicepipe.signal.blocks import neighbour_median
 
 __all__ = ["HRV", "NN_RANGE_S", "MinuteRates", "hrv", "hrv_stored", "minute_rates", "nn_intervals"]
@@ -98,12 +98,9 @@ def _intervals(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """:func:`nn_intervals` in samples (whole numbers held exactly in float64); ``where``: the
     function its errors name."""
-    if peaks.ndim != 1:
-        raise DevicepipeError(f"{where}: peaks must have shape (n_peaks,), got {tuple(peaks.shape)}.")
+    check_peaks(peaks, where)
     hertz(sampling_rate, where)
     rr = torch.diff(peaks.to(torch.float64))
-    if (rr <= 0).any():
-        raise DevicepipeError(f"{where}: peaks must be strictly increasing sample indices; sort them first.")
     none = torch.zeros_like(rr, dtype=torch.bool)
     if not clean:
         return rr, ~none, none, none
