@@ -156,3 +156,32 @@ def test_every_stage_given_r_peaks_refuses_peaks_that_are_not_alike():
     with pytest.raises(DevicepipeError, match=r"its shape is \(15000, 1\): time goes last here, so pass it transposed"):
         dp.ecg_peaks(x.reshape(-1, 1), 250)
     assert np.array_equal(dp.ecg_peaks(x.reshape(-1, 1).T, 250)[0].numpy(), peaks.numpy())
+
+
+def test_chunked_detection_and_segmenting_refuse_what_is_not_alike():
+    import pytest
+
+    import devicepipe as dp
+    from devicepipe.core.errors import DevicepipeError
+
+    sim = dp.simulate_ecg(60, 250, seed=1)
+    x, peaks = sim.signal, dp.ecg_peaks(sim.signal, 250)
+
+    def chunked(read, n, chunk):
+        return dp.ecg_peaks_chunked(read, n, 250, chunk=chunk)
+
+    refused = {
+        # a length under one sample: a negative one had read x[0:-5], nearly all of it, in silence
+        r"n_samples must be a whole number of samples, at least 1, got -5": lambda: chunked(
+            lambda a, b: x[a:b], -5, 2500
+        ),
+        r"chunk must be a whole number of samples, at least 1, got 0": lambda: chunked(lambda a, b: x[a:b], 15000, 0),
+        # a reader returning NumPy (it had been an AttributeError on its dtype)
+        r"read\(\) must return a torch.Tensor, got ndarray": lambda: chunked(lambda a, b: x.numpy()[a:b], 15000, 2500),
+        # peaks out of order, whose peak-to-peak rows would run backwards (they had been cut)
+        r"ecg_segment\(\): peaks must be strictly increasing": lambda: dp.ecg_segment(x, peaks.flip(0), 250),
+    }
+    for said, call in refused.items():
+        with pytest.raises(DevicepipeError, match=said):
+            call()
+    assert chunked(lambda a, b: x[a:b], 15000, 2500).tolist() == peaks.tolist()

@@ -3,6 +3,7 @@ memory bounded by the chunk."""
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -162,6 +163,11 @@ def _detect_into(
 ) -> torch.device:
     """The chunked detection into ``out``'s ``name``; the device ``read`` returns."""
     sampling_rate = hertz(sampling_rate, "ecg_peaks_chunked()")
+    for what, value in (("n_samples", n_samples), ("chunk", kw["chunk"])):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise DevicepipeError(
+                f"ecg_peaks_chunked(): {what} must be a whole number of samples, at least 1, got {value!r}."
+            )
     out.append(name, torch.zeros(0, dtype=torch.int64))  # (the name holds int64, even with no peak)
     threads = detection_threads(kw["chunk"])  # (on a GPU the kernels use none of the host's threads)
     with using_threads(threads), torch.inference_mode():  # no autograd bookkeeping
@@ -194,7 +200,7 @@ def _peaks_chunked(
     if unknown:
         raise DevicepipeError(f"ecg_peaks_chunked(): no option {unknown[0]!r}; the options are {options_of('ricker')}.")
     if n_samples < 2 * sampling_rate:
-        peaks = ecg_peaks(read(0, n_samples), sampling_rate, **options)
+        peaks = ecg_peaks(_checked(read(0, n_samples), sampling_rate, 0), sampling_rate, **options)
         assert isinstance(peaks, torch.Tensor)  # (one lead's)
         out[0].append(out[1], peaks)
         return peaks.device
@@ -203,7 +209,10 @@ def _peaks_chunked(
     chunk = _aligned(chunk, step)  # (as detection_chunk says)
     halo = -(-r.reach // step) * step
     edge = min(n_samples, samples(r.edge_s, r.fs))
-    means = r.edge_means(_checked(read(0, edge), sampling_rate, 0)[None], read(n_samples - edge, n_samples)[None])
+    means = r.edge_means(
+        _checked(read(0, edge), sampling_rate, 0)[None],
+        _checked(read(n_samples - edge, n_samples), sampling_rate, n_samples - edge)[None],
+    )
     starts = range(0, n_samples, chunk)
     # the same for every chunk (the rate, the samples' dtype and device); made before the first
     # chunk's buffers, as a small tensor kept among them would keep the heap in pieces
@@ -397,6 +406,11 @@ def _unpacked(p: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 def _checked(x: torch.Tensor, sampling_rate: float, offset: int) -> torch.Tensor:
     """One chunk as the detector takes it; a non-finite sample is named by its place in the recording."""
+    if not isinstance(x, torch.Tensor):
+        raise DevicepipeError(
+            f"ecg_peaks_chunked(): read() must return a torch.Tensor, got {type(x).__name__}; "
+            "e.g. torch.from_numpy(...) of the samples it reads."
+        )
     if x.ndim != 1:
         raise DevicepipeError(f"ecg_peaks_chunked(): read() must return shape (time,), got {tuple(x.shape)}.")
     x = x.detach() if x.dtype.is_floating_point else x.detach().to(torch.float32)

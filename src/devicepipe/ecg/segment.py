@@ -10,7 +10,7 @@ import torch
 
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.spill import Stored
-from devicepipe.core.units import hertz
+from devicepipe.core.units import check_peaks, hertz
 from devicepipe.ecg.ricker import samples
 from devicepipe.signal.resample import resample_rows
 from devicepipe.signal.segment import segment, segment_between
@@ -101,6 +101,7 @@ def ecg_segment(
         raise DevicepipeError(f"ecg_segment(): width must be a positive number of samples, got {width}.")
     fs = hertz(sampling_rate, "ecg_segment()")
     peaks = torch.as_tensor(peaks).to(device=x.device, dtype=torch.int64)
+    check_peaks(peaks, "ecg_segment()")  # (out of order, the peak-to-peak rows would run backwards)
     n = x.shape[-1]
     geometry = dict(before_s=before_s, after_s=after_s, lead_s=lead_s, lower_s=lower_s, upper_s=upper_s)
     if mode in SEGMENT_MODES:
