@@ -185,3 +185,19 @@ def test_chunked_detection_and_segmenting_refuse_what_is_not_alike():
         with pytest.raises(DevicepipeError, match=said):
             call()
     assert chunked(lambda a, b: x[a:b], 15000, 2500).tolist() == peaks.tolist()
+
+
+def test_read_series_names_itself_when_given_what_it_cannot_read():
+    import pytest
+
+    import devicepipe as dp
+    from devicepipe.core.errors import DevicepipeError
+
+    # (each had been named "to_torch()", a function the caller never called; bytes as an array of numbers)
+    for thing, said in (
+        ({"ecg": [1.0, 2.0]}, r"^read_series\(\): cannot convert builtins.dict; pass a NumPy"),
+        ((v for v in range(3)), r"^read_series\(\): cannot convert builtins.generator"),
+        (b"/tmp/recording.csv", r"^read_series\(\): cannot read bytes; pass a path \(str or pathlib.Path\)"),
+    ):
+        with pytest.raises(DevicepipeError, match=said):
+            dp.read_series(thing)

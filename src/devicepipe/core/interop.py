@@ -184,7 +184,9 @@ def _from_cudf(obj: Any, copy: _Copy) -> torch.Tensor:
     return torch.from_dlpack(obj.to_cupy())
 
 
-def convert(obj: Any, *, device: torch.device | str | None = None, allow_copy: bool = True) -> Conversion:
+def convert(
+    obj: Any, *, device: torch.device | str | None = None, allow_copy: bool = True, where: str = "to_torch()"
+) -> Conversion:
     """Convert an array-like object to a tensor and say whether that took a copy.
 
     Parameters
@@ -195,8 +197,9 @@ def convert(obj: Any, *, device: torch.device | str | None = None, allow_copy: b
     device : where the result must live; None keeps the object's own device. Moving to
         another device is a copy.
     allow_copy : when False, raise :class:`CopyRefusedError` instead of copying.
+    where : the function the errors name (the caller's, where it converts for its user).
     """
-    copy = _Copy(allow_copy, "to_torch()")
+    copy = _Copy(allow_copy, where)
     lib = library_of(obj)
     kind = type(obj).__name__
     if lib == "torch":
@@ -212,7 +215,7 @@ def convert(obj: Any, *, device: torch.device | str | None = None, allow_copy: b
     elif lib == "cudf" and kind == "Series":
         tensor = _from_cudf(obj, copy)
     elif lib in ("pandas", "polars", "cudf", "pyarrow"):
-        raise DevicepipeError(f"to_torch(): pick one column of the {lib} {kind} (a Series), e.g. df['ecg'].")
+        raise DevicepipeError(f"{where}: pick one column of the {lib} {kind} (a Series), e.g. df['ecg'].")
     elif hasattr(obj, "__dlpack__"):
         tensor = torch.from_dlpack(obj)  # JAX, CuPy, NumPy-likes: shared memory, either device
     elif hasattr(obj, "__cuda_array_interface__"):
@@ -224,7 +227,7 @@ def convert(obj: Any, *, device: torch.device | str | None = None, allow_copy: b
         tensor = _from_numpy(np.asarray(obj), copy)
     else:
         raise DevicepipeError(
-            f"to_torch(): cannot convert {type(obj).__module__}.{kind}; pass a NumPy, PyArrow, pandas, "
+            f"{where}: cannot convert {type(obj).__module__}.{kind}; pass a NumPy, PyArrow, pandas, "
             "Polars, JAX, CuPy, cuDF or torch array, or an object with __dlpack__."
         )
     if device is not None and (str(device) == "auto" or str(device).startswith("cuda")):

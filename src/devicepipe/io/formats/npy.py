@@ -53,7 +53,11 @@ def _read_npy(path: Path, column: ColumnSpec, span: Span = WHOLE) -> RawSeries:
 
 def from_array(arr: Any, column: ColumnSpec, source: str) -> RawSeries:
     """An array in devicepipe's layout, ``(time,)`` or ``(channels, time)``, shared where possible."""
-    tensor = convert(arr).tensor
+    if isinstance(arr, (str, bytes)):  # (a path given as bytes, or text: neither is an array)
+        raise ReadError(
+            f"read_series(): cannot read {type(arr).__name__}; pass a path (str or pathlib.Path) or an array."
+        )
+    tensor = convert(arr, where="read_series()").tensor
     if tensor.ndim not in (1, 2):
         raise ReadError(
             f"read_series(): {source} has shape {tuple(tensor.shape)}; expected (time,) or (channels, time)."
