@@ -541,3 +541,31 @@ def test_resume_of_runs_whose_settings_were_never_written_is_refused(tmp_path):
     assert result.exit_code == 2, result.output
     assert "have no settings.json" in result.stderr and "without --resume" in result.stderr
     assert runner.invoke(app, [*args, "--out", str(out), "--mode", "seed"]).exit_code == 0  # run again: fine
+
+
+def test_a_text_file_that_lists_no_file_is_refused_in_one_line_not_run_line_by_line(tmp_path):
+    # a recording saved as .txt had been taken for a list of 15,001 recordings, each failing on its row
+    sim = simulate_ecg(30, 250, seed=1)
+    numbers = tmp_path / "ecg.txt"
+    numbers.write_text("ecg\n" + "\n".join(f"{v:.6f}" for v in sim.signal.tolist()) + "\n")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["beats", str(numbers), "--out", str(out), "--workers", "0"])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
+    assert (
+        "none of the 7,501 lines of" in result.stderr and "names a file that exists (the first: 'ecg')" in result.stderr
+    )
+    assert "save it as one of .hea, .csv" in result.stderr and not out.exists()
+    # a list whose lines name a WFDB record by its name, without a suffix, is a list all the same
+    import wfdb
+
+    (tmp_path / "rec").mkdir()
+    signal = sim.signal.numpy().astype("float64")[:, None]
+    wfdb.wrsamp(
+        "r1", fs=250, units=["mV"], sig_name=["MLII"], p_signal=signal, fmt=["16"], write_dir=str(tmp_path / "rec")
+    )
+    listing = tmp_path / "records.txt"
+    listing.write_text("x" * 300 + "\nrec/r1\n")
+    result = runner.invoke(
+        app, ["beats", str(listing), "--out", str(tmp_path / "o2"), "--workers", "0", "--no-figures"]
+    )
+    assert result.exit_code == 1 and "1 ok, 1 failed: see" in result.stdout, result.output

@@ -86,6 +86,15 @@ def _wfdb_header(path: Path) -> Path:
     return path
 
 
+def _names_a_file(path: Path) -> bool:
+    """Whether ``path`` (a line of a list of recordings) names a file there is: itself, or a WFDB
+    record's header; False for a name the file system cannot hold (that line fails on its own row)."""
+    try:
+        return path.exists() or Path(f"{path}.hea").exists()
+    except OSError:
+        return False
+
+
 def find_recordings(spec: str | os.PathLike[str], *, exclude: str | os.PathLike[str] | None = None) -> Dataset:
     """The recordings ``spec`` names, in a stable order.
 
@@ -133,6 +142,12 @@ def find_recordings(spec: str | os.PathLike[str], *, exclude: str | os.PathLike[
         entries = [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
         paths = [p if p.is_absolute() else root / p for p in map(Path, entries)]
         where = f"list {path}"
+        if paths and not any(map(_names_a_file, paths)):
+            raise DevicepipeError(
+                f"none of the {len(paths):,} lines of {path} names a file that exists (the first: {entries[0]!r}), "
+                f"so it is no list of recordings (one path a line); if {path.name} holds a recording, save it "
+                f"as one of {', '.join(RECORDING_SUFFIXES)}."
+            )
     elif glob.has_magic(text):
         found = {_wfdb_header(Path(p)) for p in glob.glob(text, recursive=True)}
         fixed = _fixed_part(text)
