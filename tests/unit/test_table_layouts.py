@@ -37,6 +37,11 @@ def _european(values: np.ndarray, header: bool) -> str:
         ("note,text\nok;fine,x\n", (",", ".")),  # semicolons inside text: still commas
         ("id,notes\n1,a;b\n2,c;d\n", (",", ".")),  # ... on every row, but not in the header
         ("Datetime;load\n2023-01-01 00:00;512,5\n2023-01-01 01:00;498,25\n", (";", ",")),  # times beside
+        # tabs or bars between the fields of a file still named .csv (they had been one column of text)
+        ("time\tecg\n0.0\t0.02\n0.004\t0.03\n", ("\t", ".")),
+        ("time\tecg\n0,0\t0,02\n0,004\t0,03\n", ("\t", ",")),
+        ("ecg|ecg2\n0.02|0.02\n0.03|0.03\n", ("|", ".")),
+        ("id,notes\n1,a|b\n2,c|d\n", (",", ".")),  # bars inside text: still commas
     ],
 )
 def test_the_delimiter_and_decimal_mark_are_read_from_the_rows(tmp_path, text, layout):
@@ -46,6 +51,15 @@ def test_the_delimiter_and_decimal_mark_are_read_from_the_rows(tmp_path, text, l
     tsv = tmp_path / "x.tsv"
     tsv.write_text(text)
     assert csv_layout(tsv) == ("\t", ".")
+
+
+def test_a_csv_with_tabs_or_bars_between_its_fields_reads_the_values_written(tmp_path):
+    values = np.random.default_rng(1).normal(size=300)
+    for mark in ("\t", "|"):
+        path = tmp_path / "other.csv"
+        path.write_text(f"time{mark}ecg\n" + "".join(f"{i / 250:.3f}{mark}{v:.5f}\n" for i, v in enumerate(values)))
+        rec = read_series(path, "ecg", sampling_rate=250)
+        np.testing.assert_allclose(rec.samples.numpy(), values, atol=5e-6)
 
 
 @pytest.mark.parametrize("header", [True, False])

@@ -45,6 +45,8 @@ SAMPLING_RATE_KEY = b"devicepipe.sampling_rate"
 #: File suffixes read as delimited text, and their delimiters.
 CSV_DELIMITERS = {".csv": ",", ".tsv": "\t"}
 PARQUET_SUFFIXES = frozenset({".parquet", ".pq"})
+#: Delimiters a ``.csv`` may hold instead of commas, in the order they are tried (see :func:`csv_layout`).
+OTHER_DELIMITERS = (";", "\t", "|")
 
 _TIME_PARSERS = ("%m/%d/%Y %H:%M", "%m/%d/%Y %H:%M:%S", "%Y-%m-%d %H:%M", "%d.%m.%Y %H:%M")
 
@@ -68,7 +70,8 @@ def csv_layout(path: Path, encoding: str | None = None) -> tuple[str, str]:
     Judged from the file's first three lines: semicolons when each line splits into the same
     number of fields at semicolons but not at commas (a header ``a;b`` has no comma at all); or,
     where both split evenly (no header, ``1,5;2``), when the last line's fields are numbers only
-    when split at semicolons.
+    when split at semicolons. Tabs and ``|``, which other exports put between fields of a file
+    they still name ``.csv``, are judged the same way (:data:`OTHER_DELIMITERS`).
     """
     delimiter = CSV_DELIMITERS[path.suffix.lower()]
     if delimiter != ",":
@@ -84,18 +87,17 @@ def csv_layout(path: Path, encoding: str | None = None) -> tuple[str, str]:
     if len(probe) == _PROBE_BYTES and len(pieces) > 1:
         pieces = pieces[:-1]  # the probe may end inside its last line
     lines = [line for line in pieces[:3] if line.strip()]
-    if not lines or ";" not in lines[-1]:
-        return delimiter, "."
 
     def even(mark: str) -> bool:  # every line splits into the same number (>= 2) of fields
         return len({line.count(mark) for line in lines}) == 1 and lines[0].count(mark) >= 1
 
-    fields = lines[-1].split(";")
-    decimal = "," if any(_DECIMAL_COMMA.match(f) for f in fields) else "."
-    if even(";") and not even(","):
-        return ";", decimal
-    if even(";") and not _looks_numeric(lines[-1].split(",")) and _looks_numeric(fields, decimal):
-        return ";", decimal
+    for mark in (m for m in OTHER_DELIMITERS if lines and m in lines[-1]):
+        fields = lines[-1].split(mark)
+        decimal = "," if any(_DECIMAL_COMMA.match(f) for f in fields) else "."
+        if even(mark) and not even(","):
+            return mark, decimal
+        if even(mark) and not _looks_numeric(lines[-1].split(",")) and _looks_numeric(fields, decimal):
+            return mark, decimal
     return delimiter, "."
 
 
