@@ -105,7 +105,7 @@ def test_simulate_load_and_read_with_time_column(tmp_path):
         (["read", "{tmp}/missing.csv"], "file not found"),
         (["read", "{tmp}/x.csv", "--device", "gpu"], "unknown device 'gpu'; use 'cuda:0'"),
         (["read", "{tmp}/x.csv", "-c", "nope"], "column 'nope' not found"),
-        (["read", "{tmp}/x.csv", "--nan", "bogus"], "'bogus' is not one of"),
+        (["read", "{tmp}/x.csv", "--nan", "bogus"], "Invalid value for '--nan': 'bogus' is not one of"),
         (["simulate", "ecg", "--duration", "24x", "--out", "{tmp}/o.csv"], "cannot read duration '24x'"),
         (["simulate", "ecg", "--out", "{tmp}/o.xlsx"], "use a .csv, .parquet or .npy"),
         (["simulate", "ecg", "--out", "{tmp}/o.csv", "--sampling-rate", "5"], "--sampling-rate"),

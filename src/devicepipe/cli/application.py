@@ -241,6 +241,7 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
                 ctx = getattr(exc, "ctx", None)
                 where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
                 message = _expanded_pattern(exc.format_message()) or " ".join(exc.format_message().split())
+                message = message.replace(": Value error, ", ": ")  # (the validator's own label of its ValueError)
                 _fail(f"{message}{where}", int(exc.exit_code))
             if type(exc).__name__ == "Abort":
                 sys.exit(1)
