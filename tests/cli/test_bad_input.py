@@ -846,3 +846,15 @@ def test_an_ecg_whose_times_jump_ahead_is_read_back_to_back_with_a_warning_that_
             continue
         said = "jumps ahead 1 time(s), 7,500 sample(s) missing in all (the longest 30 s, after 2023-01-01 00:01:59.996)"
         assert len(warned) == 1 and said in warned[0] and said in " ".join(result.stderr.split())
+
+
+def test_a_compressed_recording_is_named_so_with_the_fix(tmp_path):
+    import gzip
+
+    sim = simulate_ecg(30, 250, seed=1)
+    src, _ = write_simulated_ecg(sim, tmp_path / "e.csv")
+    packed = tmp_path / "e.csv.gz"
+    packed.write_bytes(gzip.compress(src.read_bytes()))
+    # (it had been "unknown format '.gz'", as though the recording were of a kind not read)
+    one_line_error(run("beats", packed, "--out", tmp_path / "o"), "e.csv.gz is compressed (.gz); decompress it first")
+    assert not (tmp_path / "o").exists()

@@ -247,6 +247,10 @@ def read_series(
     )
 
 
+#: Suffixes of compressed files, which are named for what they hold (``ecg.csv.gz``).
+COMPRESSED_SUFFIXES = frozenset({".gz", ".bz2", ".xz", ".zst", ".zip", ".7z"})
+
+
 def _check_not_empty(raw: RawSeries, span: Span, start: Any) -> None:
     if span.start and raw.n_time == 0:
         raise ReadError(f"read_series(): start={start!r} is at or past the end of {raw.source}.")
@@ -494,6 +498,11 @@ def _read_path(
             raise ReadError(f"read_series(): file not found: {path}.")
         if path.is_dir():
             raise ReadError(f"read_series(): {path} is a directory; pass a file.")
+    if fmt is None and path.suffix.lower() in COMPRESSED_SUFFIXES:
+        raise ReadError(
+            f"read_series(): {path.name} is compressed ({path.suffix.lower()}); decompress it first (devicepipe "
+            f"reads {known_formats()}, not compressed files)."
+        )
     if fmt is None:
         raise ReadError(
             f"read_series(): unknown format {path.suffix.lower() or '(no extension)'!r} of {path.name}; "
