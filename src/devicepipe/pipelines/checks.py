@@ -81,9 +81,10 @@ def time_warnings(rec: Recording) -> list[str]:
     if report is None or longest is None:
         return []
     seconds, after = longest
+    which = "the longest" if report.n_gaps == len(report.gaps) else f"the longest of the first {len(report.gaps)}"
     return [
         f"the time column of {rec.source} jumps ahead {report.n_gaps:,} time(s), {report.missing_steps:,} sample(s) "
-        f"missing in all (the longest {seconds:,.4g} s, after {after}): samples dropped or a clock set forward; "
+        f"missing in all ({which} {seconds:,.4g} s, after {after}): samples dropped or a clock set forward; "
         "the samples either side are read back to back, so the beats after it are timed by counting samples, "
         "and a pause there cannot be seen"
     ]
