@@ -125,3 +125,26 @@ def test_a_day_at_250_hz():
     sim = simulate_ecg(86400, 250, ectopic_rate=0.01)
     assert sim.signal.shape == (21_600_000,)
     assert abs(sim.r_peaks.numel() - 86400 * 70 / 60) < 0.03 * 86400 * 70 / 60
+
+
+def test_amounts_that_are_no_amount_are_refused_not_written_as_a_signal():
+    # an infinite mains amplitude had written a signal of NaN, an infinite noise one of -inf;
+    # a variability of 5 had turned intervals back (60 beats where 70 were asked for)
+    bad = {
+        "noise_mV": [float("inf"), float("nan"), -0.1, 1e300],
+        "wander_mV": [float("inf"), -1.0],
+        "powerline_mV": [float("inf"), float("nan")],
+        "hrv": [5.0, -1.0, float("nan")],
+    }
+    for name, values in bad.items():
+        for value in values:
+            with pytest.raises(DevicepipeError, match=rf"^simulate: {name} must be a finite number within 0-"):
+                simulate_ecg(30, 250, **{name: value})
+    with pytest.raises(DevicepipeError, match=r"powerline_hz must be a finite, positive number"):
+        simulate_ecg(30, 250, powerline_hz=float("nan"))
+    for value in (float("inf"), float("nan"), 2.0):
+        with pytest.raises(DevicepipeError, match=r"^simulate: noise must be a finite number within 0-1, got"):
+            simulate_load(30, noise=value)
+    # the edges of each range are recordings still
+    assert simulate_ecg(30, 250, hrv=0.5, noise_mV=0.0, wander_mV=0.0).signal.isfinite().all()
+    assert simulate_load(30, noise=1.0).values.isfinite().all()

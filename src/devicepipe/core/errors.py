@@ -43,6 +43,8 @@ CLI_NAMES: dict[str, tuple[str, ...]] = {
     "duration_s": ("duration",),
     "n_anomalies": ("anomalies",),
     "vt_bpm": ("vt-rate",),
+    "noise_mV": ("noise",),
+    "wander_mV": ("wander",),
 }
 
 

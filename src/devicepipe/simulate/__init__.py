@@ -113,6 +113,12 @@ class SimulatedECG:
 MIN_ECG_S = 10.0
 
 
+#: The most heart-rate variability the simulator takes (a share of the RR interval) and the most
+#: noise, wander or mains interference (mV).
+MOST_HRV = 0.5
+MOST_MV = 1000.0
+
+
 def _check_positive(name: str, value: float) -> None:
     if not (value > 0 and math.isfinite(value)):
         raise DevicepipeError(f"simulate: {name} must be a finite, positive number, got {value}.")
@@ -193,6 +199,12 @@ def simulate_ecg(
     """
     rhythm = replace(rhythm or Rhythm(), ectopic_rate=ectopic_rate or (rhythm.ectopic_rate if rhythm else 0.0))
     _check_ecg(duration_s, sampling_rate, heart_rate_bpm, rhythm.ectopic_rate)
+    # (beyond half the RR interval, the variability would turn intervals back; beyond a thousand
+    # times a QRS's height, noise buries every beat: neither is a recording)
+    _check_amount("hrv", hrv, MOST_HRV)
+    for name, amount in (("noise_mV", noise_mV), ("wander_mV", wander_mV), ("powerline_mV", powerline_mV)):
+        _check_amount(name, amount, MOST_MV, " mV")
+    _check_positive("powerline_hz", powerline_hz)
     _check_rhythm(rhythm)
     dev = resolve_device(device)
     rng = np.random.default_rng(seed)
@@ -299,6 +311,18 @@ def _fibrillation(
         lo, hi = int(times[a - 1] * fs) if a else 0, min(int(times[b - 1] * fs), n)
         mask[lo:hi] = True
     return torch.where(mask, waves, 0.0)
+
+
+def _check_amount(name: str, value: float, most: float, unit: str = "") -> None:
+    """A clear error unless ``value`` is a finite number within ``[0, most]`` (a noise, wander or
+    share the simulator scales its waves by: infinity or NaN had written a signal of them)."""
+    if not (isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value) and 0 <= value <= most):
+        raise DevicepipeError(
+            f"simulate: {{param}} must be a finite number within 0-{most:g}{unit}, got {value!r}",
+            fix=f"give {{{name}}} within 0-{most:g}{unit}.",
+            param=name,
+            value=value,
+        )
 
 
 def _check_ecg(duration_s: float, sampling_rate: float, heart_rate_bpm: float, ectopic_rate: float) -> None:
@@ -413,6 +437,7 @@ def simulate_load(
     SimulatedLoad with ``values`` of shape ``(days * samples_per_day,)`` in MW.
     """
     _check_load(days, samples_per_day, n_anomalies)
+    _check_amount("noise", noise, 1.0)  # (a share of the load: at 1, as large as the load itself)
     dev = resolve_device(device)
     rng = np.random.default_rng(seed)
     try:
