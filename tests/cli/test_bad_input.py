@@ -858,3 +858,18 @@ def test_a_compressed_recording_is_named_so_with_the_fix(tmp_path):
     # (it had been "unknown format '.gz'", as though the recording were of a kind not read)
     one_line_error(run("beats", packed, "--out", tmp_path / "o"), "e.csv.gz is compressed (.gz); decompress it first")
     assert not (tmp_path / "o").exists()
+
+
+def test_simulate_refuses_a_noise_that_is_no_amount_in_its_own_words(tmp_path):
+    # (both had written a file of -inf with exit status 0)
+    for command, says in (
+        (["simulate", "ecg", "--noise", "inf"], "--noise must be a finite number within 0-1000 mV, got inf"),
+        (["simulate", "ecg", "--wander", "inf"], "--wander must be a finite number within 0-1000 mV, got inf"),
+        # NaN fails the option's own bound first, which now says the value given
+        (["simulate", "ecg", "--wander", "nan"], "'--wander': Input should be greater than or equal to 0, got nan"),
+        (["simulate", "ecg", "--noise=-1"], "'--noise': Input should be greater than or equal to 0, got -1"),
+        (["simulate", "load", "--noise", "inf"], "--noise must be a finite number within 0-1, got inf"),
+    ):
+        out = tmp_path / "s.csv"
+        one_line_error(run(*command, "--out", out), says)
+        assert not out.exists()

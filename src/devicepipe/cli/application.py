@@ -242,7 +242,7 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
                 where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
                 message = _expanded_pattern(exc.format_message()) or " ".join(exc.format_message().split())
                 message = message.replace(": Value error, ", ": ")  # (the validator's own label of its ValueError)
-                _fail(f"{message}{where}", int(exc.exit_code))
+                _fail(f"{_with_value_given(message, args)}{where}", int(exc.exit_code))
             if type(exc).__name__ == "Abort":
                 sys.exit(1)
             raise
@@ -255,6 +255,23 @@ class _OneLineErrors(_PlainHelp, TyperGroup):
 
 #: The exit status of a command stopped with Ctrl-C (128 + SIGINT, as a shell gives; typer's too).
 CTRL_C = 130
+
+
+def _with_value_given(message: str, args: Any) -> str:
+    """A bound refused by the options' validator ("Invalid value for '--lr': Input should be less
+    than or equal to 0.99") with the value that was given (", got nan"): for NaN, the bound it
+    names is not what is wrong with it."""
+    found = re.match(r"Invalid value for '(--[\w-]+)': Input should be", message)
+    if not found:
+        return message
+    words = [str(w) for w in (sys.argv[1:] if args is None else args)]
+    option = found.group(1)
+    for i, word in enumerate(words):
+        if word == option and i + 1 < len(words):
+            return f"{message}, got {words[i + 1]}"
+        if word.startswith(option + "="):
+            return f"{message}, got {word.split('=', 1)[1]}"
+    return message
 
 
 def _expanded_pattern(message: str) -> str | None:
