@@ -201,3 +201,40 @@ def test_read_series_names_itself_when_given_what_it_cannot_read():
     ):
         with pytest.raises(DevicepipeError, match=said):
             dp.read_series(thing)
+
+
+def test_the_neighbour_kernels_spectrum_and_training_refuse_settings_that_are_none():
+    import numpy as np
+    import pytest
+    import torch
+
+    import devicepipe as dp
+    from devicepipe.core.errors import DevicepipeError
+
+    rows, reference = torch.randn(50, 32), torch.randn(80, 32)
+    refused = {
+        # k of 0 had given an empty tensor of scores; a NaN ridge NaN scores
+        r"^knn_distance\(\): k must be a whole number of neighbours, at least 1, got 0": lambda: dp.knn_distance(
+            rows, reference, 0
+        ),
+        r"^local_residual\(\): k must be": lambda: dp.local_residual(rows, reference, 0),
+        r"^local_residual\(\): ridge must be a finite number >= 0, got nan": lambda: dp.local_residual(
+            rows, reference, 3, ridge=float("nan")
+        ),
+        # a floor of 0 and one row had been torch's RuntimeError and an IndexError
+        r"^row_pyramid\(\): floor must be": lambda: dp.row_pyramid(rows, floor=0),
+        r"^row_pyramid\(\): rows must have shape \(n, w\), got \(32,\)": lambda: dp.row_pyramid(rows[0]),
+        # a grid of 0 Hz had been a ZeroDivisionError
+        r"^hrv_frequency\(\): rate_hz must be a finite, positive number of Hz, got 0": lambda: dp.hrv_frequency(
+            np.full(400, 800.0), np.arange(400) * 0.8, rate_hz=0
+        ),
+        # torch's own "Invalid weight_decay value: -1.0"
+        r"weight decay -1.0 must be within \[0, 1\)": lambda: dp.BeatAnomalyDetector(
+            model="mlp", epochs=1, weight_decay=-1.0
+        ).fit(rows),
+    }
+    for said, call in refused.items():
+        with pytest.raises(DevicepipeError, match=said):
+            call()
+    assert dp.knn_distance(rows, reference, np.int64(3)).shape == (50,)  # a NumPy count is a count
+    assert [level.shape[1] for level in dp.row_pyramid(rows, floor=8)] == [32, 16, 8]

@@ -31,6 +31,8 @@ latter to 220 MiB).
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -103,6 +105,8 @@ def hrv_frequency(
     window_s : each Welch window in seconds; None: half the span of the kept intervals.
     rate_hz : the even grid the intervals are interpolated onto, Hz (at most :data:`MAX_GRID` points).
     """
+    if not (isinstance(rate_hz, numbers.Real) and math.isfinite(rate_hz) and rate_hz > 0):  # (0: ZeroDivisionError)
+        raise DevicepipeError(f"hrv_frequency(): rate_hz must be a finite, positive number of Hz, got {rate_hz!r}.")
     rr, t = np.asarray(intervals_ms, dtype=np.float64), np.asarray(times_s, dtype=np.float64)
     if rr.shape != t.shape or rr.ndim != 1:
         raise DevicepipeError(

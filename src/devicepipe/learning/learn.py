@@ -93,6 +93,8 @@ class LearnSettings:
             raise DevicepipeError(problem, fix="or pass {epochs=N}.", param="val_fraction", value=self.val_fraction)
         if not 0 < self.lr < 1:
             raise DevicepipeError(f"learning rate {self.lr} is out of range; use e.g. 1e-3.")
+        if not 0 <= self.weight_decay < 1:  # (torch's own message had been "Invalid weight_decay value")
+            raise DevicepipeError(f"weight decay {self.weight_decay} must be within [0, 1), e.g. 1e-4 (or 0: none).")
         if not 0 <= self.val_fraction < 0.9:
             raise DevicepipeError(f"validation fraction {self.val_fraction} must be within [0, 0.9).")
         if not 50 <= self.percentile < 100:

@@ -4,6 +4,7 @@ resolution pyramid, robust scales and thresholds."""
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterator
 
 import torch
@@ -156,6 +157,7 @@ def knn_distance(
     for a training row's own score), or -1. ``skip_equal``: a row of ``x`` equal, bit for bit,
     to its nearest reference row leaves that one row out, as its own score did when it trained
     (so scoring the training rows again gives their training scores)."""
+    _check_neighbours("knn_distance()", k)
     return knn_and_local(x, reference, k, 0, exclude=exclude, skip_equal=skip_equal)[0]
 
 
@@ -186,7 +188,17 @@ def local_residual(
 
     Computed on the reference's device in blocks of about 32 M values; ``exclude`` and
     ``skip_equal`` as :func:`knn_distance` has them."""
+    _check_neighbours("local_residual()", k)
+    if not (isinstance(ridge, numbers.Real) and math.isfinite(ridge) and ridge >= 0):
+        raise DevicepipeError(f"local_residual(): ridge must be a finite number >= 0, got {ridge!r}.")
     return knn_and_local(x, reference, 0, k, skip=skip, exclude=exclude, skip_equal=skip_equal, ridge=ridge)[1]
+
+
+def _check_neighbours(where: str, k: int) -> None:
+    """A clear error unless ``k`` is a whole number of neighbours, 1 or more (0 had given an empty
+    tensor of scores: none for any row)."""
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise DevicepipeError(f"{where}: k must be a whole number of neighbours, at least 1, got {k!r}.")
 
 
 def knn_and_local(
@@ -245,6 +257,10 @@ def row_pyramid(rows: torch.Tensor, floor: int = MULTISCALE_FLOOR) -> list[torch
     """``rows`` ``(n, w)`` at their own resolution and averaged down by halves (each sample the
     mean of two, ``adaptive_avg_pool1d``) while at least ``floor`` samples remain: a list of
     ``(n, w)``, ``(n, w // 2)``, ... ``(n, >= floor)``."""
+    if rows.ndim != 2:
+        raise DevicepipeError(f"row_pyramid(): rows must have shape (n, w), got {tuple(rows.shape)}.")
+    if isinstance(floor, bool) or not isinstance(floor, numbers.Integral) or floor < 1:
+        raise DevicepipeError(f"row_pyramid(): floor must be a whole number of samples, at least 1, got {floor!r}.")
     levels = [rows]
     while levels[-1].shape[1] >= 2 * floor:
         levels.append(F.adaptive_avg_pool1d(levels[-1][:, None], levels[-1].shape[1] // 2)[:, 0])
