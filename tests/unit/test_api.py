@@ -238,3 +238,49 @@ def test_the_neighbour_kernels_spectrum_and_training_refuse_settings_that_are_no
             call()
     assert dp.knn_distance(rows, reference, np.int64(3)).shape == (50,)  # a NumPy count is a count
     assert [level.shape[1] for level in dp.row_pyramid(rows, floor=8)] == [32, 16, 8]
+
+
+def test_the_holter_summary_writers_and_resampling_refuse_what_makes_no_answer(tmp_path):
+    import numpy as np
+    import pytest
+    import torch
+
+    import devicepipe as dp
+    from devicepipe.core.errors import DevicepipeError
+
+    t, labels, irregular = np.arange(100) * 0.8, np.full(100, "N"), np.zeros(100, bool)
+    refused = {
+        # each had been counted in silence: a summary of half the beats' labels, of a class that is
+        # none, of a length of 0 or NaN, of times out of order
+        r"every array needs one value a beat, shape \(100,\); got \{'labels': \(50,\)\}": lambda: dp.holter_summary(
+            t, labels[:50], irregular, 80.0
+        ),
+        r"labels must be AAMI classes \['N', 'S', 'V', 'F', 'Q'\], got \['X'\]": lambda: dp.holter_summary(
+            t, np.full(100, "X"), irregular, 80.0
+        ),
+        r"duration_s must be a finite, positive number, got 0.0": lambda: dp.holter_summary(t, labels, irregular, 0.0),
+        r"duration_s must be a finite, positive number, got nan": lambda: dp.holter_summary(
+            t, labels, irregular, float("nan")
+        ),
+        r"t must be the beats' times in s, shape \(n,\), rising strictly": lambda: dp.holter_summary(
+            t[::-1].copy(), labels, irregular, 80.0
+        ),
+        # (these had been ArrowInvalid, and an IndexError)
+        r"^write_parquet\(\): every column needs one length, got \{'a': 3, 'b': 4\}": lambda: dp.write_parquet(
+            {"a": torch.ones(3), "b": torch.ones(4)}, tmp_path / "r.parquet"
+        ),
+        r"^write_csv\(\): column 'a' has shape \(3, 2\); columns are \(rows,\)": lambda: dp.write_csv(
+            {"a": torch.ones(3, 2)}, tmp_path / "r.csv"
+        ),
+        r"^write_parquet\(\): no columns to write": lambda: dp.write_parquet({}, tmp_path / "e.parquet"),
+        r"^resample_rows\(\): matrix must have shape \(n, w\), got \(10,\)": lambda: dp.resample_rows(
+            torch.ones(10), 8
+        ),
+    }
+    for said, call in refused.items():
+        with pytest.raises(DevicepipeError, match=said):
+            call()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing half-written
+    held = dp.holter_summary(t, labels, irregular, 80.0)
+    assert held.to_dict()["counts"]["N"] == 100
+    dp.write_parquet({"a": torch.ones(3), "m": torch.ones(3, 2)}, tmp_path / "ok.parquet")  # a matrix column is fine

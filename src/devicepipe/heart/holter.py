@@ -23,11 +23,14 @@ about 100,000 numbers.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
+from devicepipe.core.errors import DevicepipeError
 from devicepipe.heart.rate import minute_rates
 from devicepipe.signal.runs import true_runs
 
@@ -160,6 +163,28 @@ def _pauses(t: np.ndarray, not_beats: np.ndarray | None, no_signal: np.ndarray |
     return [_event("pause", int(real[i]), int(real[i + 1]), t, seconds=float(rr[i])) for i in long]
 
 
+def _check_beats(
+    t: np.ndarray, labels: np.ndarray, irregular: np.ndarray, duration_s: float, not_beats: np.ndarray | None
+) -> None:
+    """A clear error unless the beats make a summary: times rising strictly, one label (an AAMI
+    class) and one rhythm flag a beat, a finite, positive length (a summary of mismatched arrays,
+    an unknown class or a length of 0 had been counted in silence)."""
+    t = np.asarray(t)
+    if t.ndim != 1 or (t.size > 1 and bool((np.diff(t) <= 0).any())):
+        raise DevicepipeError("holter_summary(): t must be the beats' times in s, shape (n,), rising strictly.")
+    shapes = {"labels": np.shape(labels), "irregular": np.shape(irregular)}
+    if not_beats is not None:
+        shapes["not_beats"] = np.shape(not_beats)
+    wrong = {name: shape for name, shape in shapes.items() if shape != t.shape}
+    if wrong:
+        raise DevicepipeError(f"holter_summary(): every array needs one value a beat, shape {t.shape}; got {wrong}.")
+    unknown = [c for c in np.unique(np.asarray(labels)).astype(str).tolist() if c not in CLASSES]
+    if unknown:
+        raise DevicepipeError(f"holter_summary(): labels must be AAMI classes {list(CLASSES)}, got {unknown[:5]}.")
+    if not (isinstance(duration_s, numbers.Real) and math.isfinite(duration_s) and duration_s > 0):
+        raise DevicepipeError(f"holter_summary(): duration_s must be a finite, positive number, got {duration_s!r}.")
+
+
 def holter_summary(
     t: np.ndarray,
     labels: np.ndarray,
@@ -173,6 +198,7 @@ def holter_summary(
     ``duration_s`` seconds long. ``not_beats`` (bool, ``(n,)``): detections too small to be a
     QRS, which do not end a pause (they are counted as Q). ``no_signal`` (``(k, 2)``, s): stretches
     where nothing was recorded (:func:`devicepipe.ecg.flat.flat_stretches`): no pause across them."""
+    _check_beats(t, labels, irregular, duration_s, not_beats)
     n = int(t.size)
     hours = max(duration_s, 1e-9) / 3600.0
     counts = {c: int((labels == c).sum()) for c in CLASSES}

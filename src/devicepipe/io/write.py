@@ -27,7 +27,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import torch
 
-from devicepipe.core.errors import OutputError, is_disk_full
+from devicepipe.core.errors import DevicepipeError, OutputError, is_disk_full
 from devicepipe.core.units import hertz
 from devicepipe.io.tables import SAMPLING_RATE_KEY
 
@@ -196,18 +196,32 @@ def arrow_column(value: Any) -> Any:
     return value
 
 
-def _to_table(data: pa.Table | Mapping[str, Any]) -> pa.Table:
+def _to_table(data: pa.Table | Mapping[str, Any], where: str, matrices: bool = True) -> pa.Table:
+    """A mapping of columns as one Arrow table (a 2-D column, where ``matrices``, as a fixed-size
+    list a row); a clear error from ``where`` for columns that make no table (none; of two
+    lengths; of more than two dimensions, or two where the format holds one value a cell)."""
     if isinstance(data, pa.Table):
         return data
+    if not data:
+        raise DevicepipeError(f"{where}: no columns to write; pass a mapping of column names to arrays.")
     columns = {}
     for name, value in data.items():
         value = _host(value)
+        ndim = getattr(value, "ndim", 1)
+        if ndim > (2 if matrices else 1):
+            most = (
+                "(rows,) or (rows, width)" if matrices else "(rows,): a CSV cell holds one value (Parquet holds rows)"
+            )
+            raise DevicepipeError(f"{where}: column {name!r} has shape {tuple(value.shape)}; columns are {most}.")
         if isinstance(value, np.ndarray) and value.ndim == 2:
             # a matrix column becomes a fixed-size list column (one row per matrix row)
             flat = arrow_column(np.ascontiguousarray(value).reshape(-1))
             columns[name] = pa.FixedSizeListArray.from_arrays(flat, value.shape[1])
         else:
             columns[name] = arrow_column(value)
+    lengths = {name: len(column) for name, column in columns.items()}
+    if len(set(lengths.values())) > 1:
+        raise DevicepipeError(f"{where}: every column needs one length, got {lengths}.")
     return pa.table(columns)
 
 
@@ -216,6 +230,7 @@ def _write_parts(
     path: str | os.PathLike[str],
     open_writer: Callable[[str, pa.Schema], Any],
     schema_of: Callable[[pa.Schema], pa.Schema] = lambda schema: schema,
+    where: str = "write_parquet()",
     **write_options: Any,
 ) -> Path:
     """Write ``data`` (a table, a mapping of columns, or an iterable of mappings with the same
@@ -227,13 +242,15 @@ def _write_parts(
         writer, schema = None, None
         try:
             for part in parts:
-                table = _to_table(part)
+                table = _to_table(part, where, matrices=where != "write_csv()")
                 if writer is None:
                     schema = schema_of(table.schema)
                     writer = open_writer(str(tmp), schema)
                 writer.write_table(table.cast(schema), **write_options)
             if writer is None:
-                raise ValueError(f"cannot write {Path(path).name}: no table (an empty iterable of parts).")
+                raise DevicepipeError(
+                    f"{where}: cannot write {Path(path).name}: no table (an empty iterable of parts)."
+                )
         finally:
             if writer is not None:
                 writer.close()
@@ -271,7 +288,9 @@ def write_csv(data: pa.Table | Mapping[str, Any] | Iterable[Mapping[str, Any]], 
     atomically; or an iterable of such mappings with the same columns, one after another (see
     :func:`write_parquet`)."""
     options = pacsv.WriteOptions(quoting_style="needed")
-    return _write_parts(data, path, lambda tmp, schema: pacsv.CSVWriter(tmp, schema, write_options=options))
+    return _write_parts(
+        data, path, lambda tmp, schema: pacsv.CSVWriter(tmp, schema, write_options=options), where="write_csv()"
+    )
 
 
 def write_npy(array: Any, path: str | os.PathLike[str]) -> Path:

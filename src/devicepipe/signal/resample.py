@@ -20,6 +20,8 @@ def resample_rows(matrix: torch.Tensor, width: int) -> torch.Tensor:
     """
     if isinstance(width, bool) or not isinstance(width, numbers.Integral) or width < 1:
         raise DevicepipeError(f"resample_rows(): width must be a positive number of samples, got {width!r}.")
+    if matrix.ndim != 2:  # (one row had been an IndexError: pass it as matrix[None])
+        raise DevicepipeError(f"resample_rows(): matrix must have shape (n, w), got {tuple(matrix.shape)}.")
     if matrix.shape[1] == width:
         return matrix
     return F.interpolate(matrix[:, None, :], size=width, mode="linear", align_corners=False)[:, 0]
