@@ -814,6 +814,9 @@ def test_an_ecg_whose_times_go_back_into_times_they_held_is_refused_and_rows_out
             "write its times in UTC",
         )
         assert not (tmp_path / command).exists()
+    # read, which summarises what it sorted, says so too
+    said = " ".join(run("read", set_back, "--time-column", "time").stdout.split())
+    assert "the times go back into times they have held, first at data row 30,001" in said
     # the same samples in shuffled rows sort into one regular series: read as the ordered file is
     shuffled = write("shuffled.csv", times, np.random.default_rng(0).permutation(x.size))
     ordered = write("ordered.csv", times, in_order)

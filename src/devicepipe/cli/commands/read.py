@@ -123,3 +123,9 @@ def read_cmd(
     if time_column is None and times is not None:
         con.print(f"times from column {times!r}; --time-column picks another")
     _print_summary(summary, con)
+    if rec.time_report is not None and rec.time_report.overlap is not None:
+        # (a clock set back, or recordings joined: the ECG commands refuse such a recording)
+        con.print(
+            f"  the times go back into times they have held, first {rec.time_report.overlap_text()}: sorted, "
+            "the samples of the stretches that share times are interleaved"
+        )
