@@ -84,9 +84,11 @@ def test_a_wrong_sampling_rate_is_a_warning_and_strict_refuses(tmp_path):
     assert result.exit_code == 0, result.output
     assert says in result.stderr and f"sampling rate of {rate} Hz" in result.stderr, result.stderr
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
-    assert len(summary["warnings"]) == 1 and says in summary["warnings"][0]
+    # (25 Hz is also under the rate at which beats are found at all: said first)
+    assert len(summary["warnings"]) == 2 and says in summary["warnings"][1]
+    assert "the sampling rate of 25 Hz is under 30 Hz, below which beats are missed" in summary["warnings"][0]
     strict = run("beats", src, "--sampling-rate", rate, "--out", tmp_path / "s", "--strict")
-    one_line_error(strict, says, "nothing was written")
+    one_line_error(strict, "the sampling rate of 25 Hz is under 30 Hz", "nothing was written")
     assert not (tmp_path / "s").exists()
 
 
@@ -96,11 +98,29 @@ def test_heart_rates_no_heart_has_are_named():
     beats_every = np.arange(0, 600_000, 100)  # every 100 samples
     assert rate_warnings(beats_every, 250, 600_000) == []  # 150 bpm
     slow = rate_warnings(beats_every, 25, 600_000)  # 15 bpm
-    assert len(slow) == 1 and "median heart rate is 15 bpm" in slow[0] and "25 Hz is most likely wrong" in slow[0]
+    assert len(slow) == 2 and "median heart rate is 15 bpm" in slow[1] and "25 Hz is most likely wrong" in slow[1]
+    assert slow[0].startswith("the sampling rate of 25 Hz is under 30 Hz")  # (the rate itself: said first)
     fast = rate_warnings(beats_every, 1000, 600_000)  # 600 bpm
     assert "600 bpm" in fast[0]
     assert rate_warnings(np.array([5]), 250, 250 * 30) == []  # half a minute without beats says little
     assert "1 beat(s) found in 2.0 minutes" in rate_warnings(np.array([5]), 250, 250 * 120)[0]
+    # a rate under the detector's floor (tests/unit/test_ecg.py measures it), whatever the beats say
+    assert rate_warnings(np.arange(0, 6000, 29), 29, 6000)[0].startswith("the sampling rate of 29 Hz is under 30 Hz")
+    assert rate_warnings(np.arange(0, 6000, 30), 30, 6000) == []
+
+
+def test_a_recording_sampled_too_slowly_for_a_heartbeat_is_refused_by_the_ecg_commands(tmp_path):
+    # a load series (a sample an hour) given to an ECG command: it had written a run of 0 beats
+    # (beats), or said a beat's window held 0 samples (ecg, score)
+    src = tmp_path / "load.csv"
+    assert run("simulate", "load", "--days", 30, "--out", src).exit_code == 0
+    for command in ("beats", "ecg"):
+        one_line_error(
+            run(command, src, "--out", tmp_path / command),
+            "load.csv holds a sample every 1.00 h (0.000277778 Hz), too few to see a heartbeat",
+            "is it a load series (devicepipe series)?",
+        )
+        assert not (tmp_path / command).exists()
 
 
 def test_summary_json_is_strict_json(tmp_path):

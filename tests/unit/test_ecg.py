@@ -779,3 +779,16 @@ def test_a_peak_method_declares_what_it_supports(monkeypatch):
         peak_module.ecg_peaks(x, 100.0, method="tick", leads="fuse")
     with pytest.raises(DevicepipeError, match="made for the ricker method, not tick"):
         check_settings({"chunk": 1000, "method": "tick"})
+
+
+def test_the_detector_finds_every_beat_down_to_30_hz_and_not_below_25():
+    # the measure behind MIN_ECG_HZ (pipelines/checks.py): a simulated ECG at 1000 Hz, resampled
+    from devicepipe.pipelines.checks import MIN_ECG_HZ
+
+    sim = simulate_ecg(120, 1000, seed=1)
+    f1 = {}
+    for fs in (50, 30, 20):
+        x = torch.nn.functional.interpolate(sim.signal[None, None], size=120 * fs, mode="linear")[0, 0]
+        truth = np.round(np.asarray(sim.r_peaks) * fs / 1000).astype(np.int64)
+        f1[fs] = evaluate_beats(truth, ecg_peaks(x.contiguous(), fs).numpy(), fs).f1
+    assert f1[50] == f1[30] == 1.0 and f1[20] < 0.9 and MIN_ECG_HZ == 30

@@ -30,6 +30,10 @@ from devicepipe.pipelines import context
 from devicepipe.signal.blocks import median_of_parts
 
 PLAUSIBLE_BPM = (20.0, 300.0)
+#: The lowest rate at which the detector found every beat of a simulated ECG (resampled from
+#: 1000 Hz: F1 1.0 at 30 Hz, 0.93 at 25 and 0.79 at 20, beats missed and invented;
+#: ``tests/unit/test_ecg.py``); under it a run warns.
+MIN_ECG_HZ = 30.0
 
 
 def median_heart_rate(peaks: np.ndarray | Stored, sampling_rate: float) -> float | None:
@@ -50,9 +54,23 @@ def median_heart_rate(peaks: np.ndarray | Stored, sampling_rate: float) -> float
 def rate_warnings(
     peaks: np.ndarray | Stored, sampling_rate: float, n_samples: int, *, median_bpm: float | None = None
 ) -> list[str]:
-    """What the beats found say about the settings: no beat in over a minute of recording, or a
-    median heart rate outside :data:`PLAUSIBLE_BPM`, both most often a wrong sampling rate (or
-    not an ECG). ``peaks`` are sample indices, shape ``(n_beats,)``."""
+    """What the rate and the beats found say about the settings: a rate under :data:`MIN_ECG_HZ`,
+    no beat in over a minute of recording, or a median heart rate outside :data:`PLAUSIBLE_BPM`,
+    each most often a wrong sampling rate (or not an ECG). ``peaks`` are sample indices, shape
+    ``(n_beats,)``."""
+    low = [
+        f"the sampling rate of {sampling_rate:g} Hz is under {MIN_ECG_HZ:g} Hz, below which beats are missed and "
+        "others found that are none (a QRS spans a sample or two): is the sampling rate right?"
+    ]
+    return (low if sampling_rate < MIN_ECG_HZ else []) + _beat_rate_warnings(
+        peaks, sampling_rate, n_samples, median_bpm
+    )
+
+
+def _beat_rate_warnings(
+    peaks: np.ndarray | Stored, sampling_rate: float, n_samples: int, median_bpm: float | None
+) -> list[str]:
+    """:func:`rate_warnings`' of the beats found: none in over a minute, or a heart rate no heart has."""
     minutes = n_samples / sampling_rate / 60.0
     if peaks.size < 2:
         if minutes > 1.0:

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.units import format_duration
 from devicepipe.ecg import (
     Beats,
     check_ecg,
@@ -67,6 +68,13 @@ def read_ecg(
         )
     if rec.sampling_rate is None:
         raise unknown_rate(rec.source)
+    if rec.sampling_rate < 1:  # (a heart beats about once a second: slower samples see no beat)
+        raise DevicepipeError(
+            f"{rec.source} holds a sample every {format_duration(1 / rec.sampling_rate)} ({rec.sampling_rate:g} Hz), "
+            "too few to see a heartbeat",
+            fix="is it a load series (devicepipe series)? Else is {sampling_rate} right (ECGs: 100 Hz or more)?",
+            param="sampling_rate",
+        )
     _refuse_times_that_go_back(rec, time_column)
     return rec
 
