@@ -385,6 +385,10 @@ def test_reference_beats_from_tables(tmp_path):
         read_reference(tmp_path / "frac.csv")
     with pytest.raises(ReadError, match="reference file not found"):
         read_reference(tmp_path / "missing.csv")
+    # a header and no row (it had said the column held "null with 0 empty value(s)")
+    (tmp_path / "none.csv").write_text("sample,symbol\n")
+    with pytest.raises(ReadError, match=r"none.csv lists no beat; give a reference with one beat a row"):
+        read_reference(tmp_path / "none.csv")
 
 
 def test_reference_days_from_tables(tmp_path):

@@ -113,6 +113,8 @@ def read_reference(path: str | os.PathLike[str]) -> ReferenceBeats:
     if not p.exists():
         raise ReadError(f"read_reference(): reference file not found: {p}.")
     table = _table(p)
+    if table.num_rows == 0:  # (its empty column had been "null with 0 empty value(s)")
+        raise ReadError(f"read_reference(): {p.name} lists no beat; give a reference with one beat a row.")
     by_name = {name.strip().lower(): name for name in table.column_names}
     for wanted, as_samples in [(n, True) for n in SAMPLE_COLUMNS] + [(n, False) for n in TIME_COLUMNS]:
         if wanted not in by_name:
