@@ -229,6 +229,11 @@ def test_nan_interpolation_uses_timestamps(tmp_path):
         ("", {}, "is empty"),
         ("a,b\n", {}, "has no samples"),
         ("a\nnan\nnan\n", {}, "holds no finite value"),
+        # one lead not recorded among others, whatever the policy (drop had left no time point,
+        # interpolate said "nothing to interpolate", and error pointed to both)
+        ("I,II\n1,nan\n2,nan\n", {}, r"channel 'II' of bad.csv holds no finite value .*read column='I'\."),
+        ("I,II\n1,nan\n2,nan\n", {"nan": "drop"}, r"channel 'II' of bad.csv holds no finite value"),
+        ("I,II,III\n1,nan,3\n2,nan,4\n", {"nan": "interpolate"}, r"read column='I' or the others\."),
         ("a\n1\n", {"nan": "zero"}, "nan='zero' is not a policy"),
         ("a\n1\n", {"column": "a", "channel": "a"}, "not both"),
     ],

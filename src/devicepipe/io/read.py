@@ -227,7 +227,7 @@ def read_series(
 
     samples = values.to(device=target, dtype=dtype) if values.device != target or values.dtype != dtype else values
     timestamps = None if times is None else torch.from_numpy(times.view(np.int64)).to(target)
-    samples, timestamps, n_nan = apply_nan_policy(samples, timestamps, nan, raw.source)
+    samples, timestamps, n_nan = apply_nan_policy(samples, timestamps, nan, raw.source, raw.names)
 
     rate = _rate(sampling_rate, raw, report, override_rate)
     if samples.shape[0] == 1 and samples.ndim == 2:

@@ -7,6 +7,7 @@ on NaN values, drops them or interpolates them on the device.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -171,15 +172,21 @@ def order_by_time(
 
 
 def apply_nan_policy(
-    x: torch.Tensor, timestamps: torch.Tensor | None, policy: NanPolicy, source: str
+    x: torch.Tensor,
+    timestamps: torch.Tensor | None,
+    policy: NanPolicy,
+    source: str,
+    names: Sequence[str] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None, int]:
     """Handle non-finite values (NaN, +-inf, and numbers beyond float32 that became inf) in ``x``
-    of shape ``(channels, time)`` on its device.
+    of shape ``(channels, time)`` on its device (``names``: the channels', for messages).
 
     Returns ``(x, timestamps, n_bad)``: unchanged when every value is finite; else an error
     naming the count and the first position (``"error"``), the time points holding any
     non-finite value dropped (``"drop"``), or those values filled by linear interpolation along
-    the time column, or the sample index (``"interpolate"``).
+    the time column, or the sample index (``"interpolate"``). A channel with no finite value
+    among others is an error whatever the policy, naming the channels to read instead (dropping
+    its time points would leave none, and there is nothing to interpolate from).
     """
     if not x.dtype.is_floating_point:
         return x, timestamps, 0
@@ -192,6 +199,16 @@ def apply_nan_policy(
     what = f"{n_bad:,} non-finite value(s) ({kinds})"
     if n_bad == x.numel():
         raise ReadError(f"read_series(): {source} holds no finite value ({what}); check the file and the column.")
+    empty = mask.all(-1)
+    if bool(empty.any()):
+        labels = list(names) if names is not None and len(names) == x.shape[0] else [str(i) for i in range(x.shape[0])]
+        others = [label for label, gone in zip(labels, empty.tolist(), strict=True) if not gone]
+        raise ReadError(
+            f"read_series(): channel {labels[int(torch.nonzero(empty)[0])]!r} of {source} holds no finite value "
+            "(a lead not recorded)",
+            fix=f"leave it out: read {{column={others[0]!r}}}" + (" or the others" if len(others) > 1 else "") + ".",
+            param="column",
+        )
     any_bad = mask.any(0)
     if policy == "error":
         first = int(torch.nonzero(any_bad)[0])
@@ -200,12 +217,6 @@ def apply_nan_policy(
     if policy == "drop":
         keep = ~any_bad
         return x[:, keep], None if timestamps is None else timestamps[keep], n_bad
-    empty = mask.all(-1)
-    if bool(empty.any()):
-        raise ReadError(
-            f"read_series(): channel {int(torch.nonzero(empty)[0])} of {source} holds no finite value; "
-            "nothing to interpolate."
-        )
     x = x.masked_fill(mask, float("nan"))  # interpolation fills NaN; inf is filled the same way
     positions = None if timestamps is None else timestamps - timestamps[0]
     return interpolate_nans(x, positions), timestamps, n_bad
