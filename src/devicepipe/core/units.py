@@ -10,7 +10,7 @@ from typing import Any
 
 from devicepipe.core.errors import DevicepipeError
 
-__all__ = ["check_peaks", "format_duration", "hertz", "parse_bytes", "parse_duration"]
+__all__ = ["check_peaks", "format_duration", "hertz", "parse_bytes", "parse_duration", "positive", "whole"]
 
 _UNITS_S = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "min": 60.0, "m": 60.0, "s": 1.0, "ms": 1e-3}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|min|w|d|h|m|s)")
@@ -125,3 +125,21 @@ def check_peaks(peaks: Any, where: str, n_samples: int | None = None, *, arrays:
             f"{where}: peaks must lie inside the signal's {n_samples:,} samples, got {host[0]:g} to {host[-1]:g}; "
             "are they this signal's, at its sampling rate?"
         )
+
+
+def whole(value: Any, where: str, name: str, unit: str) -> int:
+    """``value`` as an int, or a :class:`DevicepipeError` from ``where`` unless it is a whole number
+    (a Python or NumPy integer, not a bool) of at least 1 ``unit`` (samples, neighbours, ...)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise DevicepipeError(f"{where}: {name} must be a whole number of {unit}, at least 1, got {value!r}.")
+    return int(value)
+
+
+def positive(value: Any, where: str, name: str, unit: str = "") -> float:
+    """``value`` as a float, or a :class:`DevicepipeError` from ``where`` unless it is a finite,
+    positive real number (``unit``: how the message names it, e.g. ``"Hz"``)."""
+    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+    if not (math.isfinite(number) and number > 0):
+        of = f" of {unit}" if unit else ""
+        raise DevicepipeError(f"{where}: {name} must be a finite, positive number{of}, got {value!r}.")
+    return number

@@ -3,7 +3,6 @@ memory bounded by the chunk."""
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -13,7 +12,7 @@ from devicepipe.core.device import all_finite
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.spill import Spill
 from devicepipe.core.threads import detection_threads, using_threads
-from devicepipe.core.units import hertz
+from devicepipe.core.units import hertz, whole
 from devicepipe.ecg import ricker
 from devicepipe.ecg.fuse import fuse_leads, stretch_medians_of_correlations
 from devicepipe.ecg.peaks import ecg_peaks, options_of
@@ -164,10 +163,7 @@ def _detect_into(
     """The chunked detection into ``out``'s ``name``; the device ``read`` returns."""
     sampling_rate = hertz(sampling_rate, "ecg_peaks_chunked()")
     for what, value in (("n_samples", n_samples), ("chunk", kw["chunk"])):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise DevicepipeError(
-                f"ecg_peaks_chunked(): {what} must be a whole number of samples, at least 1, got {value!r}."
-            )
+        whole(value, "ecg_peaks_chunked()", what, "samples")
     out.append(name, torch.zeros(0, dtype=torch.int64))  # (the name holds int64, even with no peak)
     threads = detection_threads(kw["chunk"])  # (on a GPU the kernels use none of the host's threads)
     with using_threads(threads), torch.inference_mode():  # no autograd bookkeeping

@@ -23,14 +23,13 @@ about 100,000 numbers.
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.units import positive
 from devicepipe.heart.rate import minute_rates
 from devicepipe.signal.runs import true_runs
 
@@ -182,8 +181,7 @@ def _check_beats(
     unknown = [] if known.all() else np.unique(np.asarray(labels)[~known]).astype(str).tolist()
     if unknown:
         raise DevicepipeError(f"holter_summary(): labels must be AAMI classes {list(CLASSES)}, got {unknown[:5]}.")
-    if not (isinstance(duration_s, numbers.Real) and math.isfinite(duration_s) and duration_s > 0):
-        raise DevicepipeError(f"holter_summary(): duration_s must be a finite, positive number, got {duration_s!r}.")
+    positive(duration_s, "holter_summary()", "duration_s")
 
 
 def holter_summary(

@@ -31,14 +31,13 @@ latter to 220 MiB).
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.units import positive
 
 __all__ = ["BANDS_HZ", "MIN_SPAN_S", "FrequencyHRV", "hrv_frequency", "spline_on_grid", "welch_psd"]
 
@@ -105,8 +104,7 @@ def hrv_frequency(
     window_s : each Welch window in seconds; None: half the span of the kept intervals.
     rate_hz : the even grid the intervals are interpolated onto, Hz (at most :data:`MAX_GRID` points).
     """
-    if not (isinstance(rate_hz, numbers.Real) and math.isfinite(rate_hz) and rate_hz > 0):  # (0: ZeroDivisionError)
-        raise DevicepipeError(f"hrv_frequency(): rate_hz must be a finite, positive number of Hz, got {rate_hz!r}.")
+    rate_hz = positive(rate_hz, "hrv_frequency()", "rate_hz", "Hz")  # (0 had been a ZeroDivisionError)
     rr, t = np.asarray(intervals_ms, dtype=np.float64), np.asarray(times_s, dtype=np.float64)
     if rr.shape != t.shape or rr.ndim != 1:
         raise DevicepipeError(

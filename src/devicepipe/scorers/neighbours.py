@@ -11,6 +11,7 @@ import torch
 from torch.nn import functional as F
 
 from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.units import whole
 
 #: The fewest rows :meth:`BeatAnomalyDetector.fit` learns from.
 MIN_ROWS = 10
@@ -197,8 +198,7 @@ def local_residual(
 def _check_neighbours(where: str, k: int) -> None:
     """A clear error unless ``k`` is a whole number of neighbours, 1 or more (0 had given an empty
     tensor of scores: none for any row)."""
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise DevicepipeError(f"{where}: k must be a whole number of neighbours, at least 1, got {k!r}.")
+    whole(k, where, "k", "neighbours")
 
 
 def knn_and_local(
@@ -259,8 +259,7 @@ def row_pyramid(rows: torch.Tensor, floor: int = MULTISCALE_FLOOR) -> list[torch
     ``(n, w)``, ``(n, w // 2)``, ... ``(n, >= floor)``."""
     if rows.ndim != 2:
         raise DevicepipeError(f"row_pyramid(): rows must have shape (n, w), got {tuple(rows.shape)}.")
-    if isinstance(floor, bool) or not isinstance(floor, numbers.Integral) or floor < 1:
-        raise DevicepipeError(f"row_pyramid(): floor must be a whole number of samples, at least 1, got {floor!r}.")
+    whole(floor, "row_pyramid()", "floor", "samples")
     levels = [rows]
     while levels[-1].shape[1] >= 2 * floor:
         levels.append(F.adaptive_avg_pool1d(levels[-1][:, None], levels[-1].shape[1] // 2)[:, 0])

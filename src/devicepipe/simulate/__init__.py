@@ -25,6 +25,7 @@ import torch
 
 from devicepipe.core.device import resolve_device
 from devicepipe.core.errors import DevicepipeError
+from devicepipe.core.units import positive
 from devicepipe.io import write_csv, write_npy, write_parquet
 from devicepipe.signal.runs import true_runs
 from devicepipe.simulate.rhythm import Rhythm, plan_rhythm
@@ -119,11 +120,6 @@ MOST_HRV = 0.5
 MOST_MV = 1000.0
 
 
-def _check_positive(name: str, value: float) -> None:
-    if not (value > 0 and math.isfinite(value)):
-        raise DevicepipeError(f"simulate: {name} must be a finite, positive number, got {value}.")
-
-
 def _beat_times(
     duration_s: float, heart_rate_bpm: float, hrv: float, ectopic_rate: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -199,12 +195,7 @@ def simulate_ecg(
     """
     rhythm = replace(rhythm or Rhythm(), ectopic_rate=ectopic_rate or (rhythm.ectopic_rate if rhythm else 0.0))
     _check_ecg(duration_s, sampling_rate, heart_rate_bpm, rhythm.ectopic_rate)
-    # (beyond half the RR interval, the variability would turn intervals back; beyond a thousand
-    # times a QRS's height, noise buries every beat: neither is a recording)
-    _check_amount("hrv", hrv, MOST_HRV)
-    for name, amount in (("noise_mV", noise_mV), ("wander_mV", wander_mV), ("powerline_mV", powerline_mV)):
-        _check_amount(name, amount, MOST_MV, " mV")
-    _check_positive("powerline_hz", powerline_hz)
+    _check_waves(hrv, noise_mV, wander_mV, powerline_mV, powerline_hz)
     _check_rhythm(rhythm)
     dev = resolve_device(device)
     rng = np.random.default_rng(seed)
@@ -325,10 +316,20 @@ def _check_amount(name: str, value: float, most: float, unit: str = "") -> None:
         )
 
 
+def _check_waves(hrv: float, noise_mV: float, wander_mV: float, powerline_mV: float, powerline_hz: float) -> None:
+    """The amounts the waves are scaled by (see :func:`simulate_ecg`): beyond half the RR interval,
+    the variability would turn intervals back; beyond a thousand times a QRS's height, noise buries
+    every beat: neither is a recording."""
+    _check_amount("hrv", hrv, MOST_HRV)
+    for name, amount in (("noise_mV", noise_mV), ("wander_mV", wander_mV), ("powerline_mV", powerline_mV)):
+        _check_amount(name, amount, MOST_MV, " mV")
+    positive(powerline_hz, "simulate", "powerline_hz")
+
+
 def _check_ecg(duration_s: float, sampling_rate: float, heart_rate_bpm: float, ectopic_rate: float) -> None:
-    _check_positive("duration_s", duration_s)
-    _check_positive("sampling_rate", sampling_rate)
-    _check_positive("heart_rate_bpm", heart_rate_bpm)
+    positive(duration_s, "simulate", "duration_s")
+    positive(sampling_rate, "simulate", "sampling_rate")
+    positive(heart_rate_bpm, "simulate", "heart_rate_bpm")
     if duration_s < MIN_ECG_S:
         raise DevicepipeError(
             f"an ECG of {duration_s:g} s holds no whole beat",
