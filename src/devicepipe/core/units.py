@@ -117,12 +117,13 @@ def check_peaks(peaks: Any, where: str, n_samples: int | None = None, *, arrays:
         raise DevicepipeError(f"{where}: peaks must have shape (n_peaks,), got {tuple(peaks.shape)}.")
     if len(peaks) < 1:
         return
-    host = peaks.detach().cpu().numpy() if kind == "torch" else peaks
-    if len(peaks) > 1 and bool((host[1:] <= host[:-1]).any()):
+    # (on the peaks' own device, the tensor's or NumPy's: no copy of them to check them)
+    if len(peaks) > 1 and bool((peaks[1:] <= peaks[:-1]).any()):
         raise DevicepipeError(f"{where}: peaks must be strictly increasing sample indices; sort them and drop repeats.")
-    if n_samples is not None and (host[0] < 0 or host[-1] >= n_samples):
+    first, last = float(peaks[0]), float(peaks[-1])
+    if n_samples is not None and (first < 0 or last >= n_samples):
         raise DevicepipeError(
-            f"{where}: peaks must lie inside the signal's {n_samples:,} samples, got {host[0]:g} to {host[-1]:g}; "
+            f"{where}: peaks must lie inside the signal's {n_samples:,} samples, got {first:g} to {last:g}; "
             "are they this signal's, at its sampling rate?"
         )
 
