@@ -22,7 +22,7 @@ import torch
 
 from devicepipe.core.errors import ReadError
 from devicepipe.core.interop import convert
-from devicepipe.io.clock import OFFSET, arrow_times, index_times
+from devicepipe.io.clock import arrow_times, index_times
 from devicepipe.io.csv_errors import explain_csv_error
 from devicepipe.io.raw import ColumnSpec, RawSeries, pick_columns
 
@@ -370,10 +370,9 @@ def _csv_times(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The time column's instants and wall-clock times (:func:`~devicepipe.io.clock.arrow_times`).
     Read as text (``as_text``: why it was not read as times), every time must end in a UTC
-    offset (2020-01-01T00:00:00+02:00), else that first failure is the one to explain."""
+    offset (2020-01-01T00:00:00+02:00; a time without one fails the cast to UTC there), else
+    that first failure is the one to explain."""
     col = table.column(time_name)
-    if as_text is not None and not col.null_count and not pc.all(pc.match_substring_regex(col, OFFSET)).as_py():
-        raise as_text
     try:
         return arrow_times(col, time_name, source)
     except ReadError:
