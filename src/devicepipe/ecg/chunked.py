@@ -204,11 +204,7 @@ def _peaks_chunked(
     step = r.alignment
     chunk = _aligned(chunk, step)  # (as detection_chunk says)
     halo = -(-r.reach // step) * step
-    edge = min(n_samples, samples(r.edge_s, r.fs))
-    means = r.edge_means(
-        _checked(read(0, edge), sampling_rate, 0)[None],
-        _checked(read(n_samples - edge, n_samples), sampling_rate, n_samples - edge)[None],
-    )
+    means = _edge_means(r, read, n_samples)
     starts = range(0, n_samples, chunk)
     # the same for every chunk (the rate, the samples' dtype and device); made before the first
     # chunk's buffers, as a small tensor kept among them would keep the heap in pieces
@@ -398,6 +394,17 @@ def _unpacked(p: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     out["sign"] = p["sign"].to(p["height"].dtype)
     out["refined"] = p["cols"] + p["shift"]
     return out
+
+
+def _edge_means(
+    r: Ricker, read: Callable[[int, int], torch.Tensor], n_samples: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The detector's means of the recording's first and last :attr:`Ricker.edge_s` (read for it:
+    what the filter's ends are padded with, as in one call)."""
+    edge = min(n_samples, samples(r.edge_s, r.fs))
+    first = _checked(read(0, edge), r.fs, 0)
+    last = _checked(read(n_samples - edge, n_samples), r.fs, n_samples - edge)
+    return r.edge_means(first[None], last[None])
 
 
 def _checked(x: torch.Tensor, sampling_rate: float, offset: int) -> torch.Tensor:

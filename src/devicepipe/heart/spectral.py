@@ -85,6 +85,25 @@ class FrequencyHRV:
         return asdict(self)
 
 
+def _kept_intervals(intervals_ms: Any, times_s: Any, kept: Any) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`hrv_frequency`'s intervals (ms) and their beats' times (s), float64 ``(m,)``, the
+    ``kept`` ones only; a clear error for arrays of two shapes or times that do not increase."""
+    rr, t = np.asarray(intervals_ms, dtype=np.float64), np.asarray(times_s, dtype=np.float64)
+    if rr.shape != t.shape or rr.ndim != 1:
+        raise DevicepipeError(
+            f"hrv_frequency(): intervals_ms and times_s must have one shape (n,), got {rr.shape} and {t.shape}",
+            fix="pass the interval ending at each beat and that beat's time.",
+            param="times_s",
+        )
+    if kept is not None:
+        rr, t = rr[np.asarray(kept, dtype=bool)], t[np.asarray(kept, dtype=bool)]
+    if np.any(np.diff(t) <= 0):
+        raise DevicepipeError(
+            "hrv_frequency(): times_s must increase", fix="sort the intervals by time.", param="times_s"
+        )
+    return rr, t
+
+
 def hrv_frequency(
     intervals_ms: np.ndarray,
     times_s: np.ndarray,
@@ -105,21 +124,9 @@ def hrv_frequency(
     rate_hz : the even grid the intervals are interpolated onto, Hz (at most :data:`MAX_GRID` points).
     """
     rate_hz = positive(rate_hz, "hrv_frequency()", "rate_hz", "Hz")  # (0 had been a ZeroDivisionError)
-    rr, t = np.asarray(intervals_ms, dtype=np.float64), np.asarray(times_s, dtype=np.float64)
-    if rr.shape != t.shape or rr.ndim != 1:
-        raise DevicepipeError(
-            f"hrv_frequency(): intervals_ms and times_s must have one shape (n,), got {rr.shape} and {t.shape}",
-            fix="pass the interval ending at each beat and that beat's time.",
-            param="times_s",
-        )
-    if kept is not None:
-        rr, t = rr[np.asarray(kept, dtype=bool)], t[np.asarray(kept, dtype=bool)]
+    rr, t = _kept_intervals(intervals_ms, times_s, kept)
     if rr.size < 4 or t[-1] - t[0] < MIN_SPAN_S:
         return None
-    if np.any(np.diff(t) <= 0):
-        raise DevicepipeError(
-            "hrv_frequency(): times_s must increase", fix="sort the intervals by time.", param="times_s"
-        )
     rate_hz = min(rate_hz, MAX_GRID / (t[-1] - t[0]))
     grid = np.arange(t[0], t[-1] + 1 / rate_hz, 1 / rate_hz)
     # the quadratic spline through the intervals (interp1d(kind="quadratic")'s), held at the last

@@ -95,6 +95,26 @@ def _names_a_file(path: Path) -> bool:
         return False
 
 
+def _listed(path: Path) -> list[Path]:
+    """The recordings a list file names, one a line (relative to its folder; ``#`` comments and
+    blank lines ignored); a clear error for a file that cannot be read, or whose lines name no
+    file that exists (a recording saved as ``.txt``, not a list)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        problem = f"cannot read the list of recordings {path} ({exc})"
+        raise DevicepipeError(f"{problem}; give a UTF-8 text file.") from None
+    entries = [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
+    paths = [p if p.is_absolute() else path.parent / p for p in map(Path, entries)]
+    if paths and not any(map(_names_a_file, paths)):
+        raise DevicepipeError(
+            f"none of the {len(paths):,} lines of {path} names a file that exists (the first: {entries[0]!r}), "
+            f"so it is no list of recordings (one path a line); if {path.name} holds a recording, save it "
+            f"as one of {', '.join(RECORDING_SUFFIXES)}."
+        )
+    return paths
+
+
 def find_recordings(spec: str | os.PathLike[str], *, exclude: str | os.PathLike[str] | None = None) -> Dataset:
     """The recordings ``spec`` names, in a stable order.
 
@@ -133,21 +153,7 @@ def find_recordings(spec: str | os.PathLike[str], *, exclude: str | os.PathLike[
         paths = sorted(p for p in path.rglob("*") if _is_recording(p) and outside(p, path))
         where = f"folder {path}"
     elif path.is_file() and path.suffix.lower() in LIST_SUFFIXES:
-        root = path.parent
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            problem = f"cannot read the list of recordings {path} ({exc})"
-            raise DevicepipeError(f"{problem}; give a UTF-8 text file.") from None
-        entries = [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
-        paths = [p if p.is_absolute() else root / p for p in map(Path, entries)]
-        where = f"list {path}"
-        if paths and not any(map(_names_a_file, paths)):
-            raise DevicepipeError(
-                f"none of the {len(paths):,} lines of {path} names a file that exists (the first: {entries[0]!r}), "
-                f"so it is no list of recordings (one path a line); if {path.name} holds a recording, save it "
-                f"as one of {', '.join(RECORDING_SUFFIXES)}."
-            )
+        root, paths, where = path.parent, _listed(path), f"list {path}"
     elif glob.has_magic(text):
         found = {_wfdb_header(Path(p)) for p in glob.glob(text, recursive=True)}
         fixed = _fixed_part(text)

@@ -38,6 +38,11 @@ class RawSeries:
     def n_time(self) -> int:
         return int(self.values.shape[-1])
 
+    def times_on(self, wall_clock: bool) -> np.ndarray | None:
+        """The times as instants, or with ``wall_clock`` on the clock they were written in where they
+        carry a zone (see :mod:`devicepipe.io.clock`); None without a time column."""
+        return self.wall_times if wall_clock and self.wall_times is not None else self.times
+
 
 def channel_names(n: int) -> list[str]:
     """The names of the ``n`` channels of an array, which has none of its own: ``ch0``, ``ch1``, ..."""

@@ -221,7 +221,7 @@ def read_series(
     span = _span(source, column, start, stop, sampling_rate)
     raw = _read_raw(source, column, time_column, time_format, header, encoding, span)
     _check_not_empty(raw, span, start)
-    values, times, report = raw.values, raw.wall_times if wall_clock and raw.wall_times is not None else raw.times, None
+    values, times, report = raw.values, raw.times_on(wall_clock), None
     if times is not None:
         values, times, report = order_by_time(values, times, duplicates, raw.source)
 
