@@ -27,6 +27,7 @@ DETECTION = (
     "src/devicepipe/ecg/compiled.py",
     "src/devicepipe/ecg/compiled_loops.py",
     "src/devicepipe/ecg/peaks.py",
+    "src/devicepipe/ecg/inputs.py",
 )
 READING = ("src/devicepipe/io",)
 CLASSES = ("src/devicepipe/ecg", "src/devicepipe/heart/holter.py")

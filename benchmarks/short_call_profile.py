@@ -33,7 +33,8 @@ from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
 import devicepipe as dp  # noqa: E402
 from devicepipe.ecg import ecg_peaks  # noqa: E402
-from devicepipe.ecg.ricker import Ricker, abs_max, check_input  # noqa: E402
+from devicepipe.ecg.inputs import check_input  # noqa: E402
+from devicepipe.ecg.ricker import Ricker, abs_max  # noqa: E402
 from devicepipe.io import read_series  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -54,6 +54,7 @@ from devicepipe.ecg.baseline import BASELINE_WORDS, baseline_rows, ecg_baseline
 from devicepipe.ecg.chunked import detection_chunk, ecg_peaks_chunked, ecg_peaks_chunked_to, ecg_peaks_fused_chunked_to
 from devicepipe.ecg.classes import BEAT_CLASSES, BeatClasses, ecg_classes, ecg_classes_leads
 from devicepipe.ecg.evaluate import AAMI_CLASSES, BeatScore, aami_class, evaluate_beats, label_beats, share_text
+from devicepipe.ecg.inputs import check_ecg
 from devicepipe.ecg.peaks import ECG_PEAK_METHODS, PeakMethod, ecg_contrast, ecg_peaks, methods_that, ricker_defaults
 from devicepipe.ecg.quality import (
     POOR_QUALITY,
@@ -68,7 +69,7 @@ from devicepipe.ecg.quality import (
     template_rows,
     typical_beat,
 )
-from devicepipe.ecg.ricker import EDGE_S, MATCH_TOLERANCE_S, check_ecg
+from devicepipe.ecg.ricker import EDGE_S, MATCH_TOLERANCE_S
 from devicepipe.ecg.seed import seed_gates
 from devicepipe.ecg.segment import (
     SEGMENT_MODES,

@@ -13,7 +13,8 @@ from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.threads import detection_threads, using_threads
 from devicepipe.ecg.compiled import peaks_ricker_compiled
 from devicepipe.ecg.fuse import peaks_ricker_fused
-from devicepipe.ecg.ricker import Ricker, check_input, ordinary
+from devicepipe.ecg.inputs import check_input
+from devicepipe.ecg.ricker import Ricker, ordinary
 from devicepipe.ecg.seed import peaks_seed
 from devicepipe.signal.peaks import split_by_row
 
