@@ -9,6 +9,7 @@ persistent) right on 9 of 9, AF beats Se 0.958, Sp 1.000; no AF on MIT-BIH 100, 
 Before: 200 F1 0.8895 (515 beats missed), V Se 0.475, AF kind right on 3 of 9, 200 called 26.5 % AF.
 """
 
+import numpy as np
 import pytest
 from ec57 import analyse, score, truth_of
 
@@ -62,6 +63,18 @@ def test_aberrant_atrial_beats_beside_fibrillation_keep_their_p_wave_evidence():
     # no P wave was unlike, and one of its four atrial premature beats, altered, was called V
     s = _scored("cpsc2021", "data_92_19")["classes"]["S"]
     assert s["truth"] == 4 and s["tp"] == 4, s
+
+
+def test_a_t_wave_one_lead_shows_wide_is_no_ventricular_beat():
+    # data_92_4's blocked atrial premature beats: a P wave on the T wave, no QRS after it, then a
+    # pause. Two such T waves were detected, wide on lead 1 and too small for a QRS on lead 2, and
+    # called V (0.8 % of the record's other beats); the lead that reads no QRS there is heard now
+    a = analyse(require_data("cpsc2021/data_92_4"))
+    for at_s in (73.8, 129.4):
+        i = int(np.argmin(np.abs(a.peaks / a.fs - at_s)))
+        assert abs(a.peaks[i] / a.fs - at_s) < 0.1 and a.classes.labels[i] == "Q" and a.classes.not_beats[i]
+    v = _scored("cpsc2021", "data_92_4")["classes"]["V"]
+    assert v["others_given"] <= 1, v  # (the one left: an aberrant atrial beat, wide on both leads)
 
 
 def test_the_ventricular_events_of_200_are_the_reference_s():

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from devicepipe.ecg import ecg_peaks
-from devicepipe.ecg.classes import BeatClasses, agree_on_ventricular, ecg_classes, ecg_classes_leads
+from devicepipe.ecg.classes import TOO_SMALL, BeatClasses, agree_on_ventricular, ecg_classes, ecg_classes_leads
 from devicepipe.ecg.rhythm import beat_rhythm
 from devicepipe.heart.holter import holter_summary
 from devicepipe.simulate import Rhythm, simulate_ecg
@@ -228,6 +228,19 @@ def test_v_needs_more_than_half_of_the_leads_that_read_the_beat():
         f"a {i}" for i in (5, 6, 7)
     ]
     assert agree_on_ventricular(leads[:1]) is leads[0]  # one lead: its own classes
+
+
+def test_a_detection_another_lead_reads_as_no_qrs_is_no_ventricular_beat():
+    # a T wave one lead shows tall and wide (V there) and the other too small for a QRS: no beat
+    first = _hand_classes("VVVN", "a")
+    second = replace(
+        _hand_classes("QVQN", "b"), reasons=np.array([TOO_SMALL, "b 1", "poor signal", "b 3"], dtype=object)
+    )
+    c = agree_on_ventricular([first, second])
+    assert list(c.labels) == ["Q", "V", "V", "N"]  # (a lead that cannot read a beat does not vote)
+    assert list(c.not_beats) == [True, False, False, False]
+    third = _hand_classes("NVNN", "c")  # a lead reading it as a beat: its class, as before
+    assert agree_on_ventricular([first, second, third]).labels[0] == "N"
 
 
 def test_the_rhythm_is_irregular_where_any_lead_reads_it_so():

@@ -66,9 +66,10 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
 
 6. **Several leads** (:func:`ecg_classes_leads`): each lead is classed alone, and a beat the
    first lead calls V stays V only where more than half of the leads on which it can be read
-   (not Q) call it V too. A wide or odd shape that the other leads do not show is noise on one
-   lead (motion, electrode contact), not a ventricular beat, which changes the QRS on every
-   lead; such a beat takes the class of the first lead that reads it otherwise. A beat the
+   (not Q, or too small for a QRS there) call it V too. A wide or odd shape that the other leads
+   do not show is noise on one lead (motion, electrode contact) or a T wave, not a ventricular
+   beat, which changes the QRS on every lead; such a beat takes the class of the first lead that
+   reads it otherwise (no beat where none reads it as one). A beat the
    first lead cannot read (Q: its signal flat, off or noisy there) takes the class of the first
    lead that can. The other classes are the first lead's. The rhythm is the beats' times, so a beat is in irregular
    rhythm where any lead reads it so (another lead's poor signal or aberrant beats may leave it
@@ -322,9 +323,12 @@ def ecg_classes_leads(signals: torch.Tensor, peaks: torch.Tensor, sampling_rate:
 
 def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
     """One lead's classes from the classes of the same beats on several leads: the first lead's,
-    but V only where more than half of the leads that read the beat (class not Q) call it V too.
-    A beat the first lead calls V and fewer leads do takes the class of the first lead that reads
-    it as N, S or F, its reason saying on how many leads it was V. A beat the first lead cannot
+    but V only where more than half of the leads that read the beat (class not Q, or Q as
+    :data:`TOO_SMALL`: a lead that reads no QRS there) call it V too. A beat the first lead calls V
+    and fewer leads do takes the class of the first lead that reads it as N, S or F, its reason
+    saying on how many leads it was V; where no lead does, it is no beat (Q, :data:`TOO_SMALL`: a
+    T wave or a bump one lead shows tall and wide; on CPSC 2021's data_92_4 two T waves carrying
+    blocked atrial P waves were called V so). A beat the first lead cannot
     read (Q) takes the class of the first lead that reads it as N, S or F (a lead off or in noise
     for a while: the beats there are classed on the others). (No beat becomes V that the first
     lead, the one the beats are cut from, does not call V: where it cannot read a beat, the other
@@ -332,8 +336,11 @@ def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
     false.)"""
     first = per_lead[0]
     labels = np.stack([c.labels for c in per_lead])  # (leads, n)
+    # a lead where the detection is too small for a QRS reads it too: as no beat (a T wave or a
+    # bump of noise that one lead shows tall and wide; a ventricular beat changes every lead's QRS)
+    no_beat = np.stack([c.not_beats for c in per_lead])
     votes = (labels == "V").sum(0)
-    readable = (labels != "Q").sum(0)
+    readable = ((labels != "Q") | no_beat).sum(0)
     alone = (first.labels == "V") & (2 * votes <= readable)
     # the rhythm is the beats' times: a lead reads it where its beats have the normal shape, and a
     # stretch that any lead reads as irregularly irregular is (another lead's poor signal or
@@ -348,6 +355,9 @@ def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
     other = np.argmax(np.isin(labels, ("N", "S", "F")), axis=0)  # the first lead reading it otherwise
     out_labels, out_reasons = first.labels.copy(), first.reasons.astype(object)
     for i in np.flatnonzero(alone):
+        if not np.isin(labels[:, i], ("N", "S", "F")).any():  # no lead reads a beat but the first
+            out_labels[i], out_reasons[i] = "Q", TOO_SMALL
+            continue
         lead = per_lead[other[i]]
         out_labels[i] = lead.labels[i]
         out_reasons[i] = f"{lead.reasons[i]} (V on {votes[i]} of {readable[i]} leads)"
