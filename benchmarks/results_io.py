@@ -95,9 +95,7 @@ _MEASURED = (
 )
 
 
-def run_measured(
-    args: list[str], env: dict[str, str] | None = None
-) -> tuple[float, int, subprocess.CompletedProcess]:
+def run_measured(args: list[str], env: dict[str, str] | None = None) -> tuple[float, int, subprocess.CompletedProcess]:
     """``devicepipe ARGS`` in a process of its own (``env``: its environment, default this
     one's): wall seconds, its peak resident bytes (-1 when it could not be read: the command
     failed before its exit), and the finished process."""
