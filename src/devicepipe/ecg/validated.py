@@ -33,7 +33,7 @@ VALIDATED = (
     Validated("V (ventricular ectopic)", "MIT-BIH 105, 106, 200", 1_387, 0.974, 0.983,
               note="+P 0.70 on noisy 105, where 0.7 % of the other beats are called V"),
     Validated("S (supraventricular ectopic)", "MIT-BIH 100; CPSC 2021", 55, 0.764, 0.894,
-              note="very premature aberrant beats are missed or called V"),
+              note="aberrant ones are called V; the reference's blocked ones (no QRS) are not found"),
     Validated("atrial fibrillation, per beat", "CPSC 2021 (9 records)", 3_527, 0.958, 1.000, second="Sp",
               note="the kind (none, paroxysmal, persistent) right on 9 of 9 records; no AF called on MIT-BIH"),
 )  # fmt: skip
