@@ -348,3 +348,20 @@ def test_a_row_of_more_fields_than_the_header_names_is_explained(tmp_path, text,
     with pytest.raises(ReadError) as raised:
         read_series(tmp_path / "t.csv", sampling_rate=250)
     assert all(part in str(raised.value) for part in says), str(raised.value)
+
+
+def test_a_recording_is_looked_at_once_for_its_channel(tmp_path, monkeypatch):
+    # the channel and the time column are chosen once per run (a table's first rows read once),
+    # and that choice is what is read: the detector's, the chunk size's and the read's own
+    import devicepipe.pipelines.reading as reading
+    from devicepipe.pipelines import run_beats
+
+    calls = []
+    choose = reading.choose_signal
+    monkeypatch.setattr(reading, "choose_signal", lambda source: calls.append(source) or choose(source))
+    sim = simulate_ecg(30, 250, seed=2)
+    x = sim.signal.numpy()
+    pd.DataFrame({"sample": np.arange(x.size), "ecg": x}).to_csv(tmp_path / "rec.csv", index=False)
+    result = run_beats(tmp_path / "rec.csv", tmp_path / "out", sampling_rate=250, figures=False)
+    assert len(calls) == 1, calls
+    assert result.channel == "ecg" and result.peaks.size == sim.r_peaks.numel()  # (past the sample numbers)

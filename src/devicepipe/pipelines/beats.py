@@ -70,7 +70,7 @@ def run_beats(
     """
     run = start(out, device, count_transfers, progress)
     ref = None if reference is None else read_reference(reference)  # checked before the recording is read
-    chosen, time_column = signal_choice(run, source, channel)  # (the chunk size may need its rate)
+    chosen, time_column = choice = signal_choice(run, source, channel)  # (the chunk size may need its rate)
     opts = BeatsOptions(
         chosen, sampling_rate, method, mode, nan, encoding, figures, strict, count_transfers, chunk, memory_budget
     )
@@ -86,7 +86,7 @@ def run_beats(
                 "in chunks too), pick one (--channel 0), or raise --memory-budget."
             )
         return run_beats_chunked(run, source, ref, opts, size)
-    rec = read_ecg(run, source, chosen, sampling_rate, nan, encoding, time_column)
+    rec = read_ecg(run, source, choice, sampling_rate, nan, encoding)
     run.note(f"finding beats in {rec.n_samples:,} samples at {rec.sampling_rate:g} Hz on {run.device}")
     with run.stage("detect"):
         peaks = find_peaks(rec, method, chosen)
@@ -157,7 +157,8 @@ def run_beats_many(
             run = start(out, dev, opts.count_transfers, None)
             named = refs[i]
             ref = None if named is None else read_reference(named)
-            rec = read_ecg(run, source, opts.channel, opts.sampling_rate, opts.nan, opts.encoding)
+            rec = read_ecg(run, source, signal_choice(run, source, opts.channel), opts.sampling_rate, opts.nan,
+                           opts.encoding)  # fmt: skip
             check_ecg_input(rec, opts.channel)
             ready[i] = (run, rec, ref)
         except DevicepipeError as exc:

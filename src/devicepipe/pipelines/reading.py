@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -40,18 +40,16 @@ def unknown_rate(source: str) -> DevicepipeError:
 def read_ecg(
     run: Run,
     source: Any,
-    channel: str | int | list[str] | None,
+    chosen: Chosen,
     sampling_rate: float | None,
     nan: NanPolicy,
     encoding: str | None,
-    time_column: str | None = None,
 ) -> Recording:
-    """Read one ECG channel onto the run's device: the one named, else :func:`signal_choice`'s;
-    ``nan`` (the policy for non-finite samples) and ``encoding`` (a CSV's) as
-    :func:`devicepipe.io.read_series` takes them. With no rate given or stated by the file, the
-    rate is that of ``time_column``'s timestamps (a table's, as :func:`signal_choice` finds it)."""
-    if channel is None or time_column is None:
-        channel, time_column = signal_choice(run, source, channel)
+    """Read the ECG channel or leads :func:`signal_choice` ``chosen`` (the file looked at once)
+    onto the run's device; ``nan`` (the policy for non-finite samples) and ``encoding`` (a CSV's)
+    as :func:`devicepipe.io.read_series` takes them. With no rate given or stated by the file,
+    the rate is that of the chosen time column's timestamps (a table's)."""
+    channel, time_column = chosen
     timed = declares_sampling_rate(source) is False  # (then a time column is read, to give the rate or check it)
     times = sampling_rate is None and timed
     if times and time_column is None and Path(source).exists():  # (a missing file: read_series says so)
@@ -108,9 +106,15 @@ def no_beats(rec: Recording, peaks: torch.Tensor) -> DevicepipeError:
     )
 
 
-def signal_choice(
-    run: Run, source: Any, channel: str | int | list[str] | None
-) -> tuple[str | int | list[str], str | None]:
+class Chosen(NamedTuple):
+    """What an ECG pipeline reads of a recording: the channel (a name or index, the list of its
+    ECG leads, or :data:`ALL_LEADS`) and a table's column of timestamps (None: none)."""
+
+    channel: str | int | list[str]
+    time_column: str | None
+
+
+def signal_choice(run: Run, source: Any, channel: str | int | list[str] | None) -> Chosen:
     """The channel to read (``channel`` where named, else :func:`~devicepipe.io.channels.choose_signal`'s,
     saying which channels were passed over) and a table's column of timestamps (or None), wherever
     it is and whichever channel is read.
@@ -118,14 +122,14 @@ def signal_choice(
     is the list of them: its beats are found on all of them together (as with :data:`ALL_LEADS`)."""
     choice = choose_signal(source)
     if channel is not None:  # (the table's timestamps give the rate, or check the rate given, all the same)
-        return channel, choice.time_column
+        return Chosen(channel, choice.time_column)
     if choice.passed:
         names = ", ".join(repr(name) for name in choice.passed)
         run.note(f"reading {choice.channel!r}, past {names} (an axis, or not named as an ECG); --channel picks another")
     if len(choice.leads) > 1:
         run.note(f"finding beats on leads {', '.join(choice.leads)} together; --channel picks one")
-        return list(choice.leads), choice.time_column
-    return choice.channel, choice.time_column
+        return Chosen(list(choice.leads), choice.time_column)
+    return Chosen(choice.channel, choice.time_column)
 
 
 #: ``channel`` value that finds one set of beats from every lead (``ecg_peaks(..., leads="fuse")``).
@@ -168,7 +172,7 @@ def read_and_cut(
     with the summary fields that say which leads the beats were found on (:func:`first_lead`).
     Returns the recording as read (every lead, for the classes), its first lead, the R peaks,
     the beats and those fields."""
-    rec = read_ecg(run, source, channel, sampling_rate, nan, encoding)
+    rec = read_ecg(run, source, signal_choice(run, source, channel), sampling_rate, nan, encoding)
     run.note(f"finding beats in {rec.n_samples:,} samples at {rec.sampling_rate:g} Hz on {run.device}")
     with run.stage("detect"):
         peaks = find_peaks(rec, method, channel)

@@ -49,7 +49,7 @@ from devicepipe.pipelines.context import (
 )
 from devicepipe.pipelines.learning import Learned, beat_geometry, beat_rows, finish, learn, make_detector, model_rows
 from devicepipe.pipelines.quality import check_min_quality
-from devicepipe.pipelines.reading import find_peaks, first_lead, no_beats, read_ecg
+from devicepipe.pipelines.reading import find_peaks, first_lead, no_beats, read_ecg, signal_choice
 from devicepipe.pipelines.results import LearnResult
 
 
@@ -226,7 +226,8 @@ class _Gathered:
 def _recording_rows(run: Run, src: _Source, cut: _Cut) -> tuple[torch.Tensor, int, Recording, Beats]:
     """One recording's rows (its usable beats, resampled and standardised), how many poor beats
     were left out, the recording and its beats."""
-    rec = read_ecg(run, str(src.path), cut.channel, cut.sampling_rate, cut.nan, cut.encoding)
+    chosen = signal_choice(run, str(src.path), cut.channel)
+    rec = read_ecg(run, str(src.path), chosen, cut.sampling_rate, cut.nan, cut.encoding)
     with run.stage("detect"):
         peaks = (
             find_peaks(rec, cut.method, cut.channel)
