@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from devicepipe.artifacts import ARTIFACTS, Made, caption, write_artifacts
+from devicepipe.artifacts import ARTIFACTS, Made, ScoredRows, caption, write_artifacts
 from devicepipe.heart.rate import minute_rates
 from devicepipe.pipelines import run_beats
 from devicepipe.simulate import simulate_ecg, write_simulated_ecg
@@ -80,9 +80,10 @@ def test_the_training_figure_says_how_many_rows_the_model_learned_from(tmp_path)
 
     from devicepipe.artifacts.figures import _rows
 
-    scores = {"scores": np.zeros(5000)}
-    assert _rows(Made("ecg", tmp_path, host=scores)) == "5,000"  # no detector: every row
+    zeros = np.zeros(5000)
+    scores = ScoredRows(np.zeros((5000, 2)), zeros, zeros, zeros > 0)
+    assert _rows(Made("ecg", tmp_path, scores)) == "5,000"  # no detector: every row
     sampled = SimpleNamespace(fit_rows_={"rows": 5000, "held_out": 500, "model": 2000})
-    assert _rows(Made("ecg", tmp_path, host=scores, detector=sampled)) == "2,000 of 5,000"
+    assert _rows(Made("ecg", tmp_path, scores, detector=sampled)) == "2,000 of 5,000"
     every = SimpleNamespace(fit_rows_={"rows": 4000, "held_out": 400, "model": 4000})  # usable beats only
-    assert _rows(Made("ecg", tmp_path, host=scores, detector=every)) == "5,000"
+    assert _rows(Made("ecg", tmp_path, scores, detector=every)) == "5,000"

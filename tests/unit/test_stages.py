@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import torch
 
+from devicepipe.artifacts import BeatPlaces, ScoredRows
 from devicepipe.learning.score import Scores
 from devicepipe.pipelines.scored import beat_counts, flagged_beats, score_views
 from devicepipe.report import MAX_FLAGGED_ROWS
@@ -33,17 +36,16 @@ def test_score_views_show_at_most_the_report_s_rows():
 
 
 def test_counts_and_flagged_beats_as_the_summary_lists_them():
-    host = {
-        "all_peaks": np.array([10, 250, 500, 760, 1000]),
-        "peaks": np.array([250, 500, 760]),
-        "scores": np.array([0.2, 4.0, 2.5]),
-        "flags": np.array([False, True, True]),
-        "tail": np.array([0.5, 0.001, 0.01]),
-    }
-    assert beat_counts(host) == {"beats_found": 5, "beats_kept": 3, "flagged": 2}
-    listed = flagged_beats(host, 250.0)
+    places = BeatPlaces(
+        all_peaks=np.array([10, 250, 500, 760, 1000]), peaks=np.array([250, 500, 760]), kept=np.array([1, 2, 3])
+    )
+    scores = np.array([0.2, 4.0, 2.5])
+    rows = ScoredRows(np.zeros((3, 2)), scores, np.zeros(3), np.array([False, True, True]))
+    assert beat_counts(places, rows) == {"beats_found": 5, "beats_kept": 3, "flagged": 2}
+    listed = flagged_beats(places, rows, 250.0)
     assert listed == [{"peak": 500, "time_s": 2.0, "score": 4.0}, {"peak": 760, "time_s": 3.04, "score": 2.5}]
-    with_tail = flagged_beats(host | {"truth": np.array(["N", "V", "N"])}, 250.0, tail=True)
+    labelled = replace(places, truth=np.array(["N", "V", "N"]))
+    with_tail = flagged_beats(labelled, replace(rows, tail=np.array([0.5, 0.001, 0.01])), 250.0)
     assert [list(b) for b in with_tail] == [["peak", "time_s", "score", "tail_probability", "reference"]] * 2
     assert [(b["tail_probability"], b["reference"]) for b in with_tail] == [(0.001, "V"), (0.01, "N")]
 

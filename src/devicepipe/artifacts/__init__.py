@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from devicepipe.artifacts import figures, tables
-from devicepipe.artifacts.made import REPORT_SECTIONS, Artifact, Histories, Made
+from devicepipe.artifacts.made import REPORT_SECTIONS, Artifact, BeatPlaces, Histories, Made, RowViews, ScoredRows
 from devicepipe.artifacts.names import CHECKPOINT_NAME, ENSEMBLE_NAME, MODEL_NAME
 from devicepipe.artifacts.tables import write_history
 from devicepipe.plots import save_figure
@@ -201,8 +201,11 @@ __all__ = [
     "ARTIFACTS",
     "REPORT_SECTIONS",
     "Artifact",
+    "BeatPlaces",
     "Histories",
     "Made",
+    "RowViews",
+    "ScoredRows",
     "caption",
     "figures_shown",
     "write_artifacts",

@@ -37,7 +37,7 @@ def excerpt(m: Made) -> Any:
     return plot_beats_excerpt(
         m.signal,
         m.fs,
-        m.peaks if m.peaks is not None else m.host["all_peaks"],
+        m.beat_places.all_peaks if m.peaks is None else m.peaks,
         reference=m.reference,
         unit=rec.units[0],
         title=f"{rec.source} ({rec.channels[0]}): detected beats",
@@ -55,7 +55,7 @@ def event_strips(m: Made) -> Any:
     """Eight seconds around the first event of each kind, every beat lettered with its class."""
     if m.rec is None or m.signal is None or m.classes is None or not m.events:
         return None
-    peaks = m.peaks if m.peaks is not None else m.host["all_peaks"]
+    peaks = m.beat_places.all_peaks if m.peaks is None else m.peaks
     strips = []
     for kind, title in EVENT_STRIPS.items():
         found = [e for e in m.events if e.kind == kind]
@@ -73,7 +73,7 @@ def heart_rate(m: Made) -> Any:
     """Each beat's heart rate and the median of each minute."""
     if m.rec is None or m.signal is None:
         return None
-    peaks = m.peaks if m.peaks is not None else m.host["all_peaks"]
+    peaks = m.beat_places.all_peaks if m.peaks is None else m.peaks
     minutes = minute_rates(peaks, m.fs)
     return plot_heart_rate(peaks, m.fs, minutes=(minutes.minute, minutes.median_bpm))
 
@@ -109,8 +109,10 @@ def training(title: str) -> Any:
 
 def row_classes(m: Made) -> np.ndarray | None:
     """Each row's beat class ``(rows,)``, for a run of beats that were classed (else None)."""
-    kept = m.host.get("kept")
-    if m.classes is None or kept is None or len(m.classes) != len(kept):
+    if m.classes is None or m.places is None:
+        return None
+    kept = m.places.kept
+    if len(m.classes) != len(kept):
         return None
     return m.classes[kept]
 
@@ -120,18 +122,18 @@ def latent(title: str) -> Any:
     rows ringed, reference labels marked. ``title`` as :func:`training`'s, without what colours it."""
 
     def draw(m: Made) -> Any:
-        h = m.host
+        rows = m.scored
         classes = row_classes(m)
         coloured = "anomaly score" if classes is None else "class"
         return plot_latent(
-            h["emb"],
-            scores=h["scores"],
+            rows.emb,
+            scores=rows.scores,
             labels=classes,
             colours=CLASS_COLOURS,
             names=CLASS_WORDS,
             threshold=m.threshold,
-            flags=h["flags"],
-            truth=h.get("truth"),
+            flags=rows.flags,
+            truth=None if m.places is None else m.places.truth,
             title=title.format(n=_rows(m), recordings=m.n_recordings) + f", coloured by {coloured}",
             warning=m.warning,
         )
@@ -140,41 +142,41 @@ def latent(title: str) -> Any:
 
 
 def extreme_beats(whose: str) -> Any:
-    """The five highest- and lowest-scoring beats (``host["extreme_idx"]``) with ``whose``
-    reconstructions, each titled by its time and reference label (where ``host`` has ``truth``)."""
+    """The five highest- and lowest-scoring beats (``RowViews.extreme_idx``) with ``whose``
+    reconstructions, each titled by its time and reference label (where the run has them)."""
 
     def draw(m: Made) -> Any:
-        h, fs = m.host, m.fs
-        truth = h.get("truth")
+        rows, views, places, fs = m.scored, m.row_views, m.beat_places, m.fs
+        truth = places.truth
 
         def name(i: int) -> str:
             label = "" if truth is None else f", reference {truth[i] or 'none'}"
-            return f"t={h['peaks'][i] / fs:.1f} s{label}"
+            return f"t={places.peaks[i] / fs:.1f} s{label}"
 
         return plot_extremes(
-            h["extreme_rows"],
-            h["extreme_recon"],
-            h["scores"][h["extreme_idx"]],
+            m.need(views.extreme_rows, "extreme rows"),
+            m.need(views.extreme_recon, "reconstructions"),
+            rows.scores[views.extreme_idx],
             sampling_rate=m.beat_rate,
-            names=[name(i) for i in h["extreme_idx"]],
+            names=[name(i) for i in views.extreme_idx],
             title=f"Most and least anomalous beats with {whose} reconstructions",
             ylabel="standardised amplitude",
             threshold=m.threshold,
             warning=m.warning,
-            flags=None if "flags" not in h else h["flags"][h["extreme_idx"]],
+            flags=rows.flags[views.extreme_idx],
         )
 
     return draw
 
 
 def generated(m: Made) -> Any:
-    h = m.host
-    code = int(h.get("grid_towards", -1))
+    h = m.row_views
+    code, grid = h.grid_towards, m.need(h.grid, "latent grid")
     if code < 0:  # no class to run to: the directions the codes spread most along
         return plot_generated(
-            h["generated"],
-            h["grid"],
-            centre=h["centre"],
+            m.need(h.generated, "generated beats"),
+            grid,
+            centre=h.centre,
             sampling_rate=m.beat_rate,
             title="Beats generated across the latent space (left to right: the direction in which the beats' "
             "codes spread most;\ntop to bottom: the next) with the typical beat in grey; above each: its latent point",
@@ -183,12 +185,12 @@ def generated(m: Made) -> Any:
     other = list(BEAT_CLASSES)[code]
     words = CLASS_WORDS[other]
     return plot_generated(
-        h["generated"],
-        h["grid"],
-        centre=h["centre"],
+        m.need(h.generated, "generated beats"),
+        grid,
+        centre=h.centre,
         centre_name="typical normal beat (the N beats' mean code)",
-        columns=["N"] + [""] * (round(np.sqrt(len(h["grid"]))) - 2) + [other],
-        columns_row=round(np.sqrt(len(h["grid"]))) // 2,  # the middle row: the path from N to the class
+        columns=["N"] + [""] * (round(np.sqrt(len(grid))) - 2) + [other],
+        columns_row=round(np.sqrt(len(grid))) // 2,  # the middle row: the path from N to the class
         hardly=f"the model decodes every code here, the {other} beats' mean included,\ninto nearly the typical beat: "
         "its codes carry little of the beats' shapes, though latent.png may still set them apart",
         hardly_across=f"the model decodes the {words} beats' mean code into nearly the normal beat: it does not "
@@ -210,7 +212,9 @@ def scores(title: str | None = None, what: str = "beats", names: tuple[str, str]
             more["names"] = names
         if what != "beats":
             more["what"] = what
-        return plot_score_distribution(m.host["train_scores"], m.host["scores"], m.threshold, **more)
+        return plot_score_distribution(
+            m.need(m.scored.train_scores, "training scores"), m.scored.scores, m.threshold, **more
+        )
 
     return draw
 
@@ -219,9 +223,9 @@ def window_extremes(m: Made) -> Any:
     """The most and least anomalous windows of a load series with their reconstructions."""
     unit = _unit(m.unit_name)
     return plot_extremes(
-        m.host["days"],
-        m.host["recon"],
-        m.host["scores"],
+        m.window_rows,
+        m.need(m.recon, "reconstructions"),
+        m.scored.scores,
         names=_window_names(m),
         title="Most and least anomalous windows with reconstructions",
         x=_hours(m),
@@ -229,7 +233,7 @@ def window_extremes(m: Made) -> Any:
         ylabel=f"load ({unit})" if unit == "MW" else m.unit_name,
         threshold=m.threshold,
         warning=m.warning,
-        flags=m.host.get("flags"),
+        flags=m.scored.flags,
     )
 
 
@@ -237,17 +241,17 @@ def days(m: Made) -> Any:
     """The flagged windows against a typical one."""
     unit = _unit(m.unit_name)
     directions = None if m.leading is None else m.leading.get("direction")
-    days = m.host["days"]  # (a KeyError where the run made none)
+    days = m.window_rows  # (a KeyError where the run made none)
     assert m.flagged is not None  # (a series run's)
     return plot_days(
-        days, m.flagged, _window_names(m), unit=unit, hours=_hours(m), scores=m.host["scores"],
+        days, m.flagged, _window_names(m), unit=unit, hours=_hours(m), scores=m.scored.scores,
         directions=directions,
     )  # fmt: skip
 
 
 def _rows(m: Made) -> str:
     """How many rows the model trained on: "2,000 of 100,000" where it learned from a sample."""
-    n = m.wins.values.shape[0] if m.wins is not None else m.host["scores"].size
+    n = m.wins.values.shape[0] if m.wins is not None else m.scored.scores.size
     fitted = getattr(m.detector, "fit_rows_", None) or {}
     rows, learned = fitted.get("rows", n), fitted.get("model", n)
     return f"{n:,}" if learned >= rows else f"{learned:,} of {rows:,}"
@@ -266,4 +270,4 @@ def _window_names(m: Made) -> list[str]:
 
 
 def _hours(m: Made) -> np.ndarray:
-    return np.arange(m.host["days"].shape[1]) * m.windows.step_s / 3600
+    return np.arange(m.window_rows.shape[1]) * m.windows.step_s / 3600

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -15,8 +15,72 @@ from devicepipe.ecg import BeatQuality, Beats
 from devicepipe.io import Recording
 from devicepipe.signal.windows import Windows
 
+T = TypeVar("T")
+
 #: Each model's losses per epoch: ``[{"train": [...], "val": [...], "seconds": [...]}, ...]``.
 Histories = list[dict[str, list[float]]]
+
+
+@dataclass(frozen=True)
+class ScoredRows:
+    """Host copies of a model's answers on the rows it scored (beats or windows), ``n`` rows.
+
+    ``emb``: ``(n, latent)`` each row's code (the first model's latent means); ``scores``,
+    ``spread`` (the members' disagreement), ``flags`` (bool: above the threshold): ``(n,)``;
+    ``effects``: ``(n,)`` how far each row differs from its typical one (scorers that measure
+    it; else None). A saved model's rows also have ``tail``, ``(n,)``, the share of its training
+    rows scoring at least as high, and ``train_scores``, its training rows' scores."""
+
+    emb: np.ndarray
+    scores: np.ndarray
+    spread: np.ndarray
+    flags: np.ndarray
+    effects: np.ndarray | None = None
+    tail: np.ndarray | None = None
+    train_scores: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class RowViews:
+    """What the figures and the report show of scored rows (of ``width`` samples each).
+
+    ``extreme_idx``: ``(10,)`` the five highest-scoring rows' positions, then the five lowest's;
+    ``top_flagged``: ``(k,)`` the flagged rows' positions by falling score, ``flagged_rows``
+    ``(k, width)`` those rows; ``typical``: ``(width,)`` the median row. A VAE's run adds the
+    extreme rows as the model takes them and its reconstructions of them (``extreme_rows``,
+    ``extreme_recon``, ``(10, model width)``), and the beats it generates (``generated``,
+    ``(g, model width)``) across its latent ``grid`` ``(g, latent)`` with the typical beat
+    ``centre``; ``grid_towards``: the class (its index in ``BEAT_CLASSES``) the grid runs to
+    from the normal beats' code, -1 where it spans the directions the codes spread most."""
+
+    extreme_idx: np.ndarray
+    top_flagged: np.ndarray
+    flagged_rows: np.ndarray
+    typical: np.ndarray
+    extreme_rows: np.ndarray | None = None
+    extreme_recon: np.ndarray | None = None
+    generated: np.ndarray | None = None
+    grid: np.ndarray | None = None
+    centre: np.ndarray | None = None
+    grid_towards: int = -1
+
+
+@dataclass(frozen=True)
+class BeatPlaces:
+    """Where a scored run's beats are in its recording (samples).
+
+    ``all_peaks``: ``(n_peaks,)`` every R peak found; ``kept``: which of them were cut into a
+    row (a bool mask ``(n_peaks,)`` or indices); ``peaks``: ``(n,)`` the R peaks of the rows;
+    ``neighbour_s``: ``(n,)`` the offset (s) of a neighbouring beat whose QRS reaches into each
+    row (NaN: none). With a labelled reference: ``reference_peaks``, its beats, and ``truth``,
+    ``(n,)`` each row's label (its nearest reference beat's within 150 ms; "" none)."""
+
+    all_peaks: np.ndarray
+    peaks: np.ndarray
+    kept: np.ndarray
+    neighbour_s: np.ndarray | None = None
+    reference_peaks: np.ndarray | None = None
+    truth: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -24,18 +88,22 @@ class Made:
     """Host copies of what a run made: what its artifacts are written from. A field a kind of
     run does not make stays at its default.
 
-    ``host``: the run's arrays by name (``peaks`` ``(n,)`` samples, ``scores`` and ``flags``
-    ``(n,)``, ``emb`` ``(n, latent)``, ``extreme_rows``, ``days``, ``truth`` ...; see each
-    pipeline); ``signal``: the recording's first channel ``(time,)`` as read (``rec.samples``,
-    which may start at ``rec.start_sample``); ``leading``: the first columns of the score
-    tables, each ``(n,)``; ``beat_rate``: Hz of the resampled beat rows; ``quality``: the rated
-    beats' quality, their R peaks and the recording's length in samples; ``flagged``: the
-    flagged windows drawn in ``days.png``, from the highest score down.
+    ``rows``: a model's answers on its rows; ``views``: what the figures show of them;
+    ``places``: where a scored run's beats are; ``days``: a load series' windows ``(n, width)``
+    and ``recon`` their reconstructions; ``signal``: the recording's first channel ``(time,)``
+    as read (``rec.samples``, which may start at ``rec.start_sample``); ``leading``: the first
+    columns of the score tables, each ``(n,)``; ``beat_rate``: Hz of the resampled beat rows;
+    ``quality``: the rated beats' quality, their R peaks and the recording's length in samples;
+    ``flagged``: the flagged windows drawn in ``days.png``, from the highest score down.
     """
 
     kind: str
     out: Path
-    host: Mapping[str, np.ndarray] = field(default_factory=dict)
+    rows: ScoredRows | None = None
+    views: RowViews | None = None
+    places: BeatPlaces | None = None
+    days: np.ndarray | None = None
+    recon: np.ndarray | None = None
     rec: Recording | None = None
     signal: np.ndarray | None = None
     histories: Histories | None = None
@@ -57,6 +125,38 @@ class Made:
     geometry: Mapping[str, Any] | None = None  # what rows the model takes (see BeatAnomalyDetector.save)
     classes: np.ndarray | None = None  # each R peak's AAMI class, ``(n,)`` (an ECG run in one piece)
     events: Sequence[Any] | None = None  # the Holter events (devicepipe.heart.holter.Event), in time order
+
+    @property
+    def scored(self) -> ScoredRows:
+        """The model's answers on the rows (a :class:`KeyError` where the run made none)."""
+        return self.need(self.rows, "scored rows")
+
+    @property
+    def row_views(self) -> RowViews:
+        """What the figures show of the scored rows (a :class:`KeyError` where the run made none)."""
+        return self.need(self.views, "rows to show")
+
+    @property
+    def beat_places(self) -> BeatPlaces:
+        """Where the scored beats are (a :class:`KeyError` where the run made none)."""
+        return self.need(self.places, "beats' places")
+
+    @property
+    def window_rows(self) -> np.ndarray:
+        """A load series' windows ``(n, width)`` (a :class:`KeyError` where the run made none)."""
+        return self.need(self.days, "windows")
+
+    @property
+    def all_peaks(self) -> np.ndarray | None:
+        """Every R peak the run found (samples), where it found beats."""
+        return self.peaks if self.peaks is not None else None if self.places is None else self.places.all_peaks
+
+    def need(self, value: T | None, what: str) -> T:
+        """``value``, which the artifact being made needs; a :class:`KeyError` naming ``what`` where
+        this run did not make it."""
+        if value is None:
+            raise KeyError(f"the artifacts of a {self.kind} run need its {what}, which it did not make")
+        return value
 
     @property
     def fs(self) -> float:

@@ -13,15 +13,13 @@ from devicepipe.heart.rate import minute_rates
 from devicepipe.io import write_csv, write_parquet
 
 
-def _rows(m: Made, *extra: str) -> dict[str, Any]:
-    """The ``leading`` columns, latent codes ``z0..``, score, flag, spread and the ``extra`` host columns."""
-    h = m.host
+def _rows(m: Made) -> dict[str, Any]:
+    """The ``leading`` columns, latent codes ``z0..``, score, flag and spread."""
+    rows = m.scored
     table = dict(m.leading or {})
-    for j in range(h["emb"].shape[1]):
-        table[f"z{j}"] = h["emb"][:, j]
-    table.update(score=h["scores"], flag=h["flags"], spread=h["spread"])
-    for name in extra:
-        table[name] = h[name]
+    for j in range(rows.emb.shape[1]):
+        table[f"z{j}"] = rows.emb[:, j]
+    table.update(score=rows.scores, flag=rows.flags, spread=rows.spread)
     return table
 
 
@@ -33,7 +31,7 @@ def embeddings(m: Made) -> Path:
 def scores_table(m: Made) -> Path:
     """One row per row scored: as ``embeddings.parquet``, with each row's tail probability."""
     table = _rows(m)
-    table["tail_probability"] = m.host["tail"]
+    table["tail_probability"] = m.scored.tail
     return write_parquet(table, m.out / "scores.parquet")
 
 
@@ -69,7 +67,7 @@ def minute_table(m: Made) -> Path | None:
     """Each minute of the recording that holds a beat: its start (s from the recording's start),
     its beats, and their median, lowest and highest heart rate (bpm; 60 / the RR interval before
     each beat, uncleaned)."""
-    peaks = m.peaks if m.peaks is not None else m.host.get("all_peaks")
+    peaks = m.all_peaks
     if peaks is None or m.rec is None or m.rec.sampling_rate is None or peaks.size < 2:
         return None
     rates = minute_rates(peaks, m.rec.sampling_rate)

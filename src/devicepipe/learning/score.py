@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from devicepipe.artifacts.made import ScoredRows
 from devicepipe.core.device import full_float32
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.interop import convert
@@ -104,12 +105,14 @@ class Scores:
     flags: torch.Tensor
     effects: torch.Tensor | None = None
 
-    def to_host(self) -> dict[str, np.ndarray]:
-        """Host copies of the per-row results: ``emb``, ``scores``, ``spread``, ``flags`` (and ``effects``)."""
-        rows = {"emb": self.embeddings, "scores": self.scores, "spread": self.spread, "flags": self.flags}
-        if self.effects is not None:
-            rows["effects"] = self.effects
-        return {name: t.detach().cpu().numpy() for name, t in rows.items()}
+    def to_host(self) -> ScoredRows:
+        """Host copies of the per-row results (codes, scores, spread, flags and effects)."""
+
+        def host(t: torch.Tensor) -> np.ndarray:
+            return t.detach().cpu().numpy()
+
+        effects = None if self.effects is None else host(self.effects)
+        return ScoredRows(host(self.embeddings), host(self.scores), host(self.spread), host(self.flags), effects)
 
 
 def score(

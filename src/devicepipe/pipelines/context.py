@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from devicepipe.artifacts.write import earlier_files
@@ -59,11 +58,6 @@ def start(out: str | Path, device: str | torch.device, count_transfers: bool, pr
         note(f"removed {len(removed)} file(s) an interrupted run left in {out}")
     ledger = TransferLedger() if count_transfers else None
     return Run(out, dev, StageTimer(dev, ledger), note, earlier_files(out))
-
-
-def to_host(tensors: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
-    """Host (NumPy) copies of named tensors (inside a run's "transfer" stage)."""
-    return {name: t.detach().cpu().numpy() for name, t in tensors.items()}
 
 
 #: Beats read from disk at a time in a chunked run's later stages.

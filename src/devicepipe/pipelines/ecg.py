@@ -22,7 +22,6 @@ from devicepipe.ecg import (
     BeatQuality,
     Beats,
     beat_quality,
-    neighbours_in_rows,
 )
 from devicepipe.ecg.segment import SegmentMode
 from devicepipe.io import (
@@ -36,13 +35,7 @@ from devicepipe.learning.learn import (
 )
 from devicepipe.learning.score import class_grid, latent_grid, reconstruct
 from devicepipe.models import LightVAEConfig, as_model
-from devicepipe.pipelines.checks import (
-    detection_accuracy,
-    missed_labels,
-    record_name,
-    reference_counts,
-    time_warnings,
-)
+from devicepipe.pipelines.checks import record_name, time_warnings
 from devicepipe.pipelines.classes import Labelled, label_beats
 from devicepipe.pipelines.context import (
     BEAT_WIDTH,
@@ -53,19 +46,22 @@ from devicepipe.pipelines.context import (
     Progress,
     Run,
     start,
-    to_host,
 )
 from devicepipe.pipelines.learning import Learned, beat_geometry, finish, learn, make_detector, model_rows, run_identity
 from devicepipe.pipelines.quality import check_min_quality, quality_summary, quality_table_columns
 from devicepipe.pipelines.reading import read_and_cut
 from devicepipe.pipelines.results import LearnResult
 from devicepipe.pipelines.scored import (
+    Scored,
     beat_counts,
+    beat_places,
     flag_reason,
     flagged_beats,
     label_with_reference,
     labelled_reference,
+    reference_summary,
     score_views,
+    views_on_host,
 )
 from devicepipe.report import FlaggedRows
 from devicepipe.signal.scale import StandardScaler
@@ -129,50 +125,39 @@ def run_ecg(
     extra = {"scaler": scaler.state_dict(), "identity": identity}
     learned = _learn_usable(run, detector, data, usable, settings, extra, epoch_progress)
     with run.stage("score"):
-        views = _model_views(learned, data, labelled.classes.labels[beats.kept.cpu().numpy()])
+        on_device = _model_views(learned, data, labelled.classes.labels[beats.kept.cpu().numpy()])
     with run.stage("transfer"):
-        host = learned.scores.to_host() | to_host(
-            {
-                "all_peaks": peaks,
-                "peaks": beats.peaks,
-                "kept": beats.kept,
-                "neighbour_s": neighbours_in_rows(beats, peaks),
-            }
-            | views
-        )
+        rows, views, places = learned.scores.to_host(), views_on_host(on_device), beat_places(peaks, beats)
         signal = rec.samples.cpu().numpy()
     with run.stage("hrv"):
         heart_rate = heart_rate_summary(peaks, rec.fs, labelled.classes.labels)
     if ref is not None:
-        label_with_reference(host, ref, rec)
+        places = label_with_reference(places, ref, rec)
+    scored = Scored(rows, views, places)
     with run.stage("write"):
-        files = _write_ecg(
-            run, rec, signal, host, learned, beats, quality, beat_geometry(beats, method, width), labelled
-        )
+        files = _write_ecg(run, rec, signal, scored, learned, beats, quality, beat_geometry(beats, method, width),
+                           labelled)  # fmt: skip
     summary = {
         **input_summary(source, rec, run.device),
         **leads,
         "holter": labelled.summary(),
         "settings": {**settings.to_dict(), "mode": mode, "width": width, "method": method},
-        **_ecg_scores_summary(host, heart_rate, learned, rec.fs),
+        **_ecg_scores_summary(scored, heart_rate, learned, rec.fs),
         "quality": quality_summary(quality, beats.peaks, rec.n_samples, rec.fs, min_quality),
         "warnings": time_warnings(rec),
     }
     if usable is not None:
         summary["quality"]["left_out_of_training_and_flags"] = int((~usable).sum())
     if ref is not None:
-        assert ref.symbols is not None  # (a labelled reference: checked when it was read)
-        missed = missed_labels(host["reference_peaks"], ref.symbols, host["all_peaks"], rec.fs)
-        summary["reference"] = reference_counts(ref.source, host["truth"], host["flags"], missed)
-        summary["accuracy"] = detection_accuracy(ref, rec, host["all_peaks"])
-    return finish(run, summary, learned, files, "ecg", flagged_beat_rows(host, rec.fs, ref is not None))
+        summary |= reference_summary(ref, rec, scored)
+    return finish(run, summary, learned, files, "ecg", flagged_beat_rows(scored, rec.fs))
 
 
 def _write_ecg(
     run: Run,
     rec: Recording,
     signal: np.ndarray,
-    host: dict[str, np.ndarray],
+    scored: Scored,
     learned: Learned,
     beats: Beats,
     quality: BeatQuality,
@@ -181,13 +166,13 @@ def _write_ecg(
 ) -> dict[str, Path]:
     """Every file of an ECG run but its report and summary: the beat files (with each beat's
     class) and scores, the model (with the ``geometry`` of its rows), the figures."""
-    files, leading = scored_beat_files(run, rec, host, "truth" in host, quality, labelled)
+    files, leading = scored_beat_files(run, rec, scored, quality, labelled)
     made = Made(
-        "ecg", run.out, host, rec=rec, signal=signal, histories=learned.histories,
+        "ecg", run.out, scored.rows, scored.views, scored.places, rec=rec, signal=signal, histories=learned.histories,
         threshold=learned.scores.threshold, warning=learned.unsettled, leading=leading,
         beat_rate=geometry["width"] / beats.window_s,  # Hz of the resampled beat rows
         quality=(quality, beats.peaks, rec.n_samples), detector=learned.detector, geometry=geometry,
-        reference=host.get("reference_peaks"),
+        reference=scored.places.reference_peaks,
         classes=labelled.classes.labels, events=labelled.holter.events,
     )  # fmt: skip
     return files | write_artifacts(made)
@@ -273,12 +258,12 @@ def _model_views(learned: Learned, data: torch.Tensor, row_classes: np.ndarray) 
 
 
 def _ecg_scores_summary(
-    host: dict[str, np.ndarray], heart_rate: dict[str, Any] | None, learned: Learned, fs: float
+    scored: Scored, heart_rate: dict[str, Any] | None, learned: Learned, fs: float
 ) -> dict[str, Any]:
     """``summary.json``'s heart rate, counts, threshold (and what it means), scorer and flagged beats."""
     return {
         "heart_rate": heart_rate,
-        "counts": beat_counts(host),
+        "counts": beat_counts(scored.places, scored.rows),
         "threshold": learned.scores.threshold,
         "threshold_means": (
             f"{learned.detector.threshold_rule}; "
@@ -287,46 +272,44 @@ def _ecg_scores_summary(
             )
         ),
         "scorer": learned.detector.scorer_summary(),
-        "flagged": flagged_beats(host, fs),
+        "flagged": flagged_beats(scored.places, scored.rows, fs),
     }
 
 
 def scored_beat_files(
-    run: Run,
-    rec: Recording,
-    host: dict[str, np.ndarray],
-    labelled: bool,
-    quality: BeatQuality,
-    classes: Labelled,
+    run: Run, rec: Recording, scored: Scored, quality: BeatQuality, classes: Labelled
 ) -> tuple[dict[str, Path], dict[str, np.ndarray]]:
     """The beat files of a scored run (every R peak with its quality, class, score and flag: NaN
     and False where the beat was not kept), and the leading columns of its per-beat table (peak,
-    time, and the reference label when ``labelled``)."""
-    fs, n = rec.fs, host["all_peaks"].size
+    time, and the reference label where the beats were labelled by one)."""
+    places, rows = scored.places, scored.rows
+    fs, n = rec.fs, places.all_peaks.size
     per_peak, flagged_peak = np.full(n, np.nan), np.zeros(n, bool)
-    per_peak[host["kept"]], flagged_peak[host["kept"]] = host["scores"], host["flags"]
+    per_peak[places.kept], flagged_peak[places.kept] = rows.scores, rows.flags
     files = write_beat_files(
-        run.out, record_name(rec), host["all_peaks"], host["kept"], fs, scores=per_peak, flags=flagged_peak,
-        quality=quality_table_columns(quality, host["kept"]), classes=classes.columns, rhythms=classes.holter.rhythms,
+        run.out, record_name(rec), places.all_peaks, places.kept, fs, scores=per_peak, flags=flagged_peak,
+        quality=quality_table_columns(quality, places.kept), classes=classes.columns, rhythms=classes.holter.rhythms,
     )  # fmt: skip
-    leading = {"peak": host["peaks"], "time_s": host["peaks"] / fs}
-    if labelled:
-        leading["reference"] = host["truth"]
+    leading = {"peak": places.peaks, "time_s": places.peaks / fs}
+    if places.truth is not None:
+        leading["reference"] = places.truth
     return files, leading
 
 
-def flagged_beat_rows(host: dict[str, np.ndarray], fs: float, labelled: bool) -> FlaggedRows:
+def flagged_beat_rows(scored: Scored, fs: float) -> FlaggedRows:
     """The report's table of the highest-scoring flagged beats, each beside the typical one."""
-    top = host["top_flagged"]
+    rows, views, places = scored.rows, scored.views, scored.places
+    top = views.top_flagged
+    truth, neighbour_s = places.truth, places.neighbour_s
     return FlaggedRows(
-        names=[f"{host['peaks'][i] / fs:,.1f} s" for i in top],
-        scores=host["scores"][top],
-        rows=host["flagged_rows"],
-        typical=host["typical"],
-        labels=[str(host["truth"][i]) for i in top] if labelled else None,
-        reasons=[flag_reason(float(host["neighbour_s"][i])) for i in top] if "neighbour_s" in host else None,
+        names=[f"{places.peaks[i] / fs:,.1f} s" for i in top],
+        scores=rows.scores[top],
+        rows=views.flagged_rows,
+        typical=views.typical,
+        labels=None if truth is None else [str(truth[i]) for i in top],
+        reasons=None if neighbour_s is None else [flag_reason(float(neighbour_s[i])) for i in top],
         unit="standard deviations of the recording",
-        total=int(host["flags"].sum()),
+        total=int(rows.flags.sum()),
         one="beat",
         many="beats",
     )

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from devicepipe.anomaly import BeatAnomalyDetector
@@ -19,7 +19,6 @@ from devicepipe.artifacts.write import (
 from devicepipe.core.device import resolve_device
 from devicepipe.ecg import (
     beat_quality,
-    neighbours_in_rows,
 )
 from devicepipe.io import (
     Recording,
@@ -27,26 +26,24 @@ from devicepipe.io import (
 from devicepipe.io.timeline import NanPolicy
 from devicepipe.io.write import holds_output
 from devicepipe.learning.score import reconstruct
-from devicepipe.pipelines.checks import (
-    detection_accuracy,
-    missed_labels,
-    rate_warnings,
-    reference_counts,
-    time_warnings,
-)
+from devicepipe.pipelines.checks import rate_warnings, time_warnings
 from devicepipe.pipelines.classes import label_beats
-from devicepipe.pipelines.context import Progress, Run, start, to_host
+from devicepipe.pipelines.context import Progress, Run, start
 from devicepipe.pipelines.ecg import flagged_beat_rows, scored_beat_files
 from devicepipe.pipelines.learning import beat_rows, fitted_model, model_rows, model_summary
 from devicepipe.pipelines.model_fit import failed_model_warnings, flag_share_warnings, rate_fit_warnings
 from devicepipe.pipelines.reading import no_beats, read_and_cut
 from devicepipe.pipelines.results import LearnResult
 from devicepipe.pipelines.scored import (
+    Scored,
     beat_counts,
+    beat_places,
     flagged_beats,
     label_with_reference,
     labelled_reference,
+    reference_summary,
     score_views,
+    views_on_host,
 )
 from devicepipe.report import REPORT_NAME, write_report
 from devicepipe.signal.resample import resample_rows
@@ -103,31 +100,31 @@ def run_score(
         views = score_views(scores, data)
         prepared = resample_rows(data[views["extreme_idx"]], detector.width_)
         views |= {"extreme_rows": prepared, "extreme_recon": reconstruct(detector.models_[0], prepared)}
-        views |= {"tail": detector.tail_of(scores.scores), "train_scores": detector.train_scores_}
+        tail = detector.tail_of(scores.scores)
     with run.stage("transfer"):
-        kept = {"all_peaks": peaks, "peaks": beats.peaks, "kept": beats.kept}
-        host = scores.to_host() | to_host(kept | {"neighbour_s": neighbours_in_rows(beats, peaks)} | views)
+        trained = detector.train_scores_.detach().cpu().numpy()
+        rows = replace(scores.to_host(), tail=tail.detach().cpu().numpy(), train_scores=trained)
+        places = beat_places(peaks, beats)
+        shown = views_on_host(views)
         signal = rec.samples.cpu().numpy()
     fs = rec.fs
     with run.stage("hrv"):
         heart_rate = heart_rate_summary(peaks, fs, labelled.classes.labels)
     if ref is not None:
-        label_with_reference(host, ref, rec)
+        places = label_with_reference(places, ref, rec)
+    scored = Scored(rows, shown, places)
     with run.stage("write"):
-        files, leading = scored_beat_files(run, rec, host, ref is not None, beat_quality(beats), labelled)
+        files, leading = scored_beat_files(run, rec, scored, beat_quality(beats), labelled)
         made = Made(
-            "score", run.out, host, rec=rec, signal=signal, threshold=detector.threshold_, leading=leading,
-            beat_rate=detector.width_ / beats.window_s, reference=host.get("reference_peaks"),
+            "score", run.out, rows, shown, places, rec=rec, signal=signal, threshold=detector.threshold_,
+            leading=leading, beat_rate=detector.width_ / beats.window_s, reference=places.reference_peaks,
             classes=labelled.classes.labels, events=labelled.holter.events,
         )  # fmt: skip
         files.update(write_artifacts(made))
-    summary = {**_score_summary(source, rec, run, detector, host, heart_rate), **leads, "holter": labelled.summary()}
+    summary = {**_score_summary(source, rec, run, detector, scored, heart_rate), **leads, "holter": labelled.summary()}
     if ref is not None:
-        assert ref.symbols is not None  # (a labelled reference: checked when it was read)
-        missed = missed_labels(host["reference_peaks"], ref.symbols, host["all_peaks"], rec.fs)
-        summary["reference"] = reference_counts(ref.source, host["truth"], host["flags"], missed)
-        summary["accuracy"] = detection_accuracy(ref, rec, host["all_peaks"])
-    page = flagged_beat_rows(host, fs, ref is not None)
+        summary |= reference_summary(ref, rec, scored)
+    page = flagged_beat_rows(scored, fs)
     typed = RunSummary.from_dict(summary)
     files[REPORT_NAME] = write_report(run.out, "score", typed, files, flagged=page)
     typed = write_summary(run.out, typed, files, replaces=run.earlier)
@@ -140,7 +137,7 @@ def _score_summary(
     rec: Recording,
     run: Run,
     detector: BeatAnomalyDetector,
-    host: dict[str, np.ndarray],
+    scored: Scored,
     heart_rate: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """``summary.json`` of a scored recording, but its reference counts."""
@@ -148,21 +145,21 @@ def _score_summary(
         **input_summary(source, rec, run.device),
         "model": model_summary(detector, "training_beats"),
         "heart_rate": heart_rate,
-        "counts": beat_counts(host),
+        "counts": beat_counts(scored.places, scored.rows),
         "threshold": detector.threshold_,
         "threshold_means": (
             f"the model's own threshold, {detector.threshold_rule}; "
             + detector.score_meaning("a beat standardised by this recording's beats", "standard deviations")
         ),
         "scorer": detector.scorer_summary(),
-        "flag_rate": float(host["flags"].mean()),
-        "flagged": flagged_beats(host, rec.fs, tail=True),
+        "flag_rate": float(scored.rows.flags.mean()),
+        "flagged": flagged_beats(scored.places, scored.rows, rec.fs),
         "seconds": run.timer.seconds,
         "transfers": run.timer.transfers(),
         "threads": detector.threads_.to_dict(),
-        "warnings": rate_warnings(host["all_peaks"], rec.fs, rec.n_samples)
+        "warnings": rate_warnings(scored.places.all_peaks, rec.fs, rec.n_samples)
         + time_warnings(rec)
         + rate_fit_warnings(detector.geometry_, rec.fs)
-        + flag_share_warnings(detector, host["flags"])
+        + flag_share_warnings(detector, scored.rows.flags)
         + failed_model_warnings(detector),
     }

@@ -4,6 +4,7 @@ on them, anomalous windows flagged; and a new series scored with that model."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy as np
 import torch
 
 from devicepipe.anomaly import BeatAnomalyDetector
-from devicepipe.artifacts import Made, write_artifacts
+from devicepipe.artifacts import Made, ScoredRows, write_artifacts
 from devicepipe.artifacts.summaries import RunSummary
 from devicepipe.artifacts.write import (
     input_summary,
@@ -43,7 +44,6 @@ from devicepipe.pipelines.context import (
     Progress,
     Run,
     start,
-    to_host,
 )
 from devicepipe.pipelines.learning import finish, fitted_model, learn, make_detector, model_summary, run_identity
 from devicepipe.pipelines.model_fit import failed_model_warnings, flag_share_warnings, scale_fit_warnings
@@ -183,14 +183,14 @@ def run_series(
         rows = detector.scaler_.transform(raw.reshape(-1)).reshape(raw.shape).float()
         raw_recon = _reconstructed(detector, learned.models[0], rows, wins.values.shape)
     with run.stage("transfer"):
-        host = scores.to_host() | to_host({"days": wins.values, "recon": raw_recon})
-    flagged = _flagged_order(host)
-    dep, answers = _window_answers(wins, host, flagged, listed)
+        scored_rows, days, recon = scores.to_host(), wins.values.cpu().numpy(), raw_recon.detach().cpu().numpy()
+    flagged = _flagged_order(scored_rows)
+    dep, answers = _window_answers(wins, scored_rows, days, flagged, listed)
     with run.stage("write"):
         geometry = {"input": "load-windows", "window": window, "steps_per_window": per, "pointwise": pointwise}
         made = Made(
-            "series", run.out, host, histories=learned.histories, threshold=scores.threshold,
-            warning=learned.unsettled, leading=_leading(wins, dep), wins=wins,
+            "series", run.out, scored_rows, days=days, recon=recon, histories=learned.histories,
+            threshold=scores.threshold, warning=learned.unsettled, leading=_leading(wins, dep), wins=wins,
             unit_name=rec.channels[0], flagged=flagged, pointwise=pointwise, detector=learned.detector,
             geometry=geometry,
         )  # fmt: skip
@@ -207,7 +207,7 @@ def run_series(
         **_series_scores_summary(detector, scores.threshold, settings.percentile, pointwise, per),
         **answers,
     }
-    page = _flagged_windows(wins, host, flagged, rec.channels[0], dep)
+    page = _flagged_windows(wins, scored_rows, days, flagged, rec.channels[0], dep)
     return finish(run, summary, learned, files, "series", page)
 
 
@@ -243,9 +243,9 @@ def _reconstructed(
     return detector.scaler_.inverse_transform(recon.reshape(-1)).reshape(recon.shape)
 
 
-def _flagged_order(host: dict[str, np.ndarray]) -> np.ndarray:
+def _flagged_order(rows: ScoredRows) -> np.ndarray:
     """The flagged windows' positions, highest score first."""
-    return np.array([i for i in np.argsort(host["scores"])[::-1] if host["flags"][i]], dtype=np.int64)
+    return np.array([i for i in np.argsort(rows.scores)[::-1] if rows.flags[i]], dtype=np.int64)
 
 
 def _series_scores_summary(
@@ -290,35 +290,36 @@ def _leading(wins: Windows, dep: Departures) -> dict[str, np.ndarray]:
 
 def _window_answers(
     wins: Windows,
-    host: dict[str, np.ndarray],
+    rows: ScoredRows,
+    days: np.ndarray,
     flagged: np.ndarray,
     listed: Listed | None,
-    tail: np.ndarray | None = None,
 ) -> tuple[Departures, dict[str, Any]]:
     """Each window's departure from like windows (:func:`~devicepipe.signal.windows.departures`), and
-    what ``summary.json`` says of the windows: the flagged ones (``flagged``: positions, highest
-    score first), low or high; those holding one value throughout; and, with a reference
-    (``listed``), ``window_reference``. ``tail``: each window's tail probability, for a scored series."""
-    dep = departures(host["days"], wins.starts, wins.per_window * wins.step_s)
+    what ``summary.json`` says of the windows (``days``, ``(n, steps)`` on the host): the flagged
+    ones (``flagged``: positions, highest score first), low or high, with their tail probability
+    where ``rows`` have one (a scored series); those holding one value throughout; and, with a
+    reference (``listed``), ``window_reference``."""
+    dep = departures(days, wins.starts, wins.per_window * wins.step_s)
     answers: dict[str, Any] = {
-        "flagged": flagged_entries(wins, host["scores"], flagged, dep, tail),
-        "flat_windows": [str(wins.starts[i])[:19] for i in np.flatnonzero(flat_windows(host["days"]))],
+        "flagged": flagged_entries(wins, rows.scores, flagged, dep, rows.tail),
+        "flat_windows": [str(wins.starts[i])[:19] for i in np.flatnonzero(flat_windows(days))],
     }
     if listed is not None:
-        answers["window_reference"] = reference_summary(listed, wins, host["scores"], host["flags"], dep)
+        answers["window_reference"] = reference_summary(listed, wins, rows.scores, rows.flags, dep)
     return dep, answers
 
 
 def _flagged_windows(
-    wins: Windows, host: dict[str, np.ndarray], flagged: np.ndarray, unit: str, dep: Departures
+    wins: Windows, rows: ScoredRows, days: np.ndarray, flagged: np.ndarray, unit: str, dep: Departures
 ) -> FlaggedRows:
     """The report's list of flagged windows (``flagged``: indices, highest score first), each
     with its departure from like windows in words."""
     top = flagged[:MAX_FLAGGED_ROWS]
     return FlaggedRows(
         names=[str(wins.starts[i])[:10] for i in top],
-        scores=host["scores"][top],
-        rows=host["days"][top],
+        scores=rows.scores[top],
+        rows=days[top],
         typical=dep.usual[top],
         typical_words="like windows (grey)",
         reasons=[departure_words(wins, dep, int(i)) for i in top],
@@ -376,15 +377,15 @@ def run_score_series(
         rows = detector.scaler_.transform(wins.values.reshape(-1)).reshape(wins.values.shape).float()
         raw_recon = _reconstructed(detector, detector.models_[0], rows, rows.shape)
     with run.stage("transfer"):
-        host = scores.to_host() | to_host(
-            {"days": wins.values, "recon": raw_recon, "tail": tail, "train_scores": detector.train_scores_}
-        )
-    flagged = _flagged_order(host)
-    dep, answers = _window_answers(wins, host, flagged, listed, host["tail"])
+        trained = detector.train_scores_.detach().cpu().numpy()
+        scored_rows = replace(scores.to_host(), tail=tail.detach().cpu().numpy(), train_scores=trained)
+        days, recon = wins.values.cpu().numpy(), raw_recon.detach().cpu().numpy()
+    flagged = _flagged_order(scored_rows)
+    dep, answers = _window_answers(wins, scored_rows, days, flagged, listed)
     with run.stage("write"):
         made = Made(
-            "score-series", run.out, host, threshold=detector.threshold_, wins=wins, unit_name=rec.channels[0],
-            leading=_leading(wins, dep), flagged=flagged,
+            "score-series", run.out, scored_rows, days=days, recon=recon, threshold=detector.threshold_, wins=wins,
+            unit_name=rec.channels[0], leading=_leading(wins, dep), flagged=flagged,
         )  # fmt: skip
         files = write_artifacts(made)
     summary = {
@@ -395,16 +396,16 @@ def run_score_series(
         "steps_per_window": wins.per_window,
         "time": report.to_dict(),
         "windows": _windows_summary(wins),
-        **_score_series_scores(detector, host),
+        **_score_series_scores(detector, scored_rows),
         **answers,
         "seconds": run.timer.seconds,
         "transfers": run.timer.transfers(),
         "threads": detector.threads_.to_dict(),
-        "warnings": scale_fit_warnings(detector, host["days"], rec.channels[0])
-        + flag_share_warnings(detector, host["flags"], "windows", "another place, period or unit")
+        "warnings": scale_fit_warnings(detector, days, rec.channels[0])
+        + flag_share_warnings(detector, scored_rows.flags, "windows", "another place, period or unit")
         + failed_model_warnings(detector),
     }
-    page = _flagged_windows(wins, host, flagged, rec.channels[0], dep)
+    page = _flagged_windows(wins, scored_rows, days, flagged, rec.channels[0], dep)
     typed = RunSummary.from_dict(summary)
     files[REPORT_NAME] = write_report(run.out, "score-series", typed, files, flagged=page)
     typed = write_summary(run.out, typed, files, replaces=run.earlier)
@@ -442,7 +443,7 @@ def _model_windows(run: Run, rec: Recording, report: TimeReport, geometry: dict[
     return wins
 
 
-def _score_series_scores(detector: BeatAnomalyDetector, host: dict[str, np.ndarray]) -> dict[str, Any]:
+def _score_series_scores(detector: BeatAnomalyDetector, rows: ScoredRows) -> dict[str, Any]:
     """``summary.json``'s threshold, what it means, the scorer and the flag rate."""
     return {
         "threshold": detector.threshold_,
@@ -454,5 +455,5 @@ def _score_series_scores(detector: BeatAnomalyDetector, host: dict[str, np.ndarr
             )
         ),
         "scorer": detector.scorer_summary(),
-        "flag_rate": float(host["flags"].mean()),
+        "flag_rate": float(rows.flags.mean()),
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from devicepipe.artifacts import Made, write_artifacts
+from devicepipe.artifacts import Made, ScoredRows, write_artifacts
 from devicepipe.artifacts.summaries import RunSummary
 from devicepipe.core.datasets import is_dataset
 from devicepipe.core.device import free_memory
@@ -45,7 +45,6 @@ from devicepipe.pipelines.context import (
     Progress,
     Run,
     start,
-    to_host,
 )
 from devicepipe.pipelines.learning import Learned, beat_geometry, beat_rows, finish, learn, make_detector, model_rows
 from devicepipe.pipelines.quality import check_min_quality
@@ -180,14 +179,14 @@ def run_train(
     if distributed()[0] != 0:  # rank 0 writes the run; the others only trained their share
         return LearnResult(run.out, RunSummary(extra={"rank": distributed()[0]}), {})
     with run.stage("transfer"):
-        host = learned.scores.to_host() | to_host({"train_scores": detector.train_scores_})
+        rows = replace(learned.scores.to_host(), train_scores=detector.train_scores_.detach().cpu().numpy())
     bounds = np.cumsum([0] + [u["beats"] for u in pop.used])
     for u, a, b in zip(pop.used, bounds[:-1], bounds[1:], strict=True):
-        u["flagged"] = int(host["flags"][a:b].sum())
-        u["median_score"] = float(np.median(host["scores"][a:b]))
+        u["flagged"] = int(rows.flags[a:b].sum())
+        u["median_score"] = float(np.median(rows.scores[a:b]))
     with run.stage("write"):
-        files = _write_train(run, learned, host, pop, beat_geometry(pop.geometry_beats, method, width))
-    summary = _train_summary(source, run, settings, cut, pop, host, learned)
+        files = _write_train(run, learned, rows, pop, beat_geometry(pop.geometry_beats, method, width))
+    summary = _train_summary(source, run, settings, cut, pop, rows, learned)
     return finish(run, summary, learned, files, "train", None)
 
 
@@ -315,13 +314,13 @@ def _gather(
 
 
 def _write_train(
-    run: Run, learned: Learned, host: dict[str, np.ndarray], pop: _Gathered, geometry: dict[str, Any]
+    run: Run, learned: Learned, rows: ScoredRows, pop: _Gathered, geometry: dict[str, Any]
 ) -> dict[str, Path]:
     """The model, ``recordings.parquet``, the scores and the figures of a population's run."""
     used = pop.used
     counts = np.diff(np.cumsum([0] + [u["beats"] for u in used]))
     made = Made(
-        "train", run.out, host, histories=learned.histories, threshold=learned.scores.threshold,
+        "train", run.out, rows, histories=learned.histories, threshold=learned.scores.threshold,
         warning=learned.unsettled, leading={"recording": np.repeat(np.arange(len(used)), counts)},
         n_recordings=len(used), recordings=used, detector=learned.detector, geometry=geometry,
     )  # fmt: skip
@@ -334,7 +333,7 @@ def _train_summary(
     settings: LearnSettings,
     cut: _Cut,
     pop: _Gathered,
-    host: dict[str, np.ndarray],
+    rows: ScoredRows,
     learned: Learned,
 ) -> dict[str, Any]:
     """``summary.json`` of a population's run (before :func:`finish` adds the training's part)."""
@@ -344,7 +343,7 @@ def _train_summary(
         "device": str(run.device),
         "recordings": {"used": len(pop.used), "skipped": skipped, "described": pop.described},
         "settings": {**settings.to_dict(), "mode": cut.mode, "width": cut.width, "method": cut.method},
-        "counts": {"beats": pop.n_beats, "flagged": int(host["flags"].sum())},
+        "counts": {"beats": pop.n_beats, "flagged": int(rows.flags.sum())},
         "window_s": pop.window_s,
         "threshold": learned.scores.threshold,
         "threshold_means": (
