@@ -230,6 +230,20 @@ def test_v_needs_more_than_half_of_the_leads_that_read_the_beat():
     assert agree_on_ventricular(leads[:1]) is leads[0]  # one lead: its own classes
 
 
+@pytest.mark.parametrize("scale", [1e-30, 1e-9, 1e9, 1e20])
+def test_the_classes_are_the_same_in_any_unit(scale):
+    # a recording scaled far from millivolts: the sums of squares of the shapes' measures left
+    # float32's range (under 1e-38, over 3e38), and every beat was Q; heights are compared with
+    # each other only, so a lead so scaled is measured scaled back
+    sim = simulate_ecg(120, 250, rhythm=Rhythm(ectopic_rate=0.1), seed=1)
+    x = sim.signal.double()
+    peaks = ecg_peaks(x.float(), 250.0)
+    base = ecg_classes(x.float(), peaks, 250.0)
+    assert base.counts()["V"] >= 10 and base.counts()["Q"] == 0  # (the simulator's ectopic beats)
+    scaled = ecg_classes((x * scale).float(), peaks, 250.0)
+    assert list(scaled.labels) == list(base.labels)
+
+
 def test_a_detection_another_lead_reads_as_no_qrs_is_no_ventricular_beat():
     # a T wave one lead shows tall and wide (V there) and the other too small for a QRS: no beat
     first = _hand_classes("VVVN", "a")

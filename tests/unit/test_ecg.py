@@ -247,6 +247,24 @@ def test_an_offset_does_not_move_the_peaks(device):
     assert int(ecg_peaks(cut + 1000.0, 250)[0]) <= 3
 
 
+def test_a_level_far_above_the_signal_in_float32_does_not_hide_the_beats(device):
+    # ADC counts or a DC offset a million times the signal's spread, in float32: the filter's
+    # rounding buried every beat (none found at 3e5 and up); now the level goes first, in one
+    # call, in chunks and per row of a batch alike
+    from devicepipe.ecg import ecg_peaks_chunked
+
+    sim = simulate_ecg(60, 250, seed=4, noise_mV=0.02)
+    x = sim.signal.double()
+    for offset in (3e5, 1e6, -1e7):
+        y = (x + offset).float().to(device)
+        found = ecg_peaks(y, 250)
+        assert evaluate_beats(sim.r_peaks, found.cpu(), 250, n_samples=y.numel()).f1 == 1.0, offset
+        chunked = ecg_peaks_chunked(lambda a, b, y=y: y[a:b], y.numel(), 250, chunk=4000)
+        assert torch.equal(chunked, found)
+        batch = ecg_peaks(torch.stack([y, x.float().to(device)]), 250)
+        assert torch.equal(batch[0], found) and torch.equal(batch[1], ecg_peaks(x.float().to(device), 250))
+
+
 def test_row_median_matches_torch_median():
     g = torch.Generator().manual_seed(0)
     for _ in range(100):

@@ -20,10 +20,12 @@ __all__ = [
     "MAX_FAMILIES",
     "P_WINDOW_S",
     "QRS_S",
+    "SAFE_HEIGHTS",
     "SLOPE_S",
     "BeatMeasures",
     "after_previous",
     "either_neighbour",
+    "lead_gain",
     "lead_sign",
     "levelled",
     "measure_beats",
@@ -128,10 +130,13 @@ def wide_windows(x: torch.Tensor, peaks: torch.Tensor, fs: float) -> torch.Tenso
     return windows(x, peaks, wide, wide + 1)
 
 
-def measure_beats(wide: torch.Tensor, sign: float, fs: float) -> BeatMeasures:
+def measure_beats(wide: torch.Tensor, sign: float, fs: float, gain: float = 1.0) -> BeatMeasures:
     """The QRS and P windows of beats from their wide windows (:func:`wide_windows`), each centred first
     on this lead's own extremum within :data:`CENTRE_S` in the direction ``sign`` of its typical
-    QRS (beats found on another lead, or on all of them, are a few ms off this one's)."""
+    QRS (beats found on another lead, or on all of them, are a few ms off this one's); the windows
+    taken times ``gain`` first (:func:`lead_gain`: heights are compared with each other only)."""
+    if gain != 1.0:
+        wide = wide * gain
     reach, half, p_from, p_to, w = reaches(fs)
     near = wide[:, w - reach : w + reach + 1]
     centre = w + (sign * near).argmax(1) - reach  # column of each beat's own R peak
@@ -174,6 +179,20 @@ def lead_sign(wide: torch.Tensor) -> float:
     (wide windows, :func:`wide_windows`)."""
     middle = wide.shape[1] // 2
     return 1.0 if float((wide[:, middle] - wide.median(1).values).median()) >= 0 else -1.0
+
+
+#: QRS heights (in any unit) within which every sum of squares the measures take stays inside
+#: float32's range with room to spare; a lead whose typical QRS is outside it (a recording in
+#: volts times 1e-30, or scaled by 1e20) is measured scaled to a height of 1.
+SAFE_HEIGHTS = (1e-6, 1e6)
+
+
+def lead_gain(wide: torch.Tensor) -> float:
+    """1.0, or where the median height of the beats' wide windows (:func:`wide_windows`, ``(m, w)``)
+    lies outside :data:`SAFE_HEIGHTS`, the factor that makes it 1 (1.0 for a flat lead)."""
+    height = float((wide.double().amax(1) - wide.double().amin(1)).median()) if wide.shape[0] else 0.0
+    low, high = SAFE_HEIGHTS
+    return 1.0 / height if height > 0 and not low <= height <= high else 1.0
 
 
 def after_previous(shapes: torch.Tensor, before: torch.Tensor | None = None) -> tuple[np.ndarray, torch.Tensor]:

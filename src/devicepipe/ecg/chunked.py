@@ -15,6 +15,7 @@ from devicepipe.core.threads import detection_threads, using_threads
 from devicepipe.core.units import hertz, whole
 from devicepipe.ecg import ricker
 from devicepipe.ecg.fuse import fuse_leads, stretch_medians_of_correlations
+from devicepipe.ecg.inputs import far_level, less_level, level_samples
 from devicepipe.ecg.peaks import ecg_peaks, options_of
 from devicepipe.ecg.quality import beat_correlation, template_rows, typical_beat
 from devicepipe.ecg.ricker import (
@@ -200,6 +201,7 @@ def _peaks_chunked(
         assert isinstance(peaks, torch.Tensor)  # (one lead's)
         out[0].append(out[1], peaks)
         return peaks.device
+    read = _less_level(read, n_samples, sampling_rate)
     r = Ricker(float(sampling_rate), **options)
     step = r.alignment
     chunk = _aligned(chunk, step)  # (as detection_chunk says)
@@ -405,6 +407,23 @@ def _edge_means(
     first = _checked(read(0, edge), r.fs, 0)
     last = _checked(read(n_samples - edge, n_samples), r.fs, n_samples - edge)
     return r.edge_means(first[None], last[None])
+
+
+def _less_level(
+    read: Callable[[int, int], torch.Tensor], n_samples: int, sampling_rate: float
+) -> Callable[[int, int], torch.Tensor]:
+    """``read`` less the recording's level where it is far from its signal (:func:`far_level`, from
+    its first :data:`~devicepipe.ecg.inputs.LEVEL_S`, as a call on the whole recording finds it);
+    else ``read`` itself."""
+    head = _checked(read(0, min(n_samples, level_samples(sampling_rate))), sampling_rate, 0)
+    level = far_level(head)
+    if level is None:
+        return read
+
+    def levelled(start: int, stop: int) -> torch.Tensor:
+        return less_level(_checked(read(start, stop), sampling_rate, start), level)
+
+    return levelled
 
 
 def _checked(x: torch.Tensor, sampling_rate: float, offset: int) -> torch.Tensor:

@@ -97,6 +97,7 @@ from devicepipe.ecg.beat_shapes import (
     BeatMeasures,
     after_previous,
     either_neighbour,
+    lead_gain,
     lead_sign,
     measure_beats,
     shape_families,
@@ -300,9 +301,9 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
     pick = _sample(n)
     chosen = torch.as_tensor(pick, device=x.device)
     sampled = wide_windows(x, at[chosen], fs)
-    sign = lead_sign(sampled)
-    fit = _fit(measure_beats(sampled, sign, fs), early[pick])
-    every = measure_beats(wide_windows(x, at, fs), sign, fs)
+    sign, gain = lead_sign(sampled), lead_gain(sampled)
+    fit = _fit(measure_beats(sampled, sign, fs, gain), early[pick])
+    every = measure_beats(wide_windows(x, at, fs), sign, fs, gain)
     family, corr, corr_p, corr_l = _against(every, fit)
     after_prev, _ = after_previous(every.shapes)
     return _decide(fit, t, rr_prev, early, every.width, every.height, family, corr, corr_p, corr_l, every.rough,
@@ -414,13 +415,13 @@ def ecg_classes_chunked(
     for beats, x, at in parts():  # the sampled beats' wide windows
         wide.append(wide_windows(x, at[torch.as_tensor(picked[beats], device=x.device)], fs))
     sampled = torch.cat(wide)
-    sign = lead_sign(sampled)
-    fit = _fit(measure_beats(sampled, sign, fs), early[pick])
+    sign, gain = lead_sign(sampled), lead_gain(sampled)
+    fit = _fit(measure_beats(sampled, sign, fs, gain), early[pick])
     family, corr_p, corr_l = np.full(n, -1), np.zeros(n), np.zeros(n)
     width, height, rough = np.zeros(n), np.zeros(n), np.zeros(n)
     corr, after_prev, last = np.zeros((n, len(fit.templates))), np.zeros(n), None
     for beats, x, at in parts():  # every beat's measures against the families
-        measured = measure_beats(wide_windows(x, at, fs), sign, fs)
+        measured = measure_beats(wide_windows(x, at, fs), sign, fs, gain)
         family[beats], corr[beats], corr_p[beats], corr_l[beats] = _against(measured, fit)
         width[beats], height[beats], rough[beats] = measured.width, measured.height, measured.rough
         after_prev[beats], last = after_previous(measured.shapes, last)

@@ -10,7 +10,14 @@ from devicepipe.core.device import all_finite
 from devicepipe.core.errors import DevicepipeError
 from devicepipe.core.units import hertz
 
-__all__ = ["check_ecg", "check_input"]
+__all__ = ["LEVEL_S", "OFFSET_RATIO", "check_ecg", "check_input", "far_level", "less_level", "level_samples"]
+
+#: The stretch (s) at a recording's start whose mean is its level and whose spread it is set against.
+LEVEL_S = 2.0
+#: A recording whose level is this many times its spread or more is detected less that level. The
+#: filter is blind to any level in exact arithmetic, but in float32 a level a million times the
+#: signal's spread (ADC counts, a DC offset) buries it in rounding: no beat was found at 1.5e6.
+OFFSET_RATIO = 1e3
 
 
 def check_input(x: torch.Tensor, sampling_rate: float, where: str, *, leads: bool = False) -> torch.Tensor:
@@ -47,7 +54,30 @@ def check_input(x: torch.Tensor, sampling_rate: float, where: str, *, leads: boo
             f"{where}: the recording has {x.shape[-1]} samples, under 2 s at {sampling_rate:g} Hz; "
             f"beat detection needs at least two seconds{hint}."
         )
-    return x
+    return less_level(x, far_level(x[..., : level_samples(sampling_rate)]))
+
+
+def level_samples(sampling_rate: float) -> int:
+    """The samples of :data:`LEVEL_S` at ``sampling_rate`` Hz."""
+    return max(1, round(LEVEL_S * float(sampling_rate)))
+
+
+def far_level(head: torch.Tensor) -> torch.Tensor | None:
+    """Each row's level where it is :data:`OFFSET_RATIO` times its spread or more (0 where it is
+    not), from ``head`` (``(..., m)``: the first :data:`LEVEL_S` of each row), ``(..., 1)`` in the
+    samples' dtype; None where no row's is."""
+    h = head.double()
+    level = h.mean(-1, keepdim=True)
+    far = level.abs() > OFFSET_RATIO * h.std(-1, keepdim=True, correction=0)
+    if not bool(far.any()):
+        return None
+    return torch.where(far, level, torch.zeros_like(level)).to(head.dtype)
+
+
+def less_level(x: torch.Tensor, level: torch.Tensor | None) -> torch.Tensor:
+    """``x`` less the ``level`` :func:`far_level` found (``x`` itself where None): the same
+    samples whether the recording is detected in one call or read in chunks."""
+    return x if level is None else x - level
 
 
 def check_ecg(x: torch.Tensor, sampling_rate: float) -> None:
