@@ -59,7 +59,9 @@ def main() -> int:
     rr_prev, early = step("rhythm", lambda: beat_rhythm(t))
     labelled = step(
         "decision",
-        lambda: classes._decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, corr_l, rough, after_prev),
+        lambda: classes._decide(
+            fit, t, rr_prev, early, width, height, family, corr, corr_p, corr_l, rough, after_prev, np.zeros(n, bool)
+        ),
     )
     step(
         "holter_summary", lambda: holter_summary(t, labelled.labels, labelled.irregular, t[-1] + 1, labelled.not_beats)

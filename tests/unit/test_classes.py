@@ -7,7 +7,15 @@ import pytest
 import torch
 
 from devicepipe.ecg import ecg_peaks
-from devicepipe.ecg.classes import TOO_SMALL, BeatClasses, agree_on_ventricular, ecg_classes, ecg_classes_leads
+from devicepipe.ecg.classes import (
+    CLIPPED,
+    TOO_SMALL,
+    BeatClasses,
+    agree_on_ventricular,
+    ecg_classes,
+    ecg_classes_chunked,
+    ecg_classes_leads,
+)
 from devicepipe.ecg.rhythm import beat_rhythm
 from devicepipe.heart.holter import holter_summary
 from devicepipe.simulate import Rhythm, simulate_ecg
@@ -230,6 +238,34 @@ def test_v_needs_more_than_half_of_the_leads_that_read_the_beat():
     assert agree_on_ventricular(leads[:1]) is leads[0]  # one lead: its own classes
 
 
+def test_a_qrs_cut_flat_at_the_signal_s_limit_is_q_and_said():
+    # a saturated amplifier: every QRS clipped at 0.3 mV had 47 of 140 beats called V (their flat
+    # tops read as wide QRS); clipped beats are Q now, another lead that did not saturate classes
+    # them, and the run says why
+    from devicepipe.pipelines.classes import Labelled
+
+    sim = simulate_ecg(120, 250, rhythm=Rhythm(ectopic_rate=0.05), seed=2)
+    x = sim.signal.float()
+    peaks = ecg_peaks(x, 250.0)
+    base = ecg_classes(x, peaks, 250.0)
+    clipped = ecg_classes(x.clamp(-0.3, 0.3), peaks, 250.0)
+    assert set(clipped.labels) == {"Q"} and set(clipped.reasons) == {CLIPPED}
+    # only the tallest beats reach a limit at 90 % of the highest R peak: those are Q, the rest as before
+    tall = ecg_classes(x.clamp(max=0.9 * float(x.max())), peaks, 250.0)
+    cut = tall.reasons == CLIPPED
+    assert 0 < cut.sum() < 10 and (tall.labels[~cut] == base.labels[~cut]).all()
+    y = x.clamp(max=0.9 * float(x.max()))  # (the same read a part at a time)
+    parts = ecg_classes_chunked(lambda a, b: y[a:b], y.numel(), peaks.numpy(), 250.0, chunk=3000)
+    assert list(parts.labels) == list(tall.labels) and list(parts.reasons) == list(tall.reasons)
+    # the other lead reads them
+    both = ecg_classes_leads(torch.stack([x.clamp(-0.3, 0.3), x]), peaks, 250.0)
+    assert list(both.labels) == list(base.labels)
+    h = holter_summary(peaks.numpy() / 250.0, clipped.labels, clipped.irregular, 120.0, clipped.not_beats)
+    said = Labelled(clipped, h, None).warnings
+    assert len(said) == 1 and said[0].startswith("140 of 140 beats have their QRS cut flat at the signal's limit")
+    assert not any(r == CLIPPED for r in base.reasons)  # (an unclipped recording: none)
+
+
 @pytest.mark.parametrize("scale", [1e-30, 1e-9, 1e9, 1e20])
 def test_the_classes_are_the_same_in_any_unit(scale):
     # a recording scaled far from millivolts: the sums of squares of the shapes' measures left
@@ -342,7 +378,7 @@ def _decision_and_summary_peaks(n: int) -> tuple[float, float, BeatClasses]:
     tracemalloc.start()
     try:
         decided = classes._decide(
-            fit, t, rr_prev, early, width, height, family, corr, corr_p, corr_l, rough, after_prev
+            fit, t, rr_prev, early, width, height, family, corr, corr_p, corr_l, rough, after_prev, np.zeros(n, bool)
         )
         decide_peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.reset_peak()

@@ -16,6 +16,7 @@ from devicepipe.signal.segment import rows_at
 
 __all__ = [
     "CENTRE_S",
+    "CLIPPED_S",
     "FAMILY_CORR",
     "MAX_FAMILIES",
     "P_WINDOW_S",
@@ -23,7 +24,9 @@ __all__ = [
     "SAFE_HEIGHTS",
     "SLOPE_S",
     "BeatMeasures",
+    "Clipping",
     "after_previous",
+    "clipped_beats",
     "either_neighbour",
     "lead_gain",
     "lead_sign",
@@ -106,7 +109,9 @@ def slope_width(qrs: torch.Tensor, fs: float) -> torch.Tensor:
 class BeatMeasures:
     """What the signal says of some beats: unit QRS shapes ``(m, w)``, the same less their linear
     trend (:func:`levelled`) and P waves ``(m, wp)`` (tensors), QRS widths ``(m,)`` in ms and
-    heights ``(m,)`` (peak to trough, the signal's unit) (host)."""
+    heights ``(m,)`` (peak to trough, the signal's unit), roughness ``(m,)`` and ``extremes``
+    ``(m, 4)``: each QRS window's highest value, how many of its samples hold it, its lowest,
+    and how many hold that (:func:`clipped_beats`) (host)."""
 
     shapes: torch.Tensor
     levelled: torch.Tensor
@@ -114,6 +119,7 @@ class BeatMeasures:
     width: np.ndarray
     height: np.ndarray
     rough: np.ndarray
+    extremes: np.ndarray
 
 
 def reaches(fs: float) -> tuple[int, int, int, int, int]:
@@ -142,9 +148,57 @@ def measure_beats(wide: torch.Tensor, sign: float, fs: float, gain: float = 1.0)
     centre = w + (sign * near).argmax(1) - reach  # column of each beat's own R peak
     qrs = wide.gather(1, centre[:, None] + torch.arange(-half, half, device=wide.device))
     p_waves = wide.gather(1, centre[:, None] + torch.arange(-p_from, -p_to, device=wide.device))
-    height = (qrs.max(1).values - qrs.min(1).values).cpu().numpy()
+    top, bottom = qrs.max(1, keepdim=True).values, qrs.min(1, keepdim=True).values
+    extremes = torch.cat([top, (qrs == top).sum(1, keepdim=True), bottom, (qrs == bottom).sum(1, keepdim=True)], 1)
+    height = (top - bottom)[:, 0].cpu().numpy()
     width = slope_width(qrs, fs).cpu().numpy()
-    return BeatMeasures(unit_rows(qrs), levelled(qrs), unit_rows(p_waves), width, height, roughness(wide, half, fs))
+    return BeatMeasures(unit_rows(qrs), levelled(qrs), unit_rows(p_waves), width, height, roughness(wide, half, fs),
+                        extremes.double().cpu().numpy())  # fmt: skip
+
+
+#: A QRS that holds its window's highest (or lowest) value for this long (s) or more, where that
+#: value is the highest (lowest) of every beat's, is cut flat there: the signal at its limit, an
+#: amplifier or converter that saturated. A QRS's own peak holds its value a sample or two (in
+#: every shared recording, at most 2 samples at a record's extreme value).
+CLIPPED_S = 0.012
+
+
+class Clipping:
+    """Which beats' QRS is cut flat at the recording's limit (:data:`CLIPPED_S`), from the beats'
+    ``extremes`` (:class:`BeatMeasures`) given a part at a time (:meth:`add`): only the few that
+    hold their window's extreme that long are kept, with the recording's highest and lowest values
+    so far, so a recording of millions of beats holds no more than those."""
+
+    def __init__(self, fs: float) -> None:
+        self.least = max(3, round(CLIPPED_S * fs))
+        self.top, self.bottom = -np.inf, np.inf
+        self.held: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # beat, its top, its bottom (NaN: short)
+
+    def add(self, first: int, extremes: np.ndarray) -> Clipping:
+        """The ``extremes`` ``(m, 4)`` of beats ``first`` to ``first + m - 1``."""
+        if not extremes.shape[0]:
+            return self
+        top, at_top, bottom, at_bottom = extremes.T
+        self.top, self.bottom = max(self.top, float(top.max())), min(self.bottom, float(bottom.min()))
+        long_top, long_bottom = at_top >= self.least, at_bottom >= self.least
+        some = np.flatnonzero(long_top | long_bottom)
+        if some.size:
+            self.held.append(
+                (first + some, np.where(long_top, top, np.nan)[some], np.where(long_bottom, bottom, np.nan)[some])
+            )
+        return self
+
+    def clipped(self, n: int) -> np.ndarray:
+        """``(n,)`` bool: each beat's QRS cut flat at the recording's highest or lowest value."""
+        out = np.zeros(n, bool)
+        for beats, top, bottom in self.held:
+            out[beats] = (top == self.top) | (bottom == self.bottom)
+        return out
+
+
+def clipped_beats(extremes: np.ndarray, fs: float) -> np.ndarray:
+    """:class:`Clipping` of every beat's ``extremes`` at once, ``(n,)`` bool."""
+    return Clipping(fs).add(0, extremes).clipped(extremes.shape[0])
 
 
 def levelled(qrs: torch.Tensor) -> torch.Tensor:

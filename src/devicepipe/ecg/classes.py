@@ -95,7 +95,9 @@ from devicepipe.core.units import check_peaks, hertz
 from devicepipe.ecg.beat_shapes import (
     FAMILY_CORR,
     BeatMeasures,
+    Clipping,
     after_previous,
+    clipped_beats,
     either_neighbour,
     lead_gain,
     lead_sign,
@@ -108,6 +110,7 @@ from devicepipe.ecg.rhythm import beat_rhythm, irregular_rhythm, without_p_waves
 
 __all__ = [
     "BEAT_CLASSES",
+    "CLIPPED",
     "TOO_SMALL",
     "BeatClasses",
     "agree_on_ventricular",
@@ -154,6 +157,8 @@ SMALL = 1 / 3
 NOISY_QUANTILE = 0.95
 #: The reason given to such a beat.
 TOO_SMALL = "too small for a QRS"
+#: The reason given to a beat whose QRS is cut flat at the signal's limit.
+CLIPPED = "QRS cut flat at the signal's limit"
 #: Stretch (s) whose beats' likeness to the normal shape says whether its signal is good.
 STRETCH_S = 10.0
 #: A stretch where a quarter of the beats or more are not this much like the normal shape (the
@@ -306,8 +311,9 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
     every = measure_beats(wide_windows(x, at, fs), sign, fs, gain)
     family, corr, corr_p, corr_l = _against(every, fit)
     after_prev, _ = after_previous(every.shapes)
+    clipped = clipped_beats(every.extremes, fs)
     return _decide(fit, t, rr_prev, early, every.width, every.height, family, corr, corr_p, corr_l, every.rough,
-                   after_prev)  # fmt: skip
+                   after_prev, clipped)  # fmt: skip
 
 
 def ecg_classes_leads(signals: torch.Tensor, peaks: torch.Tensor, sampling_rate: float) -> BeatClasses:
@@ -334,7 +340,8 @@ def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
     for a while: the beats there are classed on the others). (No beat becomes V that the first
     lead, the one the beats are cut from, does not call V: where it cannot read a beat, the other
     leads of a noisy recording are seldom better, and on the CPSC 2021 records every such call was
-    false.)"""
+    false; but where the first lead's QRS is cut flat at its limit, :data:`CLIPPED`, which is no
+    noise, the V of the first lead that reads it stands.)"""
     first = per_lead[0]
     labels = np.stack([c.labels for c in per_lead])  # (leads, n)
     # a lead where the detection is too small for a QRS reads it too: as no beat (a T wave or a
@@ -350,10 +357,12 @@ def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
         first = replace(first, irregular=np.logical_or.reduce([c.irregular for c in per_lead]))
     # a beat the first lead cannot read (Q: its signal flat, noisy or off there) takes the class of
     # the first lead that reads it
-    unread = (first.labels == "Q") & np.isin(labels, ("N", "S", "F")).any(0)
+    # (a QRS the first lead shows cut flat at its limit is no noise there: another lead's V stands)
+    reads = np.isin(labels, ("N", "S", "F")) | ((labels == "V") & (first.reasons == CLIPPED)[None])
+    unread = (first.labels == "Q") & reads.any(0)
     if not alone.any() and not unread.any() and not _early_in_fibrillation(first.labels, first.irregular).any():
         return first
-    other = np.argmax(np.isin(labels, ("N", "S", "F")), axis=0)  # the first lead reading it otherwise
+    other = np.argmax(reads, axis=0)  # the first lead reading it otherwise
     out_labels, out_reasons = first.labels.copy(), first.reasons.astype(object)
     for i in np.flatnonzero(alone):
         if not np.isin(labels[:, i], ("N", "S", "F")).any():  # no lead reads a beat but the first
@@ -420,12 +429,15 @@ def ecg_classes_chunked(
     family, corr_p, corr_l = np.full(n, -1), np.zeros(n), np.zeros(n)
     width, height, rough = np.zeros(n), np.zeros(n), np.zeros(n)
     corr, after_prev, last = np.zeros((n, len(fit.templates))), np.zeros(n), None
+    clipping = Clipping(fs)
     for beats, x, at in parts():  # every beat's measures against the families
         measured = measure_beats(wide_windows(x, at, fs), sign, fs, gain)
         family[beats], corr[beats], corr_p[beats], corr_l[beats] = _against(measured, fit)
         width[beats], height[beats], rough[beats] = measured.width, measured.height, measured.rough
+        clipping.add(beats.start, measured.extremes)
         after_prev[beats], last = after_previous(measured.shapes, last)
-    return _decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, corr_l, rough, after_prev)
+    clipped = clipping.clipped(n)
+    return _decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, corr_l, rough, after_prev, clipped)
 
 
 def _ventricular(
@@ -479,11 +491,13 @@ def _decide(
     corr_l: np.ndarray,
     rough: np.ndarray,
     after_prev: np.ndarray,
+    clipped: np.ndarray,
 ) -> BeatClasses:
     """The classes from each beat's measures (see the module's steps 4 and 5), host arrays ``(n,)``
     (``corr_l``: each levelled QRS's correlation with the normal one,
     :func:`~devicepipe.ecg.beat_shapes.levelled`; ``after_prev``: each QRS's correlation with the
-    one before, :func:`~devicepipe.ecg.beat_shapes.after_previous`)."""
+    one before, :func:`~devicepipe.ecg.beat_shapes.after_previous`; ``clipped``: each QRS cut flat
+    at the recording's limit, :func:`~devicepipe.ecg.beat_shapes.clipped_beats`)."""
     n = t.size
     normal = fit.normal
     corr_n = corr[:, normal] if normal >= 0 else np.zeros(n)
@@ -514,6 +528,9 @@ def _decide(
     # wave that detection took in (ventricular beats are larger than normal ones, not smaller)
     small = unlike & (height < SMALL * fit.normal_height)
     labels[small], reasons[small] = "Q", TOO_SMALL
+    # a QRS cut flat at the signal's limit has lost its shape: neither its form nor its width can
+    # be read (on another lead that did not saturate it can: see agree_on_ventricular)
+    labels[clipped], reasons[clipped] = "Q", CLIPPED
     return BeatClasses(labels, reasons, family, normal, early, width, irregular)
 
 

@@ -11,6 +11,7 @@ import torch
 
 from devicepipe.ecg.classes import (
     BEAT_CLASSES,
+    CLIPPED,
     MIN_BEATS,
     BeatClasses,
     agree_on_ventricular,
@@ -66,6 +67,14 @@ class Labelled:
             )
         if n < MIN_BEATS:
             return [*said, f"{n} beats are too few to tell which shape is normal: every beat is Q (unclassifiable)"]
+        clipped = int(np.count_nonzero(self.classes.reasons == CLIPPED))
+        if clipped:
+            said.append(
+                f"{clipped:,} of {n:,} beats have their QRS cut flat at the signal's limit (an amplifier or converter "
+                "that saturated): their shape cannot be read, and they are Q (unclassifiable) where no other lead "
+                "reads them; record at a lower gain, or choose a lead (channel) that stays within its range"
+            )
+            q -= clipped
         if q >= n / 2:
             return [
                 *said,
