@@ -123,6 +123,27 @@ def test_a_recording_sampled_too_slowly_for_a_heartbeat_is_refused_by_the_ecg_co
         assert not (tmp_path / command).exists()
 
 
+def test_a_table_whose_times_are_numbers_says_the_rate_they_make(tmp_path):
+    # a column of elapsed times in numbers (seconds or milliseconds) is not read as times, so the
+    # rate is unknown: the error had said only "e.g. --sampling-rate 250"; it now names the
+    # column, its step and the rate that step makes in a unit an ECG can be sampled in
+    sim = simulate_ecg(20, 360, seed=1)
+    x = sim.signal.numpy()
+    t = np.arange(x.size) / 360
+    for name, times, says in (("s.csv", t, "--sampling-rate 360 if those are seconds"),
+                              ("ms.parquet", 1000 * t, "--sampling-rate 360 if those are milliseconds")):  # fmt: skip
+        frame = pd.DataFrame({"time": times, "ecg": x})
+        frame.to_csv(tmp_path / name, index=False) if name.endswith(".csv") else frame.to_parquet(tmp_path / name)
+        for command in ("beats", "ecg"):
+            one_line_error(
+                run(command, tmp_path / name, "--out", tmp_path / command), "its column 'time' rises by", says
+            )
+            assert not (tmp_path / command).exists()
+    # sample numbers say nothing of the rate: the plain fix
+    pd.DataFrame({"sample": np.arange(x.size), "ecg": x}).to_csv(tmp_path / "n.csv", index=False)
+    one_line_error(run("beats", tmp_path / "n.csv", "--out", tmp_path / "o"), "unknown; pass --sampling-rate HZ")
+
+
 def test_summary_json_is_strict_json(tmp_path):
     sim = simulate_ecg(120, 250, seed=6)  # two minutes: SDANN over 5-minute segments is undefined
     src, _ = write_simulated_ecg(sim, tmp_path / "e.parquet")

@@ -22,7 +22,16 @@ from devicepipe.io.edf import EDF_SUFFIXES, edf_header
 from devicepipe.io.tables import CSV_DELIMITERS, PARQUET_SUFFIXES, table_head
 from devicepipe.io.wfdb import is_wfdb_record, wfdb_signal_names
 
-__all__ = ["AXIS_ROWS", "SignalChoice", "choose_signal", "is_ecg_name", "signal_column", "time_column_of"]
+__all__ = [
+    "AXIS_ROWS",
+    "TIME_UNITS",
+    "SignalChoice",
+    "axis_rates",
+    "choose_signal",
+    "is_ecg_name",
+    "signal_column",
+    "time_column_of",
+]
 
 #: Rows a table's columns are judged by when :func:`choose_signal` looks for the signal.
 AXIS_ROWS = 1000
@@ -138,6 +147,41 @@ def _ecg_leads(names: list[str], chosen: str | None) -> tuple[str, ...]:
     them and none is repeated (a repeated name cannot pick one channel); else none."""
     leads = tuple(name for name in names if is_ecg_name(name))
     return leads if leads and leads[0] == chosen and len(set(leads)) == len(leads) else ()
+
+
+#: The units a table's column of times in numbers may be in, with how many make a second.
+TIME_UNITS = (("seconds", 1.0), ("milliseconds", 1e3), ("microseconds", 1e6))
+
+
+def axis_rates(
+    source: Any, lowest: float = 1.0, highest: float = 100_000.0
+) -> tuple[str, float, list[tuple[str, float]]]:
+    """What a table's first axis column of numbers (:func:`choose_signal`'s) says of the rate, where
+    no rate is stated: its name, its median step, and the rates (Hz) that step makes in each of
+    :data:`TIME_UNITS` within ``[lowest, highest]`` (e.g. ``("time", 0.004, [("seconds", 250.0)])``).
+    Nothing (``("", 0.0, [])``) for anything else, sample numbers (a step of 1 in integers), or a
+    file that cannot be read (the read proper says why)."""
+    nothing: tuple[str, float, list[tuple[str, float]]] = ("", 0.0, [])
+    if not isinstance(source, (str, os.PathLike)):
+        return nothing
+    path = Path(source)
+    if path.suffix.lower() not in (*CSV_DELIMITERS, *PARQUET_SUFFIXES) or not path.is_file():
+        return nothing
+    try:
+        head = table_head(path, AXIS_ROWS)
+    except Exception:  # noqa: BLE001 - the read proper says what is wrong
+        return nothing
+    for name in head.column_names:
+        col = head.column(name)
+        if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)) or not _is_axis(col):
+            continue
+        steps = np.diff(col.drop_null().to_numpy().astype(np.float64))
+        step = float(np.median(steps[steps > 0])) if (steps > 0).any() else 0.0
+        if step <= 0 or (pa.types.is_integer(col.type) and step == 1.0):
+            return nothing  # (sample numbers say nothing of the rate)
+        rates = [(unit, per / step) for unit, per in TIME_UNITS if lowest <= per / step <= highest]
+        return name, step, rates
+    return nothing
 
 
 def _is_axis(col: pa.ChunkedArray) -> bool:

@@ -85,7 +85,7 @@ def chunk_size(source: Any, opts: BeatsOptions, device: torch.device) -> int | N
         if isinstance(opts.chunk, str):
             rate = chosen_rate(opts.sampling_rate, header_sampling_rate(Path(source), channel), Path(source).name)
             if rate is None:
-                raise unknown_rate(Path(source).name)
+                raise unknown_rate(source)
             return max(1, int(round(parse_duration(opts.chunk) * rate)))
         return int(opts.chunk)
     if opts.method not in methods_that("chunks") or opts.nan != "error":

@@ -3,6 +3,7 @@ ECG pipeline."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -22,19 +23,26 @@ from devicepipe.io import (
     Recording,
     read_series,
 )
-from devicepipe.io.channels import choose_signal
+from devicepipe.io.channels import axis_rates, choose_signal
 from devicepipe.io.read import declares_sampling_rate
 from devicepipe.io.timeline import NanPolicy
+from devicepipe.pipelines.checks import MIN_ECG_HZ
 from devicepipe.pipelines.context import Run
 
 
-def unknown_rate(source: str) -> DevicepipeError:
-    problem = f"the sampling rate of {source} is unknown"
-    return DevicepipeError(
-        problem,
-        fix="pass {sampling_rate=HZ} (e.g. {sampling_rate=250}).",
-        param="sampling_rate",
-    )
+def unknown_rate(source: Any) -> DevicepipeError:
+    """The error of a recording whose rate nothing gives; where a table's column of times in
+    numbers says what it may be (:func:`~devicepipe.io.channels.axis_rates`), the fix names it."""
+    name = Path(source).name if isinstance(source, (str, os.PathLike)) else str(source)
+    problem = f"the sampling rate of {name} is unknown"
+    column, step, rates = axis_rates(source, lowest=MIN_ECG_HZ)
+    if not rates:
+        return DevicepipeError(
+            problem, fix="pass {sampling_rate=HZ} (e.g. {sampling_rate=250}).", param="sampling_rate"
+        )
+    problem += f" (its column {column!r} rises by {step:g} a row; it is not read as times)"
+    fix = " or ".join(f"{{sampling_rate={rate:g}}} if those are {unit}" for unit, rate in rates)
+    return DevicepipeError(problem, fix=f"pass {fix}.", param="sampling_rate")
 
 
 def read_ecg(
@@ -53,7 +61,7 @@ def read_ecg(
     timed = declares_sampling_rate(source) is False  # (then a time column is read, to give the rate or check it)
     times = sampling_rate is None and timed
     if times and time_column is None and Path(source).exists():  # (a missing file: read_series says so)
-        raise unknown_rate(Path(source).name)  # said before a long read, not after
+        raise unknown_rate(source)  # said before a long read, not after
     with run.stage("read"):
         rec = read_series(
             source,
