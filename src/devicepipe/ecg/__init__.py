@@ -25,7 +25,10 @@ The default method, ``"ricker"``:
    a beat (ventricular ectopic beats often point the other way: MIT-BIH 200's, a third of its
    beats, in bigeminy, where the search-back cannot see them missing); a spike narrower than
    ``spike_ms`` (10 ms) at half its height, of either sign, is no candidate at all (a
-   pacemaker's stimulus or a glitch: a QRS's main deflection lasts 20 ms or more);
+   pacemaker's stimulus or a glitch: a QRS's main deflection lasts 20 ms or more); where such
+   a spike stood over the lowest threshold a beat passes, it may have taken a beat's place as
+   the candidate nearby (a paced ECG whose stimuli are taller than its QRS lost every beat so):
+   its samples are taken out and the recording detected again (at most ``SPIKE_PASSES`` times);
 7. Pan and Tompkins' search-back: where two beats lie more than ``searchback_rr`` (1.66) times
    the usual interval apart (the median of the neighbouring intervals), the highest candidate
    between them above ``searchback_ratio`` (half) of the threshold, and above the recording's

@@ -206,46 +206,108 @@ def _peaks_chunked(
     step = r.alignment
     chunk = _aligned(chunk, step)  # (as detection_chunk says)
     halo = -(-r.reach // step) * step
-    means = _edge_means(r, read, n_samples)
     starts = range(0, n_samples, chunk)
-    # the same for every chunk (the rate, the samples' dtype and device); made before the first
-    # chunk's buffers, as a small tensor kept among them would keep the heap in pieces
-    kernel = r.kernel(means[0])
-    with Spill() as spill:  # what grows with the recording waits on disk, not in memory
-        subsample, negative, magnitude, counts = _first_pass(
-            r, read, n_samples, chunk, halo, kernel, means, spill, progress
-        )
-        device, dtype = means[0].device, means[0].dtype
-        n_blocks = spill.size("block_max")
-        reach = samples(r.envelope_s / r.block_s, 1.0)  # the envelope's window, in blocks
+    for passes in range(ricker.SPIKE_PASSES, 0, -1):  # (as in one call: spikes out, and again)
+        means = _edge_means(r, read, n_samples)
+        # the same for every chunk (the rate, the samples' dtype and device); made before the first
+        # chunk's buffers, as a small tensor kept among them would keep the heap in pieces
+        kernel = r.kernel(means[0])
+        with Spill() as spill:  # what grows with the recording waits on disk, not in memory
+            subsample, negative, magnitude, counts, spikes = _first_pass(
+                r, read, n_samples, chunk, halo, kernel, means, spill, progress
+            )
+            may_retry = bool(r.spike_window) and passes > 1 and spikes[0].numel() > 0
+            device = _rest(
+                r, spill, n_samples, chunk, starts, means, (subsample, negative, magnitude), counts, out,
+                (spikes[2], spikes[1], spikes[3]) if may_retry else None,
+            )  # fmt: skip
+            if device is not None:
+                return device
+            read = _spikes_out(read, (spikes[0], spikes[1]), r.spike_window, n_samples, sampling_rate)
+    raise AssertionError("unreachable")
 
-        def envelope(a: int, b: int) -> torch.Tensor:
-            """Blocks ``[a, b)`` of the envelope, ``(1, b - a)``, from the block maxima around them."""
-            lo, hi = max(0, a - reach), min(n_blocks, b + reach)
-            return r.envelope(spill.read("block_max", lo, hi, device)[None])[:, a - lo : b - lo]
 
-        def envelope_parts() -> Iterator[torch.Tensor]:
-            return (envelope(a, min(n_blocks, a + ricker.MEDIAN_PART)) for a in range(0, n_blocks, ricker.MEDIAN_PART))
+def _spikes_out(
+    read: Callable[[int, int], torch.Tensor],
+    spikes: tuple[torch.Tensor, torch.Tensor],
+    spike: int,
+    n_samples: int,
+    sampling_rate: float,
+) -> Callable[[int, int], torch.Tensor]:
+    """``read`` with the ``spikes`` (their extrema, absolute columns, sorted, and polarity) taken
+    out as :func:`~devicepipe.ecg.ricker.without_spikes` takes them out of the whole recording: each
+    part read with the margin a spike's window and its reach need."""
+    order = torch.argsort(spikes[0], stable=True)  # (refined extrema: a few samples off the candidates' order)
+    cols, signs = spikes[0][order], spikes[1][order]
+    margin = 2 * spike + 2
 
-        typical = lower_median_of_parts(envelope_parts).reshape(1, 1).to(device)
-        no_ecg, dense = r.no_ecg(typical, subsample, magnitude.reshape(1), r.subsample_stride(n_samples), negative)
-        del subsample, negative
-        first, around = 0, r.threshold_reach
-        # each candidate's test is its own, its block's thresholds local: a stretch of chunks at a time
-        # (at least THRESHOLD_BLOCKS blocks: the summaries and candidates, not the samples, are read)
-        per = max(1, THRESHOLD_BLOCKS * r.block // chunk)
-        for g in range(0, len(starts), per):
-            c0, count = starts[g], sum(counts[g : g + per])
-            b0, b1 = c0 // r.block, -(-min(n_samples, c0 + per * chunk) // r.block)
-            a, b = max(0, b0 - around), min(n_blocks, b1 + around)
-            block_mean = spill.read("block_mean", a, b, device)[None]
-            signs = (spill.read("block_signed", a, b, device)[None], spill.read("block_height", a, b, device)[None])
-            limits = r.local_thresholds(envelope(a, b), block_mean, typical, no_ecg, dense, signs)
-            found = {key: spill.read(key, first, first + count, device) for key in PACKED_KEYS}
-            first += count
-            for name, values in r.accept(found, *limits, first_block=a).items():
-                spill.append("kept_" + name, values)
-        _select_in_parts(r, Held(spill, "kept_", device, dtype), n_samples, SELECT_BLOCK, out)
+    def despiked(start: int, stop: int) -> torch.Tensor:
+        lo, hi = max(0, start - margin), min(n_samples, stop + margin)
+        x = _checked(read(lo, hi), sampling_rate, lo)
+        i0, i1 = (int(v) for v in torch.searchsorted(cols, torch.tensor([lo, hi])))
+        rows = torch.zeros(i1 - i0, dtype=torch.int64)
+        at, sign = cols[i0:i1].to(x.device), signs[i0:i1].to(device=x.device, dtype=x.dtype)
+        return ricker.without_spikes(x[None], rows.to(x.device), at, sign, spike, lo)[0, start - lo : stop - lo]
+
+    return despiked
+
+
+def _rest(
+    r: Ricker,
+    spill: Spill,
+    n_samples: int,
+    chunk: int,
+    starts: range,
+    means: tuple[torch.Tensor, torch.Tensor],
+    sampled: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    counts: list[int],
+    out: tuple[Spill, str],
+    spikes: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None,
+) -> torch.device | None:
+    """The thresholds, the candidates' tests and the rules of a chunked detection, from what its
+    first pass (:func:`_first_pass`) left in ``spill`` (and its subsample, where the response is
+    negative there and the largest magnitude, ``sampled``); the peaks to ``out``. With ``spikes``
+    (their columns, polarity and response), None, and nothing written, where one of them stands
+    over the lowest threshold a beat passes (:meth:`~devicepipe.ecg.ricker.Ricker.hides_beats`):
+    the recording is detected again without them, as in one call."""
+    subsample, negative, magnitude = sampled
+    device, dtype = means[0].device, means[0].dtype
+    n_blocks = spill.size("block_max")
+    reach = samples(r.envelope_s / r.block_s, 1.0)  # the envelope's window, in blocks
+
+    def envelope(a: int, b: int) -> torch.Tensor:
+        """Blocks ``[a, b)`` of the envelope, ``(1, b - a)``, from the block maxima around them."""
+        lo, hi = max(0, a - reach), min(n_blocks, b + reach)
+        return r.envelope(spill.read("block_max", lo, hi, device)[None])[:, a - lo : b - lo]
+
+    def envelope_parts() -> Iterator[torch.Tensor]:
+        return (envelope(a, min(n_blocks, a + ricker.MEDIAN_PART)) for a in range(0, n_blocks, ricker.MEDIAN_PART))
+
+    typical = lower_median_of_parts(envelope_parts).reshape(1, 1).to(device)
+    no_ecg, dense = r.no_ecg(typical, subsample, magnitude.reshape(1), r.subsample_stride(n_samples), negative)
+    del subsample, negative
+    first, around = 0, r.threshold_reach
+    # each candidate's test is its own, its block's thresholds local: a stretch of chunks at a time
+    # (at least THRESHOLD_BLOCKS blocks: the summaries and candidates, not the samples, are read)
+    per = max(1, THRESHOLD_BLOCKS * r.block // chunk)
+    for g in range(0, len(starts), per):
+        c0, count = starts[g], sum(counts[g : g + per])
+        b0, b1 = c0 // r.block, -(-min(n_samples, c0 + per * chunk) // r.block)
+        a, b = max(0, b0 - around), min(n_blocks, b1 + around)
+        block_mean = spill.read("block_mean", a, b, device)[None]
+        signs = (spill.read("block_signed", a, b, device)[None], spill.read("block_height", a, b, device)[None])
+        limits = r.local_thresholds(envelope(a, b), block_mean, typical, no_ecg, dense, signs)
+        if spikes is not None:
+            cols, _, heights = spikes
+            i0, i1 = (int(v) for v in torch.searchsorted(cols, torch.tensor([c0, c0 + per * chunk])))
+            blocks = (cols[i0:i1] // r.block - a).to(device)
+            if bool(r.hides_beats(heights[i0:i1].to(device), limits, 0, blocks).any()):
+                return None
+        found = {key: spill.read(key, first, first + count, device) for key in PACKED_KEYS}
+        first += count
+        for name, values in r.accept(found, *limits, first_block=a).items():
+            spill.append("kept_" + name, values)
+    _select_in_parts(r, Held(spill, "kept_", device, dtype), n_samples, SELECT_BLOCK, out)
     return device
 
 
@@ -259,11 +321,13 @@ def _first_pass(
     means: tuple[torch.Tensor, torch.Tensor],
     spill: Spill,
     progress: Callable[[int, int], None] | None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int], tuple[torch.Tensor, ...]]:
     """Read the recording a chunk at a time (with ``halo`` samples either side), spill each
     chunk's block summaries and packed candidates; return the subsample of the feature (about
     SUBSAMPLE values, ``(1, m)``), where the response is negative there, the largest magnitude
-    over the same samples, and the number of candidates of each chunk."""
+    over the same samples, the number of candidates of each chunk, and the spikes among the
+    candidates, on the host: their extrema's columns, polarity, the candidates' columns and
+    their response there."""
     sampling_rate, stride = r.fs, r.subsample_stride(n_samples)
     starts = range(0, n_samples, chunk)
     # the subsample (every stride-th sample: about SUBSAMPLE values, whatever the length) filled in
@@ -272,6 +336,10 @@ def _first_pass(
     subsample, counts = means[0].new_empty((1, -(-n_samples // stride))), []
     negatives = torch.empty(subsample.shape, dtype=torch.bool, device=subsample.device)
     magnitude = torch.zeros((), device=means[0].device, dtype=means[0].dtype)  # over the same samples as one call
+    spike_cols: list[torch.Tensor] = [torch.zeros(0, dtype=torch.int64)]
+    spike_at: list[torch.Tensor] = [torch.zeros(0, dtype=torch.int64)]
+    spike_signs: list[torch.Tensor] = [torch.zeros(0)]
+    spike_heights: list[torch.Tensor] = [torch.zeros(0)]
     for c0 in starts:
         c1 = min(n_samples, c0 + chunk)
         a, b = max(0, c0 - halo), min(n_samples, c1 + halo)
@@ -287,6 +355,11 @@ def _first_pass(
         if taken.numel():
             torch.maximum(magnitude, abs_max(taken)[0], out=magnitude)
         found = r.candidates(x, feature, negative, a, (c0, c1))
+        spiky = found["height"] == 0
+        spike_cols.append(found["refined"][spiky].cpu())
+        spike_signs.append(found["sign"][spiky].cpu())
+        spike_at.append(found["cols"][spiky].cpu())  # (the response's peak: where its height is read)
+        spike_heights.append(feature[0, found["cols"][spiky] - a].cpu())
         for name, summary in zip(
             ("block_signed", "block_height"), r.block_signs(found, 1, -(-(c1 - c0) // r.block), c0 // r.block),
             strict=True,
@@ -299,7 +372,8 @@ def _first_pass(
         del x, feature, negative, core, found
         if progress is not None:
             progress(c1, n_samples)
-    return subsample, negatives, magnitude, counts
+    spikes = (torch.cat(spike_cols), torch.cat(spike_signs), torch.cat(spike_at), torch.cat(spike_heights))
+    return subsample, negatives, magnitude, counts, spikes
 
 
 #: Candidates per part when chunked detection applies the rules (memory a few times this many).

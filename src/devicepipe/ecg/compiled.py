@@ -28,6 +28,7 @@ import torch
 from devicepipe.ecg.ricker import (
     ONE_SIGN,
     ROUNDING,
+    SPIKE_PASSES,
     SPIKE_WINDOW_S,
     Ricker,
     peaks_ricker,
@@ -107,6 +108,7 @@ class Plan:
             samples(r.envelope_s / r.block_s, 1.0),
             samples(r.level_s / r.block_s, 1.0),
             samples(r.close_s, r.fs),
+            SPIKE_PASSES,
         )
         floats = (
             r.threshold,

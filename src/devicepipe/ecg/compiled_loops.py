@@ -430,6 +430,38 @@ def _search_back(
 
 
 @nb.njit(cache=True, nogil=True)
+def _without_spikes(x: np.ndarray, refined: np.ndarray, sign: np.ndarray, height: np.ndarray, spike: int) -> np.ndarray:
+    """``ricker.without_spikes`` on one row: a copy of ``x`` with each spike candidate (``height``
+    0) taken out, its samples at or above half its height next to its extremum set to the
+    sample just before them."""
+    n = x.shape[0]
+    out = x.copy()
+    for c in range(refined.shape[0]):
+        at = refined[c]
+        if height[c] != 0 or at - spike - 1 < 0 or at + spike >= n:
+            continue
+        s = sign[c]
+        low = x[at - spike] * s
+        for t in range(at - spike, at + spike + 1):
+            low = min(low, x[t] * s)
+        half = (x[at] * s + low) / _F32(2.0)
+        left = 0
+        for t in range(at - 1, at - spike - 1, -1):
+            if x[t] * s < half:
+                break
+            left += 1
+        right = 0
+        for t in range(at + 1, at + spike + 1):
+            if x[t] * s < half:
+                break
+            right += 1
+        value = x[at - left - 1]
+        for t in range(at - left, at + right + 1):
+            out[t] = value
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
 def detect(
     x: np.ndarray, kernel: np.ndarray, ints: np.ndarray, floats: np.ndarray, rr_limit: float
 ) -> tuple[np.ndarray, bool]:
@@ -437,19 +469,28 @@ def detect(
     ``rr_limit`` as :class:`~devicepipe.ecg.compiled.Plan` holds them): int64 sample indices,
     sorted, and whether the row is handed back (low contrast: no peaks given)."""
     n = x.shape[0]
-    block, edge, close = ints[0], ints[5], ints[8]
+    block, edge, close, spike, passes = ints[0], ints[5], ints[8], ints[4], ints[9]
     close_ratio, polarity_ratio = floats[3], floats[5]
-    response = _filter(x, kernel, _mean64(x, 0, edge), _mean64(x, n - edge, n))
-    feature = np.empty(n, np.float32)
-    negative = np.empty(n, np.bool_)
-    for i in range(n):
-        negative[i] = np.signbit(response[i])
-        feature[i] = abs(response[i])
-    magnitude = _abs_max(x)
-    cols, height, sign, refined = _candidates(x, feature, negative, ints, floats)
-    per_block, level, secondary, found = _thresholds(feature, cols, height, sign, magnitude, ints, floats)
-    if found != 0:
-        return np.empty(0, np.int64), found == 2
+    for p in range(passes):  # (ricker.SPIKE_PASSES: spikes that hide beats out, and again)
+        response = _filter(x, kernel, _mean64(x, 0, edge), _mean64(x, n - edge, n))
+        feature = np.empty(n, np.float32)
+        negative = np.empty(n, np.bool_)
+        for i in range(n):
+            negative[i] = np.signbit(response[i])
+            feature[i] = abs(response[i])
+        cols, height, sign, refined = _candidates(x, feature, negative, ints, floats)
+        per_block, level, secondary, found = _thresholds(feature, cols, height, sign, _abs_max(x), ints, floats)
+        if found != 0:
+            return np.empty(0, np.int64), found == 2
+        lowest = secondary if rr_limit > 0 else per_block  # (Ricker.hides_beats)
+        hides = False
+        for c in range(cols.shape[0]):
+            if height[c] == 0 and feature[cols[c]] > lowest[cols[c] // block]:
+                hides = True
+                break
+        if spike == 0 or p == passes - 1 or not hides:
+            break
+        x = _without_spikes(x, refined, sign, height, spike)
     m = cols.shape[0]
     state = np.zeros(m, np.int8)  # 1 a beat, 2 weak (a candidate for the search-back), 0 neither
     for c in range(m):

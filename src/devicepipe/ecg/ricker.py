@@ -106,6 +106,27 @@ class Ricker:
         kernel = ricker(self.taps, self.sigma_s * self.fs, dtype=torch.float64)
         return (kernel - kernel.mean()).to(device=like.device, dtype=like.dtype)  # zero-sum: blind to any offset
 
+    def hides_beats(
+        self,
+        height: torch.Tensor,
+        limits: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        rows: torch.Tensor | int,
+        blocks: torch.Tensor,
+    ) -> torch.Tensor:
+        """Which spikes (their response ``height`` in the filter, in ``blocks`` of ``rows``) stand
+        over the lowest threshold a beat passes there (the search-back's, else the block's): a
+        beat beside such a spike, lower in the filter, lost its place as a candidate to it. A
+        blip of noise under it hides nothing a beat could not pass."""
+        per_block, _, secondary = limits
+        lowest = secondary if self.searchback_rr > 0 else per_block
+        return height > lowest[rows, blocks]
+
+    @property
+    def spike_window(self) -> int:
+        """Samples either side of a candidate's extremum its width at half height is measured in
+        (:data:`SPIKE_WINDOW_S`; 0: the spike rule is off)."""
+        return samples(SPIKE_WINDOW_S, self.fs) if self.spike_ms > 0 else 0
+
     @property
     def reach(self) -> int:
         """Samples either side of a stretch that decide its candidates: the filter, the
@@ -340,8 +361,7 @@ class Ricker:
         inside = (cols >= core[0] - offset) & (cols < core[1] - offset)
         rows, cols = rows[inside], cols[inside]
         sign = 1 - 2 * negative[rows, cols].to(x.dtype)  # +1 or -1: the polarity the filter saw
-        spike = samples(SPIKE_WINDOW_S, self.fs) if self.spike_ms > 0 else 0
-        refined, wide = _refined(x, sign, rows, cols, samples(self.refine_s, self.fs), spike)
+        refined, wide = _refined(x, sign, rows, cols, samples(self.refine_s, self.fs), self.spike_window)
         height = feature[rows, cols]
         if wide is not None:  # a spike is no beat: it passes no threshold
             height = torch.where(wide * (1000.0 / self.fs) < self.spike_ms, torch.zeros_like(height), height)
@@ -503,6 +523,20 @@ def peaks_ricker(x: torch.Tensor, sampling_rate: float, **options: float) -> tup
 
 def _peaks_ricker_rows(x: torch.Tensor, sampling_rate: float, **options: float) -> tuple[torch.Tensor, torch.Tensor]:
     r = Ricker(float(sampling_rate), **options)
+    spike = r.spike_window
+    for passes in range(SPIKE_PASSES, 0, -1):
+        found, spikes = _peaks_and_spikes(r, x)
+        if not spike or passes == 1 or not spikes[0].numel():
+            return found
+        x = without_spikes(x, *spikes, spike)  # each spike's samples out, and again
+    raise AssertionError("unreachable")
+
+
+def _peaks_and_spikes(
+    r: Ricker, x: torch.Tensor
+) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """The peaks of rows ``x`` and the spikes among their candidates (rows, refined columns and
+    polarity: candidates the spike rule took for no beat, :meth:`Ricker.candidates`)."""
     n = x.shape[-1]
     means, kernel = r.edge_means(x, x), r.kernel(x)
     feature, negative = r.feature(x, kernel, *means, start=True, end=True)
@@ -516,8 +550,56 @@ def _peaks_ricker_rows(x: torch.Tensor, sampling_rate: float, **options: float) 
 
     sub, sub_negative = feature[..., ::stride], negative[..., ::stride]
     limits = r.thresholds(block_max, block_mean, sub, magnitude, stride, sub_negative, signs)
+    spiky = torch.nonzero(cands["height"] == 0).squeeze(1) if r.spike_window else cands["height"][:0].long()
+    rows, cols = cands["rows"][spiky], cands["cols"][spiky]
+    if not bool(r.hides_beats(feature[rows, cols], limits, rows, cols // r.block).any()):
+        spiky = spiky[:0]
+    spikes = (cands["rows"][spiky], cands["refined"][spiky], cands["sign"][spiky])
     cands = r.accept(cands, *limits)
-    return r.select(cands, x.shape[0], n)
+    return r.select(cands, x.shape[0], n), spikes
+
+
+#: Detection passes at most on a recording with spikes (a pacemaker's stimuli, glitches): a spike
+#: taller in the filter than the QRS after it was taken for the candidate there and, being no
+#: beat, left none (a paced ECG whose stimuli stood over its QRS lost every beat). Where a spike
+#: stands over the lowest threshold a beat passes (:meth:`Ricker.hides_beats`), a pass takes out
+#: every spike it found and detects again; a recording whose spikes are all lower (blips of
+#: noise) is detected once, as before.
+SPIKE_PASSES = 3
+
+
+def without_spikes(
+    x: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, sign: torch.Tensor, spike: int, offset: int = 0
+) -> torch.Tensor:
+    """A copy of rows ``x`` (``(batch, n)``: samples ``offset ...`` of a recording) with each spike
+    taken out: the samples next to its extremum (``rows``, ``cols``: absolute columns, ``sign``: its
+    polarity) that stand at or above half its height within ``spike`` samples, as
+    :func:`_refined` measures them, each set to the sample just before them. A spike whose window
+    reaches past either end of ``x`` is left (where ``x`` is a part of a recording read with
+    margins, its own part takes it out). Copies of samples, no arithmetic: the same values on
+    any device and compiled."""
+    at = cols - offset
+    n = x.shape[-1]
+    inside = (at - spike - 1 >= 0) & (at + spike < n)
+    rows, at, sign = rows[inside], at[inside], sign[inside]
+    out = x.clone()
+    if not rows.numel():
+        return out
+    idx = at[:, None] + torch.arange(-spike, spike + 1, device=x.device)
+    v = x[rows[:, None], idx] * sign[:, None]
+    half = (v[:, spike : spike + 1] + v.amin(1, keepdim=True)) / 2
+    high = v >= half
+    left = high[:, :spike].flip(1).cumprod(1).sum(1)
+    right = high[:, spike + 1 :].cumprod(1).sum(1)
+    width = left + right + 1
+    first = at - left
+    value = x[rows, first - 1]
+    reps = torch.repeat_interleave(torch.arange(rows.numel(), device=x.device), width)
+    step = torch.arange(int(width.sum()), device=x.device) - torch.repeat_interleave(
+        torch.cumsum(width, 0) - width, width
+    )
+    out[rows[reps], first[reps] + step] = value[reps]
+    return out
 
 
 #: Neighbouring beat intervals either side of a gap whose median is the gap's usual interval.
