@@ -588,7 +588,7 @@ def without_spikes(
     idx = at[:, None] + torch.arange(-spike, spike + 1, device=x.device)
     v = x[rows[:, None], idx] * sign[:, None]
     half = (v[:, spike : spike + 1] + v.amin(1, keepdim=True)) / 2
-    high = v >= half
+    high = (v >= half).to(torch.int64)  # (cumprod of bool is not on every device)
     left = high[:, :spike].flip(1).cumprod(1).sum(1)
     right = high[:, spike + 1 :].cumprod(1).sum(1)
     width = left + right + 1
