@@ -77,6 +77,20 @@ def test_a_t_wave_one_lead_shows_wide_is_no_ventricular_beat():
     assert v["others_given"] <= 1, v  # (the one left: an aberrant atrial beat, wide on both leads)
 
 
+def test_no_beat_of_a_patient_without_a_pacemaker_is_paced():
+    # the stimulus a paced beat follows is a narrow spike at a fixed lead: noise, motion and the
+    # P wave before the shared records' beats are not one
+    from pathlib import Path
+
+    from ec57 import labelled_records
+
+    from devicepipe.ecg.classes import PACED
+
+    data = require_data("mitdb").parent
+    for _, name, path in labelled_records(Path(data)):
+        assert not (analyse(path).classes.reasons == PACED).any(), name
+
+
 def test_the_ventricular_events_of_200_are_the_reference_s():
     # the events its reference's own beats make (benchmarks/ec57.py): 43 couplets, 6 runs, 78
     # bigeminy episodes; with the beats called S that were V, 17, 2 and 64 of them were found

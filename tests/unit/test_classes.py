@@ -9,6 +9,7 @@ import torch
 from devicepipe.ecg import ecg_peaks
 from devicepipe.ecg.classes import (
     CLIPPED,
+    PACED,
     TOO_SMALL,
     BeatClasses,
     agree_on_ventricular,
@@ -264,6 +265,47 @@ def test_a_qrs_cut_flat_at_the_signal_s_limit_is_q_and_said():
     said = Labelled(clipped, h, None).warnings
     assert len(said) == 1 and said[0].startswith("140 of 140 beats have their QRS cut flat at the signal's limit")
     assert not any(r == CLIPPED for r in base.reasons)  # (an unclipped recording: none)
+
+
+def _paced(x: np.ndarray, r_peaks: np.ndarray, fs: int, amp: float, ahead_s: float, every: int = 1) -> torch.Tensor:
+    y = x.copy()
+    for k, r in enumerate(r_peaks):
+        at = r - round(ahead_s * fs)
+        if k % every == 0 and at > 0:
+            y[at] += amp
+    return torch.as_tensor(y).float()
+
+
+@pytest.mark.parametrize("fs", [250, 500])
+def test_a_beat_after_a_pacemaker_s_stimulus_is_paced_q_and_said(fs):
+    # AAMI EC57 classes paced beats Q; they had been N (one shape, on time). A spike a fixed lead
+    # before the beats, of a third of the QRS's height or more, makes them paced; a pacemaker that
+    # paces every other beat, those; another lead that shows the stimulus, the first's beats too
+    from devicepipe.pipelines.classes import Labelled
+
+    sim = simulate_ecg(120, fs, seed=3)
+    x, truth = sim.signal.double().numpy(), sim.r_peaks.numpy()
+    for amp, ahead_s in ((3.0, 0.04), (-3.0, 0.16), (0.7, 0.08)):
+        y = _paced(x, truth, fs, amp, ahead_s)
+        peaks = ecg_peaks(y, float(fs))
+        c = ecg_classes(y, peaks, float(fs))
+        assert (c.reasons == PACED).mean() >= 0.95, (amp, ahead_s, c.counts())
+        parts = ecg_classes_chunked(lambda a, b, y=y: y[a:b], y.numel(), peaks.numpy(), float(fs), chunk=4000)
+        assert list(parts.reasons) == list(c.reasons)
+    half = _paced(x, truth, fs, 3.0, 0.04, every=2)
+    peaks = ecg_peaks(half, float(fs))
+    c = ecg_classes(half, peaks, float(fs))
+    paced = c.reasons == PACED
+    assert 0.45 <= paced.mean() <= 0.55 and set(c.labels[~paced]) == {"N"}
+    plain = torch.as_tensor(x).float()
+    both = ecg_classes_leads(torch.stack([plain, half]), peaks, float(fs))
+    assert list(both.reasons == PACED) == list(paced)
+    h = holter_summary(peaks.numpy() / fs, c.labels, c.irregular, 120.0, c.not_beats)
+    said = Labelled(c, h, None).warnings
+    assert said == [f"{int(paced.sum())} of {len(peaks)} beats follow a pacemaker's stimulus: they are paced, and Q "
+                    "(unclassifiable) as AAMI EC57 classes paced beats; their times still give the heart rate and the "
+                    "rhythm"]  # fmt: skip
+    assert not (ecg_classes(plain, ecg_peaks(plain, float(fs)), float(fs)).reasons == PACED).any()
 
 
 @pytest.mark.parametrize("scale", [1e-30, 1e-9, 1e9, 1e20])

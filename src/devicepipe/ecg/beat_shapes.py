@@ -6,6 +6,7 @@ families' few passes."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,11 @@ __all__ = [
     "QRS_S",
     "SAFE_HEIGHTS",
     "SLOPE_S",
+    "SPIKE_MS",
+    "PACED_FEWEST",
+    "STIMULUS_HEIGHT",
+    "STIMULUS_S",
+    "STIMULUS_SPREAD_S",
     "BeatMeasures",
     "Clipping",
     "after_previous",
@@ -35,6 +41,8 @@ __all__ = [
     "reaches",
     "roughness",
     "shape_families",
+    "paced_beats",
+    "stimulus_before",
     "slope_width",
     "unit_rows",
     "wide_windows",
@@ -109,9 +117,11 @@ def slope_width(qrs: torch.Tensor, fs: float) -> torch.Tensor:
 class BeatMeasures:
     """What the signal says of some beats: unit QRS shapes ``(m, w)``, the same less their linear
     trend (:func:`levelled`) and P waves ``(m, wp)`` (tensors), QRS widths ``(m,)`` in ms and
-    heights ``(m,)`` (peak to trough, the signal's unit), roughness ``(m,)`` and ``extremes``
+    heights ``(m,)`` (peak to trough, the signal's unit), roughness ``(m,)``, ``extremes``
     ``(m, 4)``: each QRS window's highest value, how many of its samples hold it, its lowest,
-    and how many hold that (:func:`clipped_beats`) (host)."""
+    and how many hold that (:func:`clipped_beats`), and ``paced`` ``(m,)``, how many samples
+    before the beat's R peak a pacemaker's stimulus stands (-1: none; :func:`stimulus_before`)
+    (host)."""
 
     shapes: torch.Tensor
     levelled: torch.Tensor
@@ -120,6 +130,7 @@ class BeatMeasures:
     height: np.ndarray
     rough: np.ndarray
     extremes: np.ndarray
+    paced: np.ndarray
 
 
 def reaches(fs: float) -> tuple[int, int, int, int, int]:
@@ -152,8 +163,66 @@ def measure_beats(wide: torch.Tensor, sign: float, fs: float, gain: float = 1.0)
     extremes = torch.cat([top, (qrs == top).sum(1, keepdim=True), bottom, (qrs == bottom).sum(1, keepdim=True)], 1)
     height = (top - bottom)[:, 0].cpu().numpy()
     width = slope_width(qrs, fs).cpu().numpy()
+    paced = stimulus_before(wide, w, torch.as_tensor(height, device=wide.device), fs)
     return BeatMeasures(unit_rows(qrs), levelled(qrs), unit_rows(p_waves), width, height, roughness(wide, half, fs),
-                        extremes.double().cpu().numpy())  # fmt: skip
+                        extremes.double().cpu().numpy(), paced)  # fmt: skip
+
+
+#: Where a pacemaker's stimulus is looked for before a beat's R peak, s (from, to): a ventricular
+#: stimulus comes just before the QRS it starts, an atrial one before the P wave.
+STIMULUS_S = (0.25, 0.01)
+#: A deflection narrower than this at half its height is a spike (the detector's ``spike_ms``).
+SPIKE_MS = 10.0
+#: A stimulus is at least this share of its beat's QRS height (a blip of noise is less; on the
+#: shared records, a quarter let one beat of CPSC 2021 data_84_1, in motion, through).
+STIMULUS_HEIGHT = 0.3
+
+
+def stimulus_before(wide: torch.Tensor, centre: int, height: torch.Tensor, fs: float) -> np.ndarray:
+    """How many samples before each beat's R peak a spike stands, within :data:`STIMULUS_S`
+    (``wide``: the beats' wide windows ``(m, w)``, their R peaks at column ``centre``; ``height``:
+    each QRS's height): the tallest deflection of at least :data:`STIMULUS_HEIGHT` of the QRS's height that is back
+    within :data:`SPIKE_MS` on both sides by more than twice as much as the signal moves just
+    outside it (a pacemaker's stimulus; the QRS's own upstroke, the P wave and noise are wider or
+    smaller); -1 where there is none, ``(m,)`` int (see :func:`paced_beats`)."""
+    first, last = (round(s * fs) for s in STIMULUS_S)
+    d = max(1, math.ceil(SPIKE_MS * fs / 1000) - 1) + 1  # (a spike is back within d samples)
+    lo, hi = centre - first - 2 * d, centre - last + 2 * d
+    out = torch.full((wide.shape[0],), -1, dtype=torch.int64, device=wide.device)
+    if lo < 0 or hi > wide.shape[1] or hi - lo <= 4 * d:
+        return out.cpu().numpy()
+    for a in range(0, wide.shape[0], WINDOW_ROWS):  # (temporaries of a block of rows: a few MiB)
+        seg = wide[a : a + WINDOW_ROWS, lo:hi]
+        mid, before, after = seg[:, 2 * d : -2 * d], seg[:, d : -3 * d], seg[:, 3 * d : seg.shape[1] - d]
+        rise = torch.maximum(mid - torch.maximum(before, after), torch.minimum(before, after) - mid)
+        flank = torch.maximum((before - seg[:, : -4 * d]).abs(), (after - seg[:, 4 * d :]).abs())
+        spike = (rise > 2 * flank) & (rise >= STIMULUS_HEIGHT * height[a : a + WINDOW_ROWS, None])
+        tallest = torch.where(spike, rise, torch.zeros_like(rise)).argmax(1)
+        ahead = centre - (lo + 2 * d + tallest)
+        out[a : a + len(seg)] = torch.where(spike.any(1), ahead, torch.full_like(ahead, -1))
+    return out.cpu().numpy()
+
+
+#: A pacemaker paces at its own fixed delay before the QRS it starts: the stimuli of paced beats
+#: lie within this (s) of their median lead, and they are at least :data:`PACED_FEWEST` and most
+#: of the spikes found before beats (a blip of noise before a beat comes at any time, so a tenth
+#: of such blips would lie that near any one lead).
+STIMULUS_SPREAD_S = 0.012
+PACED_FEWEST = 5
+
+
+def paced_beats(ahead: np.ndarray, fs: float) -> np.ndarray:
+    """Which beats are paced, from each one's stimulus lead (:func:`stimulus_before`, samples;
+    -1 none): those whose stimulus lies within :data:`STIMULUS_SPREAD_S` of the median lead, where
+    they are at least :data:`PACED_FEWEST` and more than half of the beats with a spike before
+    them; else none. ``(n,)`` bool."""
+    found = ahead >= 0
+    none = np.zeros(ahead.shape, bool)
+    if int(found.sum()) < PACED_FEWEST:
+        return none
+    usual = np.median(ahead[found])
+    paced = found & (np.abs(ahead - usual) <= STIMULUS_SPREAD_S * fs)
+    return paced if int(paced.sum()) >= max(PACED_FEWEST, int(found.sum()) // 2 + 1) else none
 
 
 #: A QRS that holds its window's highest (or lowest) value for this long (s) or more, where that

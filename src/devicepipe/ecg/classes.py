@@ -102,6 +102,7 @@ from devicepipe.ecg.beat_shapes import (
     lead_gain,
     lead_sign,
     measure_beats,
+    paced_beats,
     shape_families,
     unit_rows,
     wide_windows,
@@ -111,6 +112,7 @@ from devicepipe.ecg.rhythm import beat_rhythm, irregular_rhythm, without_p_waves
 __all__ = [
     "BEAT_CLASSES",
     "CLIPPED",
+    "PACED",
     "TOO_SMALL",
     "BeatClasses",
     "agree_on_ventricular",
@@ -159,6 +161,8 @@ NOISY_QUANTILE = 0.95
 TOO_SMALL = "too small for a QRS"
 #: The reason given to a beat whose QRS is cut flat at the signal's limit.
 CLIPPED = "QRS cut flat at the signal's limit"
+#: The reason given to a beat a pacemaker's stimulus comes before (Q in AAMI EC57, as paced).
+PACED = "paced: a pacemaker's stimulus before it"
 #: Stretch (s) whose beats' likeness to the normal shape says whether its signal is good.
 STRETCH_S = 10.0
 #: A stretch where a quarter of the beats or more are not this much like the normal shape (the
@@ -313,7 +317,7 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
     after_prev, _ = after_previous(every.shapes)
     clipped = clipped_beats(every.extremes, fs)
     return _decide(fit, t, rr_prev, early, every.width, every.height, family, corr, corr_p, corr_l, every.rough,
-                   after_prev, clipped)  # fmt: skip
+                   after_prev, clipped, paced_beats(every.paced, fs))  # fmt: skip
 
 
 def ecg_classes_leads(signals: torch.Tensor, peaks: torch.Tensor, sampling_rate: float) -> BeatClasses:
@@ -341,7 +345,8 @@ def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
     lead, the one the beats are cut from, does not call V: where it cannot read a beat, the other
     leads of a noisy recording are seldom better, and on the CPSC 2021 records every such call was
     false; but where the first lead's QRS is cut flat at its limit, :data:`CLIPPED`, which is no
-    noise, the V of the first lead that reads it stands.)"""
+    noise, the V of the first lead that reads it stands.) A beat any lead shows a pacemaker's
+    stimulus before is paced (Q, :data:`PACED`)."""
     first = per_lead[0]
     labels = np.stack([c.labels for c in per_lead])  # (leads, n)
     # a lead where the detection is too small for a QRS reads it too: as no beat (a T wave or a
@@ -359,8 +364,11 @@ def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
     # the first lead that reads it
     # (a QRS the first lead shows cut flat at its limit is no noise there: another lead's V stands)
     reads = np.isin(labels, ("N", "S", "F")) | ((labels == "V") & (first.reasons == CLIPPED)[None])
-    unread = (first.labels == "Q") & reads.any(0)
-    if not alone.any() and not unread.any() and not _early_in_fibrillation(first.labels, first.irregular).any():
+    unread = (first.labels == "Q") & (first.reasons != PACED) & reads.any(0)
+    paced_elsewhere = any((c.reasons == PACED).any() for c in per_lead[1:])
+    if not (
+        alone.any() or unread.any() or paced_elsewhere or _early_in_fibrillation(first.labels, first.irregular).any()
+    ):
         return first
     other = np.argmax(reads, axis=0)  # the first lead reading it otherwise
     out_labels, out_reasons = first.labels.copy(), first.reasons.astype(object)
@@ -376,6 +384,8 @@ def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
         out_reasons[i] = f"{per_lead[other[i]].reasons[i]} (lead {other[i] + 1}: the first cannot read it)"
     early = _early_in_fibrillation(out_labels, first.irregular)  # (a lead's S inside what another read as AF)
     out_labels[early], out_reasons[early] = "N", "irregular rhythm"
+    paced = np.logical_or.reduce([c.reasons == PACED for c in per_lead])  # (a stimulus any lead shows)
+    out_labels[paced], out_reasons[paced] = "Q", PACED
     return replace(first, labels=out_labels, reasons=out_reasons)
 
 
@@ -429,15 +439,31 @@ def ecg_classes_chunked(
     family, corr_p, corr_l = np.full(n, -1), np.zeros(n), np.zeros(n)
     width, height, rough = np.zeros(n), np.zeros(n), np.zeros(n)
     corr, after_prev, last = np.zeros((n, len(fit.templates))), np.zeros(n), None
-    clipping = Clipping(fs)
+    clipping, ahead = Clipping(fs), np.full(n, -1)
     for beats, x, at in parts():  # every beat's measures against the families
         measured = measure_beats(wide_windows(x, at, fs), sign, fs, gain)
         family[beats], corr[beats], corr_p[beats], corr_l[beats] = _against(measured, fit)
         width[beats], height[beats], rough[beats] = measured.width, measured.height, measured.rough
         clipping.add(beats.start, measured.extremes)
+        ahead[beats] = measured.paced
         after_prev[beats], last = after_previous(measured.shapes, last)
     clipped = clipping.clipped(n)
-    return _decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, corr_l, rough, after_prev, clipped)
+    return _decide(
+        fit,
+        t,
+        rr_prev,
+        early,
+        width,
+        height,
+        family,
+        corr,
+        corr_p,
+        corr_l,
+        rough,
+        after_prev,
+        clipped,
+        paced_beats(ahead, fs),
+    )
 
 
 def _ventricular(
@@ -492,12 +518,14 @@ def _decide(
     rough: np.ndarray,
     after_prev: np.ndarray,
     clipped: np.ndarray,
+    paced: np.ndarray | None = None,
 ) -> BeatClasses:
     """The classes from each beat's measures (see the module's steps 4 and 5), host arrays ``(n,)``
     (``corr_l``: each levelled QRS's correlation with the normal one,
     :func:`~devicepipe.ecg.beat_shapes.levelled`; ``after_prev``: each QRS's correlation with the
     one before, :func:`~devicepipe.ecg.beat_shapes.after_previous`; ``clipped``: each QRS cut flat
-    at the recording's limit, :func:`~devicepipe.ecg.beat_shapes.clipped_beats`)."""
+    at the recording's limit, :func:`~devicepipe.ecg.beat_shapes.clipped_beats`; ``paced``: a
+    pacemaker's stimulus before each beat, :func:`~devicepipe.ecg.beat_shapes.stimulus_before`)."""
     n = t.size
     normal = fit.normal
     corr_n = corr[:, normal] if normal >= 0 else np.zeros(n)
@@ -531,6 +559,9 @@ def _decide(
     # a QRS cut flat at the signal's limit has lost its shape: neither its form nor its width can
     # be read (on another lead that did not saturate it can: see agree_on_ventricular)
     labels[clipped], reasons[clipped] = "Q", CLIPPED
+    # a paced beat is Q in AAMI EC57: the stimulus, not the heart's own pathway, started it
+    if paced is not None:
+        labels[paced], reasons[paced] = "Q", PACED
     return BeatClasses(labels, reasons, family, normal, early, width, irregular)
 
 

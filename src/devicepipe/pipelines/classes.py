@@ -13,6 +13,7 @@ from devicepipe.ecg.classes import (
     BEAT_CLASSES,
     CLIPPED,
     MIN_BEATS,
+    PACED,
     BeatClasses,
     agree_on_ventricular,
     ecg_classes_chunked,
@@ -75,6 +76,13 @@ class Labelled:
                 "reads them; record at a lower gain, or choose a lead (channel) that stays within its range"
             )
             q -= clipped
+        paced = int(np.count_nonzero(self.classes.reasons == PACED))
+        if paced:
+            said.append(
+                f"{paced:,} of {n:,} beats follow a pacemaker's stimulus: they are paced, and Q (unclassifiable) as "
+                "AAMI EC57 classes paced beats; their times still give the heart rate and the rhythm"
+            )
+            q -= paced
         if q >= n / 2:
             return [
                 *said,
