@@ -216,8 +216,9 @@ def holter_sections(summary: RunSummary, scored: bool, files: dict[str, Path], k
         else ""
     )
     warned = "".join(f"Warning: {w}. " for w in h.warnings or [])
+    q_here = "here: in poor signal, too small for a QRS, cut flat at the signal's limit, or paced"
     text = (
-        f"{warned}{first}{class_words('here: in poor signal, or too small for a QRS')} Each beat's class and why "
+        f"{warned}{first}{class_words(q_here)} Each beat's class and why "
         "are in beats.parquet (class, reason) and the annotation file."
     )
     rows = [[name, number(h.counts[name]), f"{h.burden_pct[name]:.2f} %", f"{h.per_hour[name]:,.1f}"]
