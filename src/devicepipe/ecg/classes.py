@@ -50,7 +50,10 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    (:func:`~devicepipe.ecg.beat_shapes.roughness`) than all but the roughest 5 % of the normal
    beats (muscle noise or motion made it: on MIT-BIH 105 this took the share of its other beats
    called V from 1.3 % to 0.6 %; it costs the lone ectopic beats of noisy stretches, 4 of 200's
-   826 and both of CPSC 2021 patient 84's 2); else *N*.
+   826 and both of CPSC 2021 patient 84's 2); *Q* too where the QRS is cut flat at the signal's
+   limit (:data:`CLIPPED`: its shape lost), or a pacemaker's stimulus comes before the beat
+   (:data:`PACED`, as EC57 classes paced beats: a spike of a third of the QRS's height or more, at
+   the lead most of the spikes before beats share, before five beats or more); else *N*.
 5. **Irregularly irregular rhythm** (suspected atrial fibrillation, :mod:`devicepipe.ecg.rhythm`):
    where under ``IRREGULAR`` of the normal-to-normal intervals around a beat (``IRREGULAR_BEATS``
    either side) lie within ``TYPICAL_SHARE`` of their median (gaps under
