@@ -111,19 +111,27 @@ def time_column_of(source: Any) -> str | None:
     column of text named as times (``Datetime``, ``timestamp``, ``date``: times in a layout the
     reader does not guess, which ``time_format`` then gives). None for anything else, or a
     table with no such column (the read proper says what is wrong with an unreadable file)."""
+    head = _head_of_table(source)
+    if head is None:
+        return None
+    columns = [(f.name, f.type) for f in head.schema]  # by position: a repeated name is the read's to refuse
+    typed = (name for name, kind in columns if pa.types.is_timestamp(kind) or pa.types.is_date(kind))
+    named = (name for name, kind in columns if _is_text(kind) and _TIME_NAME.search(name))
+    return next(typed, None) or next(named, None)
+
+
+def _head_of_table(source: Any) -> pa.Table | None:
+    """The first :data:`AXIS_ROWS` rows of a CSV or Parquet file; None for anything else, or a
+    file that cannot be read (the read proper says what is wrong with it)."""
     if not isinstance(source, (str, os.PathLike)):
         return None
     path = Path(source)
     if path.suffix.lower() not in (*CSV_DELIMITERS, *PARQUET_SUFFIXES) or not path.is_file():
         return None
     try:
-        head = table_head(path, AXIS_ROWS)
+        return table_head(path, AXIS_ROWS)
     except Exception:  # noqa: BLE001 - the read proper says what is wrong
         return None
-    columns = [(f.name, f.type) for f in head.schema]  # by position: a repeated name is the read's to refuse
-    typed = (name for name, kind in columns if pa.types.is_timestamp(kind) or pa.types.is_date(kind))
-    named = (name for name, kind in columns if _is_text(kind) and _TIME_NAME.search(name))
-    return next(typed, None) or next(named, None)
 
 
 def _is_text(kind: pa.DataType) -> bool:
@@ -162,14 +170,8 @@ def axis_rates(
     Nothing (``("", 0.0, [])``) for anything else, sample numbers (a step of 1 in integers), or a
     file that cannot be read (the read proper says why)."""
     nothing: tuple[str, float, list[tuple[str, float]]] = ("", 0.0, [])
-    if not isinstance(source, (str, os.PathLike)):
-        return nothing
-    path = Path(source)
-    if path.suffix.lower() not in (*CSV_DELIMITERS, *PARQUET_SUFFIXES) or not path.is_file():
-        return nothing
-    try:
-        head = table_head(path, AXIS_ROWS)
-    except Exception:  # noqa: BLE001 - the read proper says what is wrong
+    head = _head_of_table(source)
+    if head is None:
         return nothing
     for name in head.column_names:
         col = head.column(name)
