@@ -288,7 +288,11 @@ def test_a_pacemaker_s_stimulus_before_every_beat_hides_none(fs):
         assert evaluate_beats(truth, found.numpy(), fs, n_samples=t.numel()).f1 >= 0.99, (amp, ahead_ms, width)
         assert torch.equal(found, peaks_ricker(t[None], float(fs))[1])  # the tensor path
         assert torch.equal(ecg_peaks_chunked(lambda a, b, t=t: t[a:b], t.numel(), fs, chunk=5000), found)
-        assert torch.equal(ecg_peaks(torch.stack([t, torch.as_tensor(x).float()]), fs)[0], found)
+        plain = torch.as_tensor(x).float()
+        batch = ecg_peaks(torch.stack([t, plain]), fs)  # (each row as alone: the other's spikes not taken out)
+        assert torch.equal(batch[0], found) and torch.equal(batch[1], ecg_peaks(plain, fs))
+        rows, cols = peaks_ricker(torch.stack([t, plain]), float(fs))  # (the tensor path's batch too)
+        assert torch.equal(cols[rows == 0], found) and torch.equal(cols[rows == 1], ecg_peaks(plain, fs))
 
 
 def test_row_median_matches_torch_median():

@@ -552,8 +552,9 @@ def _peaks_and_spikes(
     limits = r.thresholds(block_max, block_mean, sub, magnitude, stride, sub_negative, signs)
     spiky = torch.nonzero(cands["height"] == 0).squeeze(1) if r.spike_window else cands["height"][:0].long()
     rows, cols = cands["rows"][spiky], cands["cols"][spiky]
-    if not bool(r.hides_beats(feature[rows, cols], limits, rows, cols // r.block).any()):
-        spiky = spiky[:0]
+    hiding = torch.zeros(x.shape[0], dtype=torch.bool, device=x.device)
+    hiding[rows[r.hides_beats(feature[rows, cols], limits, rows, cols // r.block)]] = True
+    spiky = spiky[hiding[rows]]  # (each row's own: a row is detected as it is alone)
     spikes = (cands["rows"][spiky], cands["refined"][spiky], cands["sign"][spiky])
     cands = r.accept(cands, *limits)
     return r.select(cands, x.shape[0], n), spikes
