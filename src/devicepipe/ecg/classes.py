@@ -53,7 +53,9 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    826 and both of CPSC 2021 patient 84's 2); *Q* too where the QRS is cut flat at the signal's
    limit (:data:`CLIPPED`: its shape lost), or a pacemaker's stimulus comes before the beat
    (:data:`PACED`, as EC57 classes paced beats: a spike of a third of the QRS's height or more, at
-   the lead most of the spikes before beats share, before five beats or more); else *N*.
+   the lead most of the spikes before beats share, before five beats or more); else *N*. (Where
+   the beats' spectrum shows mains interference, 50 or 60 Hz, the shapes are measured without it:
+   :func:`~devicepipe.ecg.beat_shapes.mains_hz`.)
 5. **Irregularly irregular rhythm** (suspected atrial fibrillation, :mod:`devicepipe.ecg.rhythm`):
    where under ``IRREGULAR`` of the normal-to-normal intervals around a beat (``IRREGULAR_BEATS``
    either side) lie within ``TYPICAL_SHARE`` of their median (gaps under
@@ -104,6 +106,7 @@ from devicepipe.ecg.beat_shapes import (
     either_neighbour,
     lead_gain,
     lead_sign,
+    mains_hz,
     measure_beats,
     paced_beats,
     shape_families,
@@ -313,9 +316,9 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
     pick = _sample(n)
     chosen = torch.as_tensor(pick, device=x.device)
     sampled = wide_windows(x, at[chosen], fs)
-    sign, gain = lead_sign(sampled), lead_gain(sampled)
-    fit = _fit(measure_beats(sampled, sign, fs, gain), early[pick])
-    every = measure_beats(wide_windows(x, at, fs), sign, fs, gain)
+    sign, gain, mains = lead_sign(sampled), lead_gain(sampled), mains_hz(sampled, fs)
+    fit = _fit(measure_beats(sampled, sign, fs, gain, mains), early[pick])
+    every = measure_beats(wide_windows(x, at, fs), sign, fs, gain, mains)
     family, corr, corr_p, corr_l = _against(every, fit)
     after_prev, _ = after_previous(every.shapes)
     clipped = clipped_beats(every.extremes, fs)
@@ -437,14 +440,14 @@ def ecg_classes_chunked(
     for beats, x, at in parts():  # the sampled beats' wide windows
         wide.append(wide_windows(x, at[torch.as_tensor(picked[beats], device=x.device)], fs))
     sampled = torch.cat(wide)
-    sign, gain = lead_sign(sampled), lead_gain(sampled)
-    fit = _fit(measure_beats(sampled, sign, fs, gain), early[pick])
+    sign, gain, mains = lead_sign(sampled), lead_gain(sampled), mains_hz(sampled, fs)
+    fit = _fit(measure_beats(sampled, sign, fs, gain, mains), early[pick])
     family, corr_p, corr_l = np.full(n, -1), np.zeros(n), np.zeros(n)
     width, height, rough = np.zeros(n), np.zeros(n), np.zeros(n)
     corr, after_prev, last = np.zeros((n, len(fit.templates))), np.zeros(n), None
     clipping, ahead = Clipping(fs), np.full(n, -1)
     for beats, x, at in parts():  # every beat's measures against the families
-        measured = measure_beats(wide_windows(x, at, fs), sign, fs, gain)
+        measured = measure_beats(wide_windows(x, at, fs), sign, fs, gain, mains)
         family[beats], corr[beats], corr_p[beats], corr_l[beats] = _against(measured, fit)
         width[beats], height[beats], rough[beats] = measured.width, measured.height, measured.rough
         clipping.add(beats.start, measured.extremes)
