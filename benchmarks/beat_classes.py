@@ -27,7 +27,8 @@ from evaluation import annotated_records  # beside this script
 from results_io import machine, parser, run_measured, table, write_results
 
 from devicepipe.ecg import aami_class, ecg_peaks
-from devicepipe.ecg.classes import ecg_classes, ecg_classes_leads
+from devicepipe.ecg.classes import ecg_classes
+from devicepipe.ecg.several_leads import ecg_classes_leads
 from devicepipe.heart.holter import holter_summary
 from devicepipe.io import read_series
 from devicepipe.io.reference import read_beat_annotations

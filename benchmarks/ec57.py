@@ -34,8 +34,9 @@ import torch
 from results_io import machine, parser, table, write_results  # beside this script
 
 from devicepipe.ecg import aami_class, classes, ecg_peaks
-from devicepipe.ecg.classes import BeatClasses, ecg_classes_leads
+from devicepipe.ecg.classes import BeatClasses
 from devicepipe.ecg.flat import flat_stretches
+from devicepipe.ecg.several_leads import ecg_classes_leads
 from devicepipe.heart.holter import Holter, holter_summary
 from devicepipe.io import read_series
 from devicepipe.io.channels import choose_signal

@@ -12,12 +12,11 @@ from devicepipe.ecg.classes import (
     PACED,
     TOO_SMALL,
     BeatClasses,
-    agree_on_ventricular,
     ecg_classes,
     ecg_classes_chunked,
-    ecg_classes_leads,
 )
 from devicepipe.ecg.rhythm import beat_rhythm
+from devicepipe.ecg.several_leads import agree_on_ventricular, ecg_classes_leads
 from devicepipe.heart.holter import holter_summary
 from devicepipe.simulate import Rhythm, simulate_ecg
 

@@ -55,7 +55,7 @@ from __future__ import annotations
 from devicepipe.ecg.align import ALIGNED_WORDS, align_rows
 from devicepipe.ecg.baseline import BASELINE_WORDS, baseline_rows, ecg_baseline
 from devicepipe.ecg.chunked import detection_chunk, ecg_peaks_chunked, ecg_peaks_chunked_to, ecg_peaks_fused_chunked_to
-from devicepipe.ecg.classes import BEAT_CLASSES, BeatClasses, ecg_classes, ecg_classes_leads
+from devicepipe.ecg.classes import BEAT_CLASSES, BeatClasses, ecg_classes
 from devicepipe.ecg.evaluate import AAMI_CLASSES, BeatScore, aami_class, evaluate_beats, label_beats, share_text
 from devicepipe.ecg.inputs import check_ecg
 from devicepipe.ecg.peaks import ECG_PEAK_METHODS, PeakMethod, ecg_contrast, ecg_peaks, methods_that, ricker_defaults
@@ -83,6 +83,7 @@ from devicepipe.ecg.segment import (
     segment_kept,
     segment_kept_parts,
 )
+from devicepipe.ecg.several_leads import ecg_classes_leads
 
 __all__ = [
     "AAMI_CLASSES",

@@ -27,6 +27,7 @@ from devicepipe.ecg.ricker import (
     samples,
 )
 from devicepipe.ecg.segment import ecg_segment_chunked, segment_kept_parts
+from devicepipe.ecg.spikes import SPIKE_PASSES, without_spikes
 from devicepipe.signal.blocks import (
     lower_median_of_parts,
 )
@@ -207,7 +208,7 @@ def _peaks_chunked(
     chunk = _aligned(chunk, step)  # (as detection_chunk says)
     halo = -(-r.reach // step) * step
     starts = range(0, n_samples, chunk)
-    for passes in range(ricker.SPIKE_PASSES, 0, -1):  # (as in one call: spikes out, and again)
+    for passes in range(SPIKE_PASSES, 0, -1):  # (as in one call: spikes out, and again)
         means = _edge_means(r, read, n_samples)
         # the same for every chunk (the rate, the samples' dtype and device); made before the first
         # chunk's buffers, as a small tensor kept among them would keep the heap in pieces
@@ -235,7 +236,7 @@ def _spikes_out(
     sampling_rate: float,
 ) -> Callable[[int, int], torch.Tensor]:
     """``read`` with the ``spikes`` (their extrema, absolute columns, sorted, and polarity) taken
-    out as :func:`~devicepipe.ecg.ricker.without_spikes` takes them out of the whole recording: each
+    out as :func:`~devicepipe.ecg.spikes.without_spikes` takes them out of the whole recording: each
     part read with the margin a spike's window and its reach need."""
     order = torch.argsort(spikes[0], stable=True)  # (refined extrema: a few samples off the candidates' order)
     cols, signs = spikes[0][order], spikes[1][order]
@@ -247,7 +248,7 @@ def _spikes_out(
         i0, i1 = (int(v) for v in torch.searchsorted(cols, torch.tensor([lo, hi])))
         rows = torch.zeros(i1 - i0, dtype=torch.int64)
         at, sign = cols[i0:i1].to(x.device), signs[i0:i1].to(device=x.device, dtype=x.dtype)
-        return ricker.without_spikes(x[None], rows.to(x.device), at, sign, spike, lo)[0, start - lo : stop - lo]
+        return without_spikes(x[None], rows.to(x.device), at, sign, spike, lo)[0, start - lo : stop - lo]
 
     return despiked
 
@@ -336,10 +337,7 @@ def _first_pass(
     subsample, counts = means[0].new_empty((1, -(-n_samples // stride))), []
     negatives = torch.empty(subsample.shape, dtype=torch.bool, device=subsample.device)
     magnitude = torch.zeros((), device=means[0].device, dtype=means[0].dtype)  # over the same samples as one call
-    spike_cols: list[torch.Tensor] = [torch.zeros(0, dtype=torch.int64)]
-    spike_at: list[torch.Tensor] = [torch.zeros(0, dtype=torch.int64)]
-    spike_signs: list[torch.Tensor] = [torch.zeros(0)]
-    spike_heights: list[torch.Tensor] = [torch.zeros(0)]
+    spikes: list[tuple[torch.Tensor, ...]] = []
     for c0 in starts:
         c1 = min(n_samples, c0 + chunk)
         a, b = max(0, c0 - halo), min(n_samples, c1 + halo)
@@ -355,11 +353,7 @@ def _first_pass(
         if taken.numel():
             torch.maximum(magnitude, abs_max(taken)[0], out=magnitude)
         found = r.candidates(x, feature, negative, a, (c0, c1))
-        spiky = found["height"] == 0
-        spike_cols.append(found["refined"][spiky].cpu())
-        spike_signs.append(found["sign"][spiky].cpu())
-        spike_at.append(found["cols"][spiky].cpu())  # (the response's peak: where its height is read)
-        spike_heights.append(feature[0, found["cols"][spiky] - a].cpu())
+        spikes.append(_spikes_among(found, feature, a))
         for name, summary in zip(
             ("block_signed", "block_height"), r.block_signs(found, 1, -(-(c1 - c0) // r.block), c0 // r.block),
             strict=True,
@@ -372,8 +366,22 @@ def _first_pass(
         del x, feature, negative, core, found
         if progress is not None:
             progress(c1, n_samples)
-    spikes = (torch.cat(spike_cols), torch.cat(spike_signs), torch.cat(spike_at), torch.cat(spike_heights))
-    return subsample, negatives, magnitude, counts, spikes
+    joined = tuple(torch.cat(column) for column in zip(*spikes, strict=True)) if spikes else _spikes_among({}, None, 0)
+    return subsample, negatives, magnitude, counts, joined
+
+
+def _spikes_among(
+    found: dict[str, torch.Tensor], feature: torch.Tensor | None, offset: int
+) -> tuple[torch.Tensor, ...]:
+    """The spikes among a part's candidates ``found`` (:meth:`Ricker.candidates`, its ``feature``
+    starting at sample ``offset``), on the host: their extrema's columns, polarity, their columns
+    and their response there (where it is read against the thresholds); none for no part."""
+    if feature is None:
+        none = torch.zeros(0, dtype=torch.int64)
+        return none, torch.zeros(0), none, torch.zeros(0)
+    spiky = found["height"] == 0
+    cols = found["cols"][spiky]
+    return found["refined"][spiky].cpu(), found["sign"][spiky].cpu(), cols.cpu(), feature[0, cols - offset].cpu()
 
 
 #: Candidates per part when chunked detection applies the rules (memory a few times this many).

@@ -69,16 +69,16 @@ shape second (is the QRS wide, unlike the others, without its P wave?). So does
    the intervals irregular too, but the beats between them keep theirs. Early beats in
    fibrillation are not called S (every beat of it comes at a random time).
 
-6. **Several leads** (:func:`ecg_classes_leads`): each lead is classed alone, and a beat the
-   first lead calls V stays V only where more than half of the leads on which it can be read
-   (not Q, or too small for a QRS there) call it V too. A wide or odd shape that the other leads
-   do not show is noise on one lead (motion, electrode contact) or a T wave, not a ventricular
-   beat, which changes the QRS on every lead; such a beat takes the class of the first lead that
-   reads it otherwise (no beat where none reads it as one). A beat the
-   first lead cannot read (Q: its signal flat, off or noisy there) takes the class of the first
-   lead that can. The other classes are the first lead's. The rhythm is the beats' times, so a beat is in irregular
-   rhythm where any lead reads it so (another lead's poor signal or aberrant beats may leave it
-   too few normal-to-normal intervals to read).
+6. **Several leads** (:func:`devicepipe.ecg.several_leads.ecg_classes_leads`): each lead is
+   classed alone, and a beat the first lead calls V stays V only where more than half of the
+   leads on which it can be read (not Q, or too small for a QRS there) call it V too. A wide or
+   odd shape that the other leads do not show is noise on one lead (motion, electrode contact)
+   or a T wave, not a ventricular beat, which changes the QRS on every lead; such a beat takes
+   the class of the first lead that reads it otherwise (no beat where none reads it as one). A
+   beat the first lead cannot read (Q: its signal flat, off or noisy there) takes the class of
+   the first lead that can. The other classes are the first lead's. The rhythm is the beats'
+   times, so a beat is in irregular rhythm where any lead reads it so (another lead's poor
+   signal or aberrant beats may leave it too few normal-to-normal intervals to read).
 
 What each beat's shape is (its windows, width, height, roughness and shape family) is measured
 in :mod:`devicepipe.ecg.beat_shapes`. Every step is a tensor operation on the signal's device but
@@ -89,7 +89,7 @@ which run on the host.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -121,10 +121,8 @@ __all__ = [
     "PACED",
     "TOO_SMALL",
     "BeatClasses",
-    "agree_on_ventricular",
     "ecg_classes",
     "ecg_classes_chunked",
-    "ecg_classes_leads",
 ]
 
 #: The AAMI EC57 classes, in words.
@@ -326,81 +324,6 @@ def ecg_classes(signal: torch.Tensor, peaks: torch.Tensor, sampling_rate: float)
                    after_prev, clipped, paced_beats(every.paced, fs))  # fmt: skip
 
 
-def ecg_classes_leads(signals: torch.Tensor, peaks: torch.Tensor, sampling_rate: float) -> BeatClasses:
-    """The AAMI class of every beat of a recording of several leads (step 6 of the module's account).
-
-    ``signals``: ``(leads, time)`` (or ``(time,)``: one lead, :func:`ecg_classes`); ``peaks``:
-    ``(n,)`` the R peaks found on them. Returns :class:`BeatClasses` as the first lead has them
-    but for the V calls the leads do not agree on (:func:`agree_on_ventricular`).
-    """
-    if signals.ndim == 1 or signals.shape[0] == 1:
-        return ecg_classes(signals.reshape(-1), peaks, sampling_rate)
-    return agree_on_ventricular([ecg_classes(lead, peaks, sampling_rate) for lead in signals])
-
-
-def agree_on_ventricular(per_lead: list[BeatClasses]) -> BeatClasses:
-    """One lead's classes from the classes of the same beats on several leads: the first lead's,
-    but V only where more than half of the leads that read the beat (class not Q, or Q as
-    :data:`TOO_SMALL`: a lead that reads no QRS there) call it V too. A beat the first lead calls V
-    and fewer leads do takes the class of the first lead that reads it as N, S or F, its reason
-    saying on how many leads it was V; where no lead does, it is no beat (Q, :data:`TOO_SMALL`: a
-    T wave or a bump one lead shows tall and wide; on CPSC 2021's data_92_4 two T waves carrying
-    blocked atrial P waves were called V so). A beat the first lead cannot
-    read (Q) takes the class of the first lead that reads it as N, S or F (a lead off or in noise
-    for a while: the beats there are classed on the others). (No beat becomes V that the first
-    lead, the one the beats are cut from, does not call V: where it cannot read a beat, the other
-    leads of a noisy recording are seldom better, and on the CPSC 2021 records every such call was
-    false; but where the first lead's QRS is cut flat at its limit, :data:`CLIPPED`, which is no
-    noise, the V of the first lead that reads it stands.) A beat any lead shows a pacemaker's
-    stimulus before is paced (Q, :data:`PACED`)."""
-    first = per_lead[0]
-    labels = np.stack([c.labels for c in per_lead])  # (leads, n)
-    # a lead where the detection is too small for a QRS reads it too: as no beat (a T wave or a
-    # bump of noise that one lead shows tall and wide; a ventricular beat changes every lead's QRS)
-    no_beat = np.stack([c.not_beats for c in per_lead])
-    votes = (labels == "V").sum(0)
-    readable = ((labels != "Q") | no_beat).sum(0)
-    alone = (first.labels == "V") & (2 * votes <= readable)
-    # the rhythm is the beats' times: a lead reads it where its beats have the normal shape, and a
-    # stretch that any lead reads as irregularly irregular is (another lead's poor signal or
-    # aberrant beats leave it too few intervals to read)
-    if len(per_lead) > 1:
-        first = replace(first, irregular=np.logical_or.reduce([c.irregular for c in per_lead]))
-    # a beat the first lead cannot read (Q: its signal flat, noisy or off there) takes the class of
-    # the first lead that reads it
-    # (a QRS the first lead shows cut flat at its limit is no noise there: another lead's V stands)
-    reads = np.isin(labels, ("N", "S", "F")) | ((labels == "V") & (first.reasons == CLIPPED)[None])
-    unread = (first.labels == "Q") & (first.reasons != PACED) & reads.any(0)
-    paced_elsewhere = any((c.reasons == PACED).any() for c in per_lead[1:])
-    if not (
-        alone.any() or unread.any() or paced_elsewhere or _early_in_fibrillation(first.labels, first.irregular).any()
-    ):
-        return first
-    other = np.argmax(reads, axis=0)  # the first lead reading it otherwise
-    out_labels, out_reasons = first.labels.copy(), first.reasons.astype(object)
-    for i in np.flatnonzero(alone):
-        if not np.isin(labels[:, i], ("N", "S", "F")).any():  # no lead reads a beat but the first
-            out_labels[i], out_reasons[i] = "Q", TOO_SMALL
-            continue
-        lead = per_lead[other[i]]
-        out_labels[i] = lead.labels[i]
-        out_reasons[i] = f"{lead.reasons[i]} (V on {votes[i]} of {readable[i]} leads)"
-    for i in np.flatnonzero(unread):
-        out_labels[i] = labels[other[i], i]
-        out_reasons[i] = f"{per_lead[other[i]].reasons[i]} (lead {other[i] + 1}: the first cannot read it)"
-    early = _early_in_fibrillation(out_labels, first.irregular)  # (a lead's S inside what another read as AF)
-    out_labels[early], out_reasons[early] = "N", "irregular rhythm"
-    paced = np.logical_or.reduce([c.reasons == PACED for c in per_lead])  # (a stimulus any lead shows)
-    out_labels[paced], out_reasons[paced] = "Q", PACED
-    return replace(first, labels=out_labels, reasons=out_reasons)
-
-
-def _early_in_fibrillation(labels: np.ndarray, irregular: np.ndarray) -> np.ndarray:
-    """Beats called S inside irregularly irregular rhythm: in fibrillation every beat comes at a
-    random time, so none is early (``(n,)`` bool)."""
-    return (labels == "S") & irregular
-
-
 def ecg_classes_chunked(
     read: Callable[[int, int], torch.Tensor],
     n_samples: int,
@@ -424,17 +347,9 @@ def ecg_classes_chunked(
     pick = _sample(n)
     picked = np.zeros(n, bool)
     picked[pick] = True
-    margin, chunk = round(MARGIN_S * fs), max(1, chunk)
 
     def parts() -> Iterator[tuple[slice, torch.Tensor, torch.Tensor]]:
-        """Each part's beats, its signal (with the margins) and their peaks as indices into it."""
-        for start in range(0, n_samples, chunk):
-            first, last = np.searchsorted(all_peaks, [start, start + chunk])
-            if first == last:
-                continue
-            a, b = max(0, start - margin), min(n_samples, start + chunk + margin)
-            x = read(a, b).float()
-            yield slice(first, last), x, torch.as_tensor(all_peaks[first:last] - a, device=x.device)
+        return _parts(read, n_samples, all_peaks, max(1, chunk), fs)
 
     wide = []
     for beats, x, at in parts():  # the sampled beats' wide windows
@@ -453,23 +368,23 @@ def ecg_classes_chunked(
         clipping.add(beats.start, measured.extremes)
         ahead[beats] = measured.paced
         after_prev[beats], last = after_previous(measured.shapes, last)
-    clipped = clipping.clipped(n)
-    return _decide(
-        fit,
-        t,
-        rr_prev,
-        early,
-        width,
-        height,
-        family,
-        corr,
-        corr_p,
-        corr_l,
-        rough,
-        after_prev,
-        clipped,
-        paced_beats(ahead, fs),
-    )
+    return _decide(fit, t, rr_prev, early, width, height, family, corr, corr_p, corr_l, rough, after_prev,
+                   clipping.clipped(n), paced_beats(ahead, fs))  # fmt: skip
+
+
+def _parts(
+    read: Callable[[int, int], torch.Tensor], n_samples: int, peaks: np.ndarray, chunk: int, fs: float
+) -> Iterator[tuple[slice, torch.Tensor, torch.Tensor]]:
+    """A recording read ``chunk`` samples at a time with :data:`MARGIN_S` either side: each part's
+    beats (a slice of ``peaks``), its signal and their peaks as indices into it."""
+    margin = round(MARGIN_S * fs)
+    for start in range(0, n_samples, chunk):
+        first, last = np.searchsorted(peaks, [start, start + chunk])
+        if first == last:
+            continue
+        a, b = max(0, start - margin), min(n_samples, start + chunk + margin)
+        x = read(a, b).float()
+        yield slice(first, last), x, torch.as_tensor(peaks[first:last] - a, device=x.device)
 
 
 def _ventricular(
@@ -563,7 +478,7 @@ def _decide(
     small = unlike & (height < SMALL * fit.normal_height)
     labels[small], reasons[small] = "Q", TOO_SMALL
     # a QRS cut flat at the signal's limit has lost its shape: neither its form nor its width can
-    # be read (on another lead that did not saturate it can: see agree_on_ventricular)
+    # be read (on another lead that did not saturate it can: see several_leads.agree_on_ventricular)
     labels[clipped], reasons[clipped] = "Q", CLIPPED
     # a paced beat is Q in AAMI EC57: the stimulus, not the heart's own pathway, started it
     if paced is not None:

@@ -28,12 +28,11 @@ import torch
 from devicepipe.ecg.ricker import (
     ONE_SIGN,
     ROUNDING,
-    SPIKE_PASSES,
-    SPIKE_WINDOW_S,
     Ricker,
     peaks_ricker,
     samples,
 )
+from devicepipe.ecg.spikes import SPIKE_PASSES
 
 __all__ = ["COMPILED_ENV", "COMPILED_UP_TO", "Plan", "compiled_suits", "loops", "peaks_ricker_compiled", "taps"]
 
@@ -97,13 +96,12 @@ class Plan:
         if r.sub <= 1 or n <= 2 * r.taps or Ricker.subsample_stride(n) != 1 or loops() is None:
             return None
         kernel = taps(r)
-        spike = samples(SPIKE_WINDOW_S, r.fs) if r.spike_ms > 0 else 0
         ints = (
             r.block,
             r.sub,
             r.refractory,
             samples(r.refine_s, r.fs),
-            spike,
+            r.spike_window,
             min(samples(r.edge_s, r.fs), n),
             samples(r.envelope_s / r.block_s, 1.0),
             samples(r.level_s / r.block_s, 1.0),

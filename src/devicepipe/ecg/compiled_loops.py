@@ -431,7 +431,7 @@ def _search_back(
 
 @nb.njit(cache=True, nogil=True)
 def _without_spikes(x: np.ndarray, refined: np.ndarray, sign: np.ndarray, height: np.ndarray, spike: int) -> np.ndarray:
-    """``ricker.without_spikes`` on one row: a copy of ``x`` with each spike candidate (``height``
+    """``spikes.without_spikes`` on one row: a copy of ``x`` with each spike candidate (``height``
     0) taken out, its samples at or above half its height next to its extremum set to the
     sample just before them."""
     n = x.shape[0]
@@ -471,7 +471,7 @@ def detect(
     n = x.shape[0]
     block, edge, close, spike, passes = ints[0], ints[5], ints[8], ints[4], ints[9]
     close_ratio, polarity_ratio = floats[3], floats[5]
-    for p in range(passes):  # (ricker.SPIKE_PASSES: spikes that hide beats out, and again)
+    for p in range(passes):  # (spikes.SPIKE_PASSES: spikes that hide beats out, and again)
         response = _filter(x, kernel, _mean64(x, 0, edge), _mean64(x, n - edge, n))
         feature = np.empty(n, np.float32)
         negative = np.empty(n, np.bool_)

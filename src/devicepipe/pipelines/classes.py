@@ -15,11 +15,10 @@ from devicepipe.ecg.classes import (
     MIN_BEATS,
     PACED,
     BeatClasses,
-    agree_on_ventricular,
     ecg_classes_chunked,
-    ecg_classes_leads,
 )
 from devicepipe.ecg.flat import flat_stretches, flat_stretches_read
+from devicepipe.ecg.several_leads import agree_on_ventricular, ecg_classes_leads
 from devicepipe.heart.holter import Holter, holter_summary
 from devicepipe.io import Recording
 from devicepipe.pipelines.context import Run
